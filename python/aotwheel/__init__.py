@@ -1,0 +1,44 @@
+"""aotwheel: ahead-of-time GPU device code for Python wheels.
+
+Public API (imported lazily so that ``import aotwheel`` stays cheap):
+
+- :func:`resolve` / :class:`DevList` -- what a ``USE_AOT_DEVLIST`` value means;
+- :func:`inspect` / :class:`Report` -- which device code a binary or wheel carries;
+- :func:`check` / :class:`Verdict` / :class:`JITWarning` -- native, JIT or unsupported here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "resolve": "aotwheel.devlist",
+    "DevList": "aotwheel.devlist",
+    "DEFAULT_DEVLIST": "aotwheel.devlist",
+    "load_catalog": "aotwheel.catalog",
+    "AotwheelError": "aotwheel.errors",
+    "DevlistError": "aotwheel.errors",
+    "InspectError": "aotwheel.errors",
+    "ToolchainError": "aotwheel.errors",
+    "inspect": "aotwheel.inspector",
+    "Report": "aotwheel.inspector",
+    "check": "aotwheel.runtime",
+    "JITWarning": "aotwheel.runtime",
+    "Verdict": "aotwheel.verdict",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aotwheel' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,5 @@
+import sys
+
+from aotwheel.cli import main
+
+sys.exit(main())

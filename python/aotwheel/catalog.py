@@ -1,0 +1,169 @@
+"""The device catalog: Intel GPU AOT targets, loaded from ``catalog.json`` shipped in the package.
+
+One :class:`Device` per IP version; its aliases compile to the same binary. Groups (product
+families such as ``dg2`` and release names such as ``xe-hpc``) expand to shipping products only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+_IP_RE = re.compile(r"^(\d{1,4})\.(\d{1,3})\.(\d{1,2})$")
+
+
+def parse_ip(text: str) -> tuple[int, int, int] | None:
+    """``"12.60.7"`` -> ``(12, 60, 7)``; ``None`` if ``text`` is not an IP version."""
+    m = _IP_RE.match(text)
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+def ip_to_u32(ip: tuple[int, int, int]) -> int:
+    """Pack an IP version the way Level Zero and zebin do: arch:10 | release:8 | reserved:8 | revision:6."""
+    arch, release, revision = ip
+    return (arch << 22) | (release << 14) | revision
+
+
+def ip_from_u32(value: int) -> tuple[int, int, int]:
+    """Unpack a u32 IP version (see :func:`ip_to_u32`)."""
+    return ((value >> 22) & 0x3FF, (value >> 14) & 0xFF, value & 0x3F)
+
+
+def format_ip(ip: tuple[int, int, int]) -> str:
+    return "%d.%d.%d" % ip
+
+
+@dataclass(frozen=True)
+class Device:
+    """One AOT target: a canonical name per IP version, with everything known about it."""
+
+    name: str
+    ip: str
+    aliases: tuple[str, ...]
+    generic: str | None
+    family: str
+    release: str
+    sycl_arch: str
+    pci_ids: tuple[int, ...]
+    shipping: bool
+    description: str
+    vendor: str = "intel"
+
+    @property
+    def ip_tuple(self) -> tuple[int, int, int]:
+        parsed = parse_ip(self.ip)
+        assert parsed is not None
+        return parsed
+
+    @property
+    def ip_u32(self) -> int:
+        return ip_to_u32(self.ip_tuple)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "ip": self.ip,
+            "aliases": list(self.aliases),
+            "generic": self.generic,
+            "family": self.family,
+            "release": self.release,
+            "sycl_arch": self.sycl_arch,
+            "pci_ids": ["0x%04x" % p for p in self.pci_ids],
+            "shipping": self.shipping,
+            "description": self.description,
+            "vendor": self.vendor,
+        }
+
+
+@dataclass(frozen=True)
+class Group:
+    """A family or release name and the shipping products it stands for."""
+
+    name: str
+    aliases: tuple[str, ...]
+    members: tuple[Device, ...]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    devices: tuple[Device, ...]
+    groups: tuple[Group, ...]
+
+    @functools.cached_property
+    def _names(self) -> dict[str, Device]:
+        table: dict[str, Device] = {}
+        for dev in self.devices:
+            for key in (dev.name, *dev.aliases, dev.sycl_arch):
+                table[key.lower()] = dev
+        return table
+
+    @functools.cached_property
+    def _ips(self) -> dict[tuple[int, int, int], Device]:
+        return {dev.ip_tuple: dev for dev in self.devices}
+
+    @functools.cached_property
+    def _groups(self) -> dict[str, Group]:
+        return {key: g for g in self.groups for key in (g.name, *g.aliases)}
+
+    def by_name(self, token: str) -> Device | None:
+        """Canonical name, alias or SYCL arch name (``intel_gpu_pvc``), case-insensitive."""
+        return self._names.get(token.lower())
+
+    def by_ip(self, ip: str | int | tuple[int, int, int]) -> Device | None:
+        """Look up by ``"12.60.7"``, a u32 IP version, or a ``(12, 60, 7)`` tuple."""
+        if isinstance(ip, str):
+            key = parse_ip(ip)
+            if key is None:
+                return None
+        elif isinstance(ip, int):
+            key = ip_from_u32(ip)
+        else:
+            key = tuple(ip)  # type: ignore[assignment]
+        return self._ips.get(key)
+
+    def by_pci_id(self, pci_id: int) -> Device | None:
+        for dev in self.devices:
+            if pci_id in dev.pci_ids:
+                return dev
+        return None
+
+    def group(self, token: str) -> Group | None:
+        return self._groups.get(token.lower())
+
+    def vocabulary(self) -> list[str]:
+        """Every word the resolver accepts for a device or group (for suggestions)."""
+        return sorted({*self._names, *self._groups})
+
+
+def _load(raw: dict) -> Catalog:
+    devices = tuple(
+        Device(
+            name=d["name"],
+            ip=d["ip"],
+            aliases=tuple(d["aliases"]),
+            generic=d["generic"],
+            family=d["family"],
+            release=d["release"],
+            sycl_arch=d["sycl_arch"],
+            pci_ids=tuple(int(p, 16) for p in d["pci_ids"]),
+            shipping=d["shipping"],
+            description=d["description"],
+        )
+        for d in raw["devices"]
+    )
+    by_name = {d.name: d for d in devices}
+    groups = tuple(
+        Group(name=name, aliases=tuple(g["aliases"]), members=tuple(by_name[m] for m in g["members"]))
+        for name, g in raw["groups"].items()
+    )
+    return Catalog(devices=devices, groups=groups)
+
+
+@functools.lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    """The catalog shipped with aotwheel (parsed once, on first use)."""
+    text = resources.files("aotwheel").joinpath("catalog.json").read_text(encoding="utf-8")
+    return _load(json.loads(text))

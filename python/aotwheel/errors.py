@@ -1,0 +1,28 @@
+"""Exception types. Every message is one line that says what is wrong and what to do."""
+
+from __future__ import annotations
+
+
+class AotwheelError(Exception):
+    """Base class of every error aotwheel raises on purpose."""
+
+
+class DevlistError(AotwheelError, ValueError):
+    """A ``USE_AOT_DEVLIST`` value that cannot be resolved.
+
+    ``token`` is the offending token (or ``None`` for whole-input problems) and
+    ``suggestions`` the closest valid names.
+    """
+
+    def __init__(self, message: str, token: str | None = None, suggestions: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.token = token
+        self.suggestions = suggestions
+
+
+class ToolchainError(AotwheelError):
+    """A tool (ocloc, clang, llvm-spirv, icpx, nvcc) is missing, too old or failed."""
+
+
+class InspectError(AotwheelError):
+    """A binary that cannot be read: the message names the file and the offset."""
