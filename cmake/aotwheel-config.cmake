@@ -1,0 +1,145 @@
+# aotwheel CMake entry point: find_package(aotwheel CONFIG).
+#
+# Works from an installed aotwheel (site-packages/aotwheel/cmake/, found through the
+# scikit-build-core "cmake.root" entry point) and from a source checkout (<repo>/cmake/).
+# Devlist semantics live in Python (aotwheel.devlist); CMake only asks the resolver.
+include_guard(GLOBAL)
+
+set(aotwheel_FOUND TRUE)
+
+# Where the `aotwheel` Python package that owns this file lives.
+if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/../__init__.py")
+  get_filename_component(_AOTWHEEL_PYTHONPATH "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
+else()
+  get_filename_component(_AOTWHEEL_PYTHONPATH "${CMAKE_CURRENT_LIST_DIR}/../python" ABSOLUTE)
+endif()
+set(_AOTWHEEL_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+
+if(NOT DEFINED Python_EXECUTABLE)
+  find_package(Python 3.10 COMPONENTS Interpreter)
+  if(NOT Python_Interpreter_FOUND)
+    message(FATAL_ERROR "aotwheel: Python >= 3.10 not found. Try: set Python_EXECUTABLE or apt-get install python3")
+  endif()
+endif()
+
+# `python -m aotwheel` of this aotwheel, as a list usable in execute_process/add_custom_command.
+# PYTHONPATH is prepended so the resolver always matches this config file, whatever else is installed.
+if(DEFINED ENV{PYTHONPATH} AND NOT "$ENV{PYTHONPATH}" STREQUAL "")
+  set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}:$ENV{PYTHONPATH}")
+else()
+  set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}")
+endif()
+set(_AOTWHEEL_PYTHON_COMMAND
+    "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_aotwheel_pp}" "${Python_EXECUTABLE}" -m aotwheel)
+unset(_aotwheel_pp)
+
+# _aotwheel_run(<prefix> ARGS <arg>...)
+# Runs `python -m aotwheel <args>` at configure time; sets <prefix>_RESULT, <prefix>_OUTPUT and
+# <prefix>_ERROR (stderr without the "aotwheel: error: " prefix and trailing newline).
+function(_aotwheel_run prefix)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "ARGS")
+  execute_process(
+    COMMAND ${_AOTWHEEL_PYTHON_COMMAND} ${ARG_ARGS}
+    RESULT_VARIABLE result
+    OUTPUT_VARIABLE output
+    ERROR_VARIABLE error
+    OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_STRIP_TRAILING_WHITESPACE)
+  string(REGEX REPLACE "^aotwheel: error: " "" error "${error}")
+  set(${prefix}_RESULT "${result}" PARENT_SCOPE)
+  set(${prefix}_OUTPUT "${output}" PARENT_SCOPE)
+  set(${prefix}_ERROR "${error}" PARENT_SCOPE)
+endfunction()
+
+# aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN ocloc])
+#
+# Resolves the device list with aotwheel's resolver. The list comes from DEVLIST, else the
+# variable USE_AOT_DEVLIST (cache or normal), else $ENV{USE_AOT_DEVLIST}, else the resolver's
+# default (pvc,ats-m150). JIT fallback likewise from JIT_FALLBACK / USE_AOT_JIT_FALLBACK.
+# Sets in the caller's scope:
+#   <out>               canonical target names (a CMake list; empty for `none`)
+#   <out>_IPS           their IP versions (maj.min.rev)
+#   <out>_JIT_FALLBACK  ON or OFF
+#   <out>_OCLOC_DEVICE  the value for `ocloc -device` (comma-separated)
+#   <out>_SYCL_TARGETS  the value for -fsycl-targets=
+#   <out>_JSON          the resolver's full JSON result
+# Bad input stops configure with the resolver's one-line message.
+function(aotwheel_resolve_devlist out)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;TOOLCHAIN" "")
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "aotwheel_resolve_devlist: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'. "
+                        "Usage: aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN ocloc])")
+  endif()
+
+  set(args resolve --json)
+  if(DEFINED ARG_DEVLIST)
+    set(text "${ARG_DEVLIST}")
+  elseif(DEFINED USE_AOT_DEVLIST)
+    set(text "${USE_AOT_DEVLIST}")
+  endif()
+  if(DEFINED text)
+    # "--" so a value starting with '-' is a device list, not an option. Quoted: a ';' stays
+    # inside the one argument and reaches the resolver, which rejects it.
+    string(REPLACE ";" "\\;" text "${text}")
+    list(APPEND args -- "${text}")
+  endif()
+  # Without DEVLIST/USE_AOT_DEVLIST the resolver reads $ENV{USE_AOT_DEVLIST} or its default.
+
+  if(DEFINED ARG_JIT_FALLBACK)
+    set(jit "${ARG_JIT_FALLBACK}")
+  elseif(DEFINED USE_AOT_JIT_FALLBACK)
+    set(jit "${USE_AOT_JIT_FALLBACK}")
+  elseif(DEFINED ENV{USE_AOT_JIT_FALLBACK} AND NOT "$ENV{USE_AOT_JIT_FALLBACK}" STREQUAL "")
+    set(jit "$ENV{USE_AOT_JIT_FALLBACK}")
+  endif()
+  if(DEFINED jit)
+    if(jit)
+      list(INSERT args 1 --jit-fallback)
+    else()
+      list(INSERT args 1 --no-jit-fallback)
+    endif()
+  endif()
+  if(ARG_TOOLCHAIN)
+    list(INSERT args 1 --toolchain "${ARG_TOOLCHAIN}")
+  endif()
+
+  _aotwheel_run(_r ARGS ${args})
+  if(NOT _r_RESULT EQUAL 0)
+    if(_r_ERROR STREQUAL "")
+      set(_r_ERROR "the resolver failed (exit ${_r_RESULT}); run: python -m aotwheel resolve")
+    endif()
+    message(FATAL_ERROR "aotwheel_resolve_devlist: ${_r_ERROR}")
+  endif()
+
+  set(json "${_r_OUTPUT}")
+  set(names "")
+  set(ips "")
+  string(JSON count LENGTH "${json}" targets)
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON name GET "${json}" targets ${i} name)
+      string(JSON ip GET "${json}" targets ${i} ip)
+      list(APPEND names "${name}")
+      list(APPEND ips "${ip}")
+    endforeach()
+  endif()
+  string(JSON fallback GET "${json}" jit_fallback)
+  string(JSON ocloc_device GET "${json}" ocloc_device)
+  string(JSON sycl_targets GET "${json}" sycl_targets)
+  if(fallback)
+    set(fallback ON)
+  else()
+    set(fallback OFF)
+  endif()
+
+  set(${out} "${names}" PARENT_SCOPE)
+  set(${out}_IPS "${ips}" PARENT_SCOPE)
+  set(${out}_JIT_FALLBACK "${fallback}" PARENT_SCOPE)
+  set(${out}_OCLOC_DEVICE "${ocloc_device}" PARENT_SCOPE)
+  set(${out}_SYCL_TARGETS "${sycl_targets}" PARENT_SCOPE)
+  set(${out}_JSON "${json}" PARENT_SCOPE)
+endfunction()
+
+include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-build.cmake" OPTIONAL)
+include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-sycl.cmake" OPTIONAL)

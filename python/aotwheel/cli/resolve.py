@@ -1,0 +1,93 @@
+"""``aotwheel resolve``: what a USE_AOT_DEVLIST value means, before anything compiles."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+FORMATS = ("ocloc", "sycl-targets", "names", "ips")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "resolve",
+        help="resolve a USE_AOT_DEVLIST value into AOT targets",
+        description="Resolve a device list (default: $USE_AOT_DEVLIST, else pvc,ats-m150) into canonical AOT targets.",
+    )
+    p.add_argument("text", nargs="?", metavar="DEVLIST", help="device list, e.g. 'pvc,ats-m150' (default: $USE_AOT_DEVLIST)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the full result as JSON")
+    out.add_argument("--format", choices=FORMATS, help="print one value: ocloc -device list, -fsycl-targets, names or IP versions")
+    out.add_argument("--list", action="store_true", help="list every known device, alias and family")
+    jit = p.add_mutually_exclusive_group()
+    jit.add_argument("--jit-fallback", dest="jit_fallback", action="store_const", const=True, help="keep SPIR-V for JIT (default; env USE_AOT_JIT_FALLBACK)")
+    jit.add_argument("--no-jit-fallback", dest="jit_fallback", action="store_const", const=False, help="drop SPIR-V: unlisted devices become unsupported")
+    p.add_argument("--toolchain", choices=("ocloc",), help="also check that the installed tool can build every target")
+    p.add_argument("--ocloc", metavar="PATH", help="ocloc to check against (default: $AOTWHEEL_OCLOC, then PATH)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aotwheel.devlist import DEFAULT_DEVLIST, describe, env_flag, resolve
+
+    if args.list:
+        print(_catalog_listing())
+        return 0
+    text = args.text
+    if text is None:
+        # An empty environment variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`).
+        text = os.environ.get("USE_AOT_DEVLIST") or DEFAULT_DEVLIST
+    jit_fallback = args.jit_fallback
+    if jit_fallback is None:
+        jit_fallback = env_flag(os.environ.get("USE_AOT_JIT_FALLBACK"), default=True)
+
+    devlist = resolve(text, jit_fallback=jit_fallback)
+    if args.toolchain == "ocloc":
+        check_ocloc(devlist, args.ocloc)
+
+    if args.json:
+        print(json.dumps(devlist.to_dict(), indent=2))
+    elif args.format == "ocloc":
+        print(devlist.ocloc_device)
+    elif args.format == "sycl-targets":
+        print(devlist.sycl_targets)
+    elif args.format == "names":
+        print(",".join(devlist.names))
+    elif args.format == "ips":
+        print(",".join(t.ip for t in devlist.targets))
+    else:
+        print(f"USE_AOT_DEVLIST={text.strip()}")
+        print(describe(devlist))
+    return 0
+
+
+def check_ocloc(devlist, explicit: str | None) -> None:
+    """Fail with one line if the installed ocloc cannot build a target of ``devlist``."""
+    from aotwheel.errors import ToolchainError
+    from aotwheel.toolchain.ocloc import find_ocloc
+
+    ocloc = find_ocloc(explicit)
+    missing = [t for t in devlist.targets if not ocloc.supports((t.name, *t.aliases))]
+    if missing:
+        names = ", ".join(f"{t.name} ({t.ip})" for t in missing)
+        raise ToolchainError(
+            f"{names} {'is' if len(missing) == 1 else 'are'} too new for the installed ocloc {ocloc.version} at {ocloc.path}; "
+            "install a newer ocloc (Intel's compute-runtime or oneAPI) or drop it from USE_AOT_DEVLIST"
+        )
+
+
+def _catalog_listing() -> str:
+    from aotwheel.catalog import load_catalog
+
+    cat = load_catalog()
+    lines = ["devices (name  IP  aliases  SYCL arch):"]
+    for d in cat.devices:
+        tag = "" if d.shipping else "  [pre-production]"
+        lines.append(f"  {d.name:<8} {d.ip:<8} {', '.join(d.aliases) or '-':<32} {d.sycl_arch}{tag}")
+    lines.append("families and releases (expand to shipping products):")
+    for g in cat.groups:
+        names = "/".join((g.name, *g.aliases))
+        lines.append(f"  {names:<16} -> {', '.join(m.name for m in g.members)}")
+    lines.append("keywords: none (JIT-only), native (devices on this machine), no-jit (drop SPIR-V)")
+    return "\n".join(lines)

@@ -1,0 +1,303 @@
+"""``USE_AOT_DEVLIST``: the one grammar for which devices get ahead-of-time device code.
+
+Grammar (case-insensitive; tokens separated by commas and/or whitespace)::
+
+    devlist  := token ( [,\\s]+ token )*
+    token    := device | alias | sycl-arch | ip | group | "none" | "native" | "no-jit"
+    device   := a catalog name              pvc, acm-g10, bmg-g21
+    alias    := another name of one target  ats-m150, dg2-g10 (-> acm-g10)
+    sycl-arch:= intel_gpu_<...>             intel_gpu_pvc
+    ip       := maj.min.rev                 12.60.7
+    group    := family or release name      dg2, xe-hpc, bmg (-> its shipping products)
+    none     := no AOT: JIT from SPIR-V only
+    native   := the devices found on this machine (error if none)
+    no-jit   := do not keep SPIR-V for JIT (same as USE_AOT_JIT_FALLBACK=OFF)
+
+Duplicates and aliases collapse; order is stable (first mention wins). Anything else is a
+:class:`~aotwheel.errors.DevlistError` with one line naming the bad token and the closest names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from aotwheel.catalog import Catalog, Device, format_ip, load_catalog, parse_ip
+from aotwheel.errors import DevlistError
+
+DEFAULT_DEVLIST = "pvc,ats-m150"
+MAX_LENGTH = 4096
+MAX_TOKENS = 256
+
+NONE_TOKEN = "none"
+NATIVE_TOKEN = "native"
+NO_JIT_TOKEN = "no-jit"
+_KEYWORDS = (NONE_TOKEN, NATIVE_TOKEN, NO_JIT_TOKEN)
+
+_SEPARATORS = re.compile(r"[,\s]+")
+_ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-, \t\r\n")
+_TOKEN_SHAPE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_IP_SHAPE = re.compile(r"^\d+\.\d+\.\d+$")
+
+# Look-alike characters people paste from documents; used only to suggest a fix, never to accept.
+_CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "е": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "у": "y", "х": "x", "ѕ": "s", "і": "i", "ј": "j", "ԁ": "d", "ѵ": "v", "ɡ": "g",
+    "‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "−": "-", "，": ",", "．": ".",
+})
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """How one input token became targets (families say which products they became)."""
+
+    token: str
+    kind: str  # "device" | "alias" | "sycl-arch" | "ip" | "group" | "native"
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DevList:
+    """A resolved device list: what will be compiled ahead of time, and whether SPIR-V is kept."""
+
+    targets: tuple[Device, ...]
+    jit_fallback: bool
+    expansions: tuple[Expansion, ...] = ()
+    text: str = ""
+
+    @property
+    def aot(self) -> bool:
+        """True when at least one native image will be built."""
+        return bool(self.targets)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.targets)
+
+    @property
+    def ocloc_device(self) -> str:
+        """The value for ``ocloc -device`` / ``-Xs "-device ..."`` (empty for ``none``)."""
+        return ",".join(self.names)
+
+    @property
+    def sycl_targets(self) -> str:
+        """The value for ``-fsycl-targets=``."""
+        if not self.targets:
+            return "spir64"
+        return "spir64_gen,spir64" if self.jit_fallback else "spir64_gen"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "input": self.text,
+            "targets": [t.to_dict() for t in self.targets],
+            "jit_fallback": self.jit_fallback,
+            "aot": self.aot,
+            "ocloc_device": self.ocloc_device,
+            "sycl_targets": self.sycl_targets,
+            "expansions": [{"token": e.token, "kind": e.kind, "names": list(e.names)} for e in self.expansions],
+        }
+
+
+Detector = Callable[[], Sequence[str]]
+
+
+def resolve(
+    text: str,
+    *,
+    jit_fallback: bool = True,
+    catalog: Catalog | None = None,
+    detect: Detector | None = None,
+) -> DevList:
+    """Resolve a ``USE_AOT_DEVLIST`` value.
+
+    ``jit_fallback=False`` drops the SPIR-V image (as does the ``no-jit`` token). ``detect``
+    returns the IP versions (``"12.60.7"``) of the devices on this machine, for ``native``;
+    by default the device probes are asked. Raises :class:`DevlistError` on any bad input.
+    """
+    if not isinstance(text, str):
+        raise DevlistError(f"USE_AOT_DEVLIST must be a string, not {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise DevlistError(f"USE_AOT_DEVLIST is too long ({len(text)} characters, limit {MAX_LENGTH}); list devices or use a family name such as dg2")
+    catalog = catalog or load_catalog()
+    _reject_bad_characters(text, catalog)
+
+    tokens = [t for t in _SEPARATORS.split(text) if t]
+    if not tokens:
+        raise DevlistError("USE_AOT_DEVLIST is empty: name devices (e.g. pvc,acm-g10) or use 'none' for JIT-only")
+    if len(tokens) > MAX_TOKENS:
+        raise DevlistError(f"USE_AOT_DEVLIST has {len(tokens)} tokens (limit {MAX_TOKENS}); use family names such as dg2 or xe-hpc")
+
+    targets: dict[str, Device] = {}
+    expansions: list[Expansion] = []
+    saw_none = False
+    for index, raw in enumerate(tokens):
+        token = raw.lower()
+        if token == NONE_TOKEN:
+            saw_none = True
+            continue
+        if token == NO_JIT_TOKEN:
+            jit_fallback = False
+            continue
+        if not _TOKEN_SHAPE.match(token):
+            raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a device name; names start with a letter or digit", raw, ())
+        kind, devices = _lookup(token, raw, tokens[index + 1 :], catalog, detect)
+        expansions.append(Expansion(raw, kind, tuple(d.name for d in devices)))
+        for dev in devices:
+            targets.setdefault(dev.name, dev)
+
+    if saw_none and targets:
+        raise DevlistError(f"USE_AOT_DEVLIST: 'none' means JIT-only and cannot be combined with devices ({', '.join(targets)}); drop one of them", NONE_TOKEN)
+    if not targets and not saw_none:
+        raise DevlistError("USE_AOT_DEVLIST names no device: add devices (e.g. pvc) or 'none' for JIT-only")
+    if not targets and not jit_fallback:
+        raise DevlistError("USE_AOT_DEVLIST: 'none' with JIT fallback off would build no device code at all; name devices or turn JIT fallback on")
+    return DevList(targets=tuple(targets.values()), jit_fallback=jit_fallback, expansions=tuple(expansions), text=text)
+
+
+def _lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog, detect: Detector | None) -> tuple[str, tuple[Device, ...]]:
+    if token == NATIVE_TOKEN:
+        return "native", _native(catalog, detect)
+    dev = catalog.by_name(token)
+    if dev is not None:
+        if token == dev.name:
+            kind = "device"
+        elif token == dev.sycl_arch.lower():
+            kind = "sycl-arch"
+        else:
+            kind = "alias"
+        return kind, (dev,)
+    if _IP_SHAPE.match(token):
+        ip = parse_ip(token)
+        dev = catalog.by_ip(ip) if ip else None
+        if dev is None:
+            raise DevlistError(_unknown_ip_message(raw, catalog), raw, ())
+        return "ip", (dev,)
+    group = catalog.group(token)
+    if group is not None:
+        return "group", group.members
+    suggestions = _suggest(token, rest, catalog)
+    hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; run 'aotwheel resolve --list' for valid names"
+    raise DevlistError(f"USE_AOT_DEVLIST: unknown device '{raw}'{hint}", raw, suggestions)
+
+
+def _native(catalog: Catalog, detect: Detector | None) -> tuple[Device, ...]:
+    if detect is None:
+        detect = _probe_ips
+    found: list[Device] = []
+    unknown: list[str] = []
+    for ip in detect():
+        dev = catalog.by_ip(ip)
+        if dev is None:
+            unknown.append(ip)
+        elif dev not in found:
+            found.append(dev)
+    if not found:
+        extra = f" (found IP versions unknown to the catalog: {', '.join(unknown)})" if unknown else ""
+        raise DevlistError(f"USE_AOT_DEVLIST: 'native' found no Intel GPU on this machine{extra}; name the target devices instead, e.g. pvc", NATIVE_TOKEN)
+    return tuple(found)
+
+
+def _probe_ips() -> list[str]:
+    """IP versions of the GPUs the device probes see (the probes are optional)."""
+    try:
+        from aotwheel.probe import detect_devices
+    except ImportError:
+        return []
+    return [d.ip for d in detect_devices() if getattr(d, "ip", None) and getattr(d, "kind", "gpu") == "gpu"]
+
+
+def _reject_bad_characters(text: str, catalog: Catalog) -> None:
+    for pos, char in enumerate(text):
+        if char in _ALLOWED:
+            continue
+        token = _token_around(text, pos)
+        folded = token.translate(_CONFUSABLES).lower()
+        exact = catalog.by_name(folded) or catalog.group(folded) or folded in _KEYWORDS
+        suggestions = (folded,) if exact else _suggest(folded, (), catalog)
+        if ord(char) > 127:
+            what = f"non-ASCII character '{char}' (U+{ord(char):04X})"
+        else:
+            what = f"character {_printable(char)}"
+        hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; separate device names with commas, e.g. pvc,acm-g10"
+        raise DevlistError(f"USE_AOT_DEVLIST: {what} in '{_printable_token(token)}' is not allowed{hint}", token, suggestions)
+
+
+def _token_around(text: str, pos: int) -> str:
+    start = pos
+    while start > 0 and text[start - 1] not in ", \t\r\n":
+        start -= 1
+    end = pos
+    while end < len(text) and text[end] not in ", \t\r\n":
+        end += 1
+    return text[start:end][:64]
+
+
+def _printable(char: str) -> str:
+    if char.isprintable():
+        return f"'{char}'"
+    return f"U+{ord(char):04X} ({unicodedata.name(char, 'control character')})"
+
+
+def _printable_token(token: str) -> str:
+    return "".join(c if c.isprintable() else "?" for c in token)
+
+
+def _suggest(token: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, ...]:
+    vocabulary = catalog.vocabulary() + list(_KEYWORDS)
+    # "ats m150": a space inside a name splits it in two; offer the joined name.
+    if rest:
+        for joiner in ("-", ""):
+            joined = f"{token}{joiner}{rest[0].lower()}"
+            if catalog.by_name(joined) or catalog.group(joined):
+                return (joined,)
+    return tuple(difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6))
+
+
+def _unknown_ip_message(raw: str, catalog: Catalog) -> str:
+    ip = parse_ip(raw)
+    near = [d for d in catalog.devices if ip and d.ip_tuple[:2] == ip[:2]]
+    if not near and ip:
+        near = [d for d in catalog.devices if d.ip_tuple[0] == ip[0]]
+    known = ", ".join(f"{d.ip} ({d.name})" for d in near[:4])
+    hint = f"; known nearby: {known}" if known else "; run 'aotwheel resolve --list' for known IP versions"
+    return f"USE_AOT_DEVLIST: IP version {raw} is not a known product{hint}"
+
+
+def describe(devlist: DevList) -> str:
+    """Human-readable, multi-line account of a resolved device list."""
+    lines = []
+    if devlist.targets:
+        width = max(len(t.name) for t in devlist.targets)
+        for t in devlist.targets:
+            aliases = f"  aka {', '.join(t.aliases)}" if t.aliases else ""
+            lines.append(f"  {t.name:<{width}}  {t.ip:<8} {t.description}{aliases}")
+    else:
+        lines.append("  (no ahead-of-time targets: every device will JIT-compile from SPIR-V)")
+    for e in devlist.expansions:
+        if e.kind == "group":
+            lines.append(f"  '{e.token}' is a family: its shipping products are {', '.join(e.names)}")
+        elif e.kind == "native":
+            lines.append(f"  'native' found: {', '.join(e.names)}")
+    lines.append(f"JIT fallback: {'on (SPIR-V kept for devices not listed)' if devlist.jit_fallback else 'off (unlisted devices are unsupported)'}")
+    if devlist.ocloc_device:
+        lines.append(f"ocloc -device {devlist.ocloc_device}")
+    lines.append(f"-fsycl-targets={devlist.sycl_targets}")
+    return "\n".join(lines)
+
+
+def env_flag(value: str | None, default: bool = True) -> bool:
+    """Read a CMake-style boolean (``ON``/``OFF``/``1``/``0``/``TRUE``/``FALSE``/``YES``/``NO``)."""
+    if value is None or value.strip() == "":
+        return default
+    v = value.strip().upper()
+    if v in ("1", "ON", "TRUE", "YES", "Y"):
+        return True
+    if v in ("0", "OFF", "FALSE", "NO", "N"):
+        return False
+    raise DevlistError(f"USE_AOT_JIT_FALLBACK={value!r} is not a boolean; use ON or OFF")
+
+
+__all__ = ["DEFAULT_DEVLIST", "DevList", "Expansion", "describe", "env_flag", "resolve", "format_ip"]
