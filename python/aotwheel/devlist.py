@@ -222,7 +222,7 @@ def _reject_bad_characters(text: str, catalog: Catalog) -> None:
         else:
             what = f"character {_printable(char)}"
         hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; separate device names with commas, e.g. pvc,acm-g10"
-        raise DevlistError(f"USE_AOT_DEVLIST: {what} in '{_printable_token(token)}' is not allowed{hint}", token, suggestions)
+        raise DevlistError(f"USE_AOT_DEVLIST: {what} in {_printable_token(token)} is not allowed{hint}", token, suggestions)
 
 
 def _token_around(text: str, pos: int) -> str:
@@ -237,12 +237,12 @@ def _token_around(text: str, pos: int) -> str:
 
 def _printable(char: str) -> str:
     if char.isprintable():
-        return f"'{char}'"
+        return repr(char)
     return f"U+{ord(char):04X} ({unicodedata.name(char, 'control character')})"
 
 
 def _printable_token(token: str) -> str:
-    return "".join(c if c.isprintable() else "?" for c in token)
+    return repr("".join(c if c.isprintable() else "?" for c in token))
 
 
 def _suggest(token: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, ...]:

@@ -1,0 +1,102 @@
+"""`aotwheel resolve` as a user runs it: real subprocesses, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def aotwheel(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "aotwheel", *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=60)
+
+
+def test_done_when_aliases_collapse() -> None:
+    proc = aotwheel("resolve", "PVC, ats-m150,dg2-g10", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [(t["name"], t["ip"]) for t in data["targets"]] == [("pvc", "12.60.7"), ("acm-g10", "12.55.8")]
+    assert data["ocloc_device"] == "pvc,acm-g10"
+    assert data["sycl_targets"] == "spir64_gen,spir64"
+    assert data["jit_fallback"] is True
+
+
+@pytest.mark.parametrize("text,needle", [("pvc;rm -rf /", "';'"), ("pcv", "did you mean pvc?"), ("", "empty"), ("$(touch pwned)", "'$'")])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, text: str, needle: str) -> None:
+    proc = aotwheel("resolve", text, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aotwheel: error: ") and needle in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fmt,expected", [("ocloc", "pvc,acm-g10"), ("sycl-targets", "spir64_gen,spir64"), ("names", "pvc,acm-g10"), ("ips", "12.60.7,12.55.8")])
+def test_formats(fmt: str, expected: str) -> None:
+    proc = aotwheel("resolve", "pvc,ats-m150", "--format", fmt)
+    assert proc.returncode == 0 and proc.stdout.strip() == expected
+
+
+def test_reads_environment_and_default() -> None:
+    assert aotwheel("resolve", "--format", "names", env={"USE_AOT_DEVLIST": "dg2-g11"}).stdout.strip() == "acm-g11"
+    assert aotwheel("resolve", "--format", "names").stdout.strip() == "pvc,acm-g10"  # default pvc,ats-m150
+    off = aotwheel("resolve", "pvc", "--format", "sycl-targets", env={"USE_AOT_JIT_FALLBACK": "OFF"})
+    assert off.stdout.strip() == "spir64_gen"
+    flag = aotwheel("resolve", "pvc", "--format", "sycl-targets", "--no-jit-fallback")
+    assert flag.stdout.strip() == "spir64_gen"
+
+
+def test_family_output_names_products() -> None:
+    proc = aotwheel("resolve", "dg2")
+    assert proc.returncode == 0
+    assert "'dg2' is a family: its shipping products are acm-g10, acm-g11, acm-g12" in proc.stdout
+
+
+def test_list_covers_catalog() -> None:
+    proc = aotwheel("resolve", "--list")
+    assert proc.returncode == 0
+    for word in ("pvc", "ats-m150", "intel_gpu_bmg_g21", "xe-hpc", "none", "no-jit"):
+        assert word in proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("ocloc") is None, reason="ocloc not installed (apt-get install intel-opencl-icd)")
+def test_toolchain_check_names_ocloc_version() -> None:
+    version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "intel-opencl-icd"], capture_output=True, text=True).stdout
+    ok = aotwheel("resolve", "pvc,ats-m150", "--toolchain", "ocloc")
+    assert ok.returncode == 0, ok.stderr
+    # Debian 12's ocloc 22.43 predates Battlemage (REFERENCE §2).
+    bad = aotwheel("resolve", "pvc,bmg-g21", "--toolchain", "ocloc")
+    assert bad.returncode == 2
+    (line,) = bad.stderr.splitlines()
+    assert "bmg-g21 (20.1.0) is too new for the installed ocloc" in line
+    if version:  # the version ocloc reports is the package's upstream version
+        assert version.split("-")[0].rsplit(".", 1)[0] in line
+
+
+def test_toolchain_check_missing_ocloc(tmp_path: Path) -> None:
+    proc = aotwheel("resolve", "pvc", "--toolchain", "ocloc", env={"PATH": str(tmp_path), "AOTWHEEL_OCLOC": ""})
+    assert proc.returncode == 2
+    assert "Missing ocloc" in proc.stderr and "apt-get install intel-opencl-icd" in proc.stderr
+
+
+def test_python_api_is_lazy() -> None:
+    code = "import sys, aotwheel; heavy = [m for m in ('elftools', 'zstandard', 'numpy', 'pyopencl', 'aotwheel.devlist') if m in sys.modules]; print(heavy)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
+    code = "import aotwheel; print([t.name for t in aotwheel.resolve('ats-m150,pvc').targets])"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "['acm-g10', 'pvc']"
+
+
+def test_console_script_and_module_agree() -> None:
+    exe = shutil.which("aotwheel")
+    if exe is None:
+        pytest.skip("console script not installed (pip install . puts it on PATH)")
+    a = subprocess.run([exe, "resolve", "dg2", "--json"], capture_output=True, text=True)
+    assert a.returncode == 0 and a.stdout == aotwheel("resolve", "dg2", "--json").stdout

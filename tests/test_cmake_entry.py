@@ -1,0 +1,90 @@
+"""find_package(aotwheel CONFIG) + aotwheel_resolve_devlist() in a real CMake configure."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import aotwheel
+
+pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROJECT = """
+cmake_minimum_required(VERSION 3.21)
+project(devlist_probe LANGUAGES NONE)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_resolve_devlist(DEVS)
+file(WRITE "${CMAKE_BINARY_DIR}/result.txt"
+  "names=${DEVS}\\nips=${DEVS_IPS}\\njit=${DEVS_JIT_FALLBACK}\\nocloc=${DEVS_OCLOC_DEVICE}\\nsycl=${DEVS_SYCL_TARGETS}\\n")
+"""
+
+
+def config_dirs() -> list[Path]:
+    dirs = [REPO / "cmake"]
+    installed = Path(aotwheel.__file__).parent / "cmake"
+    if (installed / "aotwheel-config.cmake").is_file():
+        dirs.append(installed)
+    return dirs
+
+
+def configure(tmp_path: Path, config_dir: Path, *defines: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "CMakeLists.txt").write_text(PROJECT)
+    build = tmp_path / "build"
+    shutil.rmtree(build, ignore_errors=True)
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    full_env.update(env or {})
+    proc = subprocess.run(
+        ["cmake", "-S", str(src), "-B", str(build), f"-Daotwheel_DIR={config_dir}", *defines],
+        capture_output=True, text=True, env=full_env, timeout=120,
+    )
+    result: dict[str, str] = {}
+    if (build / "result.txt").is_file():
+        result = dict(line.split("=", 1) for line in (build / "result.txt").read_text().splitlines())
+    return proc, result
+
+
+@pytest.fixture(params=config_dirs(), ids=lambda p: "installed" if "site-packages" in str(p) else "in-tree")
+def config_dir(request: pytest.FixtureRequest) -> Path:
+    return request.param
+
+
+def test_default_devlist(tmp_path: Path, config_dir: Path) -> None:
+    proc, result = configure(tmp_path, config_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert result == {"names": "pvc;acm-g10", "ips": "12.60.7;12.55.8", "jit": "ON", "ocloc": "pvc,acm-g10", "sycl": "spir64_gen,spir64"}
+
+
+def test_cache_variable_wins_over_environment(tmp_path: Path, config_dir: Path) -> None:
+    proc, result = configure(tmp_path, config_dir, "-DUSE_AOT_DEVLIST=dg2-g11", env={"USE_AOT_DEVLIST": "pvc"})
+    assert proc.returncode == 0, proc.stderr
+    assert result["names"] == "acm-g11"
+
+
+def test_environment_fallback_and_jit_off(tmp_path: Path, config_dir: Path) -> None:
+    proc, result = configure(tmp_path, config_dir, env={"USE_AOT_DEVLIST": "xe-hpc", "USE_AOT_JIT_FALLBACK": "OFF"})
+    assert proc.returncode == 0, proc.stderr
+    assert result == {"names": "pvc", "ips": "12.60.7", "jit": "OFF", "ocloc": "pvc", "sycl": "spir64_gen"}
+
+
+def test_none_means_spirv_only(tmp_path: Path, config_dir: Path) -> None:
+    proc, result = configure(tmp_path, config_dir, "-DUSE_AOT_DEVLIST=none")
+    assert proc.returncode == 0, proc.stderr
+    assert result["names"] == "" and result["sycl"] == "spir64"
+
+
+@pytest.mark.parametrize("value,needle", [("bogus", "unknown device 'bogus'"), ("pvc;rm -rf /", "character ';'"), ("-DFOO=1", "'-dfoo=1'")])
+def test_bad_devlist_stops_configure(tmp_path: Path, config_dir: Path, value: str, needle: str) -> None:
+    proc, result = configure(tmp_path, config_dir, f"-DUSE_AOT_DEVLIST={value}")
+    assert proc.returncode != 0
+    assert result == {}
+    flat = " ".join(proc.stderr.split())  # CMake wraps long messages
+    assert f"aotwheel_resolve_devlist: USE_AOT_DEVLIST: " in flat
+    assert needle.lower() in flat.lower()

@@ -1,0 +1,145 @@
+"""USE_AOT_DEVLIST grammar, table-driven. Expected targets are written from REFERENCE.md §2."""
+
+from __future__ import annotations
+
+import pytest
+
+from aotwheel.devlist import DEFAULT_DEVLIST, MAX_LENGTH, env_flag, resolve
+from aotwheel.errors import DevlistError
+
+OK_CASES = [
+    # (input, expected canonical names in order, jit_fallback)
+    ("pvc", ["pvc"], True),
+    ("PVC", ["pvc"], True),
+    ("PVC, ats-m150,dg2-g10", ["pvc", "acm-g10"], True),
+    ("ats-m150,pvc", ["acm-g10", "pvc"], True),
+    ("acm-g10 dg2-g10 ats-m150", ["acm-g10"], True),
+    ("pvc,,pvc, ,pvc", ["pvc"], True),
+    ("  pvc\tacm-g11\n", ["pvc", "acm-g11"], True),
+    ("ats-m75", ["acm-g11"], True),
+    ("dg2-g11", ["acm-g11"], True),
+    ("dg2-g12", ["acm-g12"], True),
+    ("tgl", ["tgllp"], True),
+    ("tgllp,rkl,adl-s,adl-p,adl-n,dg1", ["tgllp", "rkl", "adl-s", "adl-p", "adl-n", "dg1"], True),
+    ("rpl-s,rpl-p", ["adl-s", "adl-p"], True),
+    ("pvc-sdv", ["pvc-sdv"], True),
+    ("pvc-vg", ["pvc-vg"], True),
+    ("mtl-u,mtl-s,mtl-m,arl-u,arl-s", ["mtl-u"], True),
+    ("mtl-p,mtl-h", ["mtl-h"], True),
+    ("arl-h", ["arl-h"], True),
+    ("bmg-g21,bmg-g31", ["bmg-g21", "bmg-g31"], True),
+    ("lnl-m,ptl-h,ptl-u,cri", ["lnl-m", "ptl-h", "ptl-u", "cri"], True),
+    ("12.60.7", ["pvc"], True),
+    ("12.55.8,acm-g10", ["acm-g10"], True),
+    ("20.1.0", ["bmg-g21"], True),
+    ("intel_gpu_pvc,intel_gpu_acm_g10", ["pvc", "acm-g10"], True),
+    ("INTEL_GPU_BMG_G21", ["bmg-g21"], True),
+    ("dg2", ["acm-g10", "acm-g11", "acm-g12"], True),
+    ("xe-hpc", ["pvc"], True),
+    ("xe-hpg", ["acm-g10", "acm-g11", "acm-g12"], True),
+    ("gen12lp", ["tgllp", "rkl", "adl-s", "adl-p", "adl-n", "dg1"], True),
+    ("bmg", ["bmg-g21", "bmg-g31"], True),
+    ("mtl", ["mtl-u", "mtl-h"], True),
+    ("arl", ["mtl-u", "arl-h"], True),
+    ("ptl,lnl", ["ptl-h", "ptl-u", "lnl-m"], True),
+    ("acm-g11,dg2", ["acm-g11", "acm-g10", "acm-g12"], True),  # first mention wins
+    # torch-xpu-ops' Linux default list (REFERENCE §1)
+    ("pvc,bmg,dg2,arl-h,mtl-h,lnl-m,ptl-h,ptl-u", ["pvc", "bmg-g21", "bmg-g31", "acm-g10", "acm-g11", "acm-g12", "arl-h", "mtl-h", "lnl-m", "ptl-h", "ptl-u"], True),
+    ("none", [], True),
+    ("NONE", [], True),
+    ("pvc,no-jit", ["pvc"], False),
+    ("no-jit pvc", ["pvc"], False),
+    (DEFAULT_DEVLIST, ["pvc", "acm-g10"], True),
+]
+
+
+@pytest.mark.parametrize("text,names,jit", OK_CASES)
+def test_resolves(text: str, names: list[str], jit: bool) -> None:
+    dl = resolve(text)
+    assert [t.name for t in dl.targets] == names
+    assert dl.jit_fallback is jit
+    assert dl.ocloc_device == ",".join(names)
+
+
+ERROR_CASES = [
+    # (input, a fragment the one-line message must contain, expected suggestion or None)
+    ("pcv", "'pcv'", "pvc"),
+    ("pvc;rm -rf /", "';'", "pvc"),
+    ("$(id)", "'$'", None),
+    ("pvc,`id`", "'`'", None),
+    ("'pvc'", "\"'\"", None),
+    ('"pvc"', "'\"'", None),
+    ("ats m150", "'ats'", "ats-m150"),
+    ("acm-g100", "'acm-g100'", "acm-g10"),
+    ("dg-2", "'dg-2'", "dg2"),
+    ("bmgg21", "'bmgg21'", "bmg-g21"),
+    ("рvс", "U+0440", "pvc"),  # Cyrillic look-alikes
+    ("pvc\x00", "U+0000", None),
+    ("", "empty", None),
+    (" , ,", "empty", None),
+    ("none,pvc", "'none'", None),
+    ("none,no-jit", "no device code", None),
+    ("12.60.3", "12.60.3", None),
+    ("99.1.0", "99.1.0", None),
+    ("-pvc", "'-pvc'", None),
+    ("pvc" + ",pvc" * 300, "tokens", None),
+    ("x" * (MAX_LENGTH + 1), "too long", None),
+]
+
+
+@pytest.mark.parametrize("text,fragment,suggestion", ERROR_CASES)
+def test_rejects_with_one_line(text: str, fragment: str, suggestion: str | None) -> None:
+    with pytest.raises(DevlistError) as info:
+        resolve(text)
+    message = str(info.value)
+    assert "\n" not in message
+    assert fragment in message
+    if suggestion is not None:
+        assert f"did you mean {suggestion}" in message
+        assert suggestion in info.value.suggestions
+
+
+def test_sycl_targets_follow_fallback() -> None:
+    assert resolve("pvc").sycl_targets == "spir64_gen,spir64"
+    assert resolve("pvc", jit_fallback=False).sycl_targets == "spir64_gen"
+    assert resolve("none").sycl_targets == "spir64"
+    assert resolve("none").ocloc_device == ""
+
+
+def test_family_expansion_is_reported() -> None:
+    dl = resolve("dg2,pvc")
+    assert [(e.token, e.kind, e.names) for e in dl.expansions] == [
+        ("dg2", "group", ("acm-g10", "acm-g11", "acm-g12")),
+        ("pvc", "device", ("pvc",)),
+    ]
+
+
+def test_native_uses_detected_devices() -> None:
+    assert [t.name for t in resolve("native", detect=lambda: ["12.60.7", "12.60.7"]).targets] == ["pvc"]
+    with pytest.raises(DevlistError, match="found no Intel GPU"):
+        resolve("native", detect=lambda: [])
+    with pytest.raises(DevlistError, match="unknown to the catalog: 1.2.3"):
+        resolve("native", detect=lambda: ["1.2.3"])
+
+
+def test_json_contract_keys() -> None:
+    d = resolve("ats-m150").to_dict()
+    assert d["targets"][0]["name"] == "acm-g10"
+    assert d["targets"][0]["ip"] == "12.55.8"
+    assert set(d["targets"][0]["aliases"]) == {"dg2-g10", "ats-m150"}
+    assert d["jit_fallback"] is True and d["ocloc_device"] == "acm-g10" and d["sycl_targets"] == "spir64_gen,spir64"
+
+
+@pytest.mark.parametrize("value,expected", [("ON", True), ("off", False), ("0", False), ("yes", True), (None, True), ("", True)])
+def test_env_flag(value: str | None, expected: bool) -> None:
+    assert env_flag(value) is expected
+
+
+def test_env_flag_rejects_garbage() -> None:
+    with pytest.raises(DevlistError, match="USE_AOT_JIT_FALLBACK"):
+        env_flag("maybe")
+
+
+def test_non_string_input() -> None:
+    with pytest.raises(DevlistError, match="must be a string"):
+        resolve(["pvc"])  # type: ignore[arg-type]
