@@ -1,0 +1,206 @@
+# aotwheel icpx (DPC++/SYCL) backend.
+#
+#   aotwheel_target_sycl(<target>
+#                        [DEVICES <devlist>]          # default: USE_AOT_DEVLIST, see aotwheel_resolve_devlist
+#                        [JIT_FALLBACK ON|OFF]        # keep generic SPIR-V (spir64) for JIT; default from the resolver
+#                        [OPTIONS <ocloc-option>...]  # passed as -Xs "-device <list> -options '<options>'"
+#                        [COMPRESS ON|OFF]            # --offload-compress; default ON
+#                        [PARALLEL_LINK_JOBS <n>])    # -fsycl-max-parallel-link-jobs=<n>; default: not passed
+#
+# Adds -fsycl to the target's C++ compile and the AOT link options IPEX and torch use:
+#   -fsycl-targets=spir64_gen,spir64   (AOT + JIT fallback)
+#   -fsycl-targets=spir64_gen          (JIT_FALLBACK OFF)
+#   -fsycl-targets=spir64              (devlist "none": no -Xs at all, since ocloc crashes on
+#                                       spir64_gen without a device)
+#   -Xs "-device pvc,acm-g10 -options '...'"   (device list before the options)
+#   --offload-compress  -fsycl-max-parallel-link-jobs=<n>
+#
+# The devlist is resolved by the Python resolver through aotwheel_resolve_devlist()
+# (aotwheel-config.cmake); this file never parses a devlist itself. It only validates that
+# what it puts on a command line is made of plain characters (defence in depth: ninja runs
+# link lines through /bin/sh).
+#
+# Public: aotwheel_*; private: _aotwheel_*. _aotwheel_sycl_flags() needs neither a compiler nor
+# Python, so `cmake -P` scripts (the icpx-golden tests) can call it.
+
+include_guard(GLOBAL)
+
+# Characters allowed in a device name and in one ocloc option. No quotes, backslashes, '$',
+# spaces or ';', so the -Xs argument can be quoted once, safely, for every shell CMake targets.
+set(_AOTWHEEL_SYCL_DEVICE_RE "^[A-Za-z0-9][A-Za-z0-9._-]*$")
+set(_AOTWHEEL_SYCL_OPTION_RE "^-[A-Za-z0-9_=.,:+/-]+$")
+
+# _aotwheel_sycl_flags(<out_compile> <out_link>
+#                      DEVICES <name>...           # canonical names from the resolver; empty = none
+#                      [JIT_FALLBACK ON|OFF]       # default ON
+#                      [SYCL_TARGETS <targets>]    # the resolver's <out>_SYCL_TARGETS; computed if absent
+#                      [OPTIONS <option>...]
+#                      [COMPRESS ON|OFF]           # default ON
+#                      [PARALLEL_LINK_JOBS <n>]
+#                      [FUNCTION <name>])          # prefix for error messages
+#
+# Sets <out_compile> and <out_link> in the caller to the compiler arguments, one list item per
+# argv element (the -Xs value is one item: "-device a,b -options '-x -y'").
+function(_aotwheel_sycl_flags out_compile out_link)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "JIT_FALLBACK;SYCL_TARGETS;COMPRESS;PARALLEL_LINK_JOBS;FUNCTION" "DEVICES;OPTIONS")
+  set(fn "${arg_FUNCTION}")
+  if(fn STREQUAL "")
+    set(fn "_aotwheel_sycl_flags")
+  endif()
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS")
+  endif()
+
+  if(NOT DEFINED arg_JIT_FALLBACK OR arg_JIT_FALLBACK STREQUAL "")
+    set(arg_JIT_FALLBACK ON)
+  endif()
+  if(NOT DEFINED arg_COMPRESS OR arg_COMPRESS STREQUAL "")
+    set(arg_COMPRESS ON)
+  endif()
+  foreach(name IN ITEMS JIT_FALLBACK COMPRESS)
+    if(NOT arg_${name} MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
+      message(FATAL_ERROR "${fn}: ${name} is '${arg_${name}}'. Try: ${name} ON or ${name} OFF")
+    endif()
+  endforeach()
+
+  foreach(device IN LISTS arg_DEVICES)
+    if(NOT device MATCHES "${_AOTWHEEL_SYCL_DEVICE_RE}")
+      message(FATAL_ERROR "${fn}: device '${device}' is not a resolved device name. Try: pass the list aotwheel_resolve_devlist() returns")
+    endif()
+  endforeach()
+  foreach(option IN LISTS arg_OPTIONS)
+    if(NOT option MATCHES "${_AOTWHEEL_SYCL_OPTION_RE}")
+      message(FATAL_ERROR "${fn}: ocloc option '${option}' has characters other than letters, digits and -_=.,:+/. Try: one option per list item, e.g. OPTIONS -cl-intel-enable-auto-large-GRF-mode")
+    endif()
+  endforeach()
+  if(DEFINED arg_PARALLEL_LINK_JOBS AND NOT arg_PARALLEL_LINK_JOBS MATCHES "^[1-9][0-9]*$")
+    message(FATAL_ERROR "${fn}: PARALLEL_LINK_JOBS is '${arg_PARALLEL_LINK_JOBS}'. Try: a positive integer such as PARALLEL_LINK_JOBS 8")
+  endif()
+
+  list(LENGTH arg_DEVICES n_devices)
+  if(DEFINED arg_SYCL_TARGETS AND NOT arg_SYCL_TARGETS STREQUAL "")
+    set(targets "${arg_SYCL_TARGETS}")
+    if(NOT targets MATCHES "^(spir64_gen,spir64|spir64_gen|spir64)$")
+      message(FATAL_ERROR "${fn}: SYCL_TARGETS is '${targets}'. Try: spir64_gen,spir64 | spir64_gen | spir64 (from aotwheel_resolve_devlist)")
+    endif()
+  elseif(n_devices EQUAL 0)
+    if(NOT arg_JIT_FALLBACK)
+      message(FATAL_ERROR "${fn}: the devlist is 'none' and JIT_FALLBACK is OFF, so there would be no device code. Try: USE_AOT_DEVLIST=pvc (or another device) or JIT_FALLBACK ON")
+    endif()
+    set(targets "spir64")
+  elseif(arg_JIT_FALLBACK)
+    set(targets "spir64_gen,spir64")
+  else()
+    set(targets "spir64_gen")
+  endif()
+  # Cross-check the two inputs: spir64_gen needs devices, and devices need spir64_gen.
+  if(targets MATCHES "spir64_gen" AND n_devices EQUAL 0)
+    message(FATAL_ERROR "${fn}: SYCL_TARGETS '${targets}' needs devices but DEVICES is empty (ocloc crashes on spir64_gen without -device). Try: USE_AOT_DEVLIST=pvc")
+  elseif(NOT targets MATCHES "spir64_gen" AND n_devices GREATER 0)
+    message(FATAL_ERROR "${fn}: SYCL_TARGETS '${targets}' has no spir64_gen but DEVICES is '${arg_DEVICES}'. Try: pass the resolver's <out>_SYCL_TARGETS unchanged")
+  endif()
+
+  set(compile -fsycl "-fsycl-targets=${targets}")
+  set(link -fsycl "-fsycl-targets=${targets}")
+  if(n_devices GREATER 0)
+    list(JOIN arg_DEVICES "," device_csv)
+    set(backend "-device ${device_csv}")
+    if(arg_OPTIONS)
+      list(JOIN arg_OPTIONS " " option_text)
+      string(APPEND backend " -options '${option_text}'")
+    endif()
+    list(APPEND link -Xs "${backend}")
+  elseif(arg_OPTIONS)
+    # With spir64 alone nothing runs ocloc at build time; -Xs would reach the run-time JIT instead.
+    message(WARNING "${fn}: OPTIONS '${arg_OPTIONS}' are ignored because the devlist is 'none' (no AOT compile)")
+  endif()
+  if(arg_COMPRESS)
+    list(APPEND link --offload-compress)
+  endif()
+  if(DEFINED arg_PARALLEL_LINK_JOBS)
+    list(APPEND link "-fsycl-max-parallel-link-jobs=${arg_PARALLEL_LINK_JOBS}")
+  endif()
+  set(${out_compile} "${compile}" PARENT_SCOPE)
+  set(${out_link} "${link}" PARENT_SCOPE)
+endfunction()
+
+# Turns a list of argv elements into target_link_options() items. "-Xs <value>" becomes one
+# SHELL: item so CMake neither de-duplicates -Xs nor splits the pair; the value is quoted once
+# (_aotwheel_sycl_flags guarantees it holds no quote, backslash or '$').
+function(_aotwheel_sycl_link_items out)
+  set(items "")
+  set(pending_xs FALSE)
+  foreach(arg IN LISTS ARGN)
+    if(pending_xs)
+      list(APPEND items "SHELL:-Xs \"${arg}\"")
+      set(pending_xs FALSE)
+    elseif(arg STREQUAL "-Xs")
+      set(pending_xs TRUE)
+    else()
+      list(APPEND items "${arg}")
+    endif()
+  endforeach()
+  set(${out} "${items}" PARENT_SCOPE)
+endfunction()
+
+# aotwheel_target_sycl(<target> ...): see the top of this file.
+function(aotwheel_target_sycl target)
+  set(fn "aotwheel_target_sycl")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DEVICES;JIT_FALLBACK;COMPRESS;PARALLEL_LINK_JOBS" "OPTIONS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS")
+  endif()
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "${fn}: '${target}' is not a target. Try: call it after add_library(${target} ...) or python_add_library(${target} ...)")
+  endif()
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "IntelLLVM")
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "")
+      set(what "not identified (is CXX enabled in project()?)")
+    else()
+      set(what "${CMAKE_CXX_COMPILER_ID}, not IntelLLVM")
+    endif()
+    message(FATAL_ERROR "${fn}: the compiler is ${what}. Try: CXX=icpx (oneAPI Base Toolkit), or aotwheel_add_device_code() for the open toolchain")
+  endif()
+  if(NOT COMMAND aotwheel_resolve_devlist)
+    message(FATAL_ERROR "${fn}: aotwheel_resolve_devlist() is not defined. Try: find_package(aotwheel CONFIG REQUIRED) instead of including aotwheel-sycl.cmake directly")
+  endif()
+
+  set(resolve_args "")
+  if(DEFINED arg_DEVICES)
+    list(APPEND resolve_args DEVLIST "${arg_DEVICES}")
+  endif()
+  if(DEFINED arg_JIT_FALLBACK)
+    list(APPEND resolve_args JIT_FALLBACK "${arg_JIT_FALLBACK}")
+  endif()
+  aotwheel_resolve_devlist(_aotwheel_sycl_dl ${resolve_args})
+
+  set(extra "")
+  if(DEFINED arg_COMPRESS)
+    list(APPEND extra COMPRESS "${arg_COMPRESS}")
+  endif()
+  if(DEFINED arg_PARALLEL_LINK_JOBS)
+    list(APPEND extra PARALLEL_LINK_JOBS "${arg_PARALLEL_LINK_JOBS}")
+  endif()
+  _aotwheel_sycl_flags(compile link
+    FUNCTION "${fn}"
+    DEVICES ${_aotwheel_sycl_dl}
+    JIT_FALLBACK "${_aotwheel_sycl_dl_JIT_FALLBACK}"
+    SYCL_TARGETS "${_aotwheel_sycl_dl_SYCL_TARGETS}"
+    OPTIONS ${arg_OPTIONS}
+    ${extra})
+  _aotwheel_sycl_link_items(link_items ${link})
+
+  # -fsycl only for C++ sources: a target may also hold C glue (e.g. a CPython module init).
+  target_compile_options("${target}" PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${compile}>")
+  target_link_options("${target}" PRIVATE ${link_items})
+  set_target_properties("${target}" PROPERTIES
+    AOTWHEEL_DEVLIST "${_aotwheel_sycl_dl}"
+    AOTWHEEL_OCLOC_DEVICE "${_aotwheel_sycl_dl_OCLOC_DEVICE}"
+    AOTWHEEL_SYCL_TARGETS "${_aotwheel_sycl_dl_SYCL_TARGETS}"
+    AOTWHEEL_JIT_FALLBACK "${_aotwheel_sycl_dl_JIT_FALLBACK}")
+  if(_aotwheel_sycl_dl_OCLOC_DEVICE STREQUAL "")
+    message(STATUS "aotwheel: ${target}: SYCL with no AOT (spir64 only, JIT on first use)")
+  else()
+    message(STATUS "aotwheel: ${target}: SYCL AOT for ${_aotwheel_sycl_dl_OCLOC_DEVICE} (targets ${_aotwheel_sycl_dl_SYCL_TARGETS})")
+  endif()
+endfunction()

@@ -1,0 +1,342 @@
+"""icpx-golden: the exact icpx command lines aotwheel_target_sycl() produces.
+
+icpx cannot run here, so these tests stand in for it: `cmake -P` scripts call the pure flag
+function, and a tiny project configured with a forced IntelLLVM identity (a recording stand-in
+compiler) shows what reaches build.ninja, compile_commands.json and the compiler's argv.
+
+Every expected string is written by hand from the flags IPEX (cmake/gpu/SYCL.cmake) and
+torch.utils.cpp_extension.SyclExtension use (REFERENCE.md §1):
+``-fsycl-targets=spir64_gen,spir64``, ``-Xs "-device <list> -options '<opts>'"`` (device list
+before options), ``--offload-compress``, ``-fsycl-max-parallel-link-jobs=<n>``; ``spir64`` alone
+and no ``-device`` for an empty list. The default devlist pvc,ats-m150 is pvc + acm-g10 (§2:
+ats-m150 is an alias of acm-g10, IP 12.55.8).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CMAKE_DIR = REPO / "cmake"
+SYCL_CMAKE = CMAKE_DIR / "aotwheel-sycl.cmake"
+
+# IPEX's ocloc options (REFERENCE.md §1), in IPEX's order.
+IPEX_OPTIONS = [
+    "-cl-intel-enable-auto-large-GRF-mode",
+    "-cl-poison-unsupported-fp64-kernels",
+    "-cl-intel-greater-than-4GB-buffer-required",
+]
+
+CMAKE = shutil.which("cmake")
+NINJA = shutil.which("ninja")
+needs_cmake = pytest.mark.skipif(CMAKE is None, reason="cmake is not installed (CI installs it)")
+needs_ninja = pytest.mark.skipif(NINJA is None, reason="ninja is not installed (CI installs it)")
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env.update(extra)
+    return env
+
+
+def _run_script(tmp_path: Path, body: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "golden.cmake"
+    script.write_text(body)
+    return subprocess.run([CMAKE, "-P", str(script)], capture_output=True, text=True, env=env or _clean_env(), timeout=120)
+
+
+def _print_lists() -> str:
+    # One argv element per line, so the test sees exactly what icpx would get as argv.
+    return (
+        'foreach(i IN LISTS c)\n  message("C|${i}")\nendforeach()\n'
+        'foreach(i IN LISTS l)\n  message("L|${i}")\nendforeach()\n'
+    )
+
+
+def _parse(stderr: str) -> tuple[list[str], list[str]]:
+    compile_args = [line[2:] for line in stderr.splitlines() if line.startswith("C|")]
+    link_args = [line[2:] for line in stderr.splitlines() if line.startswith("L|")]
+    return compile_args, link_args
+
+
+def _cmake_quote(arg: str) -> str:
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace(";", "\\;") + '"'
+
+
+def flags(tmp_path: Path, **kw: object) -> tuple[list[str], list[str]]:
+    """Run _aotwheel_sycl_flags() in `cmake -P` with keyword arguments; return (compile, link)."""
+    proc = _flags_proc(tmp_path, **kw)
+    assert proc.returncode == 0, proc.stderr
+    return _parse(proc.stderr)
+
+
+def _flags_proc(tmp_path: Path, **kw: object) -> subprocess.CompletedProcess[str]:
+    args: list[str] = []
+    for key, value in kw.items():
+        args.append(key.upper())
+        values = value if isinstance(value, list) else [value]
+        args.extend(_cmake_quote(str(v)) for v in values)
+    body = f"include({_cmake_quote(str(SYCL_CMAKE))})\n_aotwheel_sycl_flags(c l {' '.join(args)})\n" + _print_lists()
+    return _run_script(tmp_path, body)
+
+
+# --- the pure flag function, in cmake -P ------------------------------------------------------
+
+
+@needs_cmake
+def test_icpx_golden_aot_with_fallback(tmp_path: Path) -> None:
+    c, l = flags(tmp_path, devices=["pvc", "acm-g10"])
+    assert c == ["-fsycl", "-fsycl-targets=spir64_gen,spir64"]
+    assert l == ["-fsycl", "-fsycl-targets=spir64_gen,spir64", "-Xs", "-device pvc,acm-g10", "--offload-compress"]
+
+
+@needs_cmake
+def test_icpx_golden_default_devlist_through_resolver(tmp_path: Path) -> None:
+    # No USE_AOT_DEVLIST anywhere: the resolver's default (pvc,ats-m150) decides.
+    body = (
+        f"set(Python_EXECUTABLE {_cmake_quote(sys.executable)})\n"
+        f"include({_cmake_quote(str(CMAKE_DIR / 'aotwheel-config.cmake'))})\n"
+        "aotwheel_resolve_devlist(dl)\n"
+        "_aotwheel_sycl_flags(c l DEVICES ${dl} JIT_FALLBACK ${dl_JIT_FALLBACK} SYCL_TARGETS ${dl_SYCL_TARGETS})\n"
+        + _print_lists()
+    )
+    proc = _run_script(tmp_path, body)
+    assert proc.returncode == 0, proc.stderr
+    c, l = _parse(proc.stderr)
+    assert c == ["-fsycl", "-fsycl-targets=spir64_gen,spir64"]
+    assert l == ["-fsycl", "-fsycl-targets=spir64_gen,spir64", "-Xs", "-device pvc,acm-g10", "--offload-compress"]
+
+
+@needs_cmake
+def test_icpx_golden_fallback_off_is_spir64_gen_only(tmp_path: Path) -> None:
+    c, l = flags(tmp_path, devices=["pvc"], jit_fallback="OFF")
+    assert c == ["-fsycl", "-fsycl-targets=spir64_gen"]
+    assert l == ["-fsycl", "-fsycl-targets=spir64_gen", "-Xs", "-device pvc", "--offload-compress"]
+
+
+@needs_cmake
+def test_icpx_golden_none_is_spir64_only_without_device(tmp_path: Path) -> None:
+    c, l = flags(tmp_path, devices=[], parallel_link_jobs=2)
+    assert c == ["-fsycl", "-fsycl-targets=spir64"]
+    assert l == ["-fsycl", "-fsycl-targets=spir64", "--offload-compress", "-fsycl-max-parallel-link-jobs=2"]
+    assert not any("spir64_gen" in a or "-device" in a or a == "-Xs" for a in c + l)
+
+
+@needs_cmake
+def test_icpx_golden_none_ignores_options_with_a_warning(tmp_path: Path) -> None:
+    proc = _flags_proc(tmp_path, devices=[], options=IPEX_OPTIONS[:1])
+    assert proc.returncode == 0, proc.stderr
+    _, l = _parse(proc.stderr)
+    assert l == ["-fsycl", "-fsycl-targets=spir64", "--offload-compress"]
+    assert "CMake Warning" in proc.stderr and "ignored" in proc.stderr
+
+
+@needs_cmake
+def test_icpx_golden_options_follow_the_device_list(tmp_path: Path) -> None:
+    _, l = flags(tmp_path, devices=["pvc", "acm-g11"], options=IPEX_OPTIONS)
+    xs = l.index("-Xs")
+    assert l[xs + 1] == (
+        "-device pvc,acm-g11 -options '-cl-intel-enable-auto-large-GRF-mode "
+        "-cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required'"
+    )
+    assert l.count("-Xs") == 1
+
+
+@needs_cmake
+def test_icpx_golden_compress_off(tmp_path: Path) -> None:
+    _, on = flags(tmp_path, devices=["pvc"], compress="ON")
+    _, off = flags(tmp_path, devices=["pvc"], compress="OFF")
+    assert "--offload-compress" in on
+    assert off == ["-fsycl", "-fsycl-targets=spir64_gen,spir64", "-Xs", "-device pvc"]
+
+
+@needs_cmake
+def test_icpx_golden_parallel_link_jobs(tmp_path: Path) -> None:
+    _, l = flags(tmp_path, devices=["pvc"], parallel_link_jobs=16)
+    assert l[-1] == "-fsycl-max-parallel-link-jobs=16"
+    _, default = flags(tmp_path, devices=["pvc"])
+    assert not any(a.startswith("-fsycl-max-parallel-link-jobs") for a in default)
+
+
+@needs_cmake
+def test_icpx_golden_resolver_targets_are_used_verbatim(tmp_path: Path) -> None:
+    # SYCL_TARGETS from the resolver wins over the local default (JIT_FALLBACK unset = ON).
+    c, _ = flags(tmp_path, devices=["pvc"], sycl_targets="spir64_gen")
+    assert c == ["-fsycl", "-fsycl-targets=spir64_gen"]
+
+
+@needs_cmake
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"devices": ['pvc";touch pwned;"']}, "_aotwheel_sycl_flags: device 'pvc"),
+        ({"devices": ["pvc $(id)"]}, "is not a resolved device name"),
+        ({"devices": ["pvc"], "options": ["-cl-x';touch pwned;'"]}, "ocloc option"),
+        ({"devices": ["pvc"], "options": ["-cl-a -cl-b"]}, "one option per list item"),
+        ({"devices": ["pvc"], "parallel_link_jobs": "8;touch"}, "PARALLEL_LINK_JOBS"),
+        ({"devices": ["pvc"], "parallel_link_jobs": "0"}, "PARALLEL_LINK_JOBS"),
+        ({"devices": [], "jit_fallback": "OFF"}, "no device code"),
+        ({"devices": [], "sycl_targets": "spir64_gen,spir64"}, "ocloc crashes on spir64_gen"),
+        ({"devices": ["pvc"], "sycl_targets": "spir64;x"}, "SYCL_TARGETS"),
+        ({"devices": ["pvc"], "compress": "maybe"}, "COMPRESS ON or COMPRESS OFF"),
+    ],
+)
+def test_icpx_golden_rejects_unsafe_or_inconsistent_input(tmp_path: Path, kw: dict[str, object], needle: str) -> None:
+    proc = _flags_proc(tmp_path, **kw)
+    assert proc.returncode != 0
+    assert needle in proc.stderr.replace("\n  ", " ")
+    assert "_aotwheel_sycl_flags: " in proc.stderr
+    assert "L|" not in proc.stderr
+    assert not (tmp_path / "pwned").exists()
+
+
+# --- a configured project with a forced IntelLLVM identity -----------------------------------
+
+_STAND_IN = '''#!{python}
+"""Stand-in for icpx: records its argv (one JSON line per call) and creates the -o file."""
+import json, sys
+args = sys.argv[1:]
+with open({log!r}, "a") as f:
+    f.write(json.dumps(args) + "\\n")
+if "-o" in args:
+    open(args[args.index("-o") + 1], "wb").close()
+'''
+
+_PROJECT = """cmake_minimum_required(VERSION 3.21)
+project(golden LANGUAGES C CXX)
+find_package(aotwheel CONFIG REQUIRED)
+add_library(kern MODULE kern.cpp glue.c)
+aotwheel_target_sycl(kern {args})
+"""
+
+
+def _project(tmp_path: Path, args: str, *, forced: bool = True) -> tuple[Path, Path, Path]:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(_PROJECT.format(args=args))
+    (src / "kern.cpp").write_text("int kern() { return 0; }\n")
+    (src / "glue.c").write_text("int glue(void) { return 1; }\n")
+    log = tmp_path / "icpx-argv.jsonl"
+    stand_in = tmp_path / "icpx"
+    stand_in.write_text(_STAND_IN.format(python=sys.executable, log=str(log)))
+    stand_in.chmod(0o755)
+    toolchain = tmp_path / "toolchain.cmake"
+    if forced:
+        # What CMake would have detected for a real icpx; the C side stays the host compiler.
+        toolchain.write_text(
+            f"set(CMAKE_CXX_COMPILER {_cmake_quote(str(stand_in))})\n"
+            "set(CMAKE_CXX_COMPILER_ID IntelLLVM)\n"
+            "set(CMAKE_CXX_COMPILER_VERSION 2025.0.4)\n"
+            "set(CMAKE_CXX_COMPILER_FRONTEND_VARIANT GNU)\n"
+            "set(CMAKE_CXX_COMPILER_ID_RUN TRUE)\n"
+            "set(CMAKE_CXX_COMPILER_FORCED TRUE)\n"
+        )
+    else:
+        toolchain.write_text("")
+    return src, toolchain, log
+
+
+def _configure(tmp_path: Path, args: str, *, forced: bool = True, defs: tuple[str, ...] = (), env: dict[str, str] | None = None):
+    src, toolchain, log = _project(tmp_path, args, forced=forced)
+    build = tmp_path / "build"
+    cmd = [
+        CMAKE, "-S", str(src), "-B", str(build), "-G", "Ninja",
+        f"-DCMAKE_TOOLCHAIN_FILE={toolchain}",
+        f"-Daotwheel_DIR={CMAKE_DIR}",
+        f"-DPython_EXECUTABLE={sys.executable}",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        *defs,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env or _clean_env(), timeout=300)
+    return proc, build, log
+
+
+def _link_flags(build: Path) -> str:
+    text = (build / "build.ninja").read_text()
+    lines = [line.strip() for line in text.splitlines() if line.strip().startswith("LINK_FLAGS = ")]
+    assert len(lines) == 1, lines
+    return lines[0][len("LINK_FLAGS = "):]
+
+
+@needs_cmake
+@needs_ninja
+def test_icpx_golden_configure_build_ninja_and_argv(tmp_path: Path) -> None:
+    proc, build, log = _configure(
+        tmp_path,
+        "DEVICES \"pvc, ats-m150\" OPTIONS -cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels PARALLEL_LINK_JOBS 3",
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected_shell = (
+        "-fsycl -fsycl-targets=spir64_gen,spir64 "
+        "-Xs \"-device pvc,acm-g10 -options '-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels'\" "
+        "--offload-compress -fsycl-max-parallel-link-jobs=3"
+    )
+    assert _link_flags(build).endswith(" " + expected_shell)
+
+    commands = {Path(e["file"]).name: e["command"] for e in json.loads((build / "compile_commands.json").read_text())}
+    assert " -fsycl -fsycl-targets=spir64_gen,spir64 " in commands["kern.cpp"] + " "
+    assert "-fsycl" not in commands["glue.c"]  # C glue is not SYCL code
+
+    # Build with the stand-in: the argv icpx would receive after /bin/sh has parsed the line.
+    built = subprocess.run([NINJA, "-C", str(build)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    link = [c for c in calls if "-c" not in c]
+    assert len(link) == 1
+    argv = link[0]
+    xs = argv.index("-Xs")
+    assert argv[xs - 2: xs + 4] == [
+        "-fsycl",
+        "-fsycl-targets=spir64_gen,spir64",
+        "-Xs",
+        "-device pvc,acm-g10 -options '-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels'",
+        "--offload-compress",
+        "-fsycl-max-parallel-link-jobs=3",
+    ]
+    compile_cpp = [c for c in calls if "-c" in c and c[-1].endswith("kern.cpp")]
+    assert len(compile_cpp) == 1 and compile_cpp[0].count("-fsycl") == 1
+
+
+@needs_cmake
+def test_icpx_golden_configure_devlist_from_environment_none(tmp_path: Path) -> None:
+    proc, build, _ = _configure(tmp_path, "COMPRESS OFF", env=_clean_env(USE_AOT_DEVLIST="none"))
+    assert proc.returncode == 0, proc.stderr
+    assert _link_flags(build).endswith(" -fsycl -fsycl-targets=spir64")
+    assert "-Xs" not in (build / "build.ninja").read_text()
+
+
+@needs_cmake
+def test_icpx_golden_configure_fallback_off_from_cache_variable(tmp_path: Path) -> None:
+    proc, build, _ = _configure(tmp_path, "", defs=("-DUSE_AOT_DEVLIST=dg2-g11", "-DUSE_AOT_JIT_FALLBACK=OFF"))
+    assert proc.returncode == 0, proc.stderr
+    assert _link_flags(build).endswith(' -fsycl -fsycl-targets=spir64_gen -Xs "-device acm-g11" --offload-compress')
+
+
+@needs_cmake
+def test_icpx_golden_configure_hostile_devlist_stops_configure(tmp_path: Path) -> None:
+    pwned = tmp_path / "pwned"
+    hostile = f'pvc" ; touch {pwned} ; echo "'
+    proc, build, log = _configure(tmp_path, "", defs=(f"-DUSE_AOT_DEVLIST={hostile}",))
+    assert proc.returncode != 0
+    assert "aotwheel_resolve_devlist: " in proc.stderr
+    assert not (build / "build.ninja").exists()
+    assert not pwned.exists()
+    assert not log.exists()
+
+
+@needs_cmake
+def test_icpx_golden_configure_rejects_a_non_intel_compiler(tmp_path: Path) -> None:
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ is not installed (CI installs it)")
+    proc, _, _ = _configure(tmp_path, "DEVICES pvc", forced=False, env=_clean_env(CXX=gxx))
+    assert proc.returncode != 0
+    text = " ".join(proc.stderr.split())
+    assert "aotwheel_target_sycl: the compiler is GNU, not IntelLLVM. Try: CXX=icpx" in text
