@@ -1,0 +1,89 @@
+"""One ninja edge: SPIR-V -> native binary for ONE device, through the device-code cache."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from aotwheel.build.cache import CacheKey, DeviceCodeCache, atomic_write
+from aotwheel.errors import ToolchainError
+
+# The SPIR-V travels once, in the fat binary's generic_ir member; per-device members omit it,
+# exactly as `ocloc compile -device a,b` does (its members equal `-exclude_ir` single builds).
+_FLAGS = ("-exclude_ir",)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    output: Path
+    size: int
+    cache_hit: bool
+
+
+def ocloc_command(ocloc: str, spirv: str, device: str, name: str, out_dir: str, options: str) -> list[str]:
+    """The ocloc argument list for one device (no shell: ``options`` stays one argument)."""
+    cmd = [ocloc, "compile", "-file", spirv, "-spirv_input", "-device", device,
+           "-output", name, "-out_dir", out_dir, "-output_no_suffix", *_FLAGS]
+    if options.strip():
+        cmd += ["-options", options]
+    return cmd
+
+
+def run_job(
+    *,
+    spirv: str,
+    device: str,
+    output: str,
+    ocloc: str,
+    ocloc_version: str,
+    options: str = "",
+    cache: DeviceCodeCache | None = None,
+) -> JobResult:
+    """Produce ``output`` for ``device``: from the cache when possible, else by running ocloc.
+
+    On failure prints ocloc's log and raises :class:`ToolchainError` with one line.
+    """
+    cache = cache if cache is not None else DeviceCodeCache.from_env()
+    data_in = Path(spirv).read_bytes()
+    key = CacheKey(
+        spirv_sha256=hashlib.sha256(data_in).hexdigest(),
+        device=device,
+        ocloc_path=ocloc,
+        ocloc_version=ocloc_version,
+        options=options,
+        flags=_FLAGS,
+    )
+    label = Path(spirv).name
+    out = Path(output)
+    data = cache.get(key, label)
+    if data is not None:
+        atomic_write(out, data)
+        return JobResult(output=out, size=len(data), cache_hit=True)
+
+    data = compile_device(ocloc=ocloc, spirv=spirv, device=device, options=options)
+    cache.put(key, data, label)
+    atomic_write(out, data)
+    return JobResult(output=out, size=len(data), cache_hit=False)
+
+
+def compile_device(*, ocloc: str, spirv: str, device: str, options: str = "") -> bytes:
+    """Run ocloc for one device in a private temporary directory and return the binary."""
+    with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
+        cmd = ocloc_command(ocloc, str(Path(spirv).resolve()), device, "image", tmp, options)
+        try:
+            # cwd=tmp: ocloc drops side files (e.g. query outputs) into the working directory.
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
+        except OSError as exc:
+            raise ToolchainError(f"Cannot run ocloc at {ocloc}: {exc.strerror}. Try: apt-get install intel-opencl-icd") from None
+        produced = Path(tmp, "image")
+        if proc.returncode != 0 or not produced.is_file():
+            log = (proc.stdout + proc.stderr).strip()
+            print(log, file=sys.stderr)
+            raise ToolchainError(
+                f"ocloc failed for -device {device} on {Path(spirv).name} (exit {proc.returncode}); see ocloc's log above"
+            )
+        return produced.read_bytes()

@@ -1,0 +1,105 @@
+"""Finding a clang + llvm-spirv pair that turns OpenCL C into SPIR-V (stdlib only).
+
+clang and the SPIR-V translator must share an LLVM major version: llvm-spirv-N reads only
+the bitcode of LLVM N. We therefore look for matching pairs, newest first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from aotwheel.errors import ToolchainError
+
+#: LLVM majors we try, newest first (clang-N with llvm-spirv-N).
+SUPPORTED_MAJORS = tuple(range(19, 14, -1))
+
+CLANG_HINT = "Try: apt-get install clang-15 llvm-spirv-15 (or set AOTWHEEL_CLANG and AOTWHEEL_LLVM_SPIRV)"
+
+_VERSION_RE = re.compile(r"version\s+(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class SpirvToolchain:
+    """A matching clang / llvm-spirv pair."""
+
+    clang: str
+    clang_version: str
+    llvm_spirv: str
+    llvm_spirv_version: str
+
+    @property
+    def major(self) -> int:
+        return int(self.clang_version.split(".")[0])
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "clang": self.clang,
+            "clang_version": self.clang_version,
+            "llvm_spirv": self.llvm_spirv,
+            "llvm_spirv_version": self.llvm_spirv_version,
+        }
+
+
+def tool_version(path: str) -> str:
+    """``maj.min.patch`` from ``<path> --version``; raises :class:`ToolchainError` if it does not run."""
+    try:
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"Cannot run {path} --version ({exc}); reinstall it. {CLANG_HINT}") from None
+    m = _VERSION_RE.search(proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not m:
+        raise ToolchainError(f"{path} --version did not report an LLVM version (exit {proc.returncode}). {CLANG_HINT}")
+    return ".".join(m.groups())
+
+
+def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None) -> SpirvToolchain:
+    """Locate clang and llvm-spirv of the same LLVM major.
+
+    Explicit arguments win, then ``$AOTWHEEL_CLANG`` / ``$AOTWHEEL_LLVM_SPIRV``, then
+    ``clang-N`` + ``llvm-spirv-N`` on ``PATH`` for N in :data:`SUPPORTED_MAJORS`.
+    Raises :class:`ToolchainError` naming the missing tool and the package to install.
+    """
+    clang = clang or os.environ.get("AOTWHEEL_CLANG") or None
+    llvm_spirv = llvm_spirv or os.environ.get("AOTWHEEL_LLVM_SPIRV") or None
+    if clang and llvm_spirv:
+        return _pair(_which(clang, "clang"), _which(llvm_spirv, "llvm-spirv"))
+
+    found_clang: list[int] = []
+    for major in SUPPORTED_MAJORS:
+        c = clang or shutil.which(f"clang-{major}")
+        if not c:
+            continue
+        found_clang.append(major)
+        s = llvm_spirv or shutil.which(f"llvm-spirv-{major}")
+        if s:
+            pair = _pair(_which(c, "clang"), _which(s, "llvm-spirv"))
+            if clang or llvm_spirv or pair.major == major:
+                return pair
+    if not found_clang:
+        raise ToolchainError(f"Missing clang (clang-15 ... clang-19) to compile OpenCL C to SPIR-V. {CLANG_HINT}")
+    major = found_clang[0]
+    raise ToolchainError(
+        f"Missing llvm-spirv-{major} (the SPIR-V translator matching clang-{major}). "
+        f"Try: apt-get install llvm-spirv-{major} (or set AOTWHEEL_LLVM_SPIRV)"
+    )
+
+
+def _which(name: str, what: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise ToolchainError(f"Missing {what} at '{name}'. {CLANG_HINT}")
+    return os.path.abspath(path)
+
+
+def _pair(clang: str, llvm_spirv: str) -> SpirvToolchain:
+    cv, sv = tool_version(clang), tool_version(llvm_spirv)
+    if cv.split(".")[0] != sv.split(".")[0]:
+        raise ToolchainError(
+            f"clang {cv} ({clang}) and llvm-spirv {sv} ({llvm_spirv}) differ in LLVM major version; "
+            f"install the matching llvm-spirv-{cv.split('.')[0]}"
+        )
+    return SpirvToolchain(clang=clang, clang_version=cv, llvm_spirv=llvm_spirv, llvm_spirv_version=sv)
