@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The main job: install the toolchain, build aotwheel's own fat wheel with the default devlist
+# (USE_AOT_DEVLIST, default pvc,ats-m150) through real ocloc, install it, and print its report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/setup.sh
+rm -rf dist
+.venv/bin/python -m pip wheel --no-deps -w dist .
+wheel=$(ls dist/aotwheel-*.whl)
+.venv/bin/python -m pip install -q --force-reinstall "$wheel"
+echo "== resolved device list"
+.venv/bin/aotwheel resolve
+echo "== device code in $wheel"
+.venv/bin/aotwheel inspect "$wheel"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs aotwheel's toolchain on Debian 12 (run as root) and creates .venv with the test
+# dependencies and Intel's CPU OpenCL runtime. Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  intel-opencl-icd   # ocloc: Intel's offline GPU compiler (22.43 on Debian 12)
+  libigc-tools       # iga64: disassembler used by tests to prove images are real GPU code
+  clang-15 llvm-spirv-15  # OpenCL C -> LLVM IR -> SPIR-V
+  cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build; readelf/ar check it
+  python3 python3-venv python3-dev python3-pip
+  ca-certificates git
+)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "ci/setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+if [[ ! -x .venv/bin/python ]]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q "scikit-build-core>=0.10" ninja pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl
+
+# Intel's CPU OpenCL runtime from PyPI: real SPIR-V JIT for the selftest and check tests.
+if [[ -f ci/install-opencl-cpu.sh ]]; then
+  PYTHON=.venv/bin/python bash ci/install-opencl-cpu.sh
+fi
+echo "ci/setup.sh: toolchain ready: $(command -v ocloc) $(command -v clang-15) $(command -v llvm-spirv-15)"
