@@ -1,0 +1,61 @@
+"""``AOTWHEEL_DEVICE`` / ``--device``: name the devices instead of probing them.
+
+For tests and for users who know better (a container without device nodes, a machine being
+planned for). The value is a comma/space separated list of anything the device catalog knows
+(``pvc``, ``ats-m150``, ``intel_gpu_bmg_g21``, ``12.60.7``, family names such as ``bmg``), plus
+``cpu`` for an OpenCL CPU device. Example: ``AOTWHEEL_DEVICE=acm-g11,cpu``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from aotwheel.errors import DevlistError
+from aotwheel.probe import ProbeResult, ProbedDevice
+
+ENV = "AOTWHEEL_DEVICE"
+CPU_TOKEN = "cpu"
+# Resolver keywords that make no sense as "the device I have" ("native" would even recurse).
+_REJECTED = ("none", "native", "no-jit")
+_SPLIT = re.compile(r"[,\s]+")
+
+
+def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
+    """Devices named by ``text``; raises :class:`DevlistError` naming the bad token."""
+    from aotwheel.devlist import resolve
+
+    devices: list[ProbedDevice] = []
+    for token in (t for t in _SPLIT.split(text.strip()) if t):
+        low = token.lower()
+        if low == CPU_TOKEN:
+            if not any(d.kind == "cpu" for d in devices):
+                devices.append(ProbedDevice(name="cpu", backend="override", kind="cpu", vendor="any", spirv=True))
+            continue
+        if low in _REJECTED:
+            raise DevlistError(f"{source}: '{token}' does not name a device; use a device name, IP version or 'cpu', e.g. {ENV}=pvc", token)
+        try:
+            devlist = resolve(token, detect=lambda: [])
+        except DevlistError as exc:
+            raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
+        for dev in devlist.targets:
+            if not any(d.catalog == dev.name for d in devices):
+                devices.append(ProbedDevice(name=dev.name, backend="override", kind="gpu", ip=dev.ip,
+                                            catalog=dev.name, index=len(devices), spirv=True))
+    if not devices:
+        raise DevlistError(f"{source} is empty; name a device (e.g. pvc, 12.60.7, cpu) or unset it")
+    return devices
+
+
+def from_environment() -> list[ProbedDevice] | None:
+    """The override from ``AOTWHEEL_DEVICE``, or ``None`` when it is unset or empty."""
+    text = os.environ.get(ENV, "").strip()
+    return parse(text) if text else None
+
+
+def probe() -> ProbeResult:
+    """Backend-shaped view of the override (for ``aotwheel devices``)."""
+    text = os.environ.get(ENV, "").strip()
+    if not text:
+        return ProbeResult("override", [], f"{ENV} not set")
+    return ProbeResult("override", parse(text), "")
