@@ -78,10 +78,10 @@ function(aotwheel_resolve_devlist out)
     set(text "${USE_AOT_DEVLIST}")
   endif()
   if(DEFINED text)
-    # "--" so a value starting with '-' is a device list, not an option. Quoted: a ';' stays
-    # inside the one argument and reaches the resolver, which rejects it.
+    # One "--devlist=<text>" argument: a value starting with '-' stays a device list, an empty
+    # value stays visible, and an escaped ';' reaches the resolver (which rejects it).
     string(REPLACE ";" "\\;" text "${text}")
-    list(APPEND args -- "${text}")
+    list(APPEND args "--devlist=${text}")
   endif()
   # Without DEVLIST/USE_AOT_DEVLIST the resolver reads $ENV{USE_AOT_DEVLIST} or its default.
 

@@ -16,6 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Resolve a device list (default: $USE_AOT_DEVLIST, else pvc,ats-m150) into canonical AOT targets.",
     )
     p.add_argument("text", nargs="?", metavar="DEVLIST", help="device list, e.g. 'pvc,ats-m150' (default: $USE_AOT_DEVLIST)")
+    # --devlist=TEXT keeps an empty value visible as one argument (CMake drops empty list items).
+    p.add_argument("--devlist", dest="devlist_option", metavar="DEVLIST", help=argparse.SUPPRESS)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the full result as JSON")
     out.add_argument("--format", choices=FORMATS, help="print one value: ocloc -device list, -fsycl-targets, names or IP versions")
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print(_catalog_listing())
         return 0
-    text = args.text
+    text = args.text if args.devlist_option is None else args.devlist_option
     if text is None:
         # An empty environment variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`).
         text = os.environ.get("USE_AOT_DEVLIST") or DEFAULT_DEVLIST
