@@ -1,0 +1,372 @@
+"""NVIDIA fat binaries: the ``.nv_fatbin`` section of a CUDA host binary, or a ``.fatbin`` file.
+
+Layout (REFERENCE.md §5, checked against nvcc 13.0 output): a sequence of containers
+``{u32 magic 0xBA55ED50; u16 version; u16 header_size; u64 fat_size}``, each followed by
+``fat_size`` bytes of entries ``{u16 kind; u16 version; u32 header_size; u64 size;
+u32 compressed_size; u32 options_offset; u16 minor; u16 major; u32 arch; u32 obj_name_offset;
+u32 obj_name_len; u64 flags; u64 zero; u64 decompressed_size}`` (64 bytes, longer headers carry an
+options block), the payload right after the header. Containers in a section are padded to 8 bytes.
+
+Compressed payloads (flag 0x8000: zstd, nvcc 13's default for PTX; flag 0x2000: LZ4 block, what
+``--compress-mode=speed`` writes) are decompressed only by :func:`entry_payload`, with a cap.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+
+from aotwheel.formats.region import Region
+
+MAGIC = 0xBA55ED50
+MAGIC_BYTES = MAGIC.to_bytes(4, "little")
+SECTIONS = (".nv_fatbin", "__nv_relfatbin")  # linked code; relocatable (-rdc) objects
+
+KIND_PTX = 1
+KIND_CUBIN = 2
+_KINDS = {KIND_PTX: "ptx", KIND_CUBIN: "cubin"}
+
+# Entry flags (measured with nvcc 13.0 -gencode / --compress-mode variants).
+FLAG_64BIT = 0x1
+FLAG_DEBUG = 0x2
+FLAG_LINUX = 0x10
+FLAG_COMPRESSED_LZ4 = 0x2000
+FLAG_COMPRESSED_ZSTD = 0x8000
+FLAG_ARCH_SPECIFIC = 0x100000  # sm_90a / compute_90a
+FLAG_FAMILY_SPECIFIC = 0x200000  # sm_100f / compute_100f
+
+_CONTAINER = "<IHHQ"  # 16 bytes
+_ENTRY = "<HHIQIIHHIIIQQQ"  # 64 bytes
+_ENTRY_SIZE = 64
+_MAX_ENTRIES = 1 << 16  # per container; real libraries hold hundreds
+DEFAULT_CAP = 1 << 30  # largest decompressed payload entry_payload() will produce
+
+
+@dataclass(frozen=True)
+class FatbinEntry:
+    """One image in a fat binary: a cubin for ``sm_<arch>`` or PTX for ``compute_<arch>``."""
+
+    offset: int  # file offset of the entry header
+    kind: str  # "cubin" | "ptx" | "unknown"
+    kind_code: int
+    arch: int  # 90 for sm_90 / compute_90
+    arch_specific: bool  # the "a" variant (sm_90a): runs on exactly that arch
+    family_specific: bool  # the "f" variant (sm_100f)
+    version: tuple[int, int]  # PTX ISA version for PTX, cubin format version for ELF
+    flags: int
+    header_size: int
+    payload_offset: int  # file offset of the stored bytes
+    payload_size: int  # stored bytes, padding included
+    compressed_size: int  # 0 when not compressed
+    decompressed_size: int  # 0 when not compressed
+    compression: str | None  # "zstd" | "lz4" | None
+    options: str | None  # ptxas options recorded with the image (-Xptxas), when printable
+    name: str | None
+    container: int  # index of the container within the binary
+
+    @property
+    def target(self) -> str:
+        """``sm_90``, ``sm_90a``, ``sm_100f`` for cubins; ``compute_90`` etc. for PTX."""
+        suffix = "a" if self.arch_specific else "f" if self.family_specific else ""
+        return f"{'compute' if self.kind == 'ptx' else 'sm'}_{self.arch}{suffix}"
+
+    @property
+    def compressed(self) -> bool:
+        return self.compression is not None
+
+    @property
+    def stored_size(self) -> int:
+        """Bytes of the payload that hold data (the compressed size when compressed)."""
+        return self.compressed_size if self.compressed and self.compressed_size else self.payload_size
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "target": self.target,
+            "kind": self.kind,
+            "arch": self.arch,
+            "arch_specific": self.arch_specific,
+            "family_specific": self.family_specific,
+            "version": "%d.%d" % self.version,
+            "flags": f"{self.flags:#x}",
+            "offset": self.offset,
+            "size": self.payload_size,
+            "compression": self.compression,
+            "decompressed_size": self.decompressed_size or None,
+            "options": self.options,
+        }
+
+
+@dataclass(frozen=True)
+class FatbinContainer:
+    offset: int  # file offset of the container header
+    version: int
+    size: int  # fat_size: bytes of entries after the header
+    entries: tuple[FatbinEntry, ...]
+
+
+@dataclass(frozen=True)
+class Fatbin:
+    """Every container and entry found; ``section`` names the ELF section (None for a raw file)."""
+
+    path: str
+    section: str | None
+    containers: tuple[FatbinContainer, ...]
+
+    @property
+    def entries(self) -> tuple[FatbinEntry, ...]:
+        return tuple(e for c in self.containers for e in c.entries)
+
+    @property
+    def cubin_targets(self) -> tuple[str, ...]:
+        """Distinct ``sm_XY[a|f]`` names, sorted by arch."""
+        return _distinct(e for e in self.entries if e.kind == "cubin")
+
+    @property
+    def ptx_targets(self) -> tuple[str, ...]:
+        """Distinct ``compute_XY[a|f]`` names, sorted by arch."""
+        return _distinct(e for e in self.entries if e.kind == "ptx")
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "section": self.section,
+            "containers": len(self.containers),
+            "cubin": list(self.cubin_targets),
+            "ptx": list(self.ptx_targets),
+            "entries": [e.to_dict() for e in self.entries],
+        }
+
+
+def _distinct(entries) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+    seen = {(e.arch, e.target) for e in entries}
+    return tuple(t for _, t in sorted(seen))
+
+
+def is_fatbin(head: bytes) -> bool:
+    """True if ``head`` starts with a fat binary container."""
+    return head[:4] == MAGIC_BYTES
+
+
+def parse_fatbin(region: Region, *, path: str | None = None, section: str | None = None) -> Fatbin:
+    """Parse every container in ``region`` (a ``.nv_fatbin`` section or a whole ``.fatbin`` file).
+
+    Zero bytes between containers (section alignment) are skipped; anything else that is not a
+    container header raises :class:`~aotwheel.errors.InspectError` naming file and offset.
+    """
+    containers: list[FatbinContainer] = []
+    off = 0
+    while True:
+        off = _skip_padding(region, off)
+        if off >= len(region):
+            break
+        magic, version, header_size, fat_size = region.unpack(_CONTAINER, off, "fat binary container header")
+        if magic != MAGIC:
+            raise region.error(off, f"bad fat binary magic {magic:#010x} (expected {MAGIC:#010x})")
+        if header_size < 16:
+            raise region.error(off, f"fat binary container header size {header_size} is below 16")
+        body = region.sub(off + header_size, fat_size, "fat binary container")
+        entries = _entries(body, len(containers))
+        containers.append(FatbinContainer(region.where(off), version, fat_size, entries))
+        off += header_size + fat_size
+    return Fatbin(path or region.label, section, tuple(containers))
+
+
+def _skip_padding(region: Region, off: int) -> int:
+    # Containers are 8-byte aligned inside a section; only zero bytes may fill the gap.
+    while off < len(region) and off % 8:
+        if region.read(off, 1, "padding") != b"\0":
+            break
+        off += 1
+    if off + 16 > len(region) and off < len(region):
+        rest = region.read(off, len(region) - off, "trailing bytes")
+        if rest.count(0) == len(rest):
+            return len(region)
+    return off
+
+
+def _entries(body: Region, container: int) -> tuple[FatbinEntry, ...]:
+    out: list[FatbinEntry] = []
+    off = 0
+    while off < len(body):
+        if len(out) >= _MAX_ENTRIES:
+            raise body.error(off, f"more than {_MAX_ENTRIES} entries in one container")
+        (kind, _ver, header_size, size, csize, opt_off, minor, major, arch, name_off, name_len, flags, _zero, dsize) = body.unpack(
+            _ENTRY, off, "fat binary entry header"
+        )
+        if header_size < _ENTRY_SIZE:
+            raise body.error(off, f"fat binary entry header size {header_size} is below {_ENTRY_SIZE}")
+        body.check(off, header_size + size, "fat binary entry")
+        compression = "zstd" if flags & FLAG_COMPRESSED_ZSTD else "lz4" if flags & FLAG_COMPRESSED_LZ4 else None
+        if compression and csize > size:
+            raise body.error(off, f"compressed size {csize} exceeds the stored payload ({size} bytes)")
+        out.append(
+            FatbinEntry(
+                offset=body.where(off),
+                kind=_KINDS.get(kind, "unknown"),
+                kind_code=kind,
+                arch=arch,
+                arch_specific=bool(flags & FLAG_ARCH_SPECIFIC),
+                family_specific=bool(flags & FLAG_FAMILY_SPECIFIC),
+                version=(major, minor),
+                flags=flags,
+                header_size=header_size,
+                payload_offset=body.where(off + header_size),
+                payload_size=size,
+                compressed_size=csize if compression else 0,
+                decompressed_size=dsize if compression else 0,
+                compression=compression,
+                options=_options(body, off, header_size, opt_off),
+                name=_name(body, off, header_size + size, name_off, name_len),
+                container=container,
+            )
+        )
+        off += header_size + size
+    return tuple(out)
+
+
+def _options(body: Region, off: int, header_size: int, opt_off: int) -> str | None:
+    # The options block sits inside the header: {u32 ?, u32 length, char[length]}.
+    if not opt_off or opt_off + 8 > header_size:
+        return None
+    (length,) = body.unpack("<I", off + opt_off + 4, "fat binary options length")
+    if length == 0 or opt_off + 8 + length > header_size:
+        return None
+    raw = body.read(off + opt_off + 8, length, "fat binary options").rstrip(b"\0 ")
+    # Family/arch-specific cubins keep binary compatibility data here, not an option string.
+    return raw.decode("ascii") if raw and all(32 <= b < 127 for b in raw) else None
+
+
+def _name(body: Region, off: int, limit: int, name_off: int, name_len: int) -> str | None:
+    if not name_off or not name_len or name_off + name_len > limit:
+        return None
+    return body.read(off + name_off, name_len, "fat binary object name").rstrip(b"\0").decode("utf-8", "replace")
+
+
+def read_fatbin(path: str | os.PathLike[str]) -> Fatbin | None:
+    """The fat binary in ``path``: a raw fat binary file, or the ``.nv_fatbin`` /
+    ``__nv_relfatbin`` sections of an ELF (all containers of both). ``None`` if it has none.
+
+    The file is memory-mapped; only the ELF headers and the fat binary headers are read.
+    """
+    name = os.fspath(path)
+    with open(name, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            region = Region(mm, name)
+            return _read_region(region, name)
+
+
+def _read_region(region: Region, name: str) -> Fatbin | None:
+    head = region.head(4)
+    if is_fatbin(head):
+        return parse_fatbin(region, path=name)
+    if head != b"\x7fELF":
+        return None
+    from aotwheel.formats.elf import open_elf
+
+    view = open_elf(region)
+    containers: list[FatbinContainer] = []
+    found: list[str] = []
+    for sec_name in SECTIONS:
+        sec = view.section(sec_name)
+        if sec is None or sec.type == "SHT_NOBITS" or not sec.size:
+            continue
+        found.append(sec_name)
+        sub = region.sub(sec.offset, sec.size, f"section {sec_name}")
+        fat = parse_fatbin(sub, path=name, section=sec_name)
+        base = len(containers)
+        containers.extend(_renumber(c, base + i) for i, c in enumerate(fat.containers))
+    if not found:
+        return None
+    return Fatbin(name, ",".join(found), tuple(containers))
+
+
+def _renumber(c: FatbinContainer, index: int) -> FatbinContainer:
+    if all(e.container == index for e in c.entries):
+        return c
+    from dataclasses import replace
+
+    return replace(c, entries=tuple(replace(e, container=index) for e in c.entries))
+
+
+def entry_payload(path: str | os.PathLike[str], entry: FatbinEntry, *, decompress: bool = True, cap: int = DEFAULT_CAP) -> bytes:
+    """The bytes of one entry: the cubin ELF or the PTX text (NUL padding stripped for PTX).
+
+    Compressed payloads are decompressed when ``decompress`` is true, refusing anything that
+    declares or produces more than ``cap`` bytes.
+    """
+    name = os.fspath(path)
+    with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        region = Region(mm, name)
+        stored = region.sub(entry.payload_offset, entry.stored_size, f"{entry.target} payload")
+        if not (decompress and entry.compressed):
+            data = stored.read(0, len(stored), "payload")
+        elif entry.decompressed_size > cap:
+            raise stored.error(0, f"{entry.target} declares {entry.decompressed_size} decompressed bytes, above the {cap}-byte cap")
+        elif entry.compression == "zstd":
+            from aotwheel.formats import zstd
+
+            data = zstd.decompress(stored, cap=min(cap, entry.decompressed_size or cap))
+        elif not entry.decompressed_size:
+            raise stored.error(0, f"{entry.target} is LZ4-compressed but declares no decompressed size")
+        else:
+            data = lz4_block_decompress(stored, entry.decompressed_size)
+    if entry.kind == "ptx" and (decompress or not entry.compressed):
+        data = data.rstrip(b"\0")
+    return data
+
+
+def lz4_block_decompress(region: Region, limit: int) -> bytes:
+    """Decode one LZ4 block (no frame) into exactly ``limit`` bytes, bounds-checked throughout.
+
+    nvcc's ``--compress-mode=speed`` stores payloads this way; the block may be followed by
+    zero padding, which is ignored once the declared size has been produced.
+    """
+    src = region.read(0, len(region), "LZ4 block")
+    out = bytearray()
+    i, n = 0, len(src)
+    while i < n and len(out) < limit:
+        token = src[i]
+        i += 1
+        lit = token >> 4
+        if lit == 15:
+            while True:
+                if i >= n:
+                    raise region.error(i, "LZ4 literal length runs past the block")
+                b = src[i]
+                i += 1
+                lit += b
+                if b != 255:
+                    break
+        if i + lit > n or len(out) + lit > limit:
+            raise region.error(i, f"LZ4 literal run of {lit} bytes runs past the block or the {limit}-byte limit")
+        out += src[i : i + lit]
+        i += lit
+        if i >= n or len(out) >= limit:
+            break  # the last sequence has literals only
+        if i + 2 > n:
+            raise region.error(i, "LZ4 match offset runs past the block")
+        dist = src[i] | (src[i + 1] << 8)
+        i += 2
+        mlen = (token & 15) + 4
+        if token & 15 == 15:
+            while True:
+                if i >= n:
+                    raise region.error(i, "LZ4 match length runs past the block")
+                b = src[i]
+                i += 1
+                mlen += b
+                if b != 255:
+                    break
+        if dist == 0 or dist > len(out):
+            raise region.error(i, f"LZ4 match distance {dist} points before the start of the output")
+        if len(out) + mlen > limit:
+            raise region.error(i, f"LZ4 data expands beyond the {limit}-byte limit")
+        start = len(out) - dist
+        for k in range(mlen):  # overlapping copies repeat the pattern, byte by byte
+            out.append(out[start + k])
+    if len(out) != limit:
+        raise region.error(0, f"LZ4 block decodes to {len(out)} bytes, not the declared {limit}")
+    return bytes(out)
