@@ -1,0 +1,151 @@
+"""Helpers for the build tests: real tools, an ocloc wrapper that logs its runs, and reading
+embedded images back with pyelftools (independently of aotwheel's own code)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHONPATH = str(REPO / "python")
+
+
+def require(*tools: str) -> None:
+    """Skip (with the reason) when a tool the test drives is not installed."""
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (CI installs it)")
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
+    kw.setdefault("text", True)
+    proc = subprocess.run(cmd, capture_output=True, **kw)
+    if proc.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def compile_spirv(source: Path, out: Path) -> bytes:
+    """SPIR-V straight from clang-15 + llvm-spirv-15 (not through aotwheel)."""
+    bc = out.with_suffix(".bc")
+    run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(source), "-o", str(bc)])
+    run(["llvm-spirv-15", str(bc), "-o", str(out)])
+    return out.read_bytes()
+
+
+def ocloc_ip(device: str) -> str:
+    """The IP version ocloc itself reports for a device name (`ocloc ids <name>`)."""
+    out = run(["ocloc", "ids", device]).stdout.split()
+    ips = [w for w in out if w.count(".") == 2 and w.replace(".", "").isdigit()]
+    assert len(ips) == 1, out
+    return ips[0]
+
+
+def ocloc_logger(directory: Path) -> tuple[Path, Path]:
+    """An executable that appends its arguments to a log, then execs the real ocloc."""
+    real = shutil.which("ocloc")
+    assert real
+    directory.mkdir(parents=True, exist_ok=True)
+    log = directory / "ocloc-runs.log"
+    wrapper = directory / "ocloc"
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        f"with open({str(log)!r}, 'a') as f:\n"
+        "    f.write(' '.join(sys.argv[1:]) + '\\n')\n"
+        f"os.execv({real!r}, [{real!r}] + sys.argv[1:])\n"
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper, log
+
+
+def logged_runs(log: Path, subcommand: str = "compile") -> list[str]:
+    if not log.exists():
+        return []
+    return [l for l in log.read_text().splitlines() if l.split(" ", 1)[0] == subcommand]
+
+
+def build_env(cache: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["AOTWHEEL_CACHE_DIR"] = str(cache)
+    env.pop("USE_AOT_DEVLIST", None)
+    env.pop("USE_AOT_JIT_FALLBACK", None)
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Embedded:
+    triple: str        # section name suffix after "__CLANG_OFFLOAD_BUNDLE__sycl-"
+    vaddr: int
+    data: bytes
+
+
+def embedded_images(so: Path) -> list[Embedded]:
+    """Images listed in ``.tgtimg`` ({u64 vaddr, u64 size}), resolving R_X86_64_RELATIVE addends."""
+    import struct
+
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.relocation import RelocationSection
+
+    with open(so, "rb") as f:
+        elf = ELFFile(f)
+        tgt = elf.get_section_by_name(".tgtimg")
+        assert tgt is not None, "no .tgtimg section"
+        raw = tgt.data()
+        relocs: dict[int, int] = {}
+        for sec in elf.iter_sections():
+            if isinstance(sec, RelocationSection) and sec.is_RELA():
+                for r in sec.iter_relocations():
+                    relocs[r["r_offset"]] = r["r_addend"]
+        out = []
+        for i in range(0, len(raw), 16):
+            vaddr, size = struct.unpack_from("<QQ", raw, i)
+            vaddr = relocs.get(tgt["sh_addr"] + i, vaddr)
+            for sec in elf.iter_sections():
+                if sec["sh_addr"] <= vaddr < sec["sh_addr"] + sec["sh_size"] and sec["sh_type"] != "SHT_NOBITS":
+                    off = vaddr - sec["sh_addr"]
+                    out.append(Embedded(sec.name.removeprefix("__CLANG_OFFLOAD_BUNDLE__sycl-"), vaddr,
+                                        sec.data()[off : off + size]))
+                    break
+            else:
+                raise AssertionError(f".tgtimg entry {i // 16} points to {vaddr:#x}, inside no section")
+        return out
+
+
+def tgtsym_names(so: Path) -> list[str]:
+    from elftools.elf.elffile import ELFFile
+
+    with open(so, "rb") as f:
+        sec = ELFFile(f).get_section_by_name(".tgtsym")
+        assert sec is not None, "no .tgtsym section"
+        return [s.decode() for s in sec.data().split(b"\0") if s]
+
+
+def ar_members(path: Path) -> list[str]:
+    """Member names as GNU ar lists them."""
+    return run(["ar", "t", str(path)]).stdout.split()
+
+
+def ar_extract(path: Path, member: str, dest: Path) -> bytes:
+    data = subprocess.run(["ar", "p", str(path), member], capture_output=True, check=True).stdout
+    dest.write_bytes(data)
+    return data
+
+
+def disassemble(binary: Path, device: str, iga_platform: str, workdir: Path) -> dict[str, str]:
+    """Per-kernel ISA text: `ocloc disasm` splits the kernel heaps, `iga64` disassembles them."""
+    dump = workdir / f"dis-{binary.name}"
+    run(["ocloc", "disasm", "-file", str(binary), "-device", device, "-dump", str(dump)])
+    out = {}
+    for heap in sorted(dump.glob("*_KernelHeap.dat")):
+        text = run(["iga64", "-d", f"-p={iga_platform}", str(heap)]).stdout
+        out[heap.name.removesuffix("_KernelHeap.dat")] = text
+    return out
