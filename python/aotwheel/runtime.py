@@ -135,12 +135,12 @@ def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Seq
         if verdict.verdict != JIT:
             continue
         ident = (key, os.path.realpath(verdict.binary or ""))
+        message = jit_message(verdict, count)
+        if policy == "error":
+            raise JITError(message)  # every time: an error policy must keep failing
         if ident in memo:
             continue
         memo.add(ident)
-        message = jit_message(verdict, count)
-        if policy == "error":
-            raise JITError(message)
         warnings.warn(message, JITWarning, stacklevel=3)  # points at check()'s caller
 
 
