@@ -1,0 +1,129 @@
+"""The device-code cache and the per-device ocloc job, with real ocloc behind a logging wrapper."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require, run
+from aotwheel.build.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
+from aotwheel.build.ocloc_job import run_job
+from aotwheel.errors import ToolchainError
+
+KEY = CacheKey(spirv_sha256="0" * 64, device="pvc", ocloc_path="/usr/bin/ocloc", ocloc_version="22.43", options="")
+
+
+@pytest.fixture(scope="module")
+def spv(tmp_path_factory) -> Path:
+    require("clang-15", "llvm-spirv-15")
+    out = tmp_path_factory.mktemp("spv") / "reduce.spv"
+    compile_spirv(REPO / "csrc" / "kernels" / "reduce.cl", out)
+    return out
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("spirv_sha256", "1" * 64), ("device", "acm-g10"), ("ocloc_path", "/opt/ocloc"),
+     ("ocloc_version", "24.1"), ("options", "-cl-intel-greater-than-4GB-buffer-required"), ("flags", ("-x",))],
+)
+def test_every_key_field_changes_the_digest(field, value):
+    other = CacheKey(**{**KEY.__dict__, field: value})
+    assert other.digest() != KEY.digest()
+    assert CacheKey(**KEY.__dict__).digest() == KEY.digest()
+
+
+def test_default_root_follows_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("AOTWHEEL_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_root() == tmp_path / "xdg" / "aotwheel"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_root() == tmp_path / "home" / ".cache" / "aotwheel"
+    monkeypatch.setenv("AOTWHEEL_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_root() == tmp_path / "mine"
+    for off in ("off", "OFF", "0", "none"):
+        monkeypatch.setenv("AOTWHEEL_CACHE_DIR", off)
+        assert default_root() is None
+
+
+def test_get_put_and_counters(tmp_path):
+    cache = DeviceCodeCache(tmp_path)
+    assert cache.get(KEY) is None
+    cache.put(KEY, b"binary")
+    assert cache.get(KEY) == b"binary"
+    assert cache.get(CacheKey(**{**KEY.__dict__, "device": "tgllp"})) is None
+    s = cache.stats()
+    assert (s.hits, s.misses, s.stores) == (1, 2, 1)
+    log = (tmp_path / "v1" / "events.log").read_text().split("\n")
+    assert log[0].startswith("miss ") and log[1].startswith("store ") and log[2].startswith("hit ")
+
+
+def test_disabled_cache_never_stores_or_hits(tmp_path):
+    cache = DeviceCodeCache(None)
+    cache.put(KEY, b"x")
+    assert cache.get(KEY) is None and not cache.enabled
+
+
+def test_atomic_write_leaves_no_temporaries_and_replaces(tmp_path):
+    target = tmp_path / "d" / "f.bin"
+    atomic_write(target, b"one")
+    atomic_write(target, b"two")
+    assert target.read_bytes() == b"two"
+    assert os.listdir(target.parent) == ["f.bin"]
+
+
+def test_concurrent_writers_never_expose_partial_entries(tmp_path):
+    cache = DeviceCodeCache(tmp_path)
+    payloads = [bytes([i]) * 300_000 for i in range(8)]
+    seen: list[bytes | None] = []
+
+    def writer(p: bytes) -> None:
+        cache.put(KEY, p)
+
+    def reader() -> None:
+        for _ in range(200):
+            seen.append(cache.get(KEY))
+
+    threads = [threading.Thread(target=writer, args=(p,)) for p in payloads] + [threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(s is None or s in payloads for s in seen)
+    assert cache.get(KEY) in payloads
+
+
+def test_job_runs_ocloc_once_then_hits(spv, tmp_path):
+    require("ocloc")
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    cache = DeviceCodeCache(tmp_path / "cache")
+    kw = dict(spirv=str(spv), device="pvc", ocloc=str(wrapper), ocloc_version="v", cache=cache)
+    first = run_job(output=str(tmp_path / "a.bin"), **kw)
+    assert not first.cache_hit and len(logged_runs(log)) == 1
+    second = run_job(output=str(tmp_path / "b.bin"), **kw)
+    assert second.cache_hit and len(logged_runs(log)) == 1
+    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    # Independent check: ocloc itself produces the same bytes for this job.
+    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc", "-output", "ref",
+         "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir"])
+    assert (tmp_path / "ref").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    # Other options are another key: ocloc runs again.
+    run_job(output=str(tmp_path / "c.bin"), options="-cl-intel-greater-than-4GB-buffer-required", **kw)
+    assert len(logged_runs(log)) == 2
+    assert logged_runs(log)[1].endswith("-options -cl-intel-greater-than-4GB-buffer-required")
+
+
+def test_job_failure_shows_ocloc_log_and_raises_one_line(spv, tmp_path, capsys):
+    require("ocloc")
+    bad = tmp_path / "bad.spv"
+    bad.write_bytes(spv.read_bytes()[:64])  # truncated module: ocloc rejects it
+    with pytest.raises(ToolchainError) as err:
+        run_job(spirv=str(bad), device="pvc", output=str(tmp_path / "o.bin"), ocloc="ocloc",
+                ocloc_version="v", cache=DeviceCodeCache(tmp_path / "cache"))
+    assert "\n" not in str(err.value) and "-device pvc" in str(err.value)
+    assert capsys.readouterr().err.strip()  # ocloc's own log was shown
+    assert not (tmp_path / "o.bin").exists()
+    assert DeviceCodeCache(tmp_path / "cache").stats().stores == 0
