@@ -62,6 +62,39 @@ def _kind(cl, device) -> str:
     return "other"
 
 
+def describe(cl, platform, device, index: int = 0, lib_cache: list | None = None) -> ProbedDevice:
+    """A :class:`ProbedDevice` for one pyopencl device (IP version read through ctypes)."""
+    from aotwheel.catalog import format_ip, ip_from_u32, load_catalog
+
+    kind = _kind(cl, device)
+    intel = device.vendor_id == INTEL_VENDOR_ID
+    ip = catalog_name = pci_id = None
+    if intel and kind == "gpu" and ATTRIBUTE_QUERY_EXT in device.extensions.split():
+        cache = lib_cache if lib_cache is not None else []
+        if not cache:
+            cache.append(_loaded_opencl_library())
+        raw = _query_u32(cache[0], device.int_ptr, CL_DEVICE_IP_VERSION_INTEL)
+        pci_id = _query_u32(cache[0], device.int_ptr, CL_DEVICE_ID_INTEL)
+        if raw:
+            ip = format_ip(ip_from_u32(raw))
+            known = load_catalog().by_ip(raw)
+            catalog_name = known.name if known else None
+    il = getattr(device, "il_version", "") or ""
+    return ProbedDevice(
+        name=device.name.strip(),
+        backend="opencl",
+        kind=kind,
+        vendor="intel" if intel else device.vendor.strip(),
+        ip=ip,
+        catalog=catalog_name,
+        pci_id=pci_id,
+        platform=platform.name.strip(),
+        index=index,
+        spirv="SPIR-V" in il,
+        driver=device.driver_version.strip(),
+    )
+
+
 def probe() -> ProbeResult:
     """Every device of every OpenCL platform; empty with a reason when pyopencl/ICDs are missing."""
     try:
@@ -72,10 +105,7 @@ def probe() -> ProbeResult:
         platforms = cl.get_platforms()
     except Exception as exc:  # pyopencl raises LogicError(PLATFORM_NOT_FOUND_KHR) with no ICD
         return ProbeResult("opencl", [], f"no OpenCL platform ({exc}); install a driver or set OCL_ICD_VENDORS")
-    from aotwheel.catalog import format_ip, ip_from_u32, load_catalog
-
-    catalog = load_catalog()
-    lib = None
+    lib: list[ctypes.CDLL | None] = []  # loaded on first need, shared by all devices
     devices: list[ProbedDevice] = []
     for platform in platforms:
         try:
@@ -83,31 +113,7 @@ def probe() -> ProbeResult:
         except Exception:
             continue  # a platform with no devices raises DEVICE_NOT_FOUND
         for device in found:
-            kind = _kind(cl, device)
-            intel = device.vendor_id == INTEL_VENDOR_ID
-            ip = catalog_name = pci_id = None
-            if intel and kind == "gpu" and ATTRIBUTE_QUERY_EXT in device.extensions.split():
-                lib = lib or _loaded_opencl_library()
-                raw = _query_u32(lib, device.int_ptr, CL_DEVICE_IP_VERSION_INTEL)
-                pci_id = _query_u32(lib, device.int_ptr, CL_DEVICE_ID_INTEL)
-                if raw:
-                    ip = format_ip(ip_from_u32(raw))
-                    known = catalog.by_ip(raw)
-                    catalog_name = known.name if known else None
-            il = getattr(device, "il_version", "") or ""
-            devices.append(ProbedDevice(
-                name=device.name.strip(),
-                backend="opencl",
-                kind=kind,
-                vendor="intel" if intel else device.vendor.strip(),
-                ip=ip,
-                catalog=catalog_name,
-                pci_id=pci_id,
-                platform=platform.name.strip(),
-                index=len(devices),
-                spirv="SPIR-V" in il,
-                driver=device.driver_version.strip(),
-            ))
+            devices.append(describe(cl, platform, device, len(devices), lib))
     return ProbeResult("opencl", devices, "" if devices else "OpenCL platforms found but no devices")
 
 

@@ -1,0 +1,318 @@
+"""``aotwheel selftest``: run this package's own kernels on every OpenCL device and compare with NumPy.
+
+Device code comes from ``aotwheel._kernels`` (one fat binary + one SPIR-V module per kernel
+source) or from files given by the caller (``.spv``, or anything the inspector reads). An Intel
+GPU whose verdict is native gets the fat binary (the driver picks the member); every other
+device gets the SPIR-V, which its OpenCL compiler builds: a real JIT. The build time printed is
+that program build. Needs the optional extra ``aotwheel[selftest]`` (numpy, pyopencl).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aotwheel.errors import AotwheelError
+
+DEFAULT_MODULE = "aotwheel._kernels"
+SEED = 20240601
+
+
+@dataclass
+class Module:
+    """One unit of device code: a SPIR-V module and, when built with AOT, its fat binary."""
+
+    source: str
+    spirv: bytes | None
+    fatbinary: bytes | None = None
+
+
+@dataclass
+class KernelResult:
+    name: str
+    max_error: float | None  # relative to the reference's largest magnitude
+    tolerance: float
+    ok: bool
+    note: str = ""
+
+
+@dataclass
+class DeviceResult:
+    device: str
+    kind: str
+    verdict: str
+    reason: str
+    build_ms: float = 0.0
+    kernels: list[KernelResult] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and bool(self.kernels) and all(k.ok for k in self.kernels)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"device": self.device, "kind": self.kind, "verdict": self.verdict, "reason": self.reason,
+                "build_ms": round(self.build_ms, 1), "error": self.error, "ok": self.ok,
+                "kernels": [k.__dict__ for k in self.kernels]}
+
+
+# --- reference table: kernel name -> (runner, tolerance) --------------------------------------
+# A runner gets (cl, ctx, queue, kernel, rng) and returns (device result, float64 reference).
+
+Runner = Callable[[Any, Any, Any, Any, Any], tuple[Any, Any]]
+
+
+def _buffers(cl, ctx, *arrays):
+    mf = cl.mem_flags
+    return [cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=a) for a in arrays]
+
+
+def _read(cl, queue, buf, like):
+    import numpy as np
+
+    out = np.empty_like(like)
+    cl.enqueue_copy(queue, out, buf)
+    queue.finish()
+    return out
+
+
+def _vector_add(cl, ctx, queue, kernel, rng):
+    import numpy as np
+
+    n = 1000  # not a multiple of any work-group size: exercises the bounds check
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    c = np.zeros(n, np.float32)
+    ba, bb, bc = _buffers(cl, ctx, a, b, c)
+    kernel(queue, (n,), None, ba, bb, bc, np.uint32(n))
+    return _read(cl, queue, bc, c), a.astype(np.float64) + b
+
+
+def _saxpy(cl, ctx, queue, kernel, rng):
+    import numpy as np
+
+    n, alpha = 1000, np.float32(2.5)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    bx, by = _buffers(cl, ctx, x, y)
+    kernel(queue, (n,), None, alpha, bx, by, np.uint32(n))
+    return _read(cl, queue, by, y), float(alpha) * x.astype(np.float64) + y
+
+
+def _gemm_tiled(cl, ctx, queue, kernel, rng):
+    import numpy as np
+
+    m, n, k, tile = 37, 45, 29, 16  # ragged sizes: exercises the tile edges
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    ba, bb, bc = _buffers(cl, ctx, a, b, c)
+    up = lambda v: (v + tile - 1) // tile * tile  # noqa: E731
+    kernel(queue, (up(n), up(m)), (tile, tile), ba, bb, bc, np.uint32(m), np.uint32(n), np.uint32(k))
+    return _read(cl, queue, bc, c), a.astype(np.float64) @ b.astype(np.float64)
+
+
+def _reduce_sum(cl, ctx, queue, kernel, rng):
+    import numpy as np
+
+    n, local, groups = 10_000, 64, 8
+    x = rng.standard_normal(n).astype(np.float32)
+    partial = np.zeros(groups, np.float32)
+    bx, bp = _buffers(cl, ctx, x, partial)
+    kernel(queue, (local * groups,), (local,), bx, bp, cl.LocalMemory(4 * local), np.uint32(n))
+    got = _read(cl, queue, bp, partial)
+    return np.array([got.astype(np.float64).sum()]), np.array([x.astype(np.float64).sum()])
+
+
+def _softmax_rows(cl, ctx, queue, kernel, rng):
+    import numpy as np
+
+    rows, cols = 33, 70
+    x = (rng.standard_normal((rows, cols)) * 10).astype(np.float32)  # large values: needs the max shift
+    y = np.zeros_like(x)
+    bx, by = _buffers(cl, ctx, x, y)
+    kernel(queue, (rows,), None, bx, by, np.uint32(rows), np.uint32(cols))
+    ref = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    return _read(cl, queue, by, y), ref / ref.sum(axis=1, keepdims=True)
+
+
+# Tolerances are relative to max |reference|: float32 rounding grows with the reduction length.
+REFERENCES: dict[str, tuple[Runner, float]] = {
+    "vector_add": (_vector_add, 1e-6),
+    "saxpy": (_saxpy, 1e-6),
+    "gemm_tiled": (_gemm_tiled, 1e-5),
+    "reduce_sum": (_reduce_sum, 1e-4),
+    "softmax_rows": (_softmax_rows, 1e-5),
+}
+
+
+# --- where the device code comes from ---------------------------------------------------------
+
+def modules_from_extension(name: str = DEFAULT_MODULE) -> list[Module]:
+    """Pair each kernel source's SPIR-V and fat binary from an extension built by aotwheel."""
+    import importlib
+
+    try:
+        ext = importlib.import_module(name)
+    except ImportError as exc:
+        raise AotwheelError(f"cannot import {name} ({exc}); build aotwheel with its kernels (pip install .) or pass .spv files") from None
+    by_source: dict[str, Module] = {}
+    for triple, source, data in ext.images():
+        mod = by_source.setdefault(source, Module(source, None))
+        if triple == "spir64":
+            mod.spirv = bytes(data)
+        elif triple == "spir64_gen":
+            mod.fatbinary = bytes(data)
+    return list(by_source.values())
+
+
+def modules_from_path(path: str) -> list[Module]:
+    """A ``.spv`` file as-is; anything else through the inspector (SPIR-V and ar images)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head in (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03"):
+        with open(path, "rb") as fh:
+            return [Module(os.path.basename(path), fh.read())]
+    from aotwheel.inspector import image_bytes, inspect
+
+    mods: list[Module] = []
+    for f in inspect(path).files:
+        spirv = [i for i in f.images if i.kind == "spirv"]
+        fats = [i for i in f.images if i.kind == "ar"]
+        for n, img in enumerate(spirv):
+            fat = image_bytes(f.path, fats[n]) if len(fats) == len(spirv) else None
+            mods.append(Module(f"{os.path.basename(f.path)}#{img.index}", image_bytes(f.path, img), fat))
+    if not mods:
+        raise AotwheelError(f"{path}: no SPIR-V found; build it with JIT fallback on (SPIR-V kept) to self-test it")
+    return mods
+
+
+# --- running -----------------------------------------------------------------------------------
+
+def _max_error(got, ref) -> float:
+    import numpy as np
+
+    got = np.asarray(got, np.float64)
+    scale = max(float(np.max(np.abs(ref))), 1e-30)
+    return float(np.max(np.abs(got - ref))) / scale
+
+
+def _run_program(cl, ctx, queue, program, rng) -> list[KernelResult]:
+    names = [n for n in program.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
+    results = []
+    for name in names:
+        if name not in REFERENCES:
+            results.append(KernelResult(name, None, 0.0, False, "no NumPy reference in aotwheel.selftest.REFERENCES"))
+            continue
+        runner, tol = REFERENCES[name]
+        try:
+            got, ref = runner(cl, ctx, queue, getattr(program, name), rng)
+            err = _max_error(got, ref)
+            results.append(KernelResult(name, err, tol, err <= tol))
+        except Exception as exc:  # one failing kernel must not hide the others
+            results.append(KernelResult(name, None, tol, False, f"{type(exc).__name__}: {exc}"))
+    return results
+
+
+def _fat_targets(fatbinary: bytes | None) -> list[Any]:
+    """Native targets of a fat binary, through the inspector (empty if it cannot tell)."""
+    if not fatbinary:
+        return []
+    import tempfile
+
+    try:
+        from aotwheel.inspector import inspect
+
+        with tempfile.TemporaryDirectory(prefix="aotwheel-selftest-") as tmp:
+            path = os.path.join(tmp, "kernels.ar")
+            with open(path, "wb") as fh:
+                fh.write(fatbinary)
+            return [t for f in inspect(path).files for t in f.native_targets]
+    except Exception:
+        return []
+
+
+def _opencl_devices(cl) -> list[tuple[Any, Any]]:
+    pairs = []
+    for platform in cl.get_platforms():
+        try:
+            pairs.extend((platform, d) for d in platform.get_devices())
+        except Exception:
+            continue  # a platform without devices
+    return pairs
+
+
+def run(modules: list[Module]) -> list[DeviceResult]:
+    """Build every module on every OpenCL device and check each kernel against NumPy."""
+    try:
+        import numpy as np
+        import pyopencl as cl
+    except ImportError as exc:
+        raise AotwheelError(f"selftest needs numpy and pyopencl ({exc.name} missing); pip install 'aotwheel[selftest]'") from None
+    from aotwheel.probe.opencl import describe
+    from aotwheel.verdict import NATIVE, decide
+
+    try:
+        pairs = _opencl_devices(cl)
+    except Exception as exc:
+        pairs, why = [], str(exc)
+    else:
+        why = "platforms without devices"
+    if not pairs:
+        raise AotwheelError(f"no OpenCL device ({why}); install Intel's CPU runtime: pip install intel-opencl-rt tbb intel-cmplr-lib-rt")
+    targets = {m.source: _fat_targets(m.fatbinary) for m in modules}
+    results: list[DeviceResult] = []
+    for index, (platform, cdev) in enumerate(pairs):
+        pdev = describe(cl, platform, cdev, index)
+        res = DeviceResult(pdev.label, pdev.kind, "", "")
+        results.append(res)
+        try:
+            ctx = cl.Context([cdev])
+            queue = cl.CommandQueue(ctx)
+        except Exception as exc:
+            res.error = f"cannot create a context: {exc}"
+            continue
+        rng = np.random.default_rng(SEED)
+        verdicts = []
+        for mod in modules:
+            verdict = decide(targets[mod.source], ["spirv"] if mod.spirv else [], pdev)
+            verdicts.append(verdict)
+            start = time.perf_counter()
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for any build log
+                    if verdict.verdict == NATIVE and mod.fatbinary:
+                        # The driver does the ar lookup itself (the same rules verdict.py models).
+                        program = cl.Program(ctx, [cdev], [mod.fatbinary]).build()
+                    elif mod.spirv:
+                        program = cl.Program(ctx, mod.spirv).build()
+                    else:
+                        res.error = f"{mod.source}: no SPIR-V and no usable native image for this device"
+                        continue
+            except Exception as exc:
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                res.error = f"{mod.source}: program build failed: {first}"
+                continue
+            res.build_ms += (time.perf_counter() - start) * 1000.0
+            res.kernels.extend(_run_program(cl, ctx, queue, program, rng))
+        kinds = sorted({v.verdict for v in verdicts})
+        res.verdict = "/".join(kinds)
+        res.reason = verdicts[0].reason if verdicts else ""
+    return results
+
+
+def format_results(results: list[DeviceResult]) -> str:
+    """Human-readable report: per device the verdict, build time and each kernel's max error."""
+    lines = []
+    for r in results:
+        status = "OK" if r.ok else "FAIL"
+        lines.append(f"{r.device} ({r.kind}): {r.verdict}, program build {r.build_ms:.0f} ms, {status}")
+        if r.error:
+            lines.append(f"  error: {r.error}")
+        for k in r.kernels:
+            err = "n/a" if k.max_error is None else f"{k.max_error:.2e}"
+            lines.append(f"  {k.name:<14} max error {err} (tolerance {k.tolerance:.0e}) {'ok' if k.ok else 'MISMATCH'}"
+                         + (f" - {k.note}" if k.note else ""))
+    return "\n".join(lines)
