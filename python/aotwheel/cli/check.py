@@ -1,0 +1,105 @@
+"""``aotwheel devices``, ``aotwheel check`` and ``aotwheel selftest``: the run-time side.
+
+When ``OCL_ICD_VENDORS`` is unset and Intel's CPU OpenCL runtime is installed from PyPI in this
+environment, these commands point the OpenCL loader at it (library calls never touch the
+environment). ``--device`` overrides the probes exactly like ``AOTWHEEL_DEVICE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions or 'cpu', "
+               "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("devices", help="list the devices this machine has (Level Zero, OpenCL, SYCL, torch.xpu)",
+                       description="Probe every runtime for devices; runtimes that are missing say why.")
+    p.add_argument("--json", action="store_true", help="print the probes' results as JSON")
+    p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
+    p.set_defaults(handler=run_devices)
+
+    p = sub.add_parser("check", help="native, JIT or unsupported: a binary's device code on this machine's devices",
+                       description="For each device here (or --device), say whether BINARY's device code runs native, "
+                                   "is JIT-compiled from SPIR-V at first use, or cannot run, and which rule decided it. "
+                                   "Exit status 1 when a device is unsupported.")
+    p.add_argument("binary", metavar="BINARY", help="a .so, wheel, fat binary, .bin or .spv; or a module name such as aotwheel._kernels")
+    p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
+    p.add_argument("--json", action="store_true", help='print {"verdicts": [...]} as JSON')
+    p.add_argument("--jit", choices=("warn", "error", "ignore"), help="JIT policy (default: $AOTWHEEL_JIT, else warn)")
+    p.add_argument("--strict-compat", action="store_true",
+                   help="model a driver without compatibility mode (a product-config mismatch is never accepted)")
+    p.set_defaults(handler=run_check)
+
+    p = sub.add_parser("selftest", help="run aotwheel's own kernels on every OpenCL device and compare with NumPy",
+                       description="Build aotwheel's kernels (native on Intel GPUs, SPIR-V JIT elsewhere) on every OpenCL "
+                                   "device, run each against a NumPy reference and print verdict, build time and max error.")
+    p.add_argument("sources", nargs="*", metavar="SOURCE",
+                   help="device code to test instead of aotwheel._kernels: .spv files or binaries with SPIR-V")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(handler=run_selftest)
+
+
+def _prepare(args: argparse.Namespace) -> None:
+    from aotwheel.probe.opencl import use_cpu_runtime_if_installed
+
+    if getattr(args, "device", None):
+        os.environ["AOTWHEEL_DEVICE"] = args.device  # this process only: the CLI owns it
+    use_cpu_runtime_if_installed()
+
+
+def run_devices(args: argparse.Namespace) -> int:
+    from aotwheel.probe import merge, probe_all
+    from aotwheel.probe.override import from_environment
+
+    _prepare(args)
+    forced = from_environment()
+    results = probe_all()
+    devices = forced if forced is not None else merge(results)
+    if args.json:
+        print(json.dumps({"override": forced is not None, "devices": [d.to_dict() for d in devices],
+                          "probes": [r.to_dict() for r in results]}, indent=2))
+        return 0
+    if forced is not None:
+        print("AOTWHEEL_DEVICE override (probes not used):")
+    for d in devices:
+        extra = ", ".join(x for x in (f"IP {d.ip}" if d.ip else "IP unknown", d.catalog or "", d.vendor) if x)
+        print(f"  {d.kind:<5} {d.name} [{d.backend}] ({extra})")
+    if not devices:
+        print("no devices found")
+    print("probes:")
+    for r in results:
+        print(f"  {r.backend:<10} {len(r.devices)} device(s)" + (f": {r.reason}" if r.reason else ""))
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from aotwheel.runtime import check
+
+    _prepare(args)
+    verdicts = check(args.binary, policy=args.jit, compatibility=not args.strict_compat)
+    if args.json:
+        print(json.dumps({"binary": args.binary, "verdicts": [v.to_dict() for v in verdicts]}, indent=2))
+    else:
+        if not verdicts:
+            print(f"{args.binary}: no devices found (see 'aotwheel devices'), or no device code in the binary")
+        for v in verdicts:
+            where = f" {v.image}" if v.image else ""
+            print(f"{v.device}{f' ({v.ip})' if v.ip else ''}: {v.verdict}{where} [rule {v.rule}] - {v.reason}")
+    return 1 if any(v.verdict == "unsupported" for v in verdicts) else 0
+
+
+def run_selftest(args: argparse.Namespace) -> int:
+    from aotwheel.selftest import format_results, modules_from_extension, modules_from_path, run
+
+    _prepare(args)
+    modules = [m for s in args.sources for m in modules_from_path(s)] if args.sources else modules_from_extension()
+    results = run(modules)
+    if args.json:
+        print(json.dumps({"results": [r.to_dict() for r in results]}, indent=2))
+    else:
+        print(format_results(results))
+    return 0 if all(r.ok for r in results) else 1
