@@ -1,0 +1,191 @@
+"""setuptools support: build a CMake project that uses aotwheel from a ``setup.py``.
+
+The extension is built by the same CMake + ninja machinery as under scikit-build-core
+(``find_package(aotwheel CONFIG)``, ``aotwheel_add_device_code(...)``), so a setup.py project
+gets the same extension, manifest and hook::
+
+    # setup.py
+    from setuptools import setup
+    from aotwheel.setuptools import CMakeExtension, build_ext
+
+    setup(
+        name="aotdemo",
+        packages=["aotdemo"],
+        package_dir={"": "src"},
+        ext_modules=[CMakeExtension("aotdemo._demo", sourcedir=".", py_limited_api=True)],
+        cmdclass={"build_ext": build_ext},
+    )
+
+``USE_AOT_DEVLIST`` (and ``USE_AOT_JIT_FALLBACK``) come from ``CMakeExtension(devlist=...,
+jit_fallback=...)``, else from the environment, else aotwheel's default; they reach CMake as
+``-DUSE_AOT_DEVLIST=...``. CMake runs ``cmake --install`` into a staging prefix that stands for
+the wheel's root (what scikit-build-core does), and everything installed there is copied into
+the build (or, with ``--inplace``, the source) tree. ``cmake`` and ``ninja`` come from PATH, else
+from the ``cmake`` / ``ninja`` PyPI packages.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from setuptools import Extension
+from setuptools.command.build_ext import build_ext as _setuptools_build_ext
+
+from aotwheel.errors import ToolchainError
+
+__all__ = ["CMakeExtension", "build_ext", "cmake_dir", "find_cmake", "find_ninja"]
+
+
+class CMakeExtension(Extension):
+    """An extension module built by the CMake project in ``sourcedir``.
+
+    ``name`` is the module's dotted name (``"pkg._ext"``); the CMake project must produce a module
+    file whose name starts with the last component (``_ext.*.so``), typically through
+    ``Python_add_library(_ext MODULE WITH_SOABI ...)`` + ``install(TARGETS _ext LIBRARY DESTINATION pkg)``.
+    ``target`` limits the build to one CMake target; ``cmake_args`` are added to the configure
+    command; ``devlist``/``jit_fallback`` override ``USE_AOT_DEVLIST``/``USE_AOT_JIT_FALLBACK``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        sourcedir: str | os.PathLike[str] = ".",
+        *,
+        target: str | None = None,
+        cmake_args: Sequence[str] = (),
+        devlist: str | None = None,
+        jit_fallback: bool | None = None,
+        build_type: str = "Release",
+        py_limited_api: bool = False,
+    ) -> None:
+        super().__init__(name, sources=[], py_limited_api=py_limited_api)
+        self.sourcedir = Path(sourcedir).resolve()
+        self.target = target
+        self.cmake_args = list(cmake_args)
+        self.devlist = devlist
+        self.jit_fallback = jit_fallback
+        self.build_type = build_type
+
+
+def cmake_dir() -> Path:
+    """The directory holding this aotwheel's ``aotwheel-config.cmake`` (installed or source tree)."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "cmake", package.parent.parent / "cmake"):
+        if (candidate / "aotwheel-config.cmake").is_file():
+            return candidate
+    raise ToolchainError(f"aotwheel's CMake files are missing next to {package}; reinstall aotwheel (pip install --force-reinstall aotwheel)")
+
+
+def find_cmake() -> str:
+    """``cmake`` from PATH, else from the ``cmake`` PyPI package."""
+    return _find_tool("cmake", "CMAKE_BIN_DIR", "pip install cmake")
+
+
+def find_ninja() -> str:
+    """``ninja`` from PATH, else from the ``ninja`` PyPI package."""
+    return _find_tool("ninja", "BIN_DIR", "pip install ninja")
+
+
+def _find_tool(name: str, bin_dir_attr: str, hint: str) -> str:
+    found = shutil.which(name)
+    if found:
+        return found
+    try:
+        module = __import__(name)
+        candidate = Path(getattr(module, bin_dir_attr)) / name
+    except (ImportError, AttributeError):
+        candidate = None
+    if candidate is not None and candidate.is_file():
+        return str(candidate)
+    raise ToolchainError(f"{name} is not on PATH and the {name} Python package is not installed; try: {hint}")
+
+
+def _devlist_defines(ext: CMakeExtension) -> list[str]:
+    """-D/-U arguments for the devlist: explicit, else environment, else unset (CMake's default).
+
+    An unset value is removed from the cache (-U) so a previous build's list does not linger.
+    """
+    from aotwheel.devlist import env_flag, resolve
+
+    devlist = ext.devlist if ext.devlist is not None else (os.environ.get("USE_AOT_DEVLIST") or None)
+    jit = ext.jit_fallback
+    if jit is None and os.environ.get("USE_AOT_JIT_FALLBACK"):
+        jit = env_flag(os.environ["USE_AOT_JIT_FALLBACK"])
+    if devlist is not None:
+        resolve(devlist, jit_fallback=True if jit is None else jit)  # one-line DevlistError before CMake runs
+    args = [f"-DUSE_AOT_DEVLIST={devlist}"] if devlist is not None else ["-UUSE_AOT_DEVLIST"]
+    args += [f"-DUSE_AOT_JIT_FALLBACK={'ON' if jit else 'OFF'}"] if jit is not None else ["-UUSE_AOT_JIT_FALLBACK"]
+    return args
+
+
+class build_ext(_setuptools_build_ext):
+    """setuptools ``build_ext`` that builds :class:`CMakeExtension` s with CMake + ninja.
+
+    Other extensions are built by setuptools as usual.
+    """
+
+    def build_extension(self, ext: Extension) -> None:
+        if not isinstance(ext, CMakeExtension):
+            super().build_extension(ext)
+            return
+        cmake, ninja = find_cmake(), find_ninja()
+        build_dir = Path(self.build_temp).resolve() / "cmake" / ext.name
+        stage = build_dir / "_install"
+        if stage.exists():
+            shutil.rmtree(stage)
+        build_dir.mkdir(parents=True, exist_ok=True)
+
+        configure = [
+            cmake, "-S", str(ext.sourcedir), "-B", str(build_dir), "-G", "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={ninja}",
+            f"-DCMAKE_BUILD_TYPE={ext.build_type}",
+            f"-DCMAKE_INSTALL_PREFIX={stage}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-Daotwheel_DIR={cmake_dir()}",
+            *_devlist_defines(ext),
+            *ext.cmake_args,
+        ]
+        build = [cmake, "--build", str(build_dir), "--config", ext.build_type]
+        jobs = os.cpu_count() if self.parallel is True else self.parallel
+        if jobs:
+            build += ["--parallel", str(jobs)]
+        if ext.target:
+            build += ["--target", ext.target]
+        install = [cmake, "--install", str(build_dir), "--config", ext.build_type, "--prefix", str(stage)]
+        for cmd in (configure, build, install):
+            self.announce(" ".join(cmd), level=2)
+            proc = subprocess.run(cmd, check=False)
+            if proc.returncode != 0:
+                raise ToolchainError(f"'{Path(cmd[0]).name} {cmd[1]}' failed for {ext.name} (exit {proc.returncode}); see CMake's output above")
+
+        # The staging prefix is the wheel's root: copy it over the build_lib (or source) tree.
+        module = self._find_module(stage, ext)
+        dest_root = Path(self.get_ext_fullpath(ext.name)).resolve().parents[ext.name.count(".")]
+        for path in sorted(stage.rglob("*")):
+            if path.is_file() and path != module:
+                target = dest_root / path.relative_to(stage)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+        fullpath = Path(self.get_ext_fullpath(ext.name))
+        fullpath.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(module, fullpath)
+
+    @staticmethod
+    def _find_module(stage: Path, ext: CMakeExtension) -> Path:
+        """The installed module file for ``ext`` (``<pkg>/<last>.*.so`` or ``.pyd``)."""
+        *package, last = ext.name.split(".")
+        where = stage.joinpath(*package)
+        found = sorted(p for p in where.glob(f"{last}.*") if p.suffix in (".so", ".pyd") and p.is_file())
+        if len(found) != 1:
+            names = ", ".join(p.name for p in found) or "nothing"
+            raise ToolchainError(
+                f"CMake installed {names} for {ext.name} under {where}; the project must install exactly one "
+                f"{last}.*.so there, e.g. install(TARGETS {last} LIBRARY DESTINATION {'/'.join(package) or '.'})"
+            )
+        return found[0]
