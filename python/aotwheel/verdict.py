@@ -207,7 +207,9 @@ def target_names(targets: Sequence[Any]) -> tuple[str, ...]:
     """Readable names of native targets: catalog name, generic name or IP."""
     names: list[str] = []
     for t in targets:
-        name = getattr(t, "name", None) or getattr(t, "generic", None) or getattr(t, "ip", None) or _member_name(t) or "?"
+        core = _core_key(getattr(t, "core", None))
+        name = (getattr(t, "name", None) or getattr(t, "generic", None) or getattr(t, "ip", None) or _member_name(t)
+                or (f"{core} image" if core else "unidentified image"))
         if name not in names:
             names.append(name)
     return tuple(names)
