@@ -71,3 +71,30 @@ def ar_members(data: bytes, tmp: Path) -> list[str]:
     path.write_bytes(data)
     out = subprocess.run(["ar", "t", str(path)], capture_output=True, text=True, check=True).stdout
     return [m.rstrip("/") for m in out.split() if not m.startswith("pad_")]
+
+
+def install_aotwheel(dest: Path) -> Path:
+    """`pip install --target` this checkout (as a user would install aotwheel); returns the site dir.
+
+    USE_AOT_DEVLIST=none keeps aotwheel's own kernel build short; downstream builds choose their own.
+    """
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env["USE_AOT_DEVLIST"] = "none"
+    site = dest / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+         "--target", str(site), "-C", f"build-dir={dest / 'build'}", str(REPO)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return site
+
+
+@pytest.fixture(scope="session")
+def installed_aotwheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site directory holding this checkout's aotwheel, installed with pip."""
+    require_tools()
+    return install_aotwheel(tmp_path_factory.mktemp("aotwheel-install"))
