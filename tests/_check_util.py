@@ -1,0 +1,147 @@
+"""Helpers for the probe / verdict / check / selftest tests.
+
+Device code is made here with the real tools (clang-15, llvm-spirv-15, ocloc, GNU ar) and
+cached under tests/.cache/check/. Expectations come from those tools and from REFERENCE.md,
+never from aotwheel's own output.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = REPO / "tests" / ".cache" / "check"
+KERNELS = REPO / "csrc" / "kernels"
+
+# REFERENCE.md §2, written by hand: the ar member names ocloc gives these devices.
+PVC_MEMBER = "64.12.60.7"
+ACM_G10_MEMBER = "64.12.55.8"
+
+# Any small OpenCL C kernel works for the lookup tests; the real ones are used by selftest.
+TINY_KERNEL = """
+__kernel void scale(__global float *x, const float a) { x[get_global_id(0)] *= a; }
+__kernel void add_one(__global int *x) { x[get_global_id(0)] += 1; }
+"""
+
+
+def require(*tools: str) -> None:
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (installed by ci/setup.sh)")
+
+
+def _run(args: list[str], cwd: Path | None = None) -> None:
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"{args[0]} failed ({proc.returncode}): {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+
+
+def spirv(source: str | Path, name: str) -> Path:
+    """SPIR-V compiled by clang-15 + llvm-spirv-15 from OpenCL C text or a .cl file."""
+    require("clang-15", "llvm-spirv-15")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    out = CACHE / f"{name}.spv"
+    if out.exists():
+        return out
+    cl = Path(source) if isinstance(source, Path) else CACHE / f"{name}.cl"
+    if not isinstance(source, Path):
+        cl.write_text(source, encoding="utf-8")
+    bc = CACHE / f"{name}.bc"
+    _run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(cl), "-o", str(bc)])
+    _run(["llvm-spirv-15", str(bc), "-o", str(out)])
+    return out
+
+
+def fat_binary(devices: str, *, ir: bool = True) -> Path:
+    """ocloc's fat binary (ar) of the tiny kernel for ``devices`` (e.g. "pvc,acm-g10")."""
+    require("ocloc")
+    spv = spirv(TINY_KERNEL, "tiny")
+    name = f"fat_{devices.replace(',', '_')}{'' if ir else '_noir'}"
+    out = CACHE / name
+    if not out.exists():
+        args = ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices, "-output", name]
+        _run(args + ([] if ir else ["-exclude_ir"]), cwd=CACHE)  # no -out_dir: the ar lands in cwd
+    return out
+
+
+def single_binary(device: str) -> Path:
+    """GNU ar archive holding one ocloc native image as member 64.<ip> and no generic_ir: a
+    fat binary "built with JIT fallback off" for one device."""
+    require("ocloc", "ar")
+    spv = spirv(TINY_KERNEL, "tiny")
+    member = {"pvc": PVC_MEMBER, "acm-g10": ACM_G10_MEMBER}[device]
+    out = CACHE / f"only_{device}.ar"
+    if not out.exists():
+        work = CACHE / f"only_{device}"
+        work.mkdir(exist_ok=True)
+        _run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "k",
+              "-output_no_suffix", "-exclude_ir", "-out_dir", str(work)])
+        shutil.copy(work / "k.bin", work / member)
+        _run(["ar", "rc", str(out), member], cwd=work)
+    return out
+
+
+def ar_members(path: Path) -> list[str]:
+    """Member names as GNU ar lists them (trailing '/' of GNU names removed)."""
+    require("ar")
+    proc = subprocess.run(["ar", "t", str(path)], capture_output=True, text=True, check=True)
+    return [line.rstrip("/") for line in proc.stdout.split()]
+
+
+def kernel_names_in_sources() -> list[str]:
+    """Kernel names declared in csrc/kernels/*.cl (read with a regex, not through aotwheel)."""
+    names: list[str] = []
+    for cl in sorted(KERNELS.glob("*.cl")):
+        names += re.findall(r"__kernel\s+(?:__attribute__\(\(.*?\)\)\s*)?void\s+(\w+)", cl.read_text(), re.S)
+    return names
+
+
+def aotwheel_pythonpath() -> str:
+    """PYTHONPATH that makes a child process import the same aotwheel as this test process."""
+    import aotwheel
+
+    return str(Path(aotwheel.__file__).resolve().parents[1])
+
+
+def cpu_runtime_library() -> Path | None:
+    """libintelocl.so from the PyPI package intel-opencl-rt in this environment."""
+    for prefix in (sys.prefix, sys.base_prefix):
+        lib = Path(prefix, "lib", "libintelocl.so")
+        if lib.is_file():
+            return lib
+    return None
+
+
+def opencl_cpu_env() -> dict[str, str]:
+    """Environment whose OpenCL loader sees Intel's CPU runtime (skip when it is not installed)."""
+    pytest.importorskip("pyopencl", reason="pyopencl missing (installed by ci/setup.sh)")
+    pytest.importorskip("numpy", reason="numpy missing (installed by ci/setup.sh)")
+    lib = cpu_runtime_library()
+    if lib is None:
+        pytest.skip("Intel CPU OpenCL runtime not installed (run ci/install-opencl-cpu.sh)")
+    vendors = CACHE / "vendors"
+    vendors.mkdir(parents=True, exist_ok=True)
+    (vendors / "intel-cpu.icd").write_text(f"{lib}\n", encoding="utf-8")
+    return child_env(OCL_ICD_VENDORS=str(vendors))
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("AOTWHEEL_DEVICE", "AOTWHEEL_JIT", "OCL_ICD_VENDORS")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [aotwheel_pythonpath(), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def run_python(code: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "aotwheel", *args], capture_output=True, text=True, env=env, timeout=300)
