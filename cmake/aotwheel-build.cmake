@@ -109,7 +109,8 @@ function(aotwheel_add_device_code target)
   set(fatbins "")
   set(spvs "")
   set(embed_images "")
-  set(manifest_images "")
+  set(manifest_gen "")
+  set(manifest_spv "")
   set(gen_sources "")
   set(spv_sources "")
   set(clang_args "")
@@ -161,11 +162,11 @@ function(aotwheel_add_device_code target)
         VERBATIM)
       list(APPEND fatbins "${fatbin}")
       list(APPEND gen_sources "spir64_gen=${base}=${fatbin}")
-      list(APPEND manifest_images --image "spir64_gen=${base}=${fatbin}=${fatbin}.json")
+      list(APPEND manifest_gen --image "spir64_gen=${base}=${fatbin}=${fatbin}.json")
     endif()
     if(dev_jit)
       list(APPEND spv_sources "spir64=${base}=${spv}")
-      list(APPEND manifest_images --image "spir64=${base}=${spv}")
+      list(APPEND manifest_spv --image "spir64=${base}=${spv}")
     endif()
   endforeach()
 
@@ -198,7 +199,7 @@ function(aotwheel_add_device_code target)
   add_custom_command(
     OUTPUT "${manifest}"
     COMMAND ${step} manifest --name "${ARG_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
-            --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --tgtsym "${tgtsym}" ${manifest_images}
+            --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --tgtsym "${tgtsym}" ${manifest_gen} ${manifest_spv}
     DEPENDS ${fatbins} ${spvs} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json"
     COMMENT "aotwheel: ${ARG_NAME} manifest"
     VERBATIM)

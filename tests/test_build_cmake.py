@@ -1,0 +1,297 @@
+"""Real CMake + ninja builds with aotwheel_add_device_code: this repository's aotwheel._kernels,
+and a three-line downstream project. Checked with pyelftools, GNU ar, ocloc disasm + iga64,
+`ocloc ids` and .ninja_log, never with aotwheel's own readers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _build_util import (
+    PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, disassemble, embedded_images,
+    logged_runs, ocloc_ip, ocloc_logger, require, run, tgtsym_names,
+)
+
+TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
+# In the order CMakeLists.txt lists them (the embedding order).
+SOURCES = [REPO / p for p in re.findall(r"^\s+(csrc/kernels/[\w.-]+\.cl)\s*$", (REPO / "CMakeLists.txt").read_text(), re.M)]
+# `ocloc disasm` + iga64 platform per device (iga64's own platform names).
+IGA = {"pvc": "xehpc", "acm-g10": "xehpg"}
+
+
+def _kernels_in(source: Path, work: Path) -> list[str]:
+    """Kernel names of a source, from llvm-spirv's text form (independent of aotwheel)."""
+    spv = work / (source.stem + ".ref.spv")
+    compile_spirv(source, spv)
+    txt = work / (source.stem + ".spt")
+    run(["llvm-spirv-15", "-to-text", str(spv), "-o", str(txt)])
+    return re.findall(r'^\d+ EntryPoint \d+ \d+ "([^"]+)"', txt.read_text(), re.M)
+
+
+def _configure_build(src: Path, build: Path, env: dict[str, str], *defs: str, jobs: int = 2) -> None:
+    run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), f"-DPython_EXECUTABLE={sys.executable}", *defs],
+        env=env)
+    run(["ninja", "-C", str(build), f"-j{jobs}"], env=env)
+
+
+@pytest.fixture(scope="module")
+def repo_build(tmp_path_factory):
+    """The repository's own extension, devlist pvc,ats-m150, built twice: cold and warm cache."""
+    require(*TOOLS)
+    root = tmp_path_factory.mktemp("repo")
+    wrapper, log = ocloc_logger(root / "bin")
+    env = build_env(root / "cache", AOTWHEEL_OCLOC=str(wrapper))
+    _configure_build(REPO, root / "b1", env, "-DUSE_AOT_DEVLIST=pvc,ats-m150")
+    runs_cold = [r for r in logged_runs(log, "compile") if " -file " in f" {r} "]
+    all_cold = log.read_text().splitlines()
+    # A fresh build dir, same kernels and devlist, other Python process: must not run ocloc at all.
+    _configure_build(REPO, root / "b2", env, "-DUSE_AOT_DEVLIST=pvc,ats-m150")
+    all_warm = log.read_text().splitlines()[len(all_cold):]
+    so1 = next((root / "b1").glob("_kernels*.so"))
+    so2 = next((root / "b2").glob("_kernels*.so"))
+    return dict(root=root, so=so1, so_warm=so2, runs_cold=runs_cold, runs_warm=all_warm, env=env,
+                manifest=root / "b1" / "aotwheel" / "kernels" / "_aot_manifest.json")
+
+
+def test_one_ocloc_compile_per_source_and_device(repo_build):
+    runs = repo_build["runs_cold"]
+    assert len(runs) == len(SOURCES) * 2
+    pairs = {(re.search(r"-file \S*/(\w+)\.spv", r).group(1), re.search(r"-device (\S+)", r).group(1)) for r in runs}
+    assert pairs == {(s.stem, d) for s in SOURCES for d in ("pvc", "acm-g10")}
+
+
+def test_fresh_build_dir_with_warm_cache_runs_no_ocloc(repo_build):
+    assert repo_build["runs_warm"] == []
+    events = (repo_build["root"] / "cache" / "v1" / "events.log").read_text().split("\n")
+    assert sum(e.startswith("hit ") for e in events) == len(SOURCES) * 2
+    a = [i.data for i in embedded_images(repo_build["so"])]
+    b = [i.data for i in embedded_images(repo_build["so_warm"])]
+    assert a == b
+
+
+def test_sections_and_tgtimg_table(repo_build):
+    require("readelf")
+    sections = run(["readelf", "-S", "-W", str(repo_build["so"])]).stdout
+    for name in (".tgtimg", ".tgtsym", "__CLANG_OFFLOAD_BUNDLE__sycl-spir64_gen", "__CLANG_OFFLOAD_BUNDLE__sycl-spir64 "):
+        assert name in sections
+    images = embedded_images(repo_build["so"])
+    assert [i.triple for i in images] == ["spir64_gen"] * len(SOURCES) + ["spir64"] * len(SOURCES)
+
+
+def test_fat_binaries_hold_each_device_and_generic_ir(repo_build, tmp_path):
+    expected = ["pad_0", f"64.{ocloc_ip('pvc')}", "pad_1", f"64.{ocloc_ip('ats-m150')}", "pad_2", "generic_ir"]
+    assert expected[1:4:2] == ["64.12.60.7", "64.12.55.8"]  # REFERENCE.md §2
+    for n, img in enumerate(i for i in embedded_images(repo_build["so"]) if i.triple == "spir64_gen"):
+        path = tmp_path / f"fat{n}.ar"
+        path.write_bytes(img.data)
+        assert ar_members(path) == expected
+
+
+def test_native_images_are_real_device_code(repo_build, tmp_path):
+    require("iga64")
+    fats = [i for i in embedded_images(repo_build["so"]) if i.triple == "spir64_gen"]
+    for source, img in zip(SOURCES, fats):
+        kernels = _kernels_in(source, tmp_path)
+        fat = tmp_path / f"{source.stem}.ar"
+        fat.write_bytes(img.data)
+        for device, platform in IGA.items():
+            member = tmp_path / f"{source.stem}.{device}.bin"
+            ar_extract(fat, f"64.{ocloc_ip(device)}", member)
+            isa = disassemble(member, device, platform, tmp_path)
+            assert sorted(isa) == sorted(kernels)
+            for text in isa.values():
+                assert re.search(r"^\s*(\(W\)\s+)?send", text, re.M), "no send instruction in the ISA"
+
+
+def test_spirv_images_equal_an_independent_compile(repo_build, tmp_path):
+    spirvs = [i.data for i in embedded_images(repo_build["so"]) if i.triple == "spir64"]
+    refs = [compile_spirv(s, tmp_path / (s.stem + ".spv")) for s in SOURCES]
+    assert spirvs == refs
+    assert all(s[:4] == bytes.fromhex("03022307") for s in spirvs)
+
+
+def test_tgtsym_names_every_kernel_per_triple(repo_build, tmp_path):
+    kernels = [k for s in SOURCES for k in _kernels_in(s, tmp_path)]
+    assert tgtsym_names(repo_build["so"]) == [f"sycl-spir64_gen-unknown-unknown.{k}" for k in kernels] + [
+        f"sycl-spir64-unknown-unknown.{k}" for k in kernels]
+
+
+def test_extension_module_returns_the_embedded_images(repo_build):
+    code = (
+        "import json, sys, _kernels as k\n"
+        "json.dump({'images': [[t, s, b.hex()] for t, s, b in k.images()], 'names': k.kernel_names(),\n"
+        "           'fat0': k.fatbinary().hex(), 'spv1': k.spirv(1).hex()}, sys.stdout)\n"
+    )
+    out = json.loads(run([sys.executable, "-c", code], cwd=repo_build["so"].parent).stdout)
+    images = embedded_images(repo_build["so"])
+    assert [(t, bytes.fromhex(b)) for t, _, b in out["images"]] == [(i.triple, i.data) for i in images]
+    assert [s for _, s, _ in out["images"]] == [s.name for s in SOURCES] * 2
+    assert bytes.fromhex(out["fat0"]) == images[0].data
+    assert bytes.fromhex(out["spv1"]) == images[len(SOURCES) + 1].data
+    assert out["names"] == [n.split(".", 1)[1] for n in tgtsym_names(repo_build["so"])][: len(out["names"])]
+    bad = subprocess.run([sys.executable, "-c", "import _kernels as k; k.fatbinary(99)"], cwd=repo_build["so"].parent,
+                         capture_output=True, text=True)
+    assert "LookupError" in bad.stderr
+
+
+def test_manifest_reports_devlist_toolchain_and_sizes(repo_build, tmp_path):
+    m = json.loads(repo_build["manifest"].read_text())
+    assert [(t["name"], t["ip"]) for t in m["devlist"]["targets"]] == [("pvc", ocloc_ip("pvc")), ("acm-g10", ocloc_ip("ats-m150"))]
+    assert m["devlist"]["jit_fallback"] is True
+    clang_v = re.search(r"version (\d+\.\d+\.\d+)", run(["clang-15", "--version"]).stdout).group(1)
+    assert m["toolchain"]["clang_version"] == clang_v
+    run(["ocloc", "query", "OCL_DRIVER_VERSION"], cwd=tmp_path)  # writes ./OCL_DRIVER_VERSION
+    assert m["toolchain"]["ocloc_version"] == (tmp_path / "OCL_DRIVER_VERSION").read_text().strip(" \0\n")
+    images = embedded_images(repo_build["so"])
+    assert [(i["triple"], i["size"]) for i in m["images"]] == [(i.triple, len(i.data)) for i in images]
+
+
+def test_no_op_rebuild_does_nothing(repo_build):
+    out = run(["ninja", "-C", str(repo_build["root"] / "b1"), "-n", "-d", "explain"], env=repo_build["env"])
+    assert "no work to do" in out.stdout
+
+
+# ---- a downstream project: three lines of CMake --------------------------------------------------
+
+DOWNSTREAM = """
+cmake_minimum_required(VERSION 3.21)
+project(downstream LANGUAGES C)
+add_library(myext MODULE ext.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_resolve_devlist(DEVS)
+aotwheel_add_device_code(myext SOURCES {sources} DEVLIST DEVS NAME dk)
+"""
+EXT_C = '#include "dk_aot.h"\nunsigned long count(void) { return aotwheel_dk_image_count; }\n'
+
+
+def _downstream(root: Path, sources: list[Path]) -> Path:
+    src = root / "src"
+    src.mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(DOWNSTREAM.format(sources=" ".join(str(s) for s in sources)))
+    (src / "ext.c").write_text(EXT_C)
+    return src
+
+
+def _ninja_log(build: Path) -> list[tuple[int, int, str]]:
+    rows = []
+    for line in (build / ".ninja_log").read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        start, end, _mtime, output = line.split("\t")[:4]
+        rows.append((int(start), int(end), Path(output).name))
+    # CMake gives ninja both a relative and an absolute name for one custom-command output.
+    return sorted(set(rows))
+
+
+def test_downstream_four_devices_run_two_ocloc_jobs_at_once_with_j2(tmp_path):
+    require(*TOOLS)
+    src = _downstream(tmp_path, SOURCES[:2])
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc,acm-g10,acm-g11,tgllp")
+    _configure_build(src, tmp_path / "b", env, f"-Daotwheel_DIR={REPO / 'cmake'}", jobs=2)
+    ocloc_edges = [r for r in _ninja_log(tmp_path / "b") if r[2].endswith(".bin")]
+    assert len(ocloc_edges) == 2 * 4
+    overlaps = [(a, b) for i, a in enumerate(ocloc_edges) for b in ocloc_edges[i + 1 :] if a[0] < b[1] and b[0] < a[1]]
+    assert overlaps, f"no two ocloc edges overlapped: {ocloc_edges}"
+    # Never more than two at once with -j2.
+    for t in {s for s, _, _ in ocloc_edges}:
+        assert sum(s <= t < e for s, e, _ in ocloc_edges) <= 2
+    images = embedded_images(next((tmp_path / "b").glob("libmyext*.so")))
+    fat = tmp_path / "fat.ar"
+    fat.write_bytes(images[0].data)
+    ips = [ocloc_ip(d) for d in ("pvc", "acm-g10", "acm-g11", "tgllp")]
+    assert [m for m in ar_members(fat) if not m.startswith("pad_")] == [f"64.{ip}" for ip in ips] + ["generic_ir"]
+
+
+def test_downstream_devlist_none_embeds_spirv_only(tmp_path):
+    require(*TOOLS)
+    src = _downstream(tmp_path, SOURCES[:1])
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="none", AOTWHEEL_OCLOC=str(wrapper))
+    _configure_build(src, tmp_path / "b", env, f"-Daotwheel_DIR={REPO / 'cmake'}")
+    assert not log.exists()  # no ocloc at all, not even a version query
+    so = next((tmp_path / "b").glob("libmyext*.so"))
+    assert [i.triple for i in embedded_images(so)] == ["spir64"]
+    assert "sycl-spir64_gen" not in run(["readelf", "-S", "-W", str(so)]).stdout
+
+
+def test_downstream_jit_fallback_off_has_no_spirv(tmp_path):
+    require(*TOOLS)
+    src = _downstream(tmp_path, SOURCES[:1])
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc", USE_AOT_JIT_FALLBACK="OFF")
+    _configure_build(src, tmp_path / "b", env, f"-Daotwheel_DIR={REPO / 'cmake'}")
+    images = embedded_images(next((tmp_path / "b").glob("libmyext*.so")))
+    assert [i.triple for i in images] == ["spir64_gen"]
+    fat = tmp_path / "fat.ar"
+    fat.write_bytes(images[0].data)
+    assert ar_members(fat) == ["pad_0", f"64.{ocloc_ip('pvc')}"]
+
+
+def _configure_fails(tmp_path: Path, **env_extra: str) -> str:
+    src = _downstream(tmp_path, SOURCES[:1])
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc", **env_extra)
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"),
+                           f"-Daotwheel_DIR={REPO / 'cmake'}", f"-DPython_EXECUTABLE={sys.executable}"],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    m = re.search(r"CMake Error at .*?:\n\s+(.*?)\n\n", proc.stderr, re.S)
+    assert m, proc.stderr
+    return " ".join(m.group(1).split())
+
+
+def test_missing_ocloc_stops_configure_naming_the_package(tmp_path):
+    require("cmake", "ninja", "cc")
+    msg = _configure_fails(tmp_path, AOTWHEEL_OCLOC=str(tmp_path / "nowhere" / "ocloc"))
+    assert msg.startswith("aotwheel_add_device_code:") and "ocloc" in msg and "apt-get install intel-opencl-icd" in msg
+
+
+def test_missing_clang_stops_configure_naming_the_package(tmp_path):
+    require("cmake", "ninja", "cc")
+    msg = _configure_fails(tmp_path, AOTWHEEL_CLANG=str(tmp_path / "nowhere" / "clang-15"))
+    assert msg.startswith("aotwheel_add_device_code:") and "clang" in msg and "apt-get install clang-15" in msg
+
+
+def test_unsupported_device_for_this_ocloc_stops_configure(tmp_path):
+    require("cmake", "ninja", "cc", "ocloc")
+    if subprocess.run(["ocloc", "ids", "bmg-g21"], capture_output=True).returncode == 0:
+        pytest.skip("this ocloc knows bmg-g21")
+    src = _downstream(tmp_path, SOURCES[:1])
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc,bmg-g21")
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"),
+                           f"-Daotwheel_DIR={REPO / 'cmake'}", f"-DPython_EXECUTABLE={sys.executable}"],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode != 0 and "cannot build for 'bmg-g21'" in " ".join(proc.stderr.split())
+
+
+def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
+    from aotwheel.build.cache import DeviceCodeCache
+    from aotwheel.build.toolchain import discover
+    from aotwheel.errors import ToolchainError
+
+    require("clang-15", "llvm-spirv-15", "ocloc")
+    only_clang = tmp_path / "a"
+    only_clang.mkdir()
+    for t in ("clang-15", "llvm-spirv-15"):
+        (only_clang / t).symlink_to(shutil.which(t))
+    monkeypatch.delenv("AOTWHEEL_OCLOC", raising=False)
+    monkeypatch.delenv("AOTWHEEL_CLANG", raising=False)
+    monkeypatch.delenv("AOTWHEEL_LLVM_SPIRV", raising=False)
+    monkeypatch.setenv("PATH", str(only_clang))
+    cache = DeviceCodeCache(tmp_path / "cache")
+    assert discover([], cache).ocloc is None  # SPIR-V only needs no ocloc
+    with pytest.raises(ToolchainError, match=r"^Missing ocloc .*apt-get install intel-opencl-icd"):
+        discover(["pvc"], cache)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "clang-15").symlink_to(shutil.which("clang-15"))
+    monkeypatch.setenv("PATH", str(tmp_path / "b"))
+    with pytest.raises(ToolchainError, match=r"^Missing llvm-spirv-15 .*apt-get install llvm-spirv-15"):
+        discover([], cache)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    with pytest.raises(ToolchainError, match=r"^Missing clang .*apt-get install clang-15"):
+        discover([], cache)
