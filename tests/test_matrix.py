@@ -121,3 +121,18 @@ def test_matrix_local_build_prints_size_and_targets(installed_aotwheel: Path, tm
     wrong = _matrix("report", "--expect", "pvc,ats-m150", reports["pvc"]["wheel"], env=env)
     assert wrong.returncode == 1
     assert "expected ['acm-g10', 'pvc']" in wrong.stdout
+
+
+def test_matrix_check_installed_compares_with_the_devlist(installed_aotwheel: Path) -> None:
+    # cibuildwheel's test-command: the installed aotwheel (built with USE_AOT_DEVLIST=none by the
+    # fixture) must carry SPIR-V and no native target.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env["PYTHONPATH"] = str(installed_aotwheel)
+    ok = _matrix("check-installed", "--json", env={**env, "USE_AOT_DEVLIST": "none"})
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    (report,) = json.loads(ok.stdout)
+    assert report["targets"] == [] and report["ir"] == ["spirv"]
+    assert Path(report["wheel"]).resolve() == (installed_aotwheel / "aotwheel").resolve()
+    wrong = _matrix("check-installed", "--expect", "pvc", env=env)
+    assert wrong.returncode == 1
+    assert "expected ['pvc']" in wrong.stdout
