@@ -1,0 +1,184 @@
+# aotwheel nvcc backend (included by aotwheel-config.cmake, or on its own after it).
+#
+#   aotwheel_add_cuda_device_code(<target> SOURCES <file.cl|file.cu>...
+#                                 [TARGETS <token>...]      # sm_90 sm_80 compute_80 ptx ...
+#                                 [DEVLIST <prefix>]        # use <prefix>_CUDA_TARGETS from aotwheel_resolve_devlist
+#                                 [NAME <image set name>]   # C identifier; default: the target name
+#                                 [NVCC_OPTIONS <arg>...]   # extra nvcc arguments, e.g. -O3 -lineinfo
+#                                 [COMPRESS_MODE default|size|speed|balance|none]
+#                                 [OUT_TARGETS <var>])      # set to the resolved target names
+#
+# The same OpenCL C kernels as aotwheel_add_device_code(): each source compiles as CUDA C++ through
+# csrc/aotwheel_portable.h (nvcc -x cu -include ...). One ninja edge per (source, target):
+# `nvcc -cubin -gencode=arch=compute_90,code=sm_90` or `nvcc -ptx ...`, each looked up in
+# aotwheel's device-code cache first; one `fatbinary --create` per source; all fat binaries land
+# in <target>'s `.nv_fatbin` section (where nvcc puts them, so cuobjdump and `aotwheel inspect`
+# read them) through a generated C file. Its header "<NAME>_cuda.h" declares
+#   struct aotwheel_cuda_image { const unsigned char *start, *end; };
+#   aotwheel_<NAME>_cuda_images[], aotwheel_<NAME>_cuda_image_count
+# each image being one cuModuleLoadData() argument. Nothing links against CUDA: the extension
+# imports without a GPU, and the driver is needed only when a program loads the images.
+#
+# Targets: TARGETS, else <DEVLIST>_CUDA_TARGETS, else the NVIDIA tokens of USE_AOT_DEVLIST (cache or
+# normal variable, then environment). No NVIDIA token: the function does nothing (Intel-only builds
+# need no nvcc). A bad token or a missing nvcc stops configure with aotwheel's one-line message.
+include_guard(GLOBAL)
+
+if(NOT DEFINED _AOTWHEEL_PYTHON_COMMAND)
+  include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-config.cmake")
+endif()
+
+set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_PYTHON_COMMAND})
+list(POP_BACK _AOTWHEEL_CUDA_COMMAND)
+list(APPEND _AOTWHEEL_CUDA_COMMAND aotwheel.build.cuda)
+
+# The portability header: a source checkout's csrc/, or include/ of an installed aotwheel.
+foreach(_aotwheel_h "${CMAKE_CURRENT_LIST_DIR}/../csrc/aotwheel_portable.h"
+                    "${CMAKE_CURRENT_LIST_DIR}/../include/aotwheel_portable.h")
+  if(EXISTS "${_aotwheel_h}" AND NOT DEFINED _AOTWHEEL_PORTABLE_HEADER)
+    get_filename_component(_AOTWHEEL_PORTABLE_HEADER "${_aotwheel_h}" ABSOLUTE)
+  endif()
+endforeach()
+unset(_aotwheel_h)
+
+# _aotwheel_cuda_tokens(<out>): the NVIDIA tokens (sm_*, compute_*, nvidia_gpu_*, ptx) of USE_AOT_DEVLIST.
+function(_aotwheel_cuda_tokens out)
+  if(DEFINED USE_AOT_DEVLIST)
+    set(text "${USE_AOT_DEVLIST}")
+  else()
+    set(text "$ENV{USE_AOT_DEVLIST}")
+  endif()
+  string(REGEX REPLACE "[, \t\r\n]+" ";" tokens "${text}")
+  set(picked "")
+  foreach(t IN LISTS tokens)
+    string(TOLOWER "${t}" low)
+    if(low MATCHES "^(sm|compute|nvidia_gpu)[_-]?[0-9]" OR low STREQUAL "ptx")
+      list(APPEND picked "${t}")
+    endif()
+  endforeach()
+  set(${out} "${picked}" PARENT_SCOPE)
+endfunction()
+
+function(aotwheel_add_cuda_device_code target)
+  set(fn aotwheel_add_cuda_device_code)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;NAME;COMPRESS_MODE;OUT_TARGETS" "SOURCES;TARGETS;NVCC_OPTIONS")
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "${fn}: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'. "
+                        "Usage: ${fn}(<target> SOURCES <file>... [TARGETS sm_90 ...|DEVLIST <prefix>] [NAME <id>] "
+                        "[NVCC_OPTIONS <arg>...] [COMPRESS_MODE <mode>])")
+  endif()
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "${fn}: '${target}' is not a target. Create it first (e.g. Python_add_library) and pass its name.")
+  endif()
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "${fn}: no SOURCES given. Pass the kernel files, e.g. SOURCES csrc/kernels/vadd.cl")
+  endif()
+  if(NOT DEFINED ARG_NAME)
+    string(MAKE_C_IDENTIFIER "${target}" ARG_NAME)
+  endif()
+  if(NOT ARG_NAME MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "${fn}: NAME '${ARG_NAME}' must be a C identifier (letters, digits, '_').")
+  endif()
+
+  if(DEFINED ARG_TARGETS)
+    set(tokens "${ARG_TARGETS}")
+  elseif(DEFINED ARG_DEVLIST AND DEFINED ${ARG_DEVLIST}_CUDA_TARGETS)
+    set(tokens "${${ARG_DEVLIST}_CUDA_TARGETS}")
+  else()
+    _aotwheel_cuda_tokens(tokens)
+  endif()
+  if(NOT tokens)
+    message(STATUS "aotwheel: no NVIDIA targets in the device list; ${ARG_NAME} gets no CUDA images")
+    if(ARG_OUT_TARGETS)
+      set(${ARG_OUT_TARGETS} "" PARENT_SCOPE)
+    endif()
+    return()
+  endif()
+  if(NOT DEFINED _AOTWHEEL_PORTABLE_HEADER)
+    message(FATAL_ERROR "${fn}: aotwheel_portable.h not found next to ${CMAKE_CURRENT_FUNCTION_LIST_DIR}; reinstall aotwheel")
+  endif()
+
+  # ---- configure: nvcc found and every target checked against it (one-line errors) ----------
+  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_cuda")
+  file(MAKE_DIRECTORY "${work}")
+  list(JOIN tokens "," csv)
+  set(nvcc_arg "")
+  if(DEFINED CMAKE_CUDA_COMPILER AND NOT CMAKE_CUDA_COMPILER STREQUAL "")
+    set(nvcc_arg --nvcc "${CMAKE_CUDA_COMPILER}")
+  endif()
+  execute_process(
+    COMMAND ${_AOTWHEEL_CUDA_COMMAND} configure --targets "${csv}" ${nvcc_arg} --header "${_AOTWHEEL_PORTABLE_HEADER}"
+            --out "${work}/cuda.json" --print-targets
+    RESULT_VARIABLE result
+    OUTPUT_VARIABLE names
+    ERROR_VARIABLE error
+    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
+  if(NOT result EQUAL 0)
+    string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
+    message(FATAL_ERROR "${fn}: ${error}")
+  endif()
+  message(STATUS "aotwheel: ${ARG_NAME} CUDA images [${names}]")
+  if(ARG_OUT_TARGETS)
+    set(${ARG_OUT_TARGETS} "${names}" PARENT_SCOPE)
+  endif()
+
+  set(step ${_AOTWHEEL_CUDA_COMMAND})
+  set(opt_args "")
+  foreach(o IN LISTS ARG_NVCC_OPTIONS)
+    list(APPEND opt_args "--option=${o}")
+  endforeach()
+  set(compress "")
+  if(ARG_COMPRESS_MODE)
+    set(compress "--compress-mode=${ARG_COMPRESS_MODE}")
+  endif()
+
+  set(fatbins "")
+  foreach(src IN LISTS ARG_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    get_filename_component(base "${src}" NAME)
+    get_filename_component(stem "${src}" NAME_WE)
+    set(images "")
+    set(image_args "")
+    foreach(t IN LISTS names)
+      if(t MATCHES "^compute_")
+        set(img "${work}/${stem}.${t}.ptx")
+      else()
+        set(img "${work}/${stem}.${t}.cubin")
+      endif()
+      # One edge per (source, target): ninja runs them in parallel.
+      add_custom_command(
+        OUTPUT "${img}"
+        COMMAND ${step} compile --toolchain "${work}/cuda.json" --source "${src}" --target "${t}" --output "${img}"
+                --depfile "${img}.d" ${opt_args}
+        DEPENDS "${src}" "${work}/cuda.json" "${_AOTWHEEL_PORTABLE_HEADER}"
+        DEPFILE "${img}.d"
+        COMMENT "aotwheel: nvcc ${base} -> ${t}"
+        VERBATIM)
+      list(APPEND images "${img}")
+      list(APPEND image_args --image "${t}=${img}")
+    endforeach()
+    set(fatbin "${work}/${stem}.fatbin")
+    add_custom_command(
+      OUTPUT "${fatbin}"
+      COMMAND ${step} fatbin --toolchain "${work}/cuda.json" --output "${fatbin}" ${compress} ${image_args}
+      DEPENDS ${images}
+      COMMENT "aotwheel: CUDA fat binary for ${base}"
+      VERBATIM)
+    list(APPEND fatbins "${fatbin}")
+  endforeach()
+
+  set(embed_c "${work}/${ARG_NAME}_cuda_embed.c")
+  execute_process(
+    COMMAND ${step} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_cuda.h" ${fatbins}
+    RESULT_VARIABLE result
+    ERROR_VARIABLE error)
+  if(NOT result EQUAL 0)
+    string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
+    message(FATAL_ERROR "${fn}: ${error}")
+  endif()
+  # The .incbin'd fat binaries are invisible to the C compiler's dependency scan: declare them.
+  set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins}")
+  target_sources(${target} PRIVATE "${embed_c}")
+  target_include_directories(${target} PRIVATE "${work}")
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_FATBINS "${fatbins}")
+endfunction()
