@@ -83,7 +83,8 @@ def single_binary(device: str) -> Path:
         work.mkdir(exist_ok=True)
         _run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "k",
               "-output_no_suffix", "-exclude_ir", "-out_dir", str(work)])
-        shutil.copy(work / "k.bin", work / member)
+        (image,) = [p for p in work.iterdir() if p.name.startswith("k")]  # "k" with -output_no_suffix
+        shutil.copy(image, work / member)
         _run(["ar", "rc", str(out), member], cwd=work)
     return out
 
