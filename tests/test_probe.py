@@ -209,3 +209,27 @@ def test_devices_cli_prints_every_backend_reason():
     data = json.loads(proc.stdout)
     assert [p["backend"] for p in data["probes"]] == ["levelzero", "opencl", "sycl", "torchxpu"]
     assert all(p["reason"] for p in data["probes"] if not p["devices"])
+
+
+def test_heavy_backends_are_not_imported_implicitly():
+    code = ("import sys, json\nfrom aotwheel.probe import probe_all\n"
+            "implicit = {r.backend: r.reason for r in probe_all()}\n"
+            "print(json.dumps([implicit['sycl'], implicit['torchxpu'], 'torch' in sys.modules, 'dpctl' in sys.modules]))")
+    proc = run_python(code, child_env())
+    assert proc.returncode == 0, proc.stderr
+    sycl, torch, torch_loaded, dpctl_loaded = json.loads(proc.stdout)
+    assert sycl.startswith("skipped") and torch.startswith("skipped") and not torch_loaded and not dpctl_loaded
+
+
+def test_fake_gpu_dpctl_module_is_probed_once_the_application_imported_it():
+    # A stand-in dpctl (the real one needs oneAPI): imported by the "application", so probed.
+    code = ("import sys, types, json\n"
+            "dev = types.SimpleNamespace(name='Stub GPU', is_gpu=True, is_cpu=False, vendor='Intel(R) Corporation', backend='level_zero', driver_version='1')\n"
+            "sys.modules['dpctl'] = types.SimpleNamespace(get_devices=lambda: [dev])\n"
+            "from aotwheel.probe import probe_all\n"
+            "(r,) = [r for r in probe_all() if r.backend == 'sycl']\n"
+            "print(json.dumps([d.to_dict() for d in r.devices]))")
+    proc = run_python(code, child_env())
+    assert proc.returncode == 0, proc.stderr
+    (dev,) = json.loads(proc.stdout)
+    assert (dev["name"], dev["kind"], dev["vendor"], dev["ip"]) == ("Stub GPU", "gpu", "intel", None)

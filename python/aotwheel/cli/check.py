@@ -57,7 +57,7 @@ def run_devices(args: argparse.Namespace) -> int:
 
     _prepare(args)
     forced = from_environment()
-    results = probe_all()
+    results = probe_all(heavy=True)
     devices = forced if forced is not None else merge(results)
     if args.json:
         print(json.dumps({"override": forced is not None, "devices": [d.to_dict() for d in devices],

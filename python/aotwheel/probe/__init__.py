@@ -5,9 +5,9 @@ Every backend is optional and lazy: a missing or broken runtime yields an empty
 ``AOTWHEEL_DEVICE`` (see :mod:`aotwheel.probe.override`) replaces the probes entirely.
 
 Backends, in the order they are asked: Level Zero (ctypes), OpenCL (pyopencl), SYCL (dpctl),
-``torch.xpu``. The last two go through the same Level Zero driver, so :func:`detect_devices`
-asks them only when they are already imported or nothing else found a GPU (importing torch
-costs seconds).
+``torch.xpu``. The last two sit on the same Level Zero driver and cost seconds to import, so
+:func:`detect_devices` asks them only when the application already imported dpctl / torch;
+``aotwheel devices`` (``probe_all(heavy=True)``) always asks them.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 BACKENDS = ("levelzero", "opencl", "sycl", "torchxpu")
 
-# Module each heavy backend needs; if it is not imported yet and a GPU was already found,
-# asking it would only add import time.
+# Module each heavy backend imports; probed implicitly only once the application imported it.
 _HEAVY = {"sycl": "dpctl", "torchxpu": "torch"}
 
 
@@ -83,24 +82,24 @@ def run_backend(name: str) -> ProbeResult:
         return ProbeResult(name, [], f"probe failed: {type(exc).__name__}: {exc}")
 
 
-@functools.lru_cache(maxsize=1)
-def _cached_results() -> tuple[ProbeResult, ...]:
+@functools.lru_cache(maxsize=2)
+def _cached_results(heavy: bool) -> tuple[ProbeResult, ...]:
     results: list[ProbeResult] = []
     for name in BACKENDS:
-        heavy = _HEAVY.get(name)
-        found_gpu = any(d.kind == "gpu" for r in results for d in r.devices)
-        if heavy and heavy not in sys.modules and found_gpu:
-            results.append(ProbeResult(name, [], f"skipped: a GPU was already found and {heavy} is not imported"))
+        module = _HEAVY.get(name)
+        if module and not heavy and module not in sys.modules:
+            results.append(ProbeResult(name, [], f"skipped: {module} not imported by the application (aotwheel devices asks it)"))
             continue
         results.append(run_backend(name))
     return tuple(results)
 
 
-def probe_all(*, refresh: bool = False) -> list[ProbeResult]:
-    """Every backend's result (cached for the process; ``refresh=True`` probes again)."""
+def probe_all(*, heavy: bool = False, refresh: bool = False) -> list[ProbeResult]:
+    """Every backend's result, cached per process; ``heavy=True`` also imports dpctl / torch
+    when they are installed; ``refresh=True`` probes again."""
     if refresh:
         _cached_results.cache_clear()
-    return list(_cached_results())
+    return list(_cached_results(heavy))
 
 
 def merge(results: list[ProbeResult]) -> list[ProbedDevice]:
