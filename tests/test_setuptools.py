@@ -62,15 +62,16 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _wheel(project: Path, out: Path, env: dict[str, str]) -> Path:
+def _build(project: Path, build_base: Path, env: dict[str, str]) -> Path:
+    """`setup.py build` (build_ext through aotwheel.setuptools); returns the build_lib directory."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "--no-build-isolation", "--no-cache-dir", "-w", str(out)],
-        capture_output=True, text=True, env=env, timeout=600,
+        [sys.executable, "setup.py", "build", "--build-base", str(build_base)],
+        capture_output=True, text=True, env=env, cwd=project, timeout=600,
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    wheels = list(out.glob("*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
+    libs = [p for p in build_base.glob("lib*") if p.is_dir()]
+    assert len(libs) == 1, libs
+    return libs[0]
 
 
 def _images(site: Path) -> list[tuple[str, bytes]]:
@@ -79,16 +80,22 @@ def _images(site: Path) -> list[tuple[str, bytes]]:
     return [(t, bytes.fromhex(h)) for t, h in json.loads(proc.stdout)]
 
 
+def _can_bdist_wheel() -> bool:
+    import importlib.util
+
+    import setuptools
+
+    major, minor = (int(x) for x in setuptools.__version__.split(".")[:2])
+    return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+
+
 def test_setuptools_project_builds_the_same_extension(tmp_path: Path) -> None:
     require_tools()
     project = _project(tmp_path)
-    wheel = _wheel(project, tmp_path / "wheels-1", _env(USE_AOT_DEVLIST="pvc,ats-m150"))
-    assert wheel.name.endswith("-cp310-abi3-linux_x86_64.whl"), wheel.name
-
-    site = unpack(wheel, tmp_path / "site")
-    so = site / "aotdemo" / "_demo.abi3.so"
+    lib = _build(project, tmp_path / "b", _env(USE_AOT_DEVLIST="pvc,ats-m150"))
+    so = lib / "aotdemo" / "_demo.abi3.so"
     assert so.is_file()
-    assert (site / "aotdemo" / "_aot_manifest.json").is_file()  # installed by CMake, carried over
+    assert (lib / "aotdemo" / "_aot_manifest.json").is_file()  # installed by CMake, carried over
     names = section_names(so)
     assert FAT_SECTION in names and SPIRV_SECTION in names
 
@@ -97,7 +104,7 @@ def test_setuptools_project_builds_the_same_extension(tmp_path: Path) -> None:
     assert sorted(ar_members(fat, tmp_path)) == sorted([PVC_MEMBER, ACM_G10_MEMBER, "generic_ir"])
 
     # The module itself hands back the same bytes the sections hold.
-    images = _images(site)
+    images = _images(lib)
     assert [t for t, _ in images] == ["spir64_gen", "spir64"]
     assert images[0][1] == fat
     assert images[1][1].startswith(SPIRV_MAGIC)
@@ -105,21 +112,41 @@ def test_setuptools_project_builds_the_same_extension(tmp_path: Path) -> None:
 
 
 def test_setuptools_devlist_change_rebuilds_in_the_same_tree(tmp_path: Path) -> None:
-    # Second build in the same project (same build_temp): an unset USE_AOT_DEVLIST must not
-    # keep the first build's cached list, and `none` must drop the fat binary.
+    # Three builds in one build tree: an unset USE_AOT_DEVLIST must not keep the previous
+    # build's cached list, and `none` must drop the fat binary.
     require_tools()
     project = _project(tmp_path)
-    first = unpack(_wheel(project, tmp_path / "w1", _env(USE_AOT_DEVLIST="pvc")), tmp_path / "s1")
-    fat = section_bytes(first / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path)
+    base = tmp_path / "b"
+    lib = _build(project, base, _env(USE_AOT_DEVLIST="pvc"))
+    fat = section_bytes(lib / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path)
     assert ar_members(fat, tmp_path) == [PVC_MEMBER, "generic_ir"]
 
-    second = unpack(_wheel(project, tmp_path / "w2", _env(USE_AOT_DEVLIST="none")), tmp_path / "s2")
-    names = section_names(second / "aotdemo" / "_demo.abi3.so")
+    lib = _build(project, base, _env(USE_AOT_DEVLIST="none"))
+    names = section_names(lib / "aotdemo" / "_demo.abi3.so")
     assert FAT_SECTION not in names and SPIRV_SECTION in names
 
-    third = unpack(_wheel(project, tmp_path / "w3", _env()), tmp_path / "s3")  # aotwheel's default: pvc,ats-m150
-    fat = section_bytes(third / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path)
+    lib = _build(project, base, _env())  # aotwheel's default: pvc,ats-m150
+    fat = section_bytes(lib / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path)
     assert sorted(ar_members(fat, tmp_path)) == sorted([PVC_MEMBER, ACM_G10_MEMBER, "generic_ir"])
+
+
+def test_setuptools_pip_wheel_is_abi3(tmp_path: Path) -> None:
+    require_tools()
+    if not _can_bdist_wheel():
+        pytest.skip("setuptools < 70.1 without the 'wheel' package cannot bdist_wheel; pip install wheel")
+    project = _project(tmp_path)
+    out = tmp_path / "wheels"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "--no-build-isolation", "--no-cache-dir", "-w", str(out)],
+        capture_output=True, text=True, env=_env(USE_AOT_DEVLIST="pvc"), timeout=600,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    (wheel,) = out.glob("*.whl")
+    assert wheel.name == "aotdemo-0.1.0-cp310-abi3-linux_x86_64.whl"
+    site = unpack(wheel, tmp_path / "site")
+    assert (site / "aotdemo" / "_aot_manifest.json").is_file()
+    fat = section_bytes(site / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path)
+    assert ar_members(fat, tmp_path) == [PVC_MEMBER, "generic_ir"]
 
 
 def test_setuptools_bad_devlist_fails_before_cmake_with_one_line(tmp_path: Path) -> None:
