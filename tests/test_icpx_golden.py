@@ -320,6 +320,17 @@ def test_icpx_golden_configure_fallback_off_from_cache_variable(tmp_path: Path) 
 
 
 @needs_cmake
+def test_icpx_golden_configure_function_arguments_win(tmp_path: Path) -> None:
+    # DEVICES/JIT_FALLBACK given to aotwheel_target_sycl() beat the environment's devlist.
+    proc, build, _ = _configure(tmp_path, "DEVICES intel_gpu_pvc JIT_FALLBACK OFF PARALLEL_LINK_JOBS 2",
+                                env=_clean_env(USE_AOT_DEVLIST="none"))
+    assert proc.returncode == 0, proc.stderr
+    assert _link_flags(build).endswith(
+        ' -fsycl -fsycl-targets=spir64_gen -Xs "-device pvc" --offload-compress -fsycl-max-parallel-link-jobs=2'
+    )
+
+
+@needs_cmake
 def test_icpx_golden_configure_hostile_devlist_stops_configure(tmp_path: Path) -> None:
     pwned = tmp_path / "pwned"
     hostile = f'pvc" ; touch {pwned} ; echo "'
