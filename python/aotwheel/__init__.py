@@ -4,7 +4,8 @@ Public API (imported lazily so that ``import aotwheel`` stays cheap):
 
 - :func:`resolve` / :class:`DevList` -- what a ``USE_AOT_DEVLIST`` value means;
 - :func:`inspect` / :class:`Report` -- which device code a binary or wheel carries;
-- :func:`check` / :class:`Verdict` / :class:`JITWarning` -- native, JIT or unsupported here.
+- :func:`check` / :func:`ensure` / :class:`Verdict` / :class:`JITWarning` -- native, JIT or
+  unsupported here (:func:`detect_devices` lists the devices).
 """
 
 from __future__ import annotations
@@ -26,7 +27,12 @@ _LAZY = {
     "inspect": "aotwheel.inspector",
     "Report": "aotwheel.inspector",
     "check": "aotwheel.runtime",
+    "ensure": "aotwheel.runtime",
     "JITWarning": "aotwheel.runtime",
+    "JITError": "aotwheel.runtime",
+    "UnsupportedDeviceError": "aotwheel.runtime",
+    "detect_devices": "aotwheel.probe",
+    "ProbedDevice": "aotwheel.probe",
     "Verdict": "aotwheel.verdict",
 }
 
