@@ -228,6 +228,7 @@ function(aotwheel_add_device_code target)
       add_custom_command(
         OUTPUT "${hook}"
         COMMAND ${hook_cmd} aotwheel.hook --extension "${ext_name}" --package "${ARG_PACKAGE}" --out "${hook}"
+        DEPENDS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py"
         COMMENT "aotwheel: ${ARG_PACKAGE}._aot hook"
         VERBATIM)
       add_custom_target(${ARG_NAME}_aot_hook ALL DEPENDS "${hook}")

@@ -73,6 +73,8 @@ def test_wheel_is_abi3_and_ships_the_extension_manifest_and_cmake_files(wheels):
     for want in ("aotwheel/_aot_manifest.json", "aotwheel/cmake/aotwheel-config.cmake", "aotwheel/cmake/aotwheel-build.cmake"):
         assert want in names
     assert [n for n in names if n.startswith("aotwheel/_kernels")] == ["aotwheel/_kernels.abi3.so"]
+    # The run-time hook is rendered by aotwheel.hook when this checkout has it.
+    assert ("aotwheel/_aot.py" in names) == (REPO / "python" / "aotwheel" / "hook.py").is_file()
 
 
 def test_env_devlist_gives_native_images_for_both_ips_and_spirv(wheels, tmp_path):
