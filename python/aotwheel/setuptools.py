@@ -26,6 +26,7 @@ from the ``cmake`` / ``ninja`` PyPI packages.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -96,7 +97,7 @@ def _find_tool(name: str, bin_dir_attr: str, hint: str) -> str:
     if found:
         return found
     try:
-        module = __import__(name)
+        module = importlib.import_module(name)
         candidate = Path(getattr(module, bin_dir_attr)) / name
     except (ImportError, AttributeError):
         candidate = None
