@@ -295,3 +295,26 @@ def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     with pytest.raises(ToolchainError, match=r"^Missing clang .*apt-get install clang-15"):
         discover([], cache)
+
+
+def test_downstream_header_dependency_clang_options_and_cpp_for_opencl(tmp_path):
+    require(*TOOLS)
+    src = tmp_path / "src"
+    (src / "inc").mkdir(parents=True)
+    (src / "inc" / "scale.h").write_text("#define SCALE 2.0f\n")
+    (src / "k.clcpp").write_text(
+        '#include "scale.h"\ntemplate <typename T> T scaled(T x) { return x * SCALE; }\n'
+        "__kernel void scale_cpp(__global float *x) { x[get_global_id(0)] = scaled(x[get_global_id(0)]); }\n")
+    (src / "ext.c").write_text(EXT_C)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.21)\nproject(ds LANGUAGES C)\nadd_library(myext MODULE ext.c)\n"
+        "find_package(aotwheel CONFIG REQUIRED)\n"
+        "aotwheel_add_device_code(myext SOURCES k.clcpp DEVICES pvc NAME dk CLANG_OPTIONS -I${CMAKE_CURRENT_SOURCE_DIR}/inc)\n")
+    env = build_env(tmp_path / "cache")
+    _configure_build(src, tmp_path / "b", env, f"-Daotwheel_DIR={REPO / 'cmake'}")
+    so = next((tmp_path / "b").glob("libmyext*.so"))
+    assert tgtsym_names(so) == ["sycl-spir64_gen-unknown-unknown.scale_cpp", "sycl-spir64-unknown-unknown.scale_cpp"]
+    assert "no work to do" in run(["ninja", "-C", str(tmp_path / "b"), "-n"], env=env).stdout
+    (src / "inc" / "scale.h").write_text("#define SCALE 3.0f\n")
+    plan = run(["ninja", "-C", str(tmp_path / "b"), "-n"], env=env).stdout
+    assert "k.clcpp -> SPIR-V" in plan  # the header is tracked through clang's depfile
