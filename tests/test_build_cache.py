@@ -127,3 +127,35 @@ def test_job_failure_shows_ocloc_log_and_raises_one_line(spv, tmp_path, capsys):
     assert capsys.readouterr().err.strip()  # ocloc's own log was shown
     assert not (tmp_path / "o.bin").exists()
     assert DeviceCodeCache(tmp_path / "cache").stats().stores == 0
+
+
+def _cli(args: list[str], **env: str):
+    import subprocess
+    import sys
+
+    from _build_util import PYTHONPATH
+
+    full = dict(os.environ, PYTHONPATH=PYTHONPATH, **env)
+    return subprocess.run([sys.executable, "-m", "aotwheel", "build", *args], capture_output=True, text=True, env=full)
+
+
+def test_cli_build_cache_reports_counters(tmp_path):
+    import json
+
+    cache = DeviceCodeCache(tmp_path)
+    cache.get(KEY)
+    cache.put(KEY, b"x")
+    cache.get(KEY)
+    proc = _cli(["cache", "--json"], AOTWHEEL_CACHE_DIR=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"root": str(tmp_path / "v1"), "hits": 1, "misses": 1, "stores": 1}
+    assert json.loads(_cli(["cache", "--json"], AOTWHEEL_CACHE_DIR="off").stdout)["root"] is None
+
+
+def test_cli_build_toolchain_missing_ocloc_is_one_line_exit_2(tmp_path):
+    require("clang-15", "llvm-spirv-15")
+    proc = _cli(["toolchain", "--devices", "pvc"], AOTWHEEL_OCLOC=str(tmp_path / "no" / "ocloc"),
+                AOTWHEEL_CACHE_DIR=str(tmp_path / "c"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aotwheel: error: Cannot run ocloc") and "intel-opencl-icd" in lines[0]
