@@ -1,0 +1,116 @@
+"""nvcc backend: csrc kernels through aotwheel_portable.h, and aotwheel_add_cuda_device_code()
+in a real CMake + ninja build (nvcc jobs, cache, fatbinary, .nv_fatbin embedding).
+
+Expected kernel names come from the .cl sources (regex), images from cuobjdump listings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from _cuda_util import HEADER, KERNELS, listing, nvcc_path, run
+from aotwheel.build.cuda import render_embed
+
+REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja")
+
+PROJECT = """
+cmake_minimum_required(VERSION 3.21)
+project(cuda_demo LANGUAGES C)
+include("{cmake}/aotwheel-cuda.cmake")
+add_library(kern SHARED stub.c)
+aotwheel_add_cuda_device_code(kern NAME kernels {targets}
+  SOURCES "{kernels}/elementwise.cl" "{kernels}/reduce.cl" OUT_TARGETS made)
+file(WRITE "${{CMAKE_BINARY_DIR}}/made.txt" "${{made}}")
+"""
+STUB = '#include "kernels_cuda.h"\nunsigned kern_images(void) { return aotwheel_kernels_cuda_image_count; }\n'
+STUB_NONE = "int kern_nothing(void) { return 0; }\n"
+
+
+def kernel_names(cl: Path) -> list[str]:
+    return re.findall(r"__kernel\s+(?:__attribute__\(\(.*?\)\)\s*)?void\s+(\w+)", cl.read_text(), re.S)
+
+
+@pytest.mark.parametrize("cl", sorted(KERNELS.glob("*.cl")), ids=lambda p: p.stem)
+def test_portable_header_compiles_csrc_kernels_as_cuda(cl: Path, tmp_path: Path) -> None:
+    out = tmp_path / f"{cl.stem}.cubin"
+    proc = run([nvcc_path(), "-x", "cu", "-include", str(HEADER), "-cubin", "-arch=sm_90", str(cl), "-o", str(out)])
+    assert "warning" not in proc.stderr.lower(), proc.stderr
+    symbols = run(["readelf", "-sW", str(out)]).stdout
+    functions = {line.split()[-1] for line in symbols.splitlines() if " FUNC " in line and " GLOBAL " in line}
+    names = kernel_names(cl)
+    assert names and set(names) <= functions  # extern "C": the OpenCL kernel names, unmangled
+
+
+def build(tmp_path: Path, targets: str, *, stub: str = STUB, cache: Path | None = None, env_devlist: str | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+    src = tmp_path / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    (src / "CMakeLists.txt").write_text(PROJECT.format(cmake=REPO / "cmake", kernels=KERNELS, targets=targets))
+    (src / "stub.c").write_text(stub)
+    bld = tmp_path / "build"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env["AOTWHEEL_CACHE_DIR"] = str(cache or tmp_path / "cache")
+    if env_devlist is not None:
+        env["USE_AOT_DEVLIST"] = env_devlist
+    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja"], capture_output=True, text=True, env=env, timeout=300)
+    if proc.returncode == 0:
+        proc = subprocess.run(["ninja", "-C", str(bld)], capture_output=True, text=True, env=env, timeout=600)
+    return proc, bld
+
+
+def events(cache: Path) -> list[str]:
+    log = cache / "v1" / "events.log"
+    return [line.split()[0] for line in log.read_text().splitlines() if " cuda:" in line] if log.is_file() else []
+
+
+def test_cmake_builds_embeds_and_caches(tmp_path: Path) -> None:
+    nvcc_path()
+    cache = tmp_path / "cache"
+    proc, bld = build(tmp_path / "a", "TARGETS sm_90 ptx", cache=cache)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    so = bld / "libkern.so"
+    assert (bld / "made.txt").read_text() == "sm_90;compute_90"
+    sections = run(["readelf", "-SW", str(so)]).stdout
+    assert ".nv_fatbin" in sections
+    # Two sources, each one fat binary with an sm_90 cubin and sm_90 PTX, in build order.
+    assert sorted(listing(so)) == sorted([("cubin", "sm_90"), ("ptx", "sm_90")] * 2)
+    assert sorted(events(cache)) == ["miss"] * 4 + ["store"] * 4  # 2 sources x 2 targets, in parallel
+    # A fresh build tree with the same cache runs no nvcc job at all.
+    proc, bld2 = build(tmp_path / "b", "TARGETS sm_90 ptx", cache=cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert events(cache)[8:] == ["hit"] * 4
+    assert sorted(listing(bld2 / "libkern.so")) == sorted(listing(so))
+
+
+def test_targets_come_from_use_aot_devlist(tmp_path: Path) -> None:
+    nvcc_path()
+    proc, bld = build(tmp_path, "", env_devlist="pvc,sm_80,ats-m150")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (bld / "made.txt").read_text() == "sm_80"
+    assert sorted(listing(bld / "libkern.so")) == [("cubin", "sm_80")] * 2
+
+
+def test_no_nvidia_token_adds_nothing(tmp_path: Path) -> None:
+    proc, bld = build(tmp_path, "", stub=STUB_NONE, env_devlist="pvc,ats-m150")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (bld / "made.txt").read_text() == ""
+    assert ".nv_fatbin" not in run(["readelf", "-SW", str(bld / "libkern.so")]).stdout
+
+
+def test_bad_token_stops_configure_with_one_line(tmp_path: Path) -> None:
+    nvcc_path()
+    proc, _ = build(tmp_path, "TARGETS sm90")
+    assert proc.returncode != 0
+    assert "aotwheel_add_cuda_device_code: USE_AOT_DEVLIST: 'sm90' is not a valid NVIDIA target; did you mean sm_90?" in " ".join(proc.stderr.split())
+
+
+def test_embed_places_images_in_nv_fatbin_8_aligned() -> None:
+    c_text, h_text = render_embed("k", ["/x/a.fatbin", "/x/b.fatbin"])
+    assert c_text.count('.pushsection .nv_fatbin, \\"a\\"') == 2 and c_text.count(".balign 8") == 2
+    assert "aotwheel_k_cuda_image_count = 2" in c_text and "struct aotwheel_cuda_image" in h_text
