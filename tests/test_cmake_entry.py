@@ -21,7 +21,7 @@ project(devlist_probe LANGUAGES NONE)
 find_package(aotwheel CONFIG REQUIRED)
 aotwheel_resolve_devlist(DEVS)
 file(WRITE "${CMAKE_BINARY_DIR}/result.txt"
-  "names=${DEVS}\\nips=${DEVS_IPS}\\njit=${DEVS_JIT_FALLBACK}\\nocloc=${DEVS_OCLOC_DEVICE}\\nsycl=${DEVS_SYCL_TARGETS}\\n")
+  "names=${DEVS}\\nips=${DEVS_IPS}\\njit=${DEVS_JIT_FALLBACK}\\nocloc=${DEVS_OCLOC_DEVICE}\\nsycl=${DEVS_SYCL_TARGETS}\\ncuda=${DEVS_CUDA}\\ncuda_archs=${DEVS_CUDA_ARCHITECTURES}\\n")
 """
 
 
@@ -59,7 +59,7 @@ def config_dir(request: pytest.FixtureRequest) -> Path:
 def test_default_devlist(tmp_path: Path, config_dir: Path) -> None:
     proc, result = configure(tmp_path, config_dir)
     assert proc.returncode == 0, proc.stderr
-    assert result == {"names": "pvc;acm-g10", "ips": "12.60.7;12.55.8", "jit": "ON", "ocloc": "pvc,acm-g10", "sycl": "spir64_gen,spir64"}
+    assert result == {"names": "pvc;acm-g10", "ips": "12.60.7;12.55.8", "jit": "ON", "ocloc": "pvc,acm-g10", "sycl": "spir64_gen,spir64", "cuda": "", "cuda_archs": ""}
 
 
 def test_cache_variable_wins_over_environment(tmp_path: Path, config_dir: Path) -> None:
@@ -71,7 +71,15 @@ def test_cache_variable_wins_over_environment(tmp_path: Path, config_dir: Path) 
 def test_environment_fallback_and_jit_off(tmp_path: Path, config_dir: Path) -> None:
     proc, result = configure(tmp_path, config_dir, env={"USE_AOT_DEVLIST": "xe-hpc", "USE_AOT_JIT_FALLBACK": "OFF"})
     assert proc.returncode == 0, proc.stderr
-    assert result == {"names": "pvc", "ips": "12.60.7", "jit": "OFF", "ocloc": "pvc", "sycl": "spir64_gen"}
+    assert result == {"names": "pvc", "ips": "12.60.7", "jit": "OFF", "ocloc": "pvc", "sycl": "spir64_gen", "cuda": "", "cuda_archs": ""}
+
+
+def test_mixed_vendor_list(tmp_path: Path, config_dir: Path) -> None:
+    # CMake's CUDA_ARCHITECTURES spelling of "cubin 80, cubin+PTX 90" is 80-real;90.
+    proc, result = configure(tmp_path, config_dir, "-DUSE_AOT_DEVLIST=pvc,sm_80,sm_90,ptx")
+    assert proc.returncode == 0, proc.stderr
+    assert result["names"] == "pvc" and result["cuda"] == "sm_80;sm_90;compute_90"
+    assert result["cuda_archs"] == "80-real;90"
 
 
 def test_none_means_spirv_only(tmp_path: Path, config_dir: Path) -> None:

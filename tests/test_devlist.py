@@ -116,10 +116,43 @@ def test_family_expansion_is_reported() -> None:
 
 def test_native_uses_detected_devices() -> None:
     assert [t.name for t in resolve("native", detect=lambda: ["12.60.7", "12.60.7"]).targets] == ["pvc"]
-    with pytest.raises(DevlistError, match="found no Intel GPU"):
+    with pytest.raises(DevlistError, match="found no Intel or NVIDIA GPU"):
         resolve("native", detect=lambda: [])
     with pytest.raises(DevlistError, match="unknown to the catalog: 1.2.3"):
         resolve("native", detect=lambda: ["1.2.3"])
+
+
+def test_native_includes_nvidia_gpus() -> None:
+    dl = resolve("native", detect=lambda: ["sm_90", "12.55.8"])
+    assert [t.name for t in dl.targets] == ["acm-g10"]
+    assert dl.cuda is not None and dl.cuda.names == ("sm_90",)
+
+
+# Mixed vendors: (input, Intel names, NVIDIA images, -fsycl-targets). NVIDIA rules from REFERENCE §5.
+MIXED_CASES = [
+    ("pvc,ats-m150,sm_90,sm_80", ["pvc", "acm-g10"], ("sm_90", "sm_80"), "spir64_gen,spir64,nvidia_gpu_sm_90,nvidia_gpu_sm_80"),
+    ("SM_90,sm_90,nvidia_gpu_sm_90", [], ("sm_90",), "spir64,nvidia_gpu_sm_90"),
+    ("sm_80,ptx", [], ("sm_80", "compute_80"), "spir64,nvidia_gpu_sm_80"),
+    ("sm_80,sm_90a,ptx", [], ("sm_80", "sm_90a", "compute_90"), "spir64,nvidia_gpu_sm_80,nvidia_gpu_sm_90a"),
+    ("compute_90", [], ("compute_90",), "spir64"),
+    ("pvc,sm_90,no-jit", ["pvc"], ("sm_90",), "spir64_gen,nvidia_gpu_sm_90"),
+]
+
+
+@pytest.mark.parametrize("text,intel,nvidia,sycl", MIXED_CASES)
+def test_mixed_vendor_lists(text: str, intel: list[str], nvidia: tuple[str, ...], sycl: str) -> None:
+    dl = resolve(text)
+    assert [t.name for t in dl.targets] == intel
+    assert dl.cuda is not None and dl.cuda.names == nvidia
+    assert dl.sycl_targets == sycl
+    assert dl.ocloc_device == ",".join(intel)
+
+
+@pytest.mark.parametrize("text,fragment", [("sm90", "did you mean sm_90?"), ("none,sm_90", "'none'"), ("sm_90,compute_80,no-jit", "JIT fallback is off"), ("ptx", "none is listed"), ("sm_91", "sm_90")])
+def test_nvidia_errors(text: str, fragment: str) -> None:
+    with pytest.raises(DevlistError) as info:
+        resolve(text)
+    assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
 def test_json_contract_keys() -> None:

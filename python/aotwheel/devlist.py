@@ -12,6 +12,8 @@ Grammar (case-insensitive; tokens separated by commas and/or whitespace)::
     none     := no AOT: JIT from SPIR-V only
     native   := the devices found on this machine (error if none)
     no-jit   := do not keep SPIR-V for JIT (same as USE_AOT_JIT_FALLBACK=OFF)
+    nvidia   := sm_XY | sm_XYa | sm_XYf | compute_XY | nvidia_gpu_sm_XY | ptx
+                (see aotwheel.cuda_targets; ``ptx`` keeps PTX of the newest sm_XY listed)
 
 Duplicates and aliases collapse; order is stable (first mention wins). Anything else is a
 :class:`~aotwheel.errors.DevlistError` with one line naming the bad token and the closest names.
@@ -25,6 +27,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from aotwheel import cuda_targets as cuda
 from aotwheel.catalog import Catalog, Device, format_ip, load_catalog, parse_ip
 from aotwheel.errors import DevlistError
 
@@ -67,11 +70,12 @@ class DevList:
     jit_fallback: bool
     expansions: tuple[Expansion, ...] = ()
     text: str = ""
+    cuda: cuda.CudaPlan | None = None  # the NVIDIA half (sm_XY / compute_XY), if any
 
     @property
     def aot(self) -> bool:
-        """True when at least one native image will be built."""
-        return bool(self.targets)
+        """True when at least one native image (Intel or NVIDIA cubin) will be built."""
+        return bool(self.targets) or bool(self.cuda and self.cuda.cubins)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -84,10 +88,13 @@ class DevList:
 
     @property
     def sycl_targets(self) -> str:
-        """The value for ``-fsycl-targets=``."""
-        if not self.targets:
-            return "spir64"
-        return "spir64_gen,spir64" if self.jit_fallback else "spir64_gen"
+        """The value for ``-fsycl-targets=`` (NVIDIA cubins as ``nvidia_gpu_sm_XY``)."""
+        if self.targets:
+            intel = ["spir64_gen", "spir64"] if self.jit_fallback else ["spir64_gen"]
+        else:
+            intel = ["spir64"] if self.jit_fallback or not self.cuda else []
+        nvidia = [f"nvidia_gpu_{t.name}" for t in self.cuda.cubins] if self.cuda else []
+        return ",".join(intel + nvidia)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -98,6 +105,7 @@ class DevList:
             "ocloc_device": self.ocloc_device,
             "sycl_targets": self.sycl_targets,
             "expansions": [{"token": e.token, "kind": e.kind, "names": list(e.names)} for e in self.expansions],
+            "cuda": self.cuda.to_dict() if self.cuda else None,
         }
 
 
@@ -131,6 +139,8 @@ def resolve(
         raise DevlistError(f"USE_AOT_DEVLIST has {len(tokens)} tokens (limit {MAX_TOKENS}); use family names such as dg2 or xe-hpc")
 
     targets: dict[str, Device] = {}
+    nvidia: list[cuda.CudaTarget] = []
+    keep_newest_ptx = False
     expansions: list[Expansion] = []
     saw_none = False
     for index, raw in enumerate(tokens):
@@ -143,23 +153,41 @@ def resolve(
             continue
         if not _TOKEN_SHAPE.match(token):
             raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a device name; names start with a letter or digit", raw, ())
-        kind, devices = _lookup(token, raw, tokens[index + 1 :], catalog, detect)
-        expansions.append(Expansion(raw, kind, tuple(d.name for d in devices)))
+        if cuda.is_cuda_token(token):
+            if token == cuda.PTX_TOKEN:
+                keep_newest_ptx = True
+            else:
+                target = cuda.parse_cuda_target(token)
+                nvidia.append(target)
+                expansions.append(Expansion(raw, "nvidia", (target.name,)))
+            continue
+        kind, devices, found_nvidia = _lookup(token, raw, tokens[index + 1 :], catalog, detect)
+        nvidia.extend(found_nvidia)
+        expansions.append(Expansion(raw, kind, tuple(d.name for d in devices) + tuple(t.name for t in found_nvidia)))
         for dev in devices:
             targets.setdefault(dev.name, dev)
 
-    if saw_none and targets:
-        raise DevlistError(f"USE_AOT_DEVLIST: 'none' means JIT-only and cannot be combined with devices ({', '.join(targets)}); drop one of them", NONE_TOKEN)
-    if not targets and not saw_none:
+    plan = cuda.plan(nvidia, keep_newest_ptx=keep_newest_ptx, jit_fallback=jit_fallback) if nvidia or keep_newest_ptx else None
+    if saw_none and (targets or plan):
+        listed = ", ".join([*targets, *(plan.names if plan else ())])
+        raise DevlistError(f"USE_AOT_DEVLIST: 'none' means JIT-only and cannot be combined with devices ({listed}); drop one of them", NONE_TOKEN)
+    if not targets and not plan and not saw_none:
         raise DevlistError("USE_AOT_DEVLIST names no device: add devices (e.g. pvc) or 'none' for JIT-only")
-    if not targets and not jit_fallback:
+    if saw_none and not jit_fallback:
         raise DevlistError("USE_AOT_DEVLIST: 'none' with JIT fallback off would build no device code at all; name devices or turn JIT fallback on")
-    return DevList(targets=tuple(targets.values()), jit_fallback=jit_fallback, expansions=tuple(expansions), text=text)
+    return DevList(targets=tuple(targets.values()), jit_fallback=jit_fallback, expansions=tuple(expansions), text=text, cuda=plan)
 
 
-def _lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog, detect: Detector | None) -> tuple[str, tuple[Device, ...]]:
+def _lookup(
+    token: str, raw: str, rest: Sequence[str], catalog: Catalog, detect: Detector | None
+) -> tuple[str, tuple[Device, ...], tuple[cuda.CudaTarget, ...]]:
     if token == NATIVE_TOKEN:
-        return "native", _native(catalog, detect)
+        return ("native", *_native(catalog, detect))
+    kind, devices = _lookup_intel(token, raw, rest, catalog)
+    return kind, devices, ()
+
+
+def _lookup_intel(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, tuple[Device, ...]]:
     dev = catalog.by_name(token)
     if dev is not None:
         if token == dev.name:
@@ -183,30 +211,46 @@ def _lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog, detect:
     raise DevlistError(f"USE_AOT_DEVLIST: unknown device '{raw}'{hint}", raw, suggestions)
 
 
-def _native(catalog: Catalog, detect: Detector | None) -> tuple[Device, ...]:
+def _native(catalog: Catalog, detect: Detector | None) -> tuple[tuple[Device, ...], tuple[cuda.CudaTarget, ...]]:
+    """The GPUs on this machine: Intel ones by IP version (``12.60.7``), NVIDIA ones as ``sm_XY``."""
     if detect is None:
-        detect = _probe_ips
+        detect = _probe_gpus
     found: list[Device] = []
+    nvidia: list[cuda.CudaTarget] = []
     unknown: list[str] = []
-    for ip in detect():
-        dev = catalog.by_ip(ip)
+    for ident in detect():
+        if cuda.is_cuda_token(ident):
+            target = cuda.parse_cuda_target(ident)
+            if target not in nvidia:
+                nvidia.append(target)
+            continue
+        dev = catalog.by_ip(ident)
         if dev is None:
-            unknown.append(ip)
+            unknown.append(ident)
         elif dev not in found:
             found.append(dev)
-    if not found:
+    if not found and not nvidia:
         extra = f" (found IP versions unknown to the catalog: {', '.join(unknown)})" if unknown else ""
-        raise DevlistError(f"USE_AOT_DEVLIST: 'native' found no Intel GPU on this machine{extra}; name the target devices instead, e.g. pvc", NATIVE_TOKEN)
-    return tuple(found)
+        raise DevlistError(f"USE_AOT_DEVLIST: 'native' found no Intel or NVIDIA GPU on this machine{extra}; name the target devices instead, e.g. pvc", NATIVE_TOKEN)
+    return tuple(found), tuple(nvidia)
 
 
-def _probe_ips() -> list[str]:
-    """IP versions of the GPUs the device probes see (the probes are optional)."""
+def _probe_gpus() -> list[str]:
+    """IP versions of the Intel GPUs and ``sm_XY`` of the NVIDIA GPUs the probes see."""
+    found: list[str] = []
     try:
         from aotwheel.probe import detect_devices
     except ImportError:
-        return []
-    return [d.ip for d in detect_devices() if getattr(d, "ip", None) and getattr(d, "kind", "gpu") == "gpu"]
+        pass
+    else:
+        found += [d.ip for d in detect_devices() if getattr(d, "ip", None) and getattr(d, "kind", "gpu") == "gpu"]
+    try:
+        from aotwheel.probe.cuda import probe_cuda
+    except ImportError:
+        pass
+    else:
+        found += [f"sm_{cuda.cc_to_arch(d.cc)}" for d in probe_cuda().devices]
+    return found
 
 
 def _reject_bad_characters(text: str, catalog: Catalog) -> None:
@@ -274,6 +318,8 @@ def describe(devlist: DevList) -> str:
         for t in devlist.targets:
             aliases = f"  aka {', '.join(t.aliases)}" if t.aliases else ""
             lines.append(f"  {t.name:<{width}}  {t.ip:<8} {t.description}{aliases}")
+    elif devlist.cuda:
+        lines.append("  (no Intel AOT targets: Intel GPUs JIT-compile from SPIR-V)" if devlist.jit_fallback else "  (no Intel targets)")
     else:
         lines.append("  (no ahead-of-time targets: every device will JIT-compile from SPIR-V)")
     for e in devlist.expansions:
@@ -281,6 +327,11 @@ def describe(devlist: DevList) -> str:
             lines.append(f"  '{e.token}' is a family: its shipping products are {', '.join(e.names)}")
         elif e.kind == "native":
             lines.append(f"  'native' found: {', '.join(e.names)}")
+    if devlist.cuda:
+        for t in devlist.cuda.targets:
+            what = "cubin (native)" if t.kind == "cubin" else "PTX (JIT on newer GPUs)"
+            lines.append(f"  {t.name:<10} NVIDIA {what}")
+        lines.append(f"nvcc {' '.join(devlist.cuda.gencode_flags())}")
     lines.append(f"JIT fallback: {'on (SPIR-V kept for devices not listed)' if devlist.jit_fallback else 'off (unlisted devices are unsupported)'}")
     if devlist.ocloc_device:
         lines.append(f"ocloc -device {devlist.ocloc_device}")
