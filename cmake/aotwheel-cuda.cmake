@@ -2,7 +2,7 @@
 #
 #   aotwheel_add_cuda_device_code(<target> SOURCES <file.cl|file.cu>...
 #                                 [TARGETS <token>...]      # sm_90 sm_80 compute_80 ptx ...
-#                                 [DEVLIST <prefix>]        # use <prefix>_CUDA_TARGETS from aotwheel_resolve_devlist
+#                                 [DEVLIST <prefix>]        # use <prefix>_CUDA from aotwheel_resolve_devlist
 #                                 [NAME <image set name>]   # C identifier; default: the target name
 #                                 [NVCC_OPTIONS <arg>...]   # extra nvcc arguments, e.g. -O3 -lineinfo
 #                                 [COMPRESS_MODE default|size|speed|balance|none]
@@ -19,7 +19,7 @@
 # each image being one cuModuleLoadData() argument. Nothing links against CUDA: the extension
 # imports without a GPU, and the driver is needed only when a program loads the images.
 #
-# Targets: TARGETS, else <DEVLIST>_CUDA_TARGETS, else the NVIDIA tokens of USE_AOT_DEVLIST (cache or
+# Targets: TARGETS, else <DEVLIST>_CUDA (set by aotwheel_resolve_devlist(<DEVLIST>)), else the NVIDIA tokens of USE_AOT_DEVLIST (cache or
 # normal variable, then environment). No NVIDIA token: the function does nothing (Intel-only builds
 # need no nvcc). A bad token or a missing nvcc stops configure with aotwheel's one-line message.
 include_guard(GLOBAL)
@@ -82,8 +82,11 @@ function(aotwheel_add_cuda_device_code target)
 
   if(DEFINED ARG_TARGETS)
     set(tokens "${ARG_TARGETS}")
-  elseif(DEFINED ARG_DEVLIST AND DEFINED ${ARG_DEVLIST}_CUDA_TARGETS)
-    set(tokens "${${ARG_DEVLIST}_CUDA_TARGETS}")
+  elseif(DEFINED ARG_DEVLIST)
+    if(NOT DEFINED ${ARG_DEVLIST}_JSON)
+      message(FATAL_ERROR "${fn}: DEVLIST ${ARG_DEVLIST} is not set. Call aotwheel_resolve_devlist(${ARG_DEVLIST}) first.")
+    endif()
+    set(tokens "${${ARG_DEVLIST}_CUDA}")
   else()
     _aotwheel_cuda_tokens(tokens)
   endif()

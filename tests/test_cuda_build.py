@@ -25,6 +25,7 @@ cmake_minimum_required(VERSION 3.21)
 project(cuda_demo LANGUAGES C)
 include("{cmake}/aotwheel-cuda.cmake")
 add_library(kern SHARED stub.c)
+{pre}
 aotwheel_add_cuda_device_code(kern NAME kernels {targets}
   SOURCES "{kernels}/elementwise.cl" "{kernels}/reduce.cl" OUT_TARGETS made)
 file(WRITE "${{CMAKE_BINARY_DIR}}/made.txt" "${{made}}")
@@ -48,10 +49,10 @@ def test_portable_header_compiles_csrc_kernels_as_cuda(cl: Path, tmp_path: Path)
     assert names and set(names) <= functions  # extern "C": the OpenCL kernel names, unmangled
 
 
-def build(tmp_path: Path, targets: str, *, stub: str = STUB, cache: Path | None = None, env_devlist: str | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+def build(tmp_path: Path, targets: str, *, stub: str = STUB, cache: Path | None = None, env_devlist: str | None = None, pre: str = "") -> tuple[subprocess.CompletedProcess[str], Path]:
     src = tmp_path / "src"
     src.mkdir(parents=True, exist_ok=True)
-    (src / "CMakeLists.txt").write_text(PROJECT.format(cmake=REPO / "cmake", kernels=KERNELS, targets=targets))
+    (src / "CMakeLists.txt").write_text(PROJECT.format(cmake=REPO / "cmake", kernels=KERNELS, targets=targets, pre=pre))
     (src / "stub.c").write_text(stub)
     bld = tmp_path / "build"
     env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
@@ -94,6 +95,14 @@ def test_targets_come_from_use_aot_devlist(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (bld / "made.txt").read_text() == "sm_80"
     assert sorted(listing(bld / "libkern.so")) == [("cubin", "sm_80")] * 2
+
+
+def test_targets_from_the_resolvers_devlist(tmp_path: Path) -> None:
+    nvcc_path()
+    proc, bld = build(tmp_path, "DEVLIST AOT", pre='aotwheel_resolve_devlist(AOT DEVLIST "pvc,sm_80,ptx")')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (bld / "made.txt").read_text() == "sm_80;compute_80"  # 'ptx' = PTX of the newest sm_XY
+    assert sorted(listing(bld / "libkern.so")) == sorted([("cubin", "sm_80"), ("ptx", "sm_80")] * 2)
 
 
 def test_no_nvidia_token_adds_nothing(tmp_path: Path) -> None:
