@@ -176,3 +176,14 @@ def test_env_flag_rejects_garbage() -> None:
 def test_non_string_input() -> None:
     with pytest.raises(DevlistError, match="must be a string"):
         resolve(["pvc"])  # type: ignore[arg-type]
+
+
+def test_pyproject_default_matches_resolver_default() -> None:
+    """pyproject.toml repeats the default for scikit-build-core's cmake.define; keep them one value."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    m = re.search(r'^USE_AOT_DEVLIST\s*=\s*\{[^}]*default\s*=\s*"([^"]*)"', text, re.M)
+    assert m is not None
+    assert m.group(1) == DEFAULT_DEVLIST
