@@ -318,3 +318,46 @@ def test_downstream_header_dependency_clang_options_and_cpp_for_opencl(tmp_path)
     (src / "inc" / "scale.h").write_text("#define SCALE 3.0f\n")
     plan = run(["ninja", "-C", str(tmp_path / "b"), "-n"], env=env).stdout
     assert "k.clcpp -> SPIR-V" in plan  # the header is tracked through clang's depfile
+
+
+def test_downstream_cxx_only_project_reads_its_images_through_the_generated_table(tmp_path):
+    import ctypes
+
+    require(*TOOLS, "c++")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ext.cpp").write_text(
+        '#include "dk_aot.h"\n'
+        'extern "C" unsigned long count() { return aotwheel_dk_image_count; }\n'
+        'extern "C" const unsigned char *image(unsigned long i, unsigned long *n) {\n'
+        "  *n = (unsigned long)(aotwheel_dk_images[i].end - aotwheel_dk_images[i].begin);\n"
+        "  return aotwheel_dk_images[i].begin;\n}\n")
+    (src / "CMakeLists.txt").write_text(
+        f"cmake_minimum_required(VERSION 3.21)\nproject(ds LANGUAGES CXX)\nadd_library(myext MODULE ext.cpp)\n"
+        "find_package(aotwheel CONFIG REQUIRED)\n"
+        f"aotwheel_add_device_code(myext SOURCES {SOURCES[0]} {SOURCES[1]} DEVICES tgllp NAME dk)\n")
+    env = build_env(tmp_path / "cache")
+    _configure_build(src, tmp_path / "b", env, f"-Daotwheel_DIR={REPO / 'cmake'}")
+    so = next((tmp_path / "b").glob("libmyext*.so"))
+    lib = ctypes.CDLL(str(so))
+    lib.count.restype = ctypes.c_ulong
+    lib.image.restype = ctypes.POINTER(ctypes.c_ubyte)
+    lib.image.argtypes = [ctypes.c_ulong, ctypes.POINTER(ctypes.c_ulong)]
+    expected = embedded_images(so)
+    assert lib.count() == len(expected) == 4
+    for i, img in enumerate(expected):
+        n = ctypes.c_ulong()
+        ptr = lib.image(i, ctypes.byref(n))
+        assert ctypes.string_at(ptr, n.value) == img.data
+
+
+def test_duplicate_source_names_stop_configure(tmp_path):
+    require("cmake", "ninja", "cc")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "k.cl").write_text("__kernel void a(void) {}\n")
+    (tmp_path / "k.cl").write_text("__kernel void b(void) {}\n")
+    src = _downstream(tmp_path / "p", [tmp_path / "k.cl", tmp_path / "a" / "k.cl"])
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"),
+                           f"-Daotwheel_DIR={REPO / 'cmake'}", f"-DPython_EXECUTABLE={sys.executable}"],
+                          env=build_env(tmp_path / "cache", USE_AOT_DEVLIST="none"), capture_output=True, text=True)
+    assert proc.returncode != 0 and "share the name 'k'" in " ".join(proc.stderr.split())

@@ -120,7 +120,9 @@ def cmd_manifest(a: argparse.Namespace) -> int:
 
     images = []
     for spec in a.image or []:
-        triple, source, path, info = (spec.split("=", 3) + [""])[:4]
+        triple, source, path = spec.split("=", 2)
+        # A fat binary's member list sits next to it (written by the fatbin step).
+        info = path + ".json" if Path(path + ".json").is_file() else ""
         images.append({"triple": triple, "source": source, "path": path, "info": info})
     kernels = [k.decode() for k in Path(a.tgtsym).read_bytes().split(b"\0") if k] if a.tgtsym else []
     doc = build_manifest(name=a.name, devlist=json.loads(Path(a.devlist).read_text()),
@@ -193,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--toolchain", required=True)
     s.add_argument("--options", default="")
     s.add_argument("--tgtsym")
-    s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH[=INFO]")
+    s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
     s.set_defaults(fn=cmd_manifest)
 
     s = sub.add_parser("cache")
