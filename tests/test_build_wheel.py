@@ -20,10 +20,13 @@ TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
 
 def _pip_wheel(out: Path, build_dir: Path, env: dict[str, str], *config: str, isolated: bool = True
                ) -> subprocess.CompletedProcess[str]:
-    """`pip wheel .`; isolated=False reuses this interpreter's scikit-build-core (seconds faster)."""
-    flags = [] if isolated else ["--no-build-isolation"]
+    """`pip wheel .`; isolated=False reuses this interpreter's scikit-build-core when it has one
+    (seconds faster), else builds isolated like pip install does."""
     if not isolated:
-        pytest.importorskip("scikit_build_core", reason="--no-build-isolation needs scikit-build-core installed")
+        import importlib.util
+
+        isolated = importlib.util.find_spec("scikit_build_core") is None
+    flags = [] if isolated else ["--no-build-isolation"]
     return subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", *flags, "-w", str(out), str(REPO),
          "-C", f"build-dir={build_dir}", *config],
@@ -138,3 +141,12 @@ def test_missing_ocloc_fails_the_build_with_one_line_and_no_wheel(tmp_path):
     assert not list((tmp_path / "out").glob("*.whl"))
     text = " ".join((proc.stdout + proc.stderr).split())
     assert re.search(r"aotwheel_add_device_code: Cannot run ocloc at \S+ocloc: .*apt-get install intel-opencl-icd", text)
+
+
+def test_pyproject_default_devlist_is_the_resolvers_default():
+    from aotwheel.devlist import DEFAULT_DEVLIST
+
+    text = (REPO / "pyproject.toml").read_text()
+    m = re.search(r'^USE_AOT_DEVLIST\s*=\s*\{\s*env\s*=\s*"USE_AOT_DEVLIST",\s*default\s*=\s*"([^"]*)"\s*\}', text, re.M)
+    assert m, "pyproject.toml lost [tool.scikit-build.cmake.define] USE_AOT_DEVLIST"
+    assert m.group(1) == DEFAULT_DEVLIST
