@@ -1,0 +1,92 @@
+"""``aotwheel inspect``: the device code a binary, wheel or installed module carries, read from its bytes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aotwheel.inspector import FileReport, Report
+
+_IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "inspect",
+        help="list the device targets embedded in a binary, wheel or module",
+        description="Read which native GPU targets and JIT fallbacks a .so, .whl, installed module, ocloc fat binary, zebin/.bin or .spv carries.",
+    )
+    p.add_argument("path", metavar="PATH", help="file, wheel, directory, or installed module/package name (e.g. 'dpctl')")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+    p.add_argument("--deep", action="store_true", help="also decompress and hash every image (slower)")
+    p.add_argument("--all", action="store_true", help="also list binaries that carry no device code")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aotwheel.inspector import inspect
+
+    report = inspect(args.path, deep=args.deep)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        print(render(report, show_all=args.all))
+    return 0
+
+
+def summary(fr: FileReport) -> str:
+    """One line: ``native: pvc, acm-g10 · JIT fallback: SPIR-V · 37 kernels``."""
+    parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
+    parts.append(f"JIT fallback: {', '.join(_IR_NAMES.get(k, k) for k in fr.ir) or 'none'}")
+    if fr.kernels is not None:
+        parts.append(f"{fr.kernels} kernel{'s' if fr.kernels != 1 else ''}")
+    return " · ".join(parts)
+
+
+def _table(fr: FileReport) -> list[str]:
+    # Aggregate over images: a library often carries the same targets in hundreds of images.
+    rows: dict[tuple, list[int]] = {}
+    for t in fr.native_targets:
+        key = (t.name or "?", t.ip or "?", t.member or "-", t.format, t.core or "")
+        agg = rows.setdefault(key, [0, 0])
+        agg[0] += 1
+        agg[1] += t.size
+    header = ("target", "IP", "member", "format", "core", "images", "size")
+    lines = [header] + [(*k, str(v[0]), _size(v[1])) for k, v in rows.items()]
+    widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in lines]
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def render(report: Report, *, show_all: bool = False) -> str:
+    """Human output: a compact table and a summary line per binary with device code."""
+    out: list[str] = []
+    quiet = [f for f in report.files if not f.images]
+    for fr in report.files:
+        if not fr.images and not show_all:
+            continue
+        out.append(fr.path)
+        ir_images = sum(1 for i in fr.images if "spirv" in (i.kind, i.content) or "llvmbc" in (i.kind, i.content))
+        compressed = sum(1 for i in fr.images if i.compressed)
+        detail = f"  {len(fr.images)} image{'s' if len(fr.images) != 1 else ''}"
+        detail += f" ({compressed} zstd-compressed)" if compressed else ""
+        detail += f", {ir_images} IR-only" if ir_images else ""
+        out.append(detail)
+        if fr.native_targets:
+            out.extend(_table(fr))
+        out.append("  " + summary(fr))
+        out.extend(f"  warning: {w}" for w in fr.warnings)
+    if quiet and not show_all:
+        out.append(f"{len(quiet)} other binar{'ies' if len(quiet) != 1 else 'y'} without device code (--all lists them)")
+    if not report.files:
+        out.append(f"{report.path}: no binaries found")
+    return "\n".join(out)

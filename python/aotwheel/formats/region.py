@@ -1,0 +1,116 @@
+"""A bounds-checked window onto file bytes, shared by every format parser."""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from typing import Union
+
+from aotwheel.errors import InspectError
+
+Buffer = Union[bytes, bytearray, memoryview, "mmap.mmap"]  # noqa: F821 - mmap only for typing
+
+_FIX = "the file is corrupt or truncated; rebuild or re-download it"
+
+
+@dataclass(frozen=True)
+class Region:
+    """``size`` bytes of ``buf`` starting at ``start``.
+
+    ``origin`` is the file offset of ``buf[0]`` and ``label`` names the file (and, for decompressed
+    data, the image), so that every error can say exactly where the problem is.
+    """
+
+    buf: Buffer
+    label: str
+    start: int = 0
+    size: int = -1
+    origin: int = 0
+
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            object.__setattr__(self, "size", len(self.buf) - self.start)
+        if self.start < 0 or self.start + self.size > len(self.buf):
+            raise InspectError(f"{self.label}: region at offset {self.origin + self.start:#x} runs past the end of the data; {_FIX}")
+
+    def __len__(self) -> int:
+        return self.size
+
+    def where(self, off: int) -> int:
+        """Absolute offset (in the file, or in the decompressed image) of region offset ``off``."""
+        return self.origin + self.start + off
+
+    def error(self, off: int, problem: str) -> InspectError:
+        return InspectError(f"{self.label}: {problem} at offset {self.where(off):#x}; {_FIX}")
+
+    def check(self, off: int, n: int, what: str) -> None:
+        # Reject before any slice or allocation: claimed sizes are never trusted.
+        if off < 0 or n < 0 or off + n > self.size:
+            raise self.error(off, f"{what} ({n} bytes) runs past the end of its container ({self.size} bytes)")
+
+    def view(self, off: int, n: int, what: str) -> memoryview:
+        """Zero-copy view of ``n`` bytes at ``off``."""
+        self.check(off, n, what)
+        a = self.start + off
+        return memoryview(self.buf)[a : a + n]
+
+    def read(self, off: int, n: int, what: str) -> bytes:
+        return bytes(self.view(off, n, what))
+
+    def head(self, n: int) -> bytes:
+        """Up to ``n`` leading bytes (short regions give fewer, never an error)."""
+        return self.read(0, min(n, self.size), "header")
+
+    def unpack(self, fmt: str, off: int, what: str) -> tuple:
+        n = struct.calcsize(fmt)
+        self.check(off, n, what)
+        return struct.unpack_from(fmt, self.buf, self.start + off)
+
+    def sub(self, off: int, n: int, what: str, label: str | None = None) -> Region:
+        """A child region (e.g. one ar member); offsets in errors stay file offsets."""
+        self.check(off, n, what)
+        return Region(self.buf, label or self.label, self.start + off, n, self.origin)
+
+    def stream(self) -> io.BufferedIOBase:
+        """A seekable file object over the region, for pyelftools (no copy for mmap/bytes)."""
+        return _RegionIO(self)
+
+
+class _RegionIO(io.RawIOBase):
+    """Read-only file object over a :class:`Region` (pyelftools reads headers through it)."""
+
+    def __init__(self, region: Region) -> None:
+        self._r = region
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._r.size}[whence]
+        self._pos = max(0, base + pos)
+        return self._pos
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+        n = max(0, min(len(b), self._r.size - self._pos))
+        if n:
+            a = self._r.start + self._pos
+            b[:n] = memoryview(self._r.buf)[a : a + n]
+        self._pos += n
+        return n
+
+    def read(self, n: int = -1) -> bytes:
+        end = self._r.size if n is None or n < 0 else min(self._r.size, self._pos + n)
+        if end <= self._pos:
+            return b""
+        a = self._r.start
+        data = bytes(memoryview(self._r.buf)[a + self._pos : a + end])
+        self._pos = end
+        return data

@@ -1,0 +1,44 @@
+"""What a blob is, from its first bytes (REFERENCE.md §3 magic numbers)."""
+
+from __future__ import annotations
+
+import struct
+
+SPIRV_MAGIC = b"\x03\x02\x23\x07"
+SPIRV_MAGIC_BE = b"\x07\x23\x02\x03"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+AR_MAGIC = b"!<arch>\n"
+OFFLOAD_MAGIC = b"\x10\xff\x10\xad"
+ELF_MAGIC = b"\x7fELF"
+BITCODE_MAGICS = (b"\xde\xc0\x17\x0b", b"BC\xc0\xde")
+
+EM_INTELGT = 205
+ET_OPENCL_OBJECTS = 0xFF02  # IR-only ELF (SPIR-V / LLVM IR)
+ET_OPENCL_EXECUTABLE = 0xFF04  # legacy patch-token device binary
+ET_ZEBIN_EXE = 0xFF12
+
+
+def sniff(head: bytes) -> str:
+    """Classify by magic: ``spirv``, ``llvmbc``, ``zstd``, ``ar``, ``offload``, ``zebin``, ``legacy``,
+    ``ir-elf``, ``elf`` (a host ELF), or ``unknown``. ``head`` needs at least 20 bytes for ELFs."""
+    if head[:4] in (SPIRV_MAGIC, SPIRV_MAGIC_BE):
+        return "spirv"
+    if head[:4] in BITCODE_MAGICS:
+        return "llvmbc"
+    if head[:4] == ZSTD_MAGIC:
+        return "zstd"
+    if head[:8] == AR_MAGIC:
+        return "ar"
+    if head[:4] == OFFLOAD_MAGIC:
+        return "offload"
+    if head[:4] == ELF_MAGIC and len(head) >= 20:
+        endian = "<" if head[5] == 1 else ">"
+        e_type, e_machine = struct.unpack_from(endian + "HH", head, 16)
+        if e_type == ET_OPENCL_EXECUTABLE:
+            return "legacy"
+        if e_type == ET_OPENCL_OBJECTS:
+            return "ir-elf"
+        if e_machine == EM_INTELGT or e_type == ET_ZEBIN_EXE:
+            return "zebin"
+        return "elf"
+    return "unknown"

@@ -1,0 +1,470 @@
+"""``aotwheel.inspect``: which device code a binary, wheel or installed module really carries.
+
+Everything is read from the bytes: ``.tgtimg`` image tables (with their relocations and
+descriptors), ocloc fat binaries (ar), zebin notes, legacy patch-token headers, SPIR-V, zstd and
+OffloadBinary containers. Files are memory-mapped and only headers are touched in the default
+mode; ``deep=True`` also decompresses and hashes every image.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import mmap
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from aotwheel.errors import InspectError
+from aotwheel.formats.region import Region
+from aotwheel.formats.sniff import sniff
+
+_MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
+_CANDIDATE_RE = re.compile(r"(\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar|\.zebin)$")
+_MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_WHEEL_SEP = "!"
+_MAX_WHEEL_MEMBER = 16 << 30
+
+
+@dataclass
+class Image:
+    """One embedded device image (or the whole file for raw inputs)."""
+
+    index: int
+    offset: int  # file offset of the stored bytes
+    size: int  # stored (possibly compressed) size
+    kind: str  # "ar" | "zebin" | "legacy" | "ir-elf" | "spirv" | "llvmbc" | "zstd" | "offload" | "unknown"
+    triple: str | None  # "spir64_gen", "spir64", ... when known
+    compressed: bool
+    section: str | None = None  # host section holding it
+    content: str | None = None  # kind of the decompressed bytes for zstd images
+    decompressed_size: int | None = None  # from the zstd frame header, or measured with deep
+    members: list[str] = field(default_factory=list)  # ar member names, padding excluded
+    sha256: str | None = None  # of the stored bytes; deep mode only
+    kernels: int | None = None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
+
+
+@dataclass
+class NativeTarget:
+    """A device binary for one target, found in an ar member or a bare image."""
+
+    name: str | None  # catalog name via the IP version; None if unknown to the catalog
+    ip: str | None  # "12.60.7"
+    member: str | None  # ar member name ("64.12.60.7", "64.bmg"), None for a bare binary
+    format: str  # "zebin" | "legacy" | other image kind when a member is neither
+    size: int
+    image: int  # Image.index it came from
+    generic: str | None = None  # "bmg" for a `64.bmg` member
+    core: str | None = None  # gfx core family, e.g. "XE_HPC_CORE", when known
+    product: str | None = None  # zebin product family, e.g. "PVC", when known
+    rebuildable: bool = False  # carries its own SPIR-V the driver can rebuild from
+
+
+@dataclass
+class FileReport:
+    """What one binary carries."""
+
+    path: str
+    native_targets: list[NativeTarget]
+    ir: list[str]  # ["spirv", ...]: code the driver can JIT for any device
+    images: list[Image]
+    kernels: int | None  # distinct kernel names when known
+    kind: str = "unknown"  # "elf" (host binary), "ar", "zebin", "legacy", "spirv", ...
+    kernels_by_triple: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def target_names(self) -> list[str]:
+        """Distinct native targets in order: catalog names, else IP versions, else generic names."""
+        seen: dict[str, None] = {}
+        for t in self.native_targets:
+            seen.setdefault(t.name or t.ip or t.generic or t.core or "unknown")
+        return list(seen)
+
+
+@dataclass
+class Report:
+    """``inspect()``'s answer: the input and one :class:`FileReport` per binary inside it."""
+
+    path: str
+    files: list[FileReport]
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (the ``aotwheel inspect --json`` contract)."""
+        return {"path": self.path, "files": [asdict(f) for f in self.files]}
+
+
+# --------------------------------------------------------------------------------------------
+# Public entry points
+
+
+def inspect(path: str | os.PathLike, *, deep: bool = False) -> Report:
+    """Inspect a binary, a wheel, a directory, or an installed module/package name.
+
+    Raises :class:`InspectError` (one line naming the file and offset) for corrupt input.
+    """
+    text = os.fspath(path)
+    target = Path(text)
+    if not target.exists():
+        if _WHEEL_SEP in text and Path(text.split(_WHEEL_SEP, 1)[0]).is_file():
+            with _open_member(text) as region:
+                return Report(text, [_inspect_region(region, text, deep)])
+        located = _locate_module(text)
+        if located is None:
+            raise InspectError(f"{text}: no such file, directory or installed module; pass a .so, .whl, device binary or importable name")
+        target = located
+    if target.is_dir():
+        return Report(text, [r for p in _candidates(target) if (r := _inspect_file_if_binary(p, str(p), deep))])
+    if zipfile.is_zipfile(target) and target.suffix in (".whl", ".zip"):
+        return Report(text, list(_inspect_wheel(target, deep)))
+    with _mapped(target) as region:
+        return Report(text, [_inspect_region(region, str(target), deep)])
+
+
+def image_bytes(path: str | os.PathLike, image: Image) -> bytes:
+    """The bytes of ``image`` (from ``inspect(path)``), decompressed when it is zstd."""
+    with _open_any(os.fspath(path)) as region:
+        stored = region.sub(image.offset, image.size, f"image {image.index}")
+        if image.compressed:
+            from aotwheel.formats import zstd
+
+            return zstd.decompress(stored)
+        return stored.read(0, stored.size, f"image {image.index}")
+
+
+def find_spirv(path: str | os.PathLike) -> bytes | None:
+    """The first SPIR-V module: a SPIR-V image (spir64), else a fat binary's ``generic_ir``."""
+    report = inspect(path)
+    for fr in report.files:
+        for img in fr.images:
+            if "spirv" in (img.kind, img.content):
+                return image_bytes(fr.path, img)
+        for img in fr.images:
+            if "generic_ir" in img.members:
+                spirv = _generic_ir_spirv(fr.path, img)
+                if spirv is not None:
+                    return spirv
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Opening inputs
+
+
+@contextlib.contextmanager
+def _mapped(path: Path) -> Iterator[Region]:
+    label = str(path)
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise InspectError(f"{label}: cannot open ({exc.strerror}); check the path and permissions") from None
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            raise InspectError(f"{label}: empty file at offset 0x0; rebuild or re-download it")
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            yield Region(mm, label)
+        finally:
+            try:
+                mm.close()
+            except BufferError:
+                pass  # a memoryview still exported; the map is freed with its last view
+
+
+@contextlib.contextmanager
+def _open_member(spec: str) -> Iterator[Region]:
+    """``wheel.whl!pkg/lib.so``: extract that member to a temporary file and map it."""
+    wheel, member = spec.split(_WHEEL_SEP, 1)
+    with tempfile.TemporaryDirectory(prefix="aotwheel-inspect-") as tmp:
+        dest = Path(tmp, "member")
+        try:
+            with zipfile.ZipFile(wheel) as zf:
+                _extract(zf, zf.getinfo(member), dest)
+        except KeyError:
+            raise InspectError(f"{spec}: no member {member!r} in {wheel}; list it with 'unzip -l'") from None
+        with _mapped(dest) as region:
+            yield Region(region.buf, spec)
+
+
+@contextlib.contextmanager
+def _open_any(spec: str) -> Iterator[Region]:
+    if not Path(spec).exists() and _WHEEL_SEP in spec:
+        with _open_member(spec) as region:
+            yield region
+    else:
+        with _mapped(Path(spec)) as region:
+            yield region
+
+
+def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path) -> None:
+    if info.file_size > _MAX_WHEEL_MEMBER:
+        raise InspectError(f"{zf.filename}!{info.filename}: member claims {info.file_size} bytes, above the 16 GiB limit")
+    try:
+        with zf.open(info) as src, open(dest, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise InspectError(f"{zf.filename}!{info.filename}: cannot extract ({exc}); re-download the wheel") from None
+
+
+def _inspect_wheel(wheel: Path, deep: bool) -> Iterator[FileReport]:
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except zipfile.BadZipFile as exc:
+        raise InspectError(f"{wheel}: not a readable wheel ({exc}) at offset 0x0; re-download it") from None
+    with zf, tempfile.TemporaryDirectory(prefix="aotwheel-inspect-") as tmp:
+        for info in zf.infolist():
+            if info.is_dir() or not _CANDIDATE_RE.search(info.filename):
+                continue
+            dest = Path(tmp, "member")
+            _extract(zf, info, dest)
+            report = _inspect_file_if_binary(dest, f"{wheel}{_WHEEL_SEP}{info.filename}", deep)
+            if report is not None:
+                yield report
+            dest.unlink()
+
+
+def _inspect_file_if_binary(path: Path, label: str, deep: bool) -> FileReport | None:
+    """Inspect ``path`` if its magic says binary; data files that merely share a suffix are skipped."""
+    if path.stat().st_size == 0:
+        return None
+    with open(path, "rb") as fh:
+        if sniff(fh.read(64)) == "unknown":
+            return None
+    with _mapped(path) as region:
+        return _inspect_region(Region(region.buf, label), label, deep)
+
+
+def _candidates(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and _CANDIDATE_RE.search(p.name))
+
+
+def _locate_module(name: str) -> Path | None:
+    """Find an installed module or package without importing (and so without running) it."""
+    if not _MODULE_RE.fullmatch(name):
+        return None
+    from importlib.machinery import PathFinder
+
+    spec = None
+    search: list[str] | None = None
+    for part in name.split("."):
+        spec = PathFinder.find_spec(part, search)
+        if spec is None:
+            return None
+        search = list(spec.submodule_search_locations or [])
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    return Path(spec.origin) if spec.origin else None
+
+
+# --------------------------------------------------------------------------------------------
+# Walking one binary
+
+
+@dataclass
+class _Walk:
+    report: FileReport
+    deep: bool
+
+    def add_ir(self, kind: str) -> None:
+        if kind not in self.report.ir:
+            self.report.ir.append(kind)
+
+
+def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
+    kind = sniff(region.head(64))
+    fr = FileReport(path=label, native_targets=[], ir=[], images=[], kernels=None, kind=kind)
+    walk = _Walk(fr, deep)
+    if kind == "elf":
+        _walk_host(walk, region)
+    elif kind == "ar" and not _is_fat_binary(region):
+        _walk_static_archive(walk, region)
+    elif kind == "unknown":
+        raise InspectError(f"{label}: not an ELF, wheel, ar, zebin, SPIR-V or zstd image (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
+    else:
+        _add_image(walk, region, triple=None, section=None)
+        if kind == "spirv":
+            fr.kernels = fr.images[0].kernels
+        elif kind == "legacy":
+            from aotwheel.formats.legacy import read_legacy
+
+            fr.kernels = read_legacy(region).kernels
+    return fr
+
+
+def _walk_host(walk: _Walk, region: Region) -> None:
+    from aotwheel.formats.elf import open_elf, read_host
+
+    view = open_elf(region)
+    host = read_host(view)
+    walk.report.kernels = host.kernels
+    walk.report.kernels_by_triple = {k.removesuffix("-unknown-unknown"): v for k, v in host.kernels_by_triple.items()}
+    for img in host.images:
+        _add_image(walk, region.sub(img.offset, img.size, f"image at {img.offset:#x}"), triple=img.triple, section=img.section)
+    for sec in host.offloading_sections:
+        _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
+
+
+def _walk_offloading(walk: _Walk, region: Region, section: str | None) -> None:
+    from aotwheel.formats.offload import read_all
+
+    for entry in read_all(region):
+        triple = entry.strings.get("triple")
+        _add_image(walk, region.sub(entry.image_offset, entry.image_size, "OffloadBinary image"), triple=triple, section=section, offload_arch=entry.strings.get("arch"))
+
+
+def _walk_static_archive(walk: _Walk, region: Region) -> None:
+    """A static library: the new offload model keeps device code in members' ``.llvm.offloading``."""
+    from aotwheel.formats.ar import read_ar
+    from aotwheel.formats.elf import open_elf
+
+    for m in read_ar(region):
+        member = region.sub(m.offset, m.size, f"ar member {m.name!r}")
+        if sniff(member.head(64)) != "elf":
+            continue
+        for sec in open_elf(member).sections:
+            if sec.name == ".llvm.offloading" and sec.size:
+                _walk_offloading(walk, member.sub(sec.offset, sec.size, "section '.llvm.offloading'"), f"{m.name}:{sec.name}")
+
+
+def _is_fat_binary(region: Region) -> bool:
+    from aotwheel.formats.ar import member_target, read_ar
+
+    return any(m.is_padding or m.name == "generic_ir" or member_target(m.name)[0] for m in read_ar(region))
+
+
+def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None) -> None:
+    fr = walk.report
+    index = len(fr.images)
+    kind = sniff(region.head(64))
+    img = Image(index=index, offset=region.where(0), size=region.size, kind=kind, triple=triple, compressed=kind == "zstd", section=section)
+    fr.images.append(img)
+    if walk.deep:
+        img.sha256 = hashlib.sha256(region.view(0, region.size, "image")).hexdigest()
+    if kind == "zstd":
+        from aotwheel.formats import zstd
+
+        img.decompressed_size = zstd.content_size(region)
+        img.content = sniff(zstd.peek(region, 64))
+        # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.
+        if img.content in ("ar", "zebin", "legacy", "ir-elf", "offload") or walk.deep:
+            data = zstd.decompress(region)
+            img.decompressed_size = len(data)
+            inner = Region(data, f"{region.label} (image {index}, decompressed)")
+            _walk_content(walk, inner, img.content, img, depth=1)
+        else:
+            _note_ir(walk, img.content)
+        return
+    _walk_content(walk, region, kind, img, depth=0)
+
+
+def _note_ir(walk: _Walk, kind: str | None) -> None:
+    if kind in ("spirv", "llvmbc"):
+        walk.add_ir(kind)
+
+
+def _walk_content(walk: _Walk, region: Region, kind: str | None, img: Image, depth: int, member: str | None = None) -> None:
+    if depth > _MAX_DEPTH:
+        raise region.error(0, "device images nested too deeply")
+    if kind == "ar":
+        _walk_fat_binary(walk, region, img, depth)
+    elif kind in ("zebin", "legacy"):
+        walk.report.native_targets.append(_native_target(walk, region, kind, img.index, member))
+    elif kind == "ir-elf":
+        from aotwheel.formats.legacy import ir_payload
+
+        payload = ir_payload(region)
+        _note_ir(walk, sniff(payload.head(64)) if payload is not None else None)
+    elif kind == "spirv":
+        walk.add_ir("spirv")
+        if walk.deep or img.kind == "spirv" and img.index == 0 and walk.report.kind == "spirv":
+            from aotwheel.formats.spirv import read_spirv
+
+            img.kernels = read_spirv(region, count_kernels=True).kernels
+    elif kind == "llvmbc":
+        walk.add_ir("llvmbc")
+    elif kind == "offload":
+        _walk_offloading(walk, region, img.section)
+    elif kind == "zstd":
+        raise region.error(0, "zstd image nested inside a compressed image")
+
+
+def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> None:
+    from aotwheel.formats.ar import read_ar
+
+    for m in read_ar(region):
+        if m.is_padding:
+            continue
+        img.members.append(m.name)
+        body = region.sub(m.offset, m.size, f"ar member {m.name!r}")
+        kind = sniff(body.head(64))
+        if m.name == "generic_ir":
+            _walk_content(walk, body, kind, img, depth + 1)
+        elif kind in ("zebin", "legacy"):
+            _walk_content(walk, body, kind, img, depth + 1, member=m.name)
+        else:
+            walk.report.warnings.append(f"image {img.index}: ar member {m.name!r} is {kind}, not a device binary")
+
+
+def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: str | None) -> NativeTarget:
+    from aotwheel.catalog import format_ip, ip_from_u32, load_catalog, parse_ip
+    from aotwheel.formats import gfx
+    from aotwheel.formats.ar import member_target
+
+    token = member_target(member)[1] if member else None
+    name_ip = token if token and parse_ip(token) else None
+    generic = token if token and not name_ip else None
+    note_ip = product = None
+    rebuildable = False
+    if kind == "zebin":
+        from aotwheel.formats.zebin import read_zebin
+
+        z = read_zebin(region)
+        note_ip = format_ip(ip_from_u32(z.ip_u32)) if z.ip_u32 is not None else None
+        core, product, rebuildable = gfx.core_name(z.gfx_core), gfx.product_name(z.product_family), z.has_spirv
+    else:
+        from aotwheel.formats.legacy import read_legacy
+
+        info = read_legacy(region)
+        core, rebuildable = gfx.core_name(info.gfx_core), info.has_spirv
+    where = f"image {image}" + (f" member {member!r}" if member else "")
+    if name_ip and note_ip and name_ip != note_ip:
+        walk.report.warnings.append(f"{where}: member name says {name_ip} but the zebin note says {note_ip}")
+    ip = name_ip or note_ip
+    catalog = load_catalog()
+    device = catalog.by_ip(ip) if ip else None
+    expected_core = gfx.RELEASE_CORE.get(device.release) if device else None
+    if expected_core and core and core != expected_core:
+        walk.report.warnings.append(f"{where}: {device.name} binaries declare {expected_core} but this one declares {core}")  # type: ignore[union-attr]
+    return NativeTarget(
+        name=device.name if device else None,
+        ip=ip,
+        member=member,
+        format=kind,
+        size=region.size,
+        image=image,
+        generic=generic,
+        core=core,
+        product=product,
+        rebuildable=rebuildable,
+    )
+
+
+def _generic_ir_spirv(path: str, img: Image) -> bytes | None:
+    from aotwheel.formats.ar import read_ar
+    from aotwheel.formats.legacy import ir_payload
+
+    data = image_bytes(path, img)
+    region = Region(data, f"{path} (image {img.index})")
+    for m in read_ar(region):
+        if m.name == "generic_ir":
+            payload = ir_payload(region.sub(m.offset, m.size, "ar member 'generic_ir'"))
+            if payload is not None and sniff(payload.head(8)) == "spirv":
+                return payload.read(0, payload.size, "generic_ir SPIR-V")
+    return None
