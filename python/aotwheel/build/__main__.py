@@ -37,6 +37,7 @@ def _load_toolchain(path: str) -> dict:
 
 
 def cmd_configure(a: argparse.Namespace) -> int:
+    """Find the tools and check the devices; write the toolchain JSON."""
     from aotwheel.build.toolchain import discover
 
     devices = [d for d in a.devices.split(",") if d]
@@ -46,6 +47,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
 
 
 def cmd_spirv(a: argparse.Namespace) -> int:
+    """Compile one kernel source to SPIR-V."""
     from aotwheel.build.spirv import compile_to_spirv
     from aotwheel.toolchain.clang import SpirvToolchain
 
@@ -56,6 +58,7 @@ def cmd_spirv(a: argparse.Namespace) -> int:
 
 
 def cmd_ocloc(a: argparse.Namespace) -> int:
+    """Build one (SPIR-V, device) binary, from the cache when possible."""
     from aotwheel.build.ocloc_job import run_job
 
     t = _load_toolchain(a.toolchain)
@@ -70,6 +73,7 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
 
 
 def cmd_fatbin(a: argparse.Namespace) -> int:
+    """Assemble one source's fat binary and its member list."""
     from aotwheel.build.cache import atomic_write
     from aotwheel.build.fatbin import build_fatbin, member_name, spirv_ir_elf
     from aotwheel.build.manifest import fatbin_info
@@ -89,6 +93,7 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
 
 
 def cmd_tgtsym(a: argparse.Namespace) -> int:
+    """Write the .tgtsym names of all SPIR-V modules."""
     from aotwheel.build.cache import atomic_write
     from aotwheel.build.embed import tgtsym
     from aotwheel.build.spirv import entry_points
@@ -103,6 +108,7 @@ def cmd_tgtsym(a: argparse.Namespace) -> int:
 
 
 def cmd_embed(a: argparse.Namespace) -> int:
+    """Write the embedding C/C++ file and its header (configure time)."""
     from aotwheel.build.embed import EmbeddedImage, render_c, render_header
 
     images = []
@@ -115,6 +121,7 @@ def cmd_embed(a: argparse.Namespace) -> int:
 
 
 def cmd_manifest(a: argparse.Namespace) -> int:
+    """Write _aot_manifest.json."""
     from aotwheel.build.cache import atomic_write
     from aotwheel.build.manifest import build_manifest
 
@@ -133,6 +140,7 @@ def cmd_manifest(a: argparse.Namespace) -> int:
 
 
 def cmd_cache(a: argparse.Namespace) -> int:
+    """Print the cache root and counters as JSON."""
     from aotwheel.build.cache import DeviceCodeCache
 
     c = DeviceCodeCache.from_env()
@@ -142,6 +150,7 @@ def cmd_cache(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m aotwheel.build`` parser, one subcommand per step."""
     p = argparse.ArgumentParser(prog="python -m aotwheel.build", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="step", required=True)
@@ -204,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one step; errors print one line and return 2."""
     args = build_parser().parse_args(argv)
     try:
         return int(args.fn(args) or 0)

@@ -37,12 +37,15 @@ class CacheKey:
     flags: tuple[str, ...] = ()
 
     def digest(self) -> str:
+        """Hex SHA-256 of all fields: the object's file name."""
         blob = json.dumps(asdict(self), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
 
 @dataclass(frozen=True)
 class CacheStats:
+    """Lookups recorded in ``events.log`` since the cache was created."""
+
     hits: int
     misses: int
     stores: int
@@ -82,10 +85,12 @@ class DeviceCodeCache:
 
     @classmethod
     def from_env(cls) -> DeviceCodeCache:
+        """The cache at :func:`default_root` (disabled by ``AOTWHEEL_CACHE_DIR=off``)."""
         return cls(default_root())
 
     @property
     def enabled(self) -> bool:
+        """False when caching is off."""
         return self.root is not None
 
     def _object(self, digest: str) -> Path:
@@ -105,6 +110,7 @@ class DeviceCodeCache:
         return data
 
     def put(self, key: CacheKey, data: bytes, label: str = "") -> None:
+        """Store ``data`` under ``key`` atomically and record a store."""
         if self.root is None:
             return
         digest = key.digest()
@@ -145,6 +151,7 @@ class DeviceCodeCache:
             return None
 
     def store_tool_facts(self, path: str, facts: dict) -> None:
+        """Remember ``facts`` about the tool at ``path`` (see :meth:`tool_facts`)."""
         if self.root is not None:
             atomic_write(self._tool_file(path), json.dumps(facts, sort_keys=True).encode())
 

@@ -22,6 +22,8 @@ _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 @dataclass(frozen=True)
 class EmbeddedImage:
+    """One image to embed: its triple, the kernel source it came from and the file holding it."""
+
     triple: str  # "spir64_gen" | "spir64"
     source: str  # kernel source file name, for humans
     path: str    # file to .incbin

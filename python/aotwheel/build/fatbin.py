@@ -26,6 +26,8 @@ _SHT_STRTAB = 3
 
 @dataclass(frozen=True)
 class Member:
+    """One ar member: name (at most 15 characters, no '/') and data."""
+
     name: str
     data: bytes
 

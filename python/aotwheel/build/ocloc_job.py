@@ -19,6 +19,8 @@ _FLAGS = ("-exclude_ir",)
 
 @dataclass(frozen=True)
 class JobResult:
+    """What one job produced and whether the cache served it."""
+
     output: Path
     size: int
     cache_hit: bool

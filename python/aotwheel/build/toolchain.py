@@ -26,6 +26,7 @@ class OpenToolchain:
     ocloc_names: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
+        """The toolchain JSON the build edges read (paths, versions, ocloc spellings)."""
         return {**self.spirv.to_dict(), "ocloc": self.ocloc, "ocloc_version": self.ocloc_version,
                 "ocloc_names": dict(self.ocloc_names)}
 

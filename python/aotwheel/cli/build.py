@@ -7,6 +7,7 @@ import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``aotwheel build`` to the CLI."""
     p = sub.add_parser(
         "build",
         help="show the open toolchain and the device-code cache",
@@ -20,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Print the toolchain or the cache counters (text or ``--json``)."""
     from aotwheel.build.cache import DeviceCodeCache
 
     cache = DeviceCodeCache.from_env()

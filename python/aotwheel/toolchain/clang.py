@@ -33,9 +33,11 @@ class SpirvToolchain:
 
     @property
     def major(self) -> int:
+        """The LLVM major version both tools share."""
         return int(self.clang_version.split(".")[0])
 
     def to_dict(self) -> dict[str, str]:
+        """Paths and versions, as recorded in the toolchain JSON and the manifest."""
         return {
             "clang": self.clang,
             "clang_version": self.clang_version,
