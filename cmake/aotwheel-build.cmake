@@ -10,6 +10,9 @@
 #                            [DESTINATION <package dir>] # install _aot_manifest.json (+ _aot.py) there
 #                            [PACKAGE <python package>]) # for the _aot.py hook; default from DESTINATION
 #
+# AOTWHEEL_OCLOC_JOBS (CMake variable or environment): at most this many ocloc edges at once
+# (a Ninja job pool), for big kernels whose ocloc runs need many GB each; default: ninja's -j.
+#
 # Per kernel source: clang + llvm-spirv -> SPIR-V; one ocloc edge per (source, device), each
 # looked up in aotwheel's device-code cache first; one ocloc-compatible fat binary (ar) per source;
 # all images embedded in <target> through a generated C file (.incbin, .tgtimg, .tgtsym).
@@ -118,6 +121,20 @@ function(aotwheel_add_device_code target)
   configure_file("${work}/devlist.json.in" "${work}/devlist.json" COPYONLY)  # touched only on change
 
   set(step ${_AOTWHEEL_BUILD_COMMAND})
+  set(pool_args "")
+  if(NOT DEFINED AOTWHEEL_OCLOC_JOBS AND DEFINED ENV{AOTWHEEL_OCLOC_JOBS})
+    set(AOTWHEEL_OCLOC_JOBS "$ENV{AOTWHEEL_OCLOC_JOBS}")
+  endif()
+  if(DEFINED AOTWHEEL_OCLOC_JOBS AND NOT AOTWHEEL_OCLOC_JOBS STREQUAL "")
+    if(NOT AOTWHEEL_OCLOC_JOBS MATCHES "^[1-9][0-9]*$")
+      message(FATAL_ERROR "${fn}: AOTWHEEL_OCLOC_JOBS='${AOTWHEEL_OCLOC_JOBS}' is not a positive integer. Set it to e.g. 2.")
+    endif()
+    get_property(pools GLOBAL PROPERTY JOB_POOLS)
+    if(NOT pools MATCHES "(^|;)aotwheel_ocloc=")
+      set_property(GLOBAL APPEND PROPERTY JOB_POOLS "aotwheel_ocloc=${AOTWHEEL_OCLOC_JOBS}")
+    endif()
+    set(pool_args JOB_POOL aotwheel_ocloc)
+  endif()
   set(fatbins "")
   set(spvs "")
   set(embed_images "")
@@ -165,6 +182,7 @@ function(aotwheel_add_device_code target)
                   --output "${bin}" "--options=${ARG_OPTIONS}"
           DEPENDS "${spv}" "${work}/toolchain.json"
           COMMENT "aotwheel: ocloc ${base} -device ${dev}"
+          ${pool_args}
           VERBATIM)
         list(APPEND natives "${bin}")
         list(APPEND native_args --native "${dev}=${ip}=${bin}")

@@ -361,3 +361,14 @@ def test_duplicate_source_names_stop_configure(tmp_path):
                            f"-Daotwheel_DIR={REPO / 'cmake'}", f"-DPython_EXECUTABLE={sys.executable}"],
                           env=build_env(tmp_path / "cache", USE_AOT_DEVLIST="none"), capture_output=True, text=True)
     assert proc.returncode != 0 and "share the name 'k'" in " ".join(proc.stderr.split())
+
+
+def test_ocloc_job_pool_limits_concurrent_ocloc_edges(tmp_path):
+    require(*TOOLS)
+    src = _downstream(tmp_path, SOURCES[:2])
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc,acm-g10,acm-g11", AOTWHEEL_OCLOC_JOBS="1")
+    _configure_build(src, tmp_path / "b", env, f"-Daotwheel_DIR={REPO / 'cmake'}", jobs=2)
+    assert "pool aotwheel_ocloc\n  depth = 1" in (tmp_path / "b" / "CMakeFiles" / "rules.ninja").read_text()
+    edges = [r for r in _ninja_log(tmp_path / "b") if r[2].endswith(".bin")]
+    assert len(edges) == 6
+    assert all(not (a[0] < b[1] and b[0] < a[1]) for i, a in enumerate(edges) for b in edges[i + 1 :])
