@@ -72,6 +72,26 @@ def logged_runs(log: Path, subcommand: str = "compile") -> list[str]:
     return [l for l in log.read_text().splitlines() if l.split(" ", 1)[0] == subcommand]
 
 
+def other_pythons() -> list[str]:
+    """Installed CPython 3.10+ interpreters other than this one (pyenv's or on PATH)."""
+    import glob
+
+    found = []
+    here = os.path.realpath(sys.executable)
+    for minor in range(10, 15):
+        candidates = [shutil.which(f"python3.{minor}") or ""]
+        candidates += glob.glob(os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/python3.{minor}"))
+        for c in candidates:
+            if not c or os.path.realpath(c) == here:
+                continue
+            probe = subprocess.run([c, "-c", "import sys; print(sys.version_info[:2] >= (3, 10))"],
+                                   capture_output=True, text=True)
+            if probe.returncode == 0 and probe.stdout.strip() == "True":
+                found.append(c)
+                break
+    return found
+
+
 def build_env(cache: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["AOTWHEEL_CACHE_DIR"] = str(cache)

@@ -16,7 +16,7 @@ import pytest
 
 from _build_util import (
     PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, disassemble, embedded_images,
-    logged_runs, ocloc_ip, ocloc_logger, require, run, tgtsym_names,
+    logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run, tgtsym_names,
 )
 
 TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
@@ -35,8 +35,9 @@ def _kernels_in(source: Path, work: Path) -> list[str]:
     return re.findall(r'^\d+ EntryPoint \d+ \d+ "([^"]+)"', txt.read_text(), re.M)
 
 
-def _configure_build(src: Path, build: Path, env: dict[str, str], *defs: str, jobs: int = 2) -> None:
-    run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), f"-DPython_EXECUTABLE={sys.executable}", *defs],
+def _configure_build(src: Path, build: Path, env: dict[str, str], *defs: str, jobs: int = 2,
+                     python: str = sys.executable) -> None:
+    run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), f"-DPython_EXECUTABLE={python}", *defs],
         env=env)
     run(["ninja", "-C", str(build), f"-j{jobs}"], env=env)
 
@@ -51,12 +52,13 @@ def repo_build(tmp_path_factory):
     _configure_build(REPO, root / "b1", env, "-DUSE_AOT_DEVLIST=pvc,ats-m150")
     runs_cold = [r for r in logged_runs(log, "compile") if " -file " in f" {r} "]
     all_cold = log.read_text().splitlines()
-    # A fresh build dir, same kernels and devlist, other Python process: must not run ocloc at all.
-    _configure_build(REPO, root / "b2", env, "-DUSE_AOT_DEVLIST=pvc,ats-m150")
+    # A fresh build dir, same kernels and devlist, another Python when one is installed: no ocloc at all.
+    other = (other_pythons() or [sys.executable])[0]
+    _configure_build(REPO, root / "b2", env, "-DUSE_AOT_DEVLIST=pvc,ats-m150", python=other)
     all_warm = log.read_text().splitlines()[len(all_cold):]
     so1 = next((root / "b1").glob("_kernels*.so"))
     so2 = next((root / "b2").glob("_kernels*.so"))
-    return dict(root=root, so=so1, so_warm=so2, runs_cold=runs_cold, runs_warm=all_warm, env=env,
+    return dict(root=root, so=so1, so_warm=so2, runs_cold=runs_cold, runs_warm=all_warm, env=env, other=other,
                 manifest=root / "b1" / "aotwheel" / "kernels" / "_aot_manifest.json")
 
 
@@ -69,6 +71,7 @@ def test_one_ocloc_compile_per_source_and_device(repo_build):
 
 def test_fresh_build_dir_with_warm_cache_runs_no_ocloc(repo_build):
     assert repo_build["runs_warm"] == []
+    assert repo_build["so_warm"].name == "_kernels.abi3.so"  # built for repo_build["other"]
     events = (repo_build["root"] / "cache" / "v1" / "events.log").read_text().split("\n")
     assert sum(e.startswith("hit ") for e in events) == len(SOURCES) * 2
     a = [i.data for i in embedded_images(repo_build["so"])]

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import REPO, ar_members, build_env, embedded_images, logged_runs, ocloc_ip, ocloc_logger, require, run
+from _build_util import (
+    REPO, ar_members, build_env, embedded_images, logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run,
+)
 
 TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
 
@@ -150,3 +152,16 @@ def test_pyproject_default_devlist_is_the_resolvers_default():
     m = re.search(r'^USE_AOT_DEVLIST\s*=\s*\{\s*env\s*=\s*"USE_AOT_DEVLIST",\s*default\s*=\s*"([^"]*)"\s*\}', text, re.M)
     assert m, "pyproject.toml lost [tool.scikit-build.cmake.define] USE_AOT_DEVLIST"
     assert m.group(1) == DEFAULT_DEVLIST
+
+
+def test_abi3_extension_loads_in_other_python_versions(wheels):
+    others = other_pythons()
+    if not others:
+        pytest.skip("no other CPython >= 3.10 installed to load the abi3 module with")
+    site = wheels["env"]["site"]
+    code = "import sys, aotwheel._kernels as k; sys.stdout.write(k.fatbinary().hex())"
+    env = dict(os.environ, PYTHONPATH=str(site))
+    first_fat = next(i.data for i in embedded_images(wheels["env"]["so"]) if i.triple == "spir64_gen")
+    for py in others:
+        out = run([py, "-c", code], env=env, cwd=str(wheels["root"])).stdout
+        assert bytes.fromhex(out) == first_fat, py
