@@ -72,7 +72,7 @@ def build(work: Path) -> dict[str, dict[str, object]]:
         env = dict(os.environ, AOTWHEEL_CACHE_DIR=str(cache))
         env.pop("USE_AOT_DEVLIST", None)
         t0 = time.perf_counter()
-        cfg = sh(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"], env=env)
+        cfg = sh(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", f"-DPython_EXECUTABLE={sys.executable}"], env=env)
         nin = sh(["ninja", "-C", str(bld)], env=env) if cfg.returncode == 0 else cfg
         seconds = time.perf_counter() - t0
         so = bld / "libkern.so"
