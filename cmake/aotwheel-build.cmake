@@ -234,10 +234,15 @@ function(aotwheel_add_device_code target)
                        --tgtsym "${tgtsym}" ${embed_args})
 
   set(manifest "${work}/_aot_manifest.json")
+  if(dev_jit)
+    set(jit_word on)  # JIT_FALLBACK may override what the devlist said
+  else()
+    set(jit_word off)
+  endif()
   add_custom_command(
     OUTPUT "${manifest}"
     COMMAND ${step} manifest --name "${ARG_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
-            --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --tgtsym "${tgtsym}" ${manifest_gen} ${manifest_spv}
+            --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${tgtsym}" ${manifest_gen} ${manifest_spv}
     DEPENDS ${fatbins} ${spvs} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json"
     COMMENT "aotwheel: ${ARG_NAME} manifest"
     VERBATIM)

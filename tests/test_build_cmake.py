@@ -224,11 +224,18 @@ def test_downstream_devlist_none_embeds_spirv_only(tmp_path):
     assert "sycl-spir64_gen" not in run(["readelf", "-S", "-W", str(so)]).stdout
 
 
-def test_downstream_jit_fallback_off_has_no_spirv(tmp_path):
+@pytest.mark.parametrize("how", ["env", "argument"])
+def test_downstream_jit_fallback_off_has_no_spirv(tmp_path, how):
     require(*TOOLS)
     src = _downstream(tmp_path, SOURCES[:1])
-    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc", USE_AOT_JIT_FALLBACK="OFF")
+    if how == "argument":  # JIT_FALLBACK OFF on the call overrides the resolved devlist
+        cml = src / "CMakeLists.txt"
+        cml.write_text(cml.read_text().replace("DEVLIST DEVS", "DEVLIST DEVS JIT_FALLBACK OFF"))
+    extra = {"USE_AOT_JIT_FALLBACK": "OFF"} if how == "env" else {}
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc", **extra)
     _configure_build(src, tmp_path / "b", env, f"-Daotwheel_DIR={REPO / 'cmake'}")
+    manifest = json.loads((tmp_path / "b" / "aotwheel" / "dk" / "_aot_manifest.json").read_text())
+    assert manifest["devlist"]["jit_fallback"] is False
     images = embedded_images(next((tmp_path / "b").glob("libmyext*.so")))
     assert [i.triple for i in images] == ["spir64_gen"]
     fat = tmp_path / "fat.ar"

@@ -132,7 +132,10 @@ def cmd_manifest(a: argparse.Namespace) -> int:
         info = path + ".json" if Path(path + ".json").is_file() else ""
         images.append({"triple": triple, "source": source, "path": path, "info": info})
     kernels = [k.decode() for k in Path(a.tgtsym).read_bytes().split(b"\0") if k] if a.tgtsym else []
-    doc = build_manifest(name=a.name, devlist=json.loads(Path(a.devlist).read_text()),
+    devlist = json.loads(Path(a.devlist).read_text())
+    if a.jit_fallback is not None:
+        devlist["jit_fallback"] = a.jit_fallback == "on"
+    doc = build_manifest(name=a.name, devlist=devlist,
                          toolchain=_load_toolchain(a.toolchain), options=a.options, images=images,
                          kernels=kernels)
     atomic_write(Path(a.output), (json.dumps(doc, indent=2) + "\n").encode())
@@ -204,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--toolchain", required=True)
     s.add_argument("--options", default="")
     s.add_argument("--tgtsym")
+    s.add_argument("--jit-fallback", choices=("on", "off"), help="what was built (overrides the devlist JSON)")
     s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
     s.set_defaults(fn=cmd_manifest)
 
