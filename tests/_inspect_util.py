@@ -1,0 +1,156 @@
+"""Helpers for the inspector tests: real tools (clang-15, llvm-spirv-15, ocloc, gcc, readelf, ar),
+pinned downloads cached under tests/.cache, and readings of binaries that do not use aotwheel."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+DATA = TESTS / "data"
+CACHE = TESTS / ".cache"
+
+KERNELS_CL = """
+kernel void add(global float* a, global const float* b) { size_t i = get_global_id(0); a[i] += b[i]; }
+kernel void mul(global float* a, global const float* b) { size_t i = get_global_id(0); a[i] *= b[i]; }
+kernel void neg(global float* a) { size_t i = get_global_id(0); a[i] = -a[i]; }
+"""
+KERNEL_NAMES = ("add", "mul", "neg")
+
+
+def require(*tools: str) -> None:
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (CI installs it)")
+
+
+def run(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def spirv(workdir: Path) -> Path:
+    """SPIR-V for KERNELS_CL straight from clang-15 + llvm-spirv-15."""
+    require("clang-15", "llvm-spirv-15")
+    src = workdir / "k.cl"
+    src.write_text(KERNELS_CL)
+    run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(workdir / "k.bc")])
+    run(["llvm-spirv-15", str(workdir / "k.bc"), "-o", str(workdir / "k.spv")])
+    return workdir / "k.spv"
+
+
+def ocloc_single(spv: Path, device: str, outdir: Path) -> tuple[Path, str]:
+    """A single-device ``ocloc compile``; returns the .bin and the core ocloc names in its file name
+    (``k_XE_HPC_COREpvc.bin`` -> ``XE_HPC_CORE``)."""
+    require("ocloc")
+    out = outdir / f"single-{device}"
+    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "k", "-out_dir", str(out)])
+    (binary,) = out.glob("k_*.bin")
+    return binary, binary.name[2:].removesuffix(".bin")
+
+
+def ocloc_fat(spv: Path, devices: str, outdir: Path, name: str = "kfat") -> Path:
+    """``ocloc compile -device a,b`` (no -out_dir: ocloc then writes the ar fat binary in cwd)."""
+    require("ocloc")
+    outdir.mkdir(parents=True, exist_ok=True)
+    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices, "-output", name], cwd=outdir)
+    return outdir / name
+
+
+def ocloc_ip(device: str) -> str:
+    words = run(["ocloc", "ids", device]).stdout.split()
+    ips = [w for w in words if re.fullmatch(r"\d+\.\d+\.\d+", w)]
+    assert len(ips) == 1, words
+    return ips[0]
+
+
+def ar_names(path: Path) -> list[str]:
+    require("ar")
+    return run(["ar", "t", str(path)]).stdout.split()
+
+
+def build_so(workdir: Path, images: list[tuple[str, Path]], kernels: dict[str, list[str]], name: str = "libdev.so") -> Path:
+    """A real PIC shared object laid out like icpx/our build: each image ``.incbin``-ed into
+    ``__CLANG_OFFLOAD_BUNDLE__sycl-<triple>``, a ``.tgtimg`` of ``.quad start, size`` pairs (which
+    become R_X86_64_RELATIVE relocations with 0 in the section) and a ``.tgtsym`` name table."""
+    require("gcc")
+    lines = []
+    for i, (triple, path) in enumerate(images):
+        lines += [f'.section __CLANG_OFFLOAD_BUNDLE__sycl-{triple},"a"', ".balign 16", f"img{i}_start:", f'.incbin "{path}"', f"img{i}_end:"]
+    lines += ['.section .tgtimg,"aw"', ".balign 16"]
+    lines += [f".quad img{i}_start, img{i}_end - img{i}_start" for i in range(len(images))]
+    lines += ['.section .tgtsym,""']
+    lines += [f'.asciz "sycl-{triple}-unknown-unknown.{k}"' for triple, names in kernels.items() for k in names]
+    lines += [".text", ".globl anchor", ".type anchor,@function", "anchor: ret"]
+    asm = workdir / f"{name}.s"
+    asm.write_text("\n".join(lines) + "\n")
+    out = workdir / name
+    run(["gcc", "-shared", "-fPIC", "-nostdlib", "-o", str(out), str(asm)])
+    return out
+
+
+def relocs_into(so: Path, section: str) -> list[tuple[int, str, int]]:
+    """``(offset, type, addend)`` of dynamic relocations that land in ``section``, per readelf."""
+    require("readelf")
+    sec = {}
+    for line in run(["readelf", "-SW", str(so)]).stdout.splitlines():
+        m = re.search(r"\]\s+(\S+)\s+\S+\s+([0-9a-f]{16})\s+[0-9a-f]+\s+([0-9a-f]+)", line)
+        if m:
+            sec[m[1]] = (int(m[2], 16), int(m[3], 16))
+    lo, size = sec[section]
+    out = []
+    for line in run(["readelf", "-rW", str(so)]).stdout.splitlines():
+        m = re.match(r"^([0-9a-f]{12,16})\s+[0-9a-f]+\s+(R_X86_64_\w+)\s+([0-9a-f]+)", line)
+        if m and lo <= int(m[1], 16) < lo + size:
+            out.append((int(m[1], 16), m[2], int(m[3], 16)))
+    return out
+
+
+def readelf_notes(path: Path) -> dict[int, bytes]:
+    """IntelGT compat notes as readelf prints them (type -> description bytes)."""
+    require("readelf")
+    text = run(["readelf", "-n", "--wide", str(path)]).stdout
+    section = text.split("Displaying notes found in: .note.intelgt.compat", 1)[1].split("Displaying notes", 1)[0]
+    notes = {}
+    for line in section.splitlines():
+        m = re.match(r"\s*IntelGT\s+0x[0-9a-f]+\s+(.*?)\s+description data: ([0-9a-f ]+)", line)
+        if not m:
+            continue
+        t = re.search(r"\(0x([0-9a-f]+)\)", m[1])
+        # readelf names types 1/2/4 after generic ELF notes; the order in the file is 1, 2, 3, 4, 6...
+        ntype = int(t[1], 16) if t else {"NT_VERSION (version)": 1, "NT_ARCH (architecture)": 2, "GO BUILDID": 4}[m[1].strip()]
+        notes[ntype] = bytes.fromhex(m[2])
+    return notes
+
+
+def fetch(url_name: str, version: str, filename: str, sha256: str) -> Path:
+    """A pinned wheel from PyPI (pip download), cached under tests/.cache and checked by sha256."""
+    dest = CACHE / filename
+    if not dest.exists() or hashlib.sha256(dest.read_bytes()).hexdigest() != sha256:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        m = re.search(r"-(cp\d+)-[^-]+-(manylinux\w+)\.whl$", filename)
+        target = ["--python-version", m[1][2] + "." + m[1][3:], "--platform", m[2]] if m else []
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", *target, "-d", str(CACHE), f"{url_name}=={version}"],
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0 or not dest.exists():
+            pytest.skip(f"cannot download {url_name}=={version} from PyPI: {proc.stderr.strip()[-200:]}")
+    digest = hashlib.sha256(dest.read_bytes()).hexdigest()
+    assert digest == sha256, f"{filename}: sha256 {digest} != pinned {sha256}"
+    return dest
+
+
+def decompress_to(src: Path, dest: Path) -> Path:
+    require("zstd")
+    run(["zstd", "-d", "-q", "-f", str(src), "-o", str(dest)])
+    return dest
