@@ -50,6 +50,13 @@ def test_verdicts_on_real_libraries(libs: dict[str, Path], variant: str, device:
     assert v.ip == f"cc {device[3:-1]}.{device[-1]}"
 
 
+def test_rdc_library_loses_its_ptx_at_device_link() -> None:
+    # -rdc=true: nvlink keeps cubins only, so the compute_90 PTX cannot serve a newer GPU.
+    so = nvcc_out("libcheck_rdc.so", "-shared", "-Xcompiler", "-fPIC", "-rdc=true", "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD)))
+    [v] = check_cuda(so, "sm_100", policy="ignore")
+    assert v.verdict == "unsupported" and v.targets == ("sm_90",)
+
+
 def test_jit_warns_once_per_device_and_binary(libs: dict[str, Path]) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -107,6 +107,24 @@ def test_shared_library_with_several_gencodes_agrees_with_cuobjdump(vadd: Path) 
             assert f".target sm_{e.arch}".encode() in data
 
 
+def test_relocatable_device_code_is_kept_apart(vadd: Path) -> None:
+    vscale = source("vscale.cu", VSCALE)
+    gencode = ["-gencode=arch=compute_90,code=[sm_90,compute_90]", "-gencode=arch=compute_80,code=sm_80"]
+    so = nvcc_out("librdc.so", "-shared", "-Xcompiler", "-fPIC", "-rdc=true", *gencode, str(vadd), str(vscale))
+    obj = nvcc_out("vadd.rdc.o", "-c", "-Xcompiler", "-fPIC", "-rdc=true", *gencode, str(vadd))
+    fat = read_fatbin(so)
+    assert fat is not None
+    # What the driver loads is nvlink's output (measured: no PTX survives the device link) ...
+    assert cuobjdump_names(fat) == listing(so)
+    assert all(e.kind == "cubin" for e in fat.entries)
+    # ... while each translation unit's pre-link images stay in __nv_relfatbin.
+    assert sorted(e.target for e in fat.relocatable_entries) == sorted(["sm_90", "compute_90", "sm_80"] * 2)
+    ofat = read_fatbin(obj)
+    assert ofat is not None and ofat.entries == () and ofat.section == "__nv_relfatbin"
+    listed = listing(obj)  # for an object, cuobjdump lists the relocatable images
+    assert [(e.kind, f"sm_{e.arch}") for e in ofat.relocatable_entries] == listed
+
+
 def test_arch_and_family_specific_flags(vadd: Path) -> None:
     fat_path = nvcc_out(
         "vadd.af.fatbin", "-fatbin",

@@ -103,11 +103,22 @@ class FatbinContainer:
     version: int
     size: int  # fat_size: bytes of entries after the header
     entries: tuple[FatbinEntry, ...]
+    section: str | None = None  # ".nv_fatbin", "__nv_relfatbin", or None for a raw file
+
+    @property
+    def relocatable(self) -> bool:
+        """Pre-link images (-rdc) kept for a later device link: the driver never loads them."""
+        return self.section == "__nv_relfatbin"
 
 
 @dataclass(frozen=True)
 class Fatbin:
-    """Every container and entry found; ``section`` names the ELF section (None for a raw file)."""
+    """Every container and entry found; ``section`` names the ELF sections read (None for a raw file).
+
+    :attr:`entries` are the images the CUDA driver can load (``.nv_fatbin``, or a raw fat
+    binary); :attr:`relocatable_entries` are ``-rdc`` objects in ``__nv_relfatbin``, input for a
+    later device link only (cuobjdump lists them only for files without ``.nv_fatbin``).
+    """
 
     path: str
     section: str | None
@@ -115,7 +126,11 @@ class Fatbin:
 
     @property
     def entries(self) -> tuple[FatbinEntry, ...]:
-        return tuple(e for c in self.containers for e in c.entries)
+        return tuple(e for c in self.containers if not c.relocatable for e in c.entries)
+
+    @property
+    def relocatable_entries(self) -> tuple[FatbinEntry, ...]:
+        return tuple(e for c in self.containers if c.relocatable for e in c.entries)
 
     @property
     def cubin_targets(self) -> tuple[str, ...]:
@@ -135,6 +150,7 @@ class Fatbin:
             "cubin": list(self.cubin_targets),
             "ptx": list(self.ptx_targets),
             "entries": [e.to_dict() for e in self.entries],
+            "relocatable": [e.to_dict() for e in self.relocatable_entries],
         }
 
 
@@ -167,7 +183,7 @@ def parse_fatbin(region: Region, *, path: str | None = None, section: str | None
             raise region.error(off, f"fat binary container header size {header_size} is below 16")
         body = region.sub(off + header_size, fat_size, "fat binary container")
         entries = _entries(body, len(containers))
-        containers.append(FatbinContainer(region.where(off), version, fat_size, entries))
+        containers.append(FatbinContainer(region.where(off), version, fat_size, entries, section))
         off += header_size + fat_size
     return Fatbin(path or region.label, section, tuple(containers))
 
