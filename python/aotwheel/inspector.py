@@ -47,6 +47,8 @@ class Image:
     members: list[str] = field(default_factory=list)  # ar member names, padding excluded
     sha256: str | None = None  # of the stored bytes; deep mode only
     kernels: int | None = None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
+    listed_size: int | None = None  # the size the image table claims, when it differs from size
+    arch: str | None = None  # OffloadBinary "arch" string (new offload model objects)
 
 
 @dataclass
@@ -167,6 +169,10 @@ def _mapped(path: Path) -> Iterator[Region]:
         if size == 0:
             raise InspectError(f"{label}: empty file at offset 0x0; rebuild or re-download it")
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        if hasattr(mm, "madvise") and hasattr(mmap, "MADV_RANDOM"):
+            # Headers are scattered through big binaries; default readahead would pull in
+            # most of the file around each of them.
+            mm.madvise(mmap.MADV_RANDOM)
         try:
             yield Region(mm, label)
         finally:
@@ -343,13 +349,18 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
     fr = walk.report
     index = len(fr.images)
     kind = sniff(region.head(64))
-    img = Image(index=index, offset=region.where(0), size=region.size, kind=kind, triple=triple, compressed=kind == "zstd", section=section)
+    img = Image(index=index, offset=region.where(0), size=region.size, kind=kind, triple=triple, compressed=kind == "zstd", section=section, arch=offload_arch)
     fr.images.append(img)
-    if walk.deep:
-        img.sha256 = hashlib.sha256(region.view(0, region.size, "image")).hexdigest()
     if kind == "zstd":
         from aotwheel.formats import zstd
 
+        stored = zstd.frame_size(region)
+        if stored != region.size:
+            img.listed_size, img.size = region.size, stored
+            region = region.sub(0, stored, "zstd frame")
+    if walk.deep:
+        img.sha256 = hashlib.sha256(region.view(0, region.size, "image")).hexdigest()
+    if kind == "zstd":
         img.decompressed_size = zstd.content_size(region)
         img.content = sniff(zstd.peek(region, 64))
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.

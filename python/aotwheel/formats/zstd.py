@@ -50,3 +50,29 @@ def decompress(region: Region, cap: int = DEFAULT_CAP) -> bytes:
     if declared is not None and total != declared:
         raise region.error(0, f"zstd frame declares {declared} bytes but holds {total}")
     return b"".join(chunks)
+
+
+def frame_size(region: Region) -> int:
+    """Bytes the zstd frame at the start of ``region`` occupies, from its block headers only.
+
+    Needed because some producers record the *decompressed* size in ``.tgtimg`` (onemkl-sycl
+    2026.2: 980 stored bytes listed as 2560), so the table's size overlaps the next image.
+    """
+    (fhd,) = region.unpack("<B", 4, "zstd frame header")
+    single_segment = (fhd >> 5) & 1
+    pos = 5 + (0 if single_segment else 1)
+    pos += (0, 1, 2, 4)[fhd & 3]  # dictionary id
+    pos += (single_segment, 2, 4, 8)[fhd >> 6]  # frame content size
+    while True:
+        (b0, b1, b2) = region.unpack("<3B", pos, "zstd block header")
+        header = b0 | (b1 << 8) | (b2 << 16)
+        last, btype, bsize = header & 1, (header >> 1) & 3, header >> 3
+        if btype == 3:
+            raise region.error(pos, "reserved zstd block type")
+        pos += 3 + (1 if btype == 1 else bsize)
+        region.check(0, pos, "zstd block")
+        if last:
+            break
+    pos += 4 if (fhd >> 2) & 1 else 0  # content checksum
+    region.check(0, pos, "zstd checksum")
+    return pos
