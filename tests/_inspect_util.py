@@ -81,7 +81,8 @@ def ar_names(path: Path) -> list[str]:
 def build_so(workdir: Path, images: list[tuple[str, Path]], kernels: dict[str, list[str]], name: str = "libdev.so") -> Path:
     """A real PIC shared object laid out like icpx/our build: each image ``.incbin``-ed into
     ``__CLANG_OFFLOAD_BUNDLE__sycl-<triple>``, a ``.tgtimg`` of ``.quad start, size`` pairs (which
-    become R_X86_64_RELATIVE relocations with 0 in the section) and a ``.tgtsym`` name table."""
+    become R_X86_64_RELATIVE relocations; GNU ld also stores the address in the section) and a
+    ``.tgtsym`` name table."""
     require("gcc")
     lines = []
     for i, (triple, path) in enumerate(images):

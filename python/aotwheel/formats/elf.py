@@ -159,11 +159,11 @@ def _tgtimg_images(view: ElfView, tgtimg: Section) -> list[HostImage]:
         raise region.error(tgtimg.offset, f".tgtimg size {tgtimg.size} is not a multiple of {_TGTIMG_ENTRY}")
     endian = "<"
     raw = [struct.unpack_from(endian + "QQ", region.buf, region.start + tgtimg.offset + i) for i in range(0, tgtimg.size, _TGTIMG_ENTRY)]
-    addrs = [a for a, _ in raw]
-    # In PIC objects the table may hold 0 and the address is the RELATIVE relocation's addend.
-    zero_slots = {tgtimg.addr + i * _TGTIMG_ENTRY for i, (a, n) in enumerate(raw) if a == 0 and n}
-    relocs = _relative_relocs(view, want_offsets=zero_slots, want_addends=set())
-    addrs = [a or relocs.get(tgtimg.addr + i * _TGTIMG_ENTRY, 0) for i, a in enumerate(addrs)]
+    # In a PIC .so the loader writes each slot from its RELATIVE relocation's addend, whatever the
+    # section holds (GNU ld stores the address too; some real wheels store 0): the addend wins.
+    slots = {tgtimg.addr + i * _TGTIMG_ENTRY for i in range(len(raw))}
+    relocs = _relative_relocs(view, want_offsets=slots, want_addends=set())
+    addrs = [relocs.get(tgtimg.addr + i * _TGTIMG_ENTRY, a) for i, (a, _) in enumerate(raw)]
     table = (tgtimg.addr, tgtimg.addr + tgtimg.size)
     descs = _descriptors(view, {a for a in addrs if a}, skip=table)
     images: list[HostImage] = []
@@ -209,7 +209,7 @@ def _pointer_at(view: ElfView, vaddr: int, relocs: dict[int, int]) -> int:
     if off is None:
         return 0
     (value,) = view.region.unpack("<Q", off, "descriptor pointer")
-    return value or relocs.get(vaddr, 0)
+    return relocs.get(vaddr, value)
 
 
 def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -> dict[int, tuple[str | None, str | None]]:
