@@ -155,3 +155,41 @@ def decompress_to(src: Path, dest: Path) -> Path:
     require("zstd")
     run(["zstd", "-d", "-q", "-f", str(src), "-o", str(dest)])
     return dest
+
+
+def drop_from_page_cache(path: Path) -> None:
+    """Write back and evict one file's pages (only that file; needs no privileges)."""
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def resident_bytes(path: Path) -> int:
+    """How much of ``path`` sits in the page cache (mincore over a fresh mapping)."""
+    import ctypes
+    import os
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    page = os.sysconf("SC_PAGE_SIZE")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+        assert addr not in (None, ctypes.c_void_p(-1).value), "mmap failed"
+        vec = (ctypes.c_ubyte * ((size + page - 1) // page))()
+        try:
+            assert libc.mincore(addr, size, vec) == 0, ctypes.get_errno()
+        finally:
+            libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+    return sum(v & 1 for v in vec) * page
