@@ -134,3 +134,17 @@ def test_mutated_real_binaries_raise_only_inspect_error(real, tmp_path, data):
         inspect(p, deep=True)
     except InspectError as exc:
         assert "\n" not in str(exc)
+
+
+def test_handmade_offloadbinary_with_oversized_claims_is_rejected():
+    """No tool here emits LLVM OffloadBinary (no clang-offload-packager), so only the error paths
+    are exercised, on hand-made headers: sizes and offsets beyond the data are refused."""
+    from aotwheel.formats.offload import read_offload
+
+    header = struct.pack("<4sIQQQ", b"\x10\xff\x10\xad", 1, 1 << 40, 32, 40)
+    with pytest.raises(InspectError, match="OffloadBinary .* runs past the end"):
+        read_offload(Region(header + bytes(64), "obj.o"))
+    entry = struct.pack("<HHIQQQQ", 6, 8, 0, 80, 1 << 30, 96, 4)  # 2^30 strings claimed
+    blob = struct.pack("<4sIQQQ", b"\x10\xff\x10\xad", 1, 128, 32, 40) + entry + bytes(128 - 32 - 40)
+    with pytest.raises(InspectError, match="string table .* runs past the end"):
+        read_offload(Region(blob, "obj.o"))
