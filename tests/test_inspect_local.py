@@ -188,3 +188,18 @@ def test_host_elf_without_device_code_is_reported_empty(tmp_path):
     run(["gcc", "-shared", "-fPIC", "-o", str(tmp_path / "plain.so"), str(src)])
     (fr,) = inspect(tmp_path / "plain.so").files
     assert (fr.kind, fr.images, fr.native_targets, fr.ir, fr.kernels) == ("elf", [], [], [], None)
+
+
+def test_ip_unknown_to_the_catalog_is_reported_with_a_null_name(mat):
+    # REFERENCE.md §2 lists 12.60.1 (pvc-sdv) and 12.60.7 (pvc) for xe-hpc; ocloc also knows
+    # pre-production steppings. Build for one of those: it must be listed, with name None.
+    listed = {"12.60.1", "12.60.7"}
+    words = run(["ocloc", "ids", "xe-hpc"]).stdout.split()
+    extra = sorted(w for w in words if w.startswith("12.60.") and w not in listed)
+    if not extra:
+        pytest.skip("this ocloc knows no pre-production xe-hpc stepping")
+    fat = ocloc_fat(mat["spv"], f"{extra[0]},pvc", mat["dir"] / "preprod")
+    (fr,) = inspect(fat).files
+    assert {(t.name, t.ip) for t in fr.native_targets} == {(None, extra[0]), ("pvc", "12.60.7")}
+    doc = inspect(fat).to_dict()
+    assert {"name": None, "ip": extra[0]}.items() <= next(t for t in doc["files"][0]["native_targets"] if t["ip"] == extra[0]).items()

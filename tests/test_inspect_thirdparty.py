@@ -156,3 +156,23 @@ def test_onemkl_stats_zstd_images_classified_without_decompressing_everything(tm
         assert img.decompressed_size == len(cli)
         if img.listed_size is not None:
             assert img.listed_size == len(cli) > img.size
+
+
+XPUMEM = DATA / "vllm-xpu-kernels-0.1.16.2" / "xpumem_allocator.abi3.so.zst"
+
+
+def test_vllm_duplicate_members_and_unnamed_core_are_reported_not_dropped(tmp_path):
+    so = decompress_to(XPUMEM, tmp_path / "xpumem_allocator.abi3.so")
+    (fat,) = _independent_fat_binaries(so, tmp_path)
+    names = [n.rstrip("/") for n in run(["ar", "t", str(tmp_path / "fat0" / "f.ar")]).stdout.split()]
+    (fr,) = inspect(so).files
+    got = [t.member for t in fr.native_targets]
+    assert got == [n for n in names if n.startswith("64.")]
+    assert names.count("64.35.11.0") == 2
+    assert any("'64.35.11.0' appears more than once" in w for w in fr.warnings)
+    cri = [t for t in fr.native_targets if t.member == "64.35.11.0"]
+    assert {(t.name, t.ip) for t in cri} == {("cri", fat["64.35.11.0"])} == {("cri", "35.11.0")}
+    # readelf's reading of the core note; a value aotwheel has no name for stays visible as a number.
+    notes = readelf_notes(tmp_path / "fat0" / "64.35.11.0")
+    core = int.from_bytes(notes[2], "little")
+    assert {t.core for t in cri} == {f"core {core:#x}"}

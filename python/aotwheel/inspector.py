@@ -412,6 +412,9 @@ def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> Non
     for m in read_ar(region):
         if m.is_padding:
             continue
+        if m.name in img.members:
+            # Seen in vllm-xpu-kernels 0.1.16.2 (two 64.35.11.0 members): only the first is used.
+            walk.report.warnings.append(f"image {img.index}: ar member {m.name!r} appears more than once; the driver uses the first")
         img.members.append(m.name)
         body = region.sub(m.offset, m.size, f"ar member {m.name!r}")
         kind = sniff(body.head(64))
