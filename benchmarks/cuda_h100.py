@@ -124,111 +124,20 @@ def extract_containers(so: Path, fat, dest: Path) -> list[Path]:  # type: ignore
     return files
 
 
-# ---- 4/5. the CUDA driver through ctypes ----------------------------------------------------------
+# ---- 4/5. kernels and first-use timing (aotwheel.selftest_cuda drives the CUDA driver) -----------
 
-class Driver:
-    """The few driver API calls we need; every return code is checked."""
+def run_kernels(so: Path) -> dict[str, object]:
+    """aotwheel's CUDA selftest on the library: every kernel vs NumPy (float64)."""
+    from aotwheel.selftest_cuda import run_cuda
 
-    def __init__(self) -> None:
-        self.lib = ctypes.CDLL("libcuda.so.1")
-        self.ctx = ctypes.c_void_p()
-        self.check("cuInit", 0)
-        dev = ctypes.c_int()
-        self.check("cuDeviceGet", ctypes.byref(dev), 0)
-        self.check("cuDevicePrimaryCtxRetain", ctypes.byref(self.ctx), dev)
-        self.check("cuCtxSetCurrent", self.ctx)
-
-    def check(self, fn: str, *args) -> None:  # type: ignore[no-untyped-def]
-        rc = getattr(self.lib, fn)(*args)
-        if rc != 0:
-            name = ctypes.c_char_p()
-            self.lib.cuGetErrorName(rc, ctypes.byref(name))
-            raise RuntimeError(f"{fn} failed: {name.value.decode() if name.value else rc}")
-
-    def load(self, data: bytes) -> ctypes.c_void_p:
-        mod = ctypes.c_void_p()
-        self.check("cuModuleLoadData", ctypes.byref(mod), ctypes.c_char_p(data))
-        return mod
-
-    def function(self, mod: ctypes.c_void_p, name: str) -> ctypes.c_void_p:
-        fn = ctypes.c_void_p()
-        self.check("cuModuleGetFunction", ctypes.byref(fn), mod, name.encode())
-        return fn
-
-    def alloc(self, nbytes: int) -> ctypes.c_uint64:
-        ptr = ctypes.c_uint64()
-        self.check("cuMemAlloc_v2", ctypes.byref(ptr), ctypes.c_size_t(nbytes))
-        return ptr
-
-    def put(self, array) -> ctypes.c_uint64:  # type: ignore[no-untyped-def]
-        ptr = self.alloc(array.nbytes)
-        self.check("cuMemcpyHtoD_v2", ptr, array.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(array.nbytes))
-        return ptr
-
-    def get(self, ptr: ctypes.c_uint64, like):  # type: ignore[no-untyped-def]
-        import numpy as np
-
-        out = np.empty_like(like)
-        self.check("cuMemcpyDtoH_v2", out.ctypes.data_as(ctypes.c_void_p), ptr, ctypes.c_size_t(out.nbytes))
-        return out
-
-    def launch(self, fn: ctypes.c_void_p, grid: tuple[int, int], block: tuple[int, int], *args) -> None:  # type: ignore[no-untyped-def]
-        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
-        self.check("cuLaunchKernel", fn, grid[0], grid[1], 1, block[0], block[1], 1, 0, None, params, None)
-        self.check("cuCtxSynchronize")
+    results, why = run_cuda(so)
+    if not results:
+        return {"pass": False, "error": why}
+    r = results[0]
+    return {"pass": r.ok, "device": r.device, "verdict": r.verdict, "load_ms": r.build_ms, "error": r.error,
+            "max_error": {k.name: k.max_error for k in r.kernels}, "tolerance": r.kernels[0].tolerance if r.kernels else None}
 
 
-def run_kernels(files: list[Path]) -> dict[str, object]:
-    """Every kernel of every module on fresh random data, checked against NumPy (float64)."""
-    import numpy as np
-
-    drv = Driver()
-    funcs = {}
-    for path in files:
-        mod = drv.load(path.read_bytes())
-        for name in KERNEL_NAMES:
-            try:
-                funcs[name] = drv.function(mod, name)
-            except RuntimeError:
-                pass
-    rng = np.random.default_rng()
-    f32, u32 = np.float32, ctypes.c_uint32
-    results: dict[str, object] = {}
-
-    def rel(out, ref) -> float:  # type: ignore[no-untyped-def]
-        if not np.all(np.isfinite(out)):
-            return float("inf")  # NaN poison left behind = an element nobody wrote
-        return float(np.linalg.norm(out.astype(np.float64) - ref) / max(np.linalg.norm(ref), 1e-30))
-
-    n = 1 << 20
-    a, b = rng.standard_normal(n).astype(f32), rng.standard_normal(n).astype(f32)
-    da, db, dc = drv.put(a), drv.put(b), drv.put(np.full(n, np.nan, f32))
-    drv.launch(funcs["vector_add"], ((n + 255) // 256, 1), (256, 1), da, db, dc, u32(n))
-    results["vector_add"] = rel(drv.get(dc, a), a.astype(np.float64) + b)
-    alpha = f32(rng.standard_normal())
-    drv.launch(funcs["saxpy"], ((n + 255) // 256, 1), (256, 1), ctypes.c_float(alpha), da, db, u32(n))
-    results["saxpy"] = rel(drv.get(db, b), float(alpha) * a.astype(np.float64) + b)
-    # reduce_sum: one work-group of 256 with a global scratch buffer (see csrc/aotwheel_portable.h);
-    # positive data so that the float32 sum is not dominated by cancellation.
-    u = rng.random(n).astype(f32)
-    du, partial, scratch = drv.put(u), drv.put(np.full(1, np.nan, f32)), drv.put(np.full(256, np.nan, f32))
-    drv.launch(funcs["reduce_sum"], (1, 1), (256, 1), du, partial, scratch, u32(n))
-    results["reduce_sum"] = rel(drv.get(partial, np.zeros(1, f32)), np.array([u.astype(np.float64).sum()]))
-    rows, cols = 4096, 333
-    x = rng.standard_normal((rows, cols)).astype(f32) * 4
-    dx, dy = drv.put(x), drv.put(np.full_like(x, np.nan))
-    drv.launch(funcs["softmax_rows"], ((rows + 255) // 256, 1), (256, 1), dx, dy, u32(rows), u32(cols))
-    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
-    results["softmax_rows"] = rel(drv.get(dy, x), e / e.sum(axis=1, keepdims=True))
-    m, k, nn = 509, 385, 271  # not multiples of the 16x16 tile: exercises the edges
-    A, B = rng.standard_normal((m, k)).astype(f32), rng.standard_normal((k, nn)).astype(f32)
-    dA, dB, dC = drv.put(A), drv.put(B), drv.put(np.full((m, nn), np.nan, f32))
-    drv.launch(funcs["gemm_tiled"], ((nn + 15) // 16, (m + 15) // 16), (16, 16), dA, dB, dC, u32(m), u32(nn), u32(k))
-    results["gemm_tiled"] = rel(drv.get(dC, np.zeros((m, nn), f32)), A.astype(np.float64) @ B)
-    return {"rel_error": results, "pass": all(v < TOLERANCE for v in results.values()), "tolerance": TOLERANCE, "kernels": sorted(funcs)}
-
-
-TOLERANCE = 1e-4  # relative L2 error vs float64; float32 arithmetic lands far below (METHOD.md)
 KERNEL_NAMES = ("vector_add", "saxpy", "reduce_sum", "softmax_rows", "gemm_tiled")
 
 
@@ -236,6 +145,8 @@ def child_load(files: list[str]) -> None:
     """One fresh process: time context creation, cuModuleLoadData of every module, looking up
     every kernel (with lazy loading, CUDA 12+'s default, work can move here) and the first
     launch of vector_add; prints JSON. first_use_ms = load + lookup + first launch."""
+    from aotwheel.selftest_cuda import CudaError, Driver
+
     t0 = time.perf_counter()
     drv = Driver()
     t1 = time.perf_counter()
@@ -251,7 +162,7 @@ def child_load(files: list[str]) -> None:
         for name in KERNEL_NAMES:
             try:
                 funcs[name] = drv.function(mod, name)
-            except RuntimeError:
+            except CudaError:
                 pass
     t3 = time.perf_counter()
     n = 1 << 16
@@ -402,7 +313,7 @@ def main() -> int:
         if probe.devices and not args.no_gpu:
             files = extract_containers(so, fat, work / f"containers_{name}")
             try:
-                v["kernels"] = run_kernels(files)
+                v["kernels"] = run_kernels(so)
             except Exception as exc:  # record and go on: the other variants still count
                 v["kernels"] = {"pass": False, "error": f"{type(exc).__name__}: {exc}"}
             try:

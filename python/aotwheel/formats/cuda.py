@@ -280,6 +280,8 @@ def _read_region(region: Region, name: str) -> Fatbin | None:
         return parse_fatbin(region, path=name)
     if head != b"\x7fELF":
         return None
+    if len(region) < 64:  # the smallest ELF header (ELF64); ELF32 is 52, but no CUDA host is 32-bit
+        raise region.error(0, f"ELF file of {len(region)} bytes is shorter than its header")
     from aotwheel.formats.elf import open_elf
 
     view = open_elf(region)
