@@ -224,17 +224,18 @@ def kernel_set(count: int = 36) -> list[list[Kernel]]:
 def write_workload(out_dir: Path | str, *, kernels: int = 36, files: int = 4) -> list[Path]:
     """Write ``files`` OpenCL C sources holding ``kernels`` kernels; return their paths.
 
-    Each family is dealt round-robin over the files, so every file gets one GEMM of each tile
-    configuration and costs ocloc about the same (balanced ninja edges).
+    The kernels (family by family) are dealt round-robin over the files, so file sizes differ by
+    at most one kernel and, with 48 kernels in 2 or 4 files, every file gets each GEMM tile
+    configuration once and costs ocloc about the same (balanced ninja edges).
     """
     if files < 1 or files > kernels:
         raise ValueError("files must be between 1 and the number of kernels")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fams = kernel_set(kernels)
+    ordered = [k for fam in kernel_set(kernels) for k in fam]
     paths = []
     for i in range(files):
-        mine = [k for fam in fams for k in fam[i::files]]
+        mine = ordered[i::files]
         text = _HEADER.format(count=len(mine)) + "".join(k.source for k in mine)
         path = out / f"ops_{i}.cl"
         # Unchanged content keeps its mtime, so regenerating does not force a rebuild.

@@ -1,0 +1,123 @@
+"""Smoke tests for benchmarks/: the generated kernels compile with the real tools, and the runner's
+--quick mode writes JSON whose counts match what the build must do. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks import report  # noqa: E402
+from benchmarks.workload import write_workload  # noqa: E402
+
+_KERNEL_RE = re.compile(r"__kernel\b[^{;]*?\bvoid\s+(\w+)\s*\(")
+
+
+def _require(*tools: str) -> None:
+    missing = [t for t in tools if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (CI installs it)")
+
+
+def _spirv_entry_points(spv: Path, tmp: Path) -> list[str]:
+    """Kernel names from llvm-spirv's own text form (independent of aotwheel's SPIR-V reader)."""
+    txt = tmp / (spv.stem + ".spt")
+    subprocess.run(["llvm-spirv-15", "-to-text", str(spv), "-o", str(txt)], check=True, capture_output=True)
+    names = []
+    for line in txt.read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[1] == "EntryPoint":
+            names.append(parts[4].strip('"'))
+    return names
+
+
+def test_workload_compiles_with_clang15_and_llvm_spirv15(tmp_path: Path) -> None:
+    _require("clang-15", "llvm-spirv-15")
+    sources = write_workload(tmp_path / "k", kernels=12, files=3)
+    assert [p.name for p in sources] == ["ops_0.cl", "ops_1.cl", "ops_2.cl"]
+    all_names: list[str] = []
+    for src in sources:
+        declared = _KERNEL_RE.findall(src.read_text())
+        # every file gets each family (dealt round-robin), 4 kernels each
+        assert len(declared) == 4
+        assert {n.split("_")[0] for n in declared} == {"gemm", "softmax", "reduce"}
+        bc, spv = tmp_path / f"{src.stem}.bc", tmp_path / f"{src.stem}.spv"
+        subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
+                       check=True, capture_output=True)
+        subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True, capture_output=True)
+        assert spv.read_bytes()[:4] == bytes.fromhex("03022307")
+        assert sorted(_spirv_entry_points(spv, tmp_path)) == sorted(declared)
+        all_names += declared
+    assert len(set(all_names)) == 12
+
+
+def test_workload_default_set_is_distinct_and_regeneration_keeps_mtime(tmp_path: Path) -> None:
+    sources = write_workload(tmp_path, kernels=48, files=4)
+    names = [n for p in sources for n in _KERNEL_RE.findall(p.read_text())]
+    assert len(names) == 48 and len(set(names)) == 48
+    before = [p.stat().st_mtime_ns for p in sources]
+    write_workload(tmp_path, kernels=48, files=4)
+    assert [p.stat().st_mtime_ns for p in sources] == before
+    # fewer files: the stale ones go, so a build never picks them up
+    write_workload(tmp_path, kernels=48, files=2)
+    assert sorted(p.name for p in tmp_path.glob("ops_*.cl")) == ["ops_0.cl", "ops_1.cl"]
+
+
+def test_generated_gemm_file_compiles_with_ocloc_for_pvc(tmp_path: Path) -> None:
+    _require("clang-15", "llvm-spirv-15", "ocloc")
+    src = write_workload(tmp_path / "k", kernels=3, files=1)[0]
+    bc, spv = tmp_path / "k.bc", tmp_path / "k.spv"
+    subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
+                   check=True, capture_output=True)
+    subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True, capture_output=True)
+    proc = subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc", "-output", "k",
+                           "-out_dir", str(tmp_path / "out"), "-output_no_suffix", "-q"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "out" / "k").read_bytes()[:4] == b"\x7fELF"
+
+
+def _ocloc_ip(device: str) -> str:
+    out = subprocess.run(["ocloc", "ids", device], check=True, capture_output=True, text=True).stdout.split()
+    return next(w for w in out if w.count(".") == 2 and w.replace(".", "").isdigit())
+
+
+def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
+    _require("cmake", "ninja", "ocloc", "clang-15", "llvm-spirv-15", "llvm-link-15", "ar")
+    out = tmp_path / "quick.json"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "p1,p2,p3",
+                           "--json", str(out), "--work", str(tmp_path / "work")],
+                          cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert res["quick"] is True and res["runs"] == 1
+    assert res["workload"] == {"kernels": 6, "files": 2, "one_device_s": res["workload"]["one_device_s"]}
+    p1 = res["cases"]["p1"]["by_n"]["2"]
+    assert p1["devices"] == ["pvc", "acm-g10"]
+    assert p1["ocloc_runs"] == 2 * 2  # quick: 2 sources x 2 devices, cache off
+    ips = {_ocloc_ip("pvc"), _ocloc_ip("acm-g10")}
+    # the serial reference and our fat binary carry the same device members (plus padding/IR)
+    for members in (p1["serial_members"], p1["ours_members_ops_0"]):
+        assert {m[3:] for m in members if m.startswith("64.")} == ips
+    for key in ("serial_ocloc_s", "ours_ninja_s", "ratio_to_ideal", "efficiency"):
+        assert p1[key]["runs"] == 1 and p1[key]["min"] <= p1[key]["median"] <= p1[key]["max"]
+    p2 = res["cases"]["p2"]
+    assert p2["ocloc_runs_first"] == 2 * 2 and p2["ocloc_runs_second"] == 0
+    p3 = res["cases"]["p3"]
+    assert p3["noop_ocloc_edges"] == [0]
+    assert sorted(map(tuple, p3["edit_ocloc_edges"])) == [("ops_0.cl", "acm-g10"), ("ops_0.cl", "pvc")]
+    assert p3["edit_ocloc_runs"] == 2 and p3["touch_ocloc_runs"] == 0
+    # the summary renders from this JSON and keeps a section appended by someone else
+    doc = tmp_path / "performance.md"
+    doc.write_text("# old\n\n## NVIDIA (H100)\n\nkept text\n")
+    report.update_doc(doc, report.render(res))
+    text = doc.read_text()
+    assert text.startswith("# Performance") and "## P1" in text and text.rstrip().endswith("kept text")
+    assert "# old" not in text
