@@ -19,6 +19,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
@@ -95,7 +96,7 @@ class Report:
     path: str
     files: list[FileReport]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the ``aotwheel inspect --json`` contract)."""
         return {"path": self.path, "files": [asdict(f) for f in self.files]}
 
@@ -104,7 +105,7 @@ class Report:
 # Public entry points
 
 
-def inspect(path: str | os.PathLike, *, deep: bool = False) -> Report:
+def inspect(path: str | os.PathLike[str], *, deep: bool = False) -> Report:
     """Inspect a binary, a wheel, a directory, or an installed module/package name.
 
     Raises :class:`InspectError` (one line naming the file and offset) for corrupt input.
@@ -127,7 +128,7 @@ def inspect(path: str | os.PathLike, *, deep: bool = False) -> Report:
         return Report(text, [_inspect_region(region, str(target), deep)])
 
 
-def image_bytes(path: str | os.PathLike, image: Image) -> bytes:
+def image_bytes(path: str | os.PathLike[str], image: Image) -> bytes:
     """The bytes of ``image`` (from ``inspect(path)``), decompressed when it is zstd."""
     with _open_any(os.fspath(path)) as region:
         stored = region.sub(image.offset, image.size, f"image {image.index}")
@@ -138,7 +139,7 @@ def image_bytes(path: str | os.PathLike, image: Image) -> bytes:
         return stored.read(0, stored.size, f"image {image.index}")
 
 
-def find_spirv(path: str | os.PathLike) -> bytes | None:
+def find_spirv(path: str | os.PathLike[str]) -> bytes | None:
     """The first SPIR-V module: a SPIR-V image (spir64), else a fat binary's ``generic_ir``."""
     report = inspect(path)
     for fr in report.files:

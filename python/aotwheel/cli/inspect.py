@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 _IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode"}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "inspect",
         help="list the device targets embedded in a binary, wheel or module",
@@ -47,7 +47,7 @@ def summary(fr: FileReport) -> str:
 
 def _table(fr: FileReport) -> list[str]:
     # Aggregate over images: a library often carries the same targets in hundreds of images.
-    rows: dict[tuple, list[int]] = {}
+    rows: dict[tuple[str, ...], list[int]] = {}
     for t in fr.native_targets:
         key = (t.name or "?", t.ip or "?", t.member or "-", t.format, t.core or "")
         agg = rows.setdefault(key, [0, 0])

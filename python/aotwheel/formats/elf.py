@@ -100,7 +100,7 @@ def open_elf(region: Region) -> ElfView:
         if type(exc).__module__.startswith(("construct", "elftools")):
             raise region.error(shoff, f"unreadable ELF headers ({type(exc).__name__})") from None
         raise
-    for p_vaddr, p_offset, p_filesz in segments:
+    for _, p_offset, p_filesz in segments:
         region.check(p_offset, p_filesz, "PT_LOAD segment")
     return ElfView(region, e_type, e_machine, sections, segments)
 
@@ -209,7 +209,7 @@ def _pointer_at(view: ElfView, vaddr: int, relocs: dict[int, int]) -> int:
     if off is None:
         return 0
     (value,) = view.region.unpack("<Q", off, "descriptor pointer")
-    return relocs.get(vaddr, value)
+    return int(relocs.get(vaddr, value))
 
 
 def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -> dict[int, tuple[str | None, str | None]]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import mmap
 import struct
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from aotwheel.errors import InspectError
 
-Buffer = Union[bytes, bytearray, memoryview, "mmap.mmap"]  # noqa: F821 - mmap only for typing
+Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
 
 _FIX = "the file is corrupt or truncated; rebuild or re-download it"
 
@@ -62,7 +63,7 @@ class Region:
         """Up to ``n`` leading bytes (short regions give fewer, never an error)."""
         return self.read(0, min(n, self.size), "header")
 
-    def unpack(self, fmt: str, off: int, what: str) -> tuple:
+    def unpack(self, fmt: str, off: int, what: str) -> tuple[Any, ...]:
         n = struct.calcsize(fmt)
         self.check(off, n, what)
         return struct.unpack_from(fmt, self.buf, self.start + off)
@@ -72,7 +73,7 @@ class Region:
         self.check(off, n, what)
         return Region(self.buf, label or self.label, self.start + off, n, self.origin)
 
-    def stream(self) -> io.BufferedIOBase:
+    def stream(self) -> io.RawIOBase:
         """A seekable file object over the region, for pyelftools (no copy for mmap/bytes)."""
         return _RegionIO(self)
 

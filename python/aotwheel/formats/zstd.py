@@ -25,7 +25,7 @@ def peek(region: Region, n: int = 64) -> bytes:
 
     reader = zstandard.ZstdDecompressor().stream_reader(region.stream(), read_size=1 << 16)
     try:
-        return reader.read(n)
+        return bytes(reader.read(n))
     except zstandard.ZstdError as exc:
         raise region.error(0, f"corrupt zstd data ({exc})") from None
 
