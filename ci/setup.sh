@@ -10,7 +10,7 @@ APT_PACKAGES=(
   clang-15 llvm-spirv-15  # OpenCL C -> LLVM IR -> SPIR-V
   cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build; readelf/ar check it
   python3 python3-venv python3-dev python3-pip
-  ca-certificates git
+  ca-certificates git zstd  # zstd: an independent decompressor for the inspector tests
 )
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -179,8 +179,8 @@ def modules_from_path(path: str) -> list[Module]:
 
     mods: list[Module] = []
     for f in inspect(path).files:
-        spirv = [i for i in f.images if i.kind == "spirv"]
-        fats = [i for i in f.images if i.kind == "ar"]
+        spirv = [i for i in f.images if "spirv" in (i.kind, i.content)]
+        fats = [i for i in f.images if "ar" in (i.kind, i.content)]
         for n, img in enumerate(spirv):
             fat = image_bytes(f.path, fats[n]) if len(fats) == len(spirv) else None
             mods.append(Module(f"{os.path.basename(f.path)}#{img.index}", image_bytes(f.path, img), fat))
