@@ -114,15 +114,14 @@ class Catalog:
 
     def by_ip(self, ip: str | int | tuple[int, int, int]) -> Device | None:
         """Look up by ``"12.60.7"``, a u32 IP version, or a ``(12, 60, 7)`` tuple."""
+        key: tuple[int, int, int] | None
         if isinstance(ip, str):
             key = parse_ip(ip)
-            if key is None:
-                return None
         elif isinstance(ip, int):
             key = ip_from_u32(ip)
         else:
-            key = tuple(ip)  # type: ignore[assignment]
-        return self._ips.get(key)
+            key = (ip[0], ip[1], ip[2])
+        return self._ips.get(key) if key is not None else None
 
     def by_pci_id(self, pci_id: int) -> Device | None:
         for dev in self.devices:

@@ -243,7 +243,7 @@ def _probe_gpus() -> list[str]:
     except ImportError:
         pass
     else:
-        found += [d.ip for d in detect_devices() if getattr(d, "ip", None) and getattr(d, "kind", "gpu") == "gpu"]
+        found += [d.ip for d in detect_devices() if d.ip and d.kind == "gpu"]
     try:
         from aotwheel.probe.cuda import probe_cuda
     except ImportError:
@@ -328,9 +328,9 @@ def describe(devlist: DevList) -> str:
         elif e.kind == "native":
             lines.append(f"  'native' found: {', '.join(e.names)}")
     if devlist.cuda:
-        for t in devlist.cuda.targets:
-            what = "cubin (native)" if t.kind == "cubin" else "PTX (JIT on newer GPUs)"
-            lines.append(f"  {t.name:<10} NVIDIA {what}")
+        for image in devlist.cuda.targets:
+            what = "cubin (native)" if image.kind == "cubin" else "PTX (JIT on newer GPUs)"
+            lines.append(f"  {image.name:<10} NVIDIA {what}")
         lines.append(f"nvcc {' '.join(devlist.cuda.gencode_flags())}")
     lines.append(f"JIT fallback: {'on (SPIR-V kept for devices not listed)' if devlist.jit_fallback else 'off (unlisted devices are unsupported)'}")
     if devlist.ocloc_device:
