@@ -100,6 +100,20 @@ def _device_code(report: Any) -> list[Any]:
     return [f for f in report.files if f.native_targets or f.ir]
 
 
+@functools.lru_cache(maxsize=32)
+def _inspected(path: str, size: int, mtime_ns: int) -> tuple[Any, ...]:
+    """The files with device code in ``path``. Keyed by size and mtime so a rebuilt or replaced
+    binary is read again, while repeated check() calls cost a stat, not an ELF parse."""
+    from aotwheel.inspector import inspect
+
+    return tuple(_device_code(inspect(path)))
+
+
+def _device_code_of(path: str) -> list[Any]:
+    st = os.stat(path)
+    return list(_inspected(path, st.st_size, st.st_mtime_ns))
+
+
 def covering_devlist(verdict: Verdict) -> str | None:
     """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets."""
     from aotwheel.catalog import load_catalog
@@ -154,11 +168,9 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
     ``AOTWHEEL_JIT``. Raises :class:`JITError` under policy ``error``; never raises for an
     unsupported device (see :func:`ensure`).
     """
-    from aotwheel.inspector import inspect
-
     mode = jit_policy(policy)
     path = resolve_binary(module_or_path)
-    files = _device_code(inspect(path))
+    files = _device_code_of(path)
     verdicts: list[Verdict] = []
     keys: list[str] = []
     counts: list[int | None] = []
