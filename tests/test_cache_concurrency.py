@@ -1,0 +1,199 @@
+"""The device-code cache under stress (issue 7.3), with real CMake + ninja + ocloc builds:
+four builds at once sharing one cache, an entry damaged on disk, a read-only and a full cache.
+
+Expected bytes come from ocloc itself (`ocloc compile -device pvc,acm-g10` writes the fat binary
+the build must reproduce); cache objects are checked with hashlib against the header layout
+documented in aotwheel/build/cache.py. A read-only or full cache is made for real: a tmpfs mounted
+read-only, or one of 4 KiB filled to the last byte, inside a user+mount namespace (`unshare -Urm`);
+without user namespaces and as non-root, a chmod 0555 folder stands in for read-only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _build_util import REPO, build_env, compile_spirv, embedded_images, logged_runs, ocloc_logger, require, run
+
+TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
+DEVICES = ("pvc", "acm-g10")
+KERNEL = REPO / "csrc" / "kernels" / "elementwise.cl"
+PROJECT = """
+cmake_minimum_required(VERSION 3.21)
+project(cc LANGUAGES C)
+add_library(ccext MODULE ext.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_add_device_code(ccext SOURCES {kernel} DEVICES {devices} NAME cc)
+"""
+EVENT = re.compile(r"^(hit|miss|store|corrupt) [0-9a-f]{64} \S+ \S*$")
+WARNING = "aotwheel: warning: device-code cache"
+MAGIC = b"aotwheel-cache-object 1 "
+
+
+def _project(root: Path) -> Path:
+    src = root / "src"
+    src.mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(PROJECT.format(kernel=KERNEL, devices=" ".join(DEVICES)))
+    (src / "ext.c").write_text('#include "cc_aot.h"\nunsigned long n(void) { return aotwheel_cc_image_count; }\n')
+    return src
+
+
+def _commands(src: Path, build: Path) -> list[list[str]]:
+    return [["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), f"-Daotwheel_DIR={REPO / 'cmake'}",
+             f"-DPython_EXECUTABLE={sys.executable}"], ["ninja", "-C", str(build), "-j2"]]
+
+
+def _build(src: Path, build: Path, env: dict[str, str]) -> str:
+    """Configure + build; returns everything both printed."""
+    out = ""
+    for cmd in _commands(src, build):
+        out += run(cmd, env=env).stdout
+    return out
+
+
+def _fatbin(build: Path) -> bytes:
+    return (build / "aotwheel" / "cc" / f"{KERNEL.stem}.fatbin").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> bytes:
+    """The fat binary ocloc itself writes for the same SPIR-V and devices (no aotwheel involved)."""
+    require(*TOOLS)
+    work = tmp_path_factory.mktemp("ref")
+    spv = work / "k.spv"
+    compile_spirv(KERNEL, spv)
+    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(DEVICES), "-output", "fat"], cwd=work)
+    return (work / "fat").read_bytes()
+
+
+def _objects(cache: Path) -> list[Path]:
+    return sorted((cache / "v1" / "objects").rglob("*.bin"))
+
+
+def _payload_if_intact(obj: Path) -> bytes | None:
+    """Independent reading of one cache object: '<magic><sha256 hex>\\n<payload>'."""
+    blob = obj.read_bytes()
+    head, _, payload = blob.partition(b"\n")
+    if not head.startswith(MAGIC) or hashlib.sha256(payload).hexdigest() != head[len(MAGIC):].decode():
+        return None
+    return payload
+
+
+def test_four_parallel_builds_share_one_cache(tmp_path: Path, reference: bytes) -> None:
+    src = _project(tmp_path)
+    cache = tmp_path / "cache"
+    env = build_env(cache)
+    builds = [tmp_path / f"b{i}" for i in range(4)]
+    # Configure all four, then run the four ninjas at once: their ocloc edges race on the cache.
+    for b in builds:
+        run(_commands(src, b)[0], env=env)
+    procs = [subprocess.Popen(_commands(src, b)[1], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for b in builds]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, outs
+    # Identical output bytes, equal to ocloc's own fat binary.
+    assert all(_fatbin(b) == reference for b in builds)
+    images = [[(i.triple, i.data) for i in embedded_images(next(b.glob("libccext*.so")))] for b in builds]
+    assert all(x == images[0] for x in images) and images[0][0] == ("spir64_gen", reference)
+    # No torn entries: one intact object per device, no temporaries, every log line whole.
+    objects = _objects(cache)
+    assert len(objects) == len(DEVICES)
+    assert all(_payload_if_intact(o) is not None for o in objects)
+    assert not [p for p in (cache / "v1").rglob("*") if p.name.endswith(".tmp")]
+    lines = (cache / "v1" / "events.log").read_text().splitlines()
+    assert lines and all(EVENT.match(line) for line in lines), lines
+    lookups = [line for line in lines if line.split()[0] in ("hit", "miss")]
+    assert len(lookups) == 4 * len(DEVICES)
+    assert all(WARNING not in o for o in outs)
+
+
+def _compiles(log: Path) -> list[str]:
+    """ocloc runs that compiled something (not `compile --help`, which discovery asks once)."""
+    return [r for r in logged_runs(log, "compile") if " -file " in f" {r} "]
+
+
+def test_corrupted_entry_is_detected_and_rebuilt(tmp_path: Path, reference: bytes) -> None:
+    src = _project(tmp_path)
+    cache = tmp_path / "cache"
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    env = build_env(cache, AOTWHEEL_OCLOC=str(wrapper))
+    _build(src, tmp_path / "b1", env)
+    assert len(_compiles(log)) == len(DEVICES)
+    victim = _objects(cache)[0]
+    blob = bytearray(victim.read_bytes())
+    blob[-100] ^= 0x40  # one flipped bit in the payload, as a bad disk sector or a stray write would do
+    victim.write_bytes(blob)
+    assert _payload_if_intact(victim) is None
+    _build(src, tmp_path / "b2", env)
+    # Only the damaged entry was compiled again; the result is still ocloc's bytes.
+    assert len(_compiles(log)) == len(DEVICES) + 1
+    assert _fatbin(tmp_path / "b2") == reference
+    assert _payload_if_intact(victim) is not None
+    events = [line.split()[0] for line in (cache / "v1" / "events.log").read_text().splitlines()]
+    assert events.count("corrupt") == 1 and events.count("hit") == len(DEVICES) - 1
+
+
+def _namespaces_work() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    proc = subprocess.run(["unshare", "-Urm", "sh", "-c", "mount -t tmpfs tmpfs /mnt"], capture_output=True)
+    return proc.returncode == 0
+
+
+# In a private mount namespace: mount the cache, prepare it, then configure and build.
+_NS_SCRIPT = """
+set -e
+cache="$1"; mode="$2"; shift 2
+if [ "$mode" = readonly ]; then
+  mount -t tmpfs -o ro,size=1m tmpfs "$cache"
+else
+  mount -t tmpfs -o size=4k tmpfs "$cache"
+  mkdir -p "$cache/v1/objects"
+  head -c 4096 /dev/zero > "$cache/filler" 2>/dev/null || true
+  ! head -c 1 /dev/zero > "$cache/one-more-byte" 2>/dev/null
+fi
+"$@"
+"""
+
+
+def _broken_cache_build(tmp_path: Path, mode: str, reference: bytes) -> str:
+    src = _project(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    build = tmp_path / "b"
+    env = build_env(cache)
+    if _namespaces_work():
+        script = tmp_path / "ns.sh"
+        script.write_text(_NS_SCRIPT)
+        cmds = _commands(src, build)
+        inner = ["sh", "-c", " && ".join(" ".join(f"'{a}'" for a in c) for c in cmds)]
+        proc = subprocess.run(["unshare", "-Urm", "sh", str(script), str(cache), mode, *inner], env=env,
+                              capture_output=True, text=True, timeout=600)
+    elif os.geteuid() != 0 and mode == "readonly":
+        cache.chmod(0o555)
+        proc = subprocess.run(["sh", "-c", " && ".join(" ".join(f"'{a}'" for a in c) for c in _commands(src, build))],
+                              env=env, capture_output=True, text=True, timeout=600)
+    else:
+        pytest.skip("needs user namespaces (unshare -Urm) to mount a read-only or full tmpfs as the cache")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-4000:]
+    assert _fatbin(build) == reference
+    return output
+
+
+@pytest.mark.parametrize("mode,reason", [("readonly", "Read-only file system"), ("full", "No space left on device")])
+def test_unusable_cache_degrades_to_no_cache_with_one_warning(tmp_path: Path, reference: bytes, mode: str, reason: str) -> None:
+    require(*TOOLS)
+    output = _broken_cache_build(tmp_path, mode, reference)
+    warnings = [line for line in output.splitlines() if WARNING in line]
+    # One line for the whole build (several ocloc steps ran), naming the cause and the fix.
+    assert len(warnings) == 1, output[-4000:]
+    assert reason in warnings[0] and "AOTWHEEL_CACHE_DIR" in warnings[0]
+    assert "Traceback" not in output and "aotwheel: error" not in output
