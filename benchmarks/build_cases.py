@@ -60,8 +60,8 @@ def link_spirv(spvs: list[Path], out: Path) -> Path:
     return out
 
 
-def serial_ocloc(spv: Path, devices: list[str], cwd: Path) -> float:
-    """Seconds for one ``ocloc compile -device a,b,...`` (one process, devices in series)."""
+def serial_ocloc(spv: Path, devices: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of one ``ocloc compile -device a,b,...`` (one process, devices in series)."""
     for p in cwd.glob("fat*"):
         p.unlink()
     return run_timed(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(devices),
@@ -86,33 +86,35 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
         scratch = ctx.fresh_dir(f"p1_n{n}_serial")
         spvs = [tree.build / p for p in tree.outputs(".spv")]
         all_spv = link_spirv(spvs, scratch / "all.spv")
-        serial, ours, ratio, eff = Samples(), Samples(), Samples(), Samples()
+        serial, ours, ratio, eff, cpu_ratio = Samples(), Samples(), Samples(), Samples(), Samples()
         edges = runs = 0
         for r in range(ctx.runs):
-            def run_ours() -> float:
+            def run_ours() -> tuple[float, float]:
                 nonlocal edges, runs
                 tree.remove_device_outputs()
                 nr = tree.ninja(tree.outputs(".fatbin"), cache=None)
                 edges, runs = len(nr.ocloc_edges), nr.ocloc_runs
-                return nr.seconds
+                return nr.seconds, nr.cpu
             if r % 2 == 0:
-                s = serial_ocloc(all_spv, devs, scratch)
-                o = run_ours()
+                s, s_cpu = serial_ocloc(all_spv, devs, scratch)
+                o, o_cpu = run_ours()
             else:
-                o = run_ours()
-                s = serial_ocloc(all_spv, devs, scratch)
+                o, o_cpu = run_ours()
+                s, s_cpu = serial_ocloc(all_spv, devs, scratch)
             ideal = s / min(n, cores)
             serial.add(s)
             ours.add(o)
             ratio.add(o / ideal)
             eff.add(ideal / o)
-            ctx.log(f"P1 N={n} run {r + 1}: serial {s:.2f}s ours {o:.2f}s ratio {o / ideal:.3f}")
+            cpu_ratio.add(o_cpu / s_cpu)
+            ctx.log(f"P1 N={n} run {r + 1}: serial {s:.2f}s ours {o:.2f}s ratio {o / ideal:.3f} CPU ours/serial {o_cpu / s_cpu:.3f}")
         result["by_n"][str(n)] = {
             "devices": devs,
             "serial_ocloc_s": serial.to_dict(),
             "ours_ninja_s": ours.to_dict(),
             "ratio_to_ideal": ratio.to_dict(),
             "efficiency": eff.to_dict(),
+            "cpu_ours_over_serial": cpu_ratio.to_dict(),
             "ocloc_edges": edges,
             "ocloc_runs": runs,
             "serial_members": ar_members(scratch / "fat"),
@@ -252,6 +254,14 @@ def p6_size(ctx: Context, cache: Path, variants: list[str]) -> dict:
     big.configure()
     big.ninja(big.outputs(".fatbin"))
     blobs = [(big.build / p).read_bytes() for p in big.outputs(".fatbin")]
+    per_target: dict[str, int] = {}  # ar member -> bytes over all sources, from binutils' `ar tv`
+    for p in big.outputs(".fatbin"):
+        listing = subprocess.run(["ar", "tv", str(big.build / p)], check=True, capture_output=True, text=True).stdout
+        for line in listing.splitlines():
+            fields = line.split()
+            name = fields[-1].rstrip("/")
+            if not name.startswith("pad_"):
+                per_target[name] = per_target.get(name, 0) + int(fields[2])
     raw = sum(len(b) for b in blobs)
     comp = {
         "devlist": variants[-1],
@@ -260,5 +270,5 @@ def p6_size(ctx: Context, cache: Path, variants: list[str]) -> dict:
         "zstd3_bytes": sum(len(zstandard.ZstdCompressor(level=3).compress(b)) for b in blobs),
         "zstd19_bytes": sum(len(zstandard.ZstdCompressor(level=19).compress(b)) for b in blobs),
     }
-    return {"variants": rows, "aliases": alias, "compression": comp,
+    return {"variants": rows, "aliases": alias, "compression": comp, "member_bytes": per_target,
             "met": alias["met"] and alias["ocloc_edges"] == alias["sources"]}

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.timing import child_cpu
 from benchmarks.workload import write_workload
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,6 +128,7 @@ class NinjaRun:
     """One ninja invocation: wall time, ocloc edges it ran, ocloc processes started."""
 
     seconds: float
+    cpu: float  # user + system CPU of ninja and everything it ran
     ocloc_edges: list[tuple[str, str]]  # (source, device)
     ocloc_runs: int
 
@@ -162,12 +164,14 @@ class BuildTree:
         cache_dir = self.cache if cache == "same" else cache
         before = cache_misses(cache_dir)  # type: ignore[arg-type]
         cmd = ["ninja", "-C", str(self.build), f"-j{self.jobs}", *(targets or [])]
+        c0 = child_cpu()
         t0 = time.perf_counter()
         out = _check(cmd, tool_env(cache_dir))  # type: ignore[arg-type]
         dt = time.perf_counter() - t0
+        cpu = child_cpu() - c0
         edges = [(m.group(1), m.group(2)) for m in _OCLOC_EDGE.finditer(out)]
         runs = cache_misses(cache_dir) - before if cache_dir is not None else len(edges)  # type: ignore[arg-type]
-        return NinjaRun(dt, edges, runs)
+        return NinjaRun(dt, cpu, edges, runs)
 
     def remove_device_outputs(self) -> None:
         """Delete the native images and fat binaries so ninja must redo exactly those edges."""

@@ -37,6 +37,14 @@ def _version(cmd: list[str]) -> str:
     return out[0] if out else "unknown"
 
 
+def _display(path: Path) -> str:
+    """``path`` relative to the repository when inside it (as the docs cite it)."""
+    try:
+        return path.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def machine() -> dict:
     """What the numbers were measured on."""
     cpu = "unknown CPU"
@@ -68,7 +76,7 @@ def one_device_seconds(project: Path, scratch: Path, runs: int) -> float:
         subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True)
         spvs.append(spv)
     all_spv = build_cases.link_spirv(spvs, scratch / "all.spv")
-    return min(build_cases.serial_ocloc(all_spv, ["pvc"], scratch) for _ in range(runs))
+    return min(build_cases.serial_ocloc(all_spv, ["pvc"], scratch)[0] for _ in range(runs))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     res: dict = {
         "schema": 1, "machine": machine(), "command": " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])]),
         "started": started.strftime("%Y-%m-%d %H:%M"), "runs": a.runs, "quick": a.quick,
-        "workload": {"kernels": a.kernels, "files": a.files}, "cases": {}, "json_name": json_path.name,
+        "workload": {"kernels": a.kernels, "files": a.files}, "cases": {}, "json_name": _display(json_path),
     }
     res["workload"]["one_device_s"] = one_device_seconds(project, work / "one_device", 1 if a.quick else 2)
     log(f"one device compile of the workload: {res['workload']['one_device_s']:.2f} s")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import time
@@ -36,14 +37,24 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - t0, out
 
 
-def run_timed(cmd: list[str], **kw) -> float:
-    """Seconds a subprocess took (argument list, no shell); raises on failure with its output."""
+def child_cpu() -> float:
+    """User + system CPU seconds of all finished child processes (and their waited-for children).
+
+    Unlike wall time this barely moves with other people's load, so it shows per-process overhead.
+    """
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_timed(cmd: list[str], **kw) -> tuple[float, float]:
+    """(wall, CPU) seconds of a subprocess (argument list, no shell); raises on failure."""
+    c0 = child_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
     dt = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[0]} failed ({proc.returncode}): {(proc.stdout + proc.stderr)[-2000:]}")
-    return dt
+    return dt, child_cpu() - c0
 
 
 def load1() -> float:
