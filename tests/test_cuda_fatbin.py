@@ -210,6 +210,8 @@ def test_short_entry_header_and_bad_magic_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(InspectError, match="bad fat binary magic"):
         _parse_bytes(tmp_path, good + b"\0" * 8 + b"JUNKJUNKJUNKJUNK")
     assert _parse_bytes(tmp_path, good + b"\0" * 8) is not None  # zero padding is fine
+    twice = _parse_bytes(tmp_path, good + b"\0" * 40 + good)  # ... also wider than 8 bytes
+    assert len(twice.containers) == 2 and twice.containers[1].offset == len(good) + 40
 
 
 def test_compressed_size_above_stored_size_is_rejected(tmp_path: Path) -> None:
@@ -236,6 +238,10 @@ def test_lz4_rejects_matches_before_the_start() -> None:
         lz4_block_decompress(Region(bad, "bad.lz4"), 64)
     good = bytes([0x13, ord("a"), 1, 0, 0x10, ord("b")])  # "a" + 7 x "a" (overlap copy) + "b"
     assert lz4_block_decompress(Region(good, "good.lz4"), 9) == b"a" * 8 + b"b"
+    pattern = bytes([0x24, ord("x"), ord("y"), 2, 0, 0x10, ord("z")])  # "xy" + 8 overlapping + "z"
+    assert lz4_block_decompress(Region(pattern, "p.lz4"), 11) == b"xyxyxyxyxy" + b"z"
+    far = bytes([0x40, *b"abcd", 4, 0, 0x10, ord("!")])  # 4 literals, non-overlapping copy of 4
+    assert lz4_block_decompress(Region(far, "f.lz4"), 9) == b"abcdabcd!"
 
 
 def test_magic_constant_matches_reference() -> None:

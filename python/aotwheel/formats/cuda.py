@@ -189,15 +189,14 @@ def parse_fatbin(region: Region, *, path: str | None = None, section: str | None
 
 
 def _skip_padding(region: Region, off: int) -> int:
-    # Containers are 8-byte aligned inside a section; only zero bytes may fill the gap.
-    while off < len(region) and off % 8:
-        if region.read(off, 1, "padding") != b"\0":
-            break
-        off += 1
-    if off + 16 > len(region) and off < len(region):
-        rest = region.read(off, len(region) - off, "trailing bytes")
-        if rest.count(0) == len(rest):
-            return len(region)
+    """The offset of the next non-zero byte: sections pad containers with zeros (8-byte alignment,
+    sometimes more at the end), and a zero word can never start a container."""
+    while off < len(region):
+        chunk = region.read(off, min(1 << 16, len(region) - off), "padding")
+        rest = chunk.lstrip(b"\0")
+        if rest:
+            return off + len(chunk) - len(rest)
+        off += len(chunk)
     return off
 
 
@@ -383,8 +382,11 @@ def lz4_block_decompress(region: Region, limit: int) -> bytes:
         if len(out) + mlen > limit:
             raise region.error(i, f"LZ4 data expands beyond the {limit}-byte limit")
         start = len(out) - dist
-        for k in range(mlen):  # overlapping copies repeat the pattern, byte by byte
-            out.append(out[start + k])
+        if dist >= mlen:
+            out += out[start : start + mlen]
+        else:  # an overlapping copy repeats the last `dist` bytes
+            pattern = bytes(out[start:])
+            out += (pattern * (mlen // dist + 1))[:mlen]
     if len(out) != limit:
         raise region.error(0, f"LZ4 block decodes to {len(out)} bytes, not the declared {limit}")
     return bytes(out)
