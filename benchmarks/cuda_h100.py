@@ -374,8 +374,8 @@ def print_table(report: dict) -> None:  # type: ignore[type-arg]
         cold = fl.get("cold", {}).get("first_use_ms_median")
         warm = fl.get("warm", {}).get("first_use_ms_median")
         k = v.get("kernels", {}).get("pass")
-        print(f"{name:10s} {v.get('verdict', {}).get('verdict', '-'):8s} {str(k):8s} "
-              f"{(f'{cold:.2f}' if cold is not None else '-'):>18s} {(f'{warm:.2f}' if warm is not None else '-'):>18s} {str(v.get('agree')):>6s}")
+        print(f"{name:10s} {v.get('verdict', {}).get('verdict', '-'):8s} {k!s:8s} "
+              f"{(f'{cold:.2f}' if cold is not None else '-'):>18s} {(f'{warm:.2f}' if warm is not None else '-'):>18s} {v.get('agree')!s:>6s}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from _cuda_util import REPO, VADD, nvcc_out, source
 from aotwheel.cuda_check import check_cuda, cuda_files, jit_message
 from aotwheel.runtime import JITError, JITWarning
@@ -103,11 +102,11 @@ def test_no_cuda_images_and_no_gpu(libs: dict[str, Path]) -> None:
 
 def test_cli_exit_status_and_json(libs: dict[str, Path]) -> None:
     env = {"PYTHONPATH": str(REPO / "python"), "PATH": "/usr/bin:/bin"}
-    ok = subprocess.run([sys.executable, "-m", "aotwheel.cuda_check", str(libs["sm_90"]), "--device", "sm_90", "--json"], capture_output=True, text=True, env=env)
+    ok = subprocess.run([sys.executable, "-m", "aotwheel.cuda_check", str(libs["sm_90"]), "--device", "sm_90", "--json"], capture_output=True, text=True, env=env, check=False)
     assert ok.returncode == 0 and '"verdict": "native"' in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "aotwheel.cuda_check", str(libs["sm_90"]), "--device", "sm_120"], capture_output=True, text=True, env=env)
+    bad = subprocess.run([sys.executable, "-m", "aotwheel.cuda_check", str(libs["sm_90"]), "--device", "sm_120"], capture_output=True, text=True, env=env, check=False)
     assert bad.returncode == 1 and "unsupported" in bad.stdout and "sm_120" in bad.stdout
-    typo = subprocess.run([sys.executable, "-m", "aotwheel.cuda_check", str(libs["sm_90"]), "--device", "sm90"], capture_output=True, text=True, env=env)
+    typo = subprocess.run([sys.executable, "-m", "aotwheel.cuda_check", str(libs["sm_90"]), "--device", "sm90"], capture_output=True, text=True, env=env, check=False)
     assert typo.returncode == 2 and typo.stderr.startswith("aotwheel: error: ") and "sm_90" in typo.stderr
 
 

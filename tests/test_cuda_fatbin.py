@@ -10,7 +10,6 @@ import struct
 from pathlib import Path
 
 import pytest
-
 from _cuda_util import CACHE, NVJPEG_WHEEL, VADD, VSCALE, listing, nvcc_out, source, wheel_member
 from aotwheel.errors import InspectError
 from aotwheel.formats.cuda import MAGIC, entry_payload, lz4_block_decompress, read_fatbin

@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from _cuda_util import parse_listing
 from aotwheel.cuda_check import check_cuda
 from aotwheel.formats.cuda import read_fatbin
@@ -26,7 +25,7 @@ EXPECTED = {"sm_90": "native", "sm_80-ptx": "jit", "ptx": "jit"}
 
 def h100_listings() -> dict[str, list[tuple[str, str]]]:
     text = (DATA / "cuobjdump.txt").read_text()
-    blocks = re.split(r"^### (\S+): .*$", text, flags=re.M)[1:]
+    blocks = re.split(r"^### (\S+): .*$", text, flags=re.MULTILINE)[1:]
     return {name: parse_listing(body) for name, body in zip(blocks[::2], blocks[1::2])}
 
 

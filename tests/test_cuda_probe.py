@@ -14,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from _cuda_util import nvcc_path, run
 from aotwheel.errors import ToolchainError
 from aotwheel.probe.cuda import CudaDevice, probe_cuda

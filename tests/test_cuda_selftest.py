@@ -13,7 +13,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from _cuda_util import REPO, listing, run
 from aotwheel.formats.cuda import MAGIC, parse_fatbin
 from aotwheel.formats.region import Region

@@ -8,8 +8,7 @@ checked by running nvcc with them and listing the result with cuobjdump.
 from __future__ import annotations
 
 import pytest
-
-from _cuda_util import VADD, listing, nvcc_path, run, source, CACHE
+from _cuda_util import CACHE, VADD, listing, nvcc_path, run, source
 from aotwheel.cuda_targets import CudaTarget, cuda_verdict, is_cuda_token, parse_cuda_target, plan
 from aotwheel.errors import DevlistError
 

@@ -183,9 +183,8 @@ def run_cuda(path: str | os.PathLike[str], *, library: str = LIBRARY, seed: int 
     import numpy as np
 
     from aotwheel.cuda_check import cuda_files, decide_cuda, nvidia_devices
-    from aotwheel.probe.cuda import probe_cuda
-
     from aotwheel.errors import InspectError
+    from aotwheel.probe.cuda import probe_cuda
 
     try:
         images = fatbinaries(path)
