@@ -64,6 +64,9 @@ def configure(args: argparse.Namespace) -> int:
 
 
 def _cache_key(tc: dict, source: bytes, target: str, options: list[str]):  # type: ignore[no-untyped-def]
+    # The key hashes the kernel source and the portability header, not files the source
+    # #includes: kernels that include other headers should pass them through NVCC_OPTIONS
+    # (-D...) or disable the cache (AOTWHEEL_CACHE_DIR=off). OpenCL C kernels rarely include.
     from aotwheel.build.cache import CacheKey
 
     digest = hashlib.sha256(source + b"\0" + Path(tc["header"]).read_bytes()).hexdigest()
