@@ -9,6 +9,10 @@ Layout under the cache root (``$AOTWHEEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/aot
 
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent
 builds never see a partial entry. ``events.log`` lines are appended with O_APPEND in one write.
+Each object starts with a one-line header holding the sha256 of its payload: an entry damaged on
+disk fails the check, is logged as ``corrupt``, removed and rebuilt. A cache root that cannot be
+written (read-only, full, no permission) never fails a build: the first failure prints one
+warning and the cache is off for the rest of the process.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,6 +28,9 @@ from pathlib import Path
 ENV = "AOTWHEEL_CACHE_DIR"
 _DISABLED = {"off", "0", "false", "no", "none", "disable", "disabled"}
 _LAYOUT = "v1"
+# Object header: magic, sha256 of the payload (hex), newline; then the payload.
+_MAGIC = b"aotwheel-cache-object 1 "
+_HEADER = len(_MAGIC) + 64 + 1
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,7 @@ class CacheStats:
     hits: int
     misses: int
     stores: int
+    corrupt: int = 0  # entries that failed the hash check (each was removed and rebuilt)
 
 
 def default_root() -> Path | None:
@@ -77,16 +86,32 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def _pack(data: bytes) -> bytes:
+    return _MAGIC + hashlib.sha256(data).hexdigest().encode() + b"\n" + data
+
+
+def _unpack(blob: bytes) -> bytes | None:
+    """The payload of an object, or ``None`` if its header or hash does not match (torn/damaged)."""
+    if len(blob) < _HEADER or not blob.startswith(_MAGIC) or blob[_HEADER - 1 : _HEADER] != b"\n":
+        return None
+    data = blob[_HEADER:]
+    return data if hashlib.sha256(data).hexdigest().encode() == blob[len(_MAGIC) : _HEADER - 1] else None
+
+
 class DeviceCodeCache:
     """Device binaries keyed by :class:`CacheKey`. A disabled cache (``root=None``) never hits."""
 
-    def __init__(self, root: Path | str | None) -> None:
+    def __init__(self, root: Path | str | None, *, warn_once: Path | None = None) -> None:
+        """``warn_once``: a marker file (in the build tree) that makes the unusable-cache warning
+        appear once per build rather than once per build step: the step that creates it warns."""
         self.root = Path(root) / _LAYOUT if root is not None else None
+        self.disabled_reason: str | None = None  # set when the root turned out unusable
+        self._warn_once = warn_once
 
     @classmethod
-    def from_env(cls) -> DeviceCodeCache:
+    def from_env(cls, *, warn_once: Path | None = None) -> DeviceCodeCache:
         """The cache at :func:`default_root` (disabled by ``AOTWHEEL_CACHE_DIR=off``)."""
-        return cls(default_root())
+        return cls(default_root(), warn_once=warn_once)
 
     @property
     def enabled(self) -> bool:
@@ -97,39 +122,78 @@ class DeviceCodeCache:
         assert self.root is not None
         return self.root / "objects" / digest[:2] / f"{digest}.bin"
 
+    def _degrade(self, exc: OSError) -> None:
+        """Turn the cache off for this process after a failed write, with one warning line."""
+        if self.root is None:
+            return
+        self.disabled_reason = f"{exc.strerror or exc}"
+        self.root, root = None, self.root
+        if self._warn_once is not None:
+            try:  # O_EXCL: of all the parallel steps of one build, only the first one warns
+                os.close(os.open(self._warn_once, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            except FileExistsError:
+                return
+            except OSError:
+                pass  # no marker possible: warn anyway
+        print(f"aotwheel: warning: device-code cache {root.parent} is not usable ({self.disabled_reason}); "
+              f"building without it (point AOTWHEEL_CACHE_DIR at a writable folder, or set it to off)",
+              file=sys.stderr, flush=True)
+
     def get(self, key: CacheKey, label: str = "") -> bytes | None:
-        """The cached binary for ``key``, or ``None``; records a hit or miss in ``events.log``."""
+        """The cached binary for ``key``, or ``None``; records a hit or miss in ``events.log``.
+
+        An entry whose hash check fails is logged as ``corrupt``, removed, and reported as a miss.
+        """
         if self.root is None:
             return None
         digest = key.digest()
+        path = self._object(digest)
         try:
-            data = self._object(digest).read_bytes()
-        except OSError:
-            data = None
+            blob = path.read_bytes()
+        except FileNotFoundError:
+            blob = None
+        except OSError as exc:  # unreadable root (permissions): no cache, not a failed build
+            self._degrade(exc)
+            return None
+        data = _unpack(blob) if blob is not None else None
+        if blob is not None and data is None:
+            self._event("corrupt", digest, key.device, label)
+            try:
+                path.unlink()
+            except OSError:
+                pass  # read-only: the rebuilt entry cannot replace it either; put() will say so
         self._event("hit" if data is not None else "miss", digest, key.device, label)
         return data
 
     def put(self, key: CacheKey, data: bytes, label: str = "") -> None:
-        """Store ``data`` under ``key`` atomically and record a store."""
+        """Store ``data`` under ``key`` atomically and record a store (never raises for an unusable root)."""
         if self.root is None:
             return
         digest = key.digest()
-        atomic_write(self._object(digest), data)
+        try:
+            atomic_write(self._object(digest), _pack(data))
+        except OSError as exc:
+            self._degrade(exc)
+            return
         self._event("store", digest, key.device, label)
 
     def _event(self, kind: str, digest: str, device: str, label: str) -> None:
-        assert self.root is not None
-        self.root.mkdir(parents=True, exist_ok=True)
+        if self.root is None:
+            return
         line = f"{kind} {digest} {device} {label.replace(chr(10), ' ')}\n".encode()
-        fd = os.open(self.root / "events.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            os.write(fd, line)
-        finally:
-            os.close(fd)
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.root / "events.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            self._degrade(exc)
 
     def stats(self) -> CacheStats:
         """Counts of hits, misses and stores recorded so far."""
-        counts = {"hit": 0, "miss": 0, "store": 0}
+        counts = {"hit": 0, "miss": 0, "store": 0, "corrupt": 0}
         if self.root is not None:
             try:
                 text = (self.root / "events.log").read_text(errors="replace")
@@ -139,7 +203,7 @@ class DeviceCodeCache:
                 kind = line.split(" ", 1)[0]
                 if kind in counts:
                     counts[kind] += 1
-        return CacheStats(hits=counts["hit"], misses=counts["miss"], stores=counts["store"])
+        return CacheStats(hits=counts["hit"], misses=counts["miss"], stores=counts["store"], corrupt=counts["corrupt"])
 
     def tool_facts(self, path: str) -> dict | None:
         """Cached facts about the tool at ``path`` while its size and mtime are unchanged."""
@@ -153,7 +217,10 @@ class DeviceCodeCache:
     def store_tool_facts(self, path: str, facts: dict) -> None:
         """Remember ``facts`` about the tool at ``path`` (see :meth:`tool_facts`)."""
         if self.root is not None:
-            atomic_write(self._tool_file(path), json.dumps(facts, sort_keys=True).encode())
+            try:
+                atomic_write(self._tool_file(path), json.dumps(facts, sort_keys=True).encode())
+            except OSError as exc:
+                self._degrade(exc)
 
     def _tool_file(self, path: str) -> Path:
         assert self.root is not None
