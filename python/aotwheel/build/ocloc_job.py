@@ -49,7 +49,8 @@ def run_job(
 
     On failure prints ocloc's log and raises :class:`ToolchainError` with one line.
     """
-    cache = cache if cache is not None else DeviceCodeCache.from_env()
+    # One warning per build tree (not per ocloc edge) if the cache root is unusable.
+    cache = cache if cache is not None else DeviceCodeCache.from_env(warn_once=Path(output).parent / ".aotwheel-cache-warning")
     data_in = Path(spirv).read_bytes()
     key = CacheKey(
         spirv_sha256=hashlib.sha256(data_in).hexdigest(),
