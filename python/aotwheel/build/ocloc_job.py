@@ -87,6 +87,7 @@ def compile_device(*, ocloc: str, spirv: str, device: str, options: str = "") ->
             log = (proc.stdout + proc.stderr).strip()
             print(log, file=sys.stderr)
             raise ToolchainError(
-                f"ocloc failed for -device {device} on {Path(spirv).name} (exit {proc.returncode}); see ocloc's log above"
+                f"ocloc failed for -device {device} on {Path(spirv).name} (exit {proc.returncode}; its log is above); "
+                f"fix the kernel for {device} or remove {device} from USE_AOT_DEVLIST"
             )
         return produced.read_bytes()
