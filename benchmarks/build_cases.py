@@ -124,6 +124,47 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
     return result
 
 
+def p1_overhead(ctx: Context) -> dict:
+    """Where P1's extra CPU goes, for one device (pvc): the linked module in one ocloc vs one raw
+    ocloc per source vs our edge command per source, with and without ``python -S``."""
+    tree = ctx.tree("p1_n2", ",".join(DEVICES[:2]), None)
+    if not (tree.build / "build.ninja").is_file():
+        tree.configure()
+    tree.ninja(tree.outputs(".spv"))
+    scratch = ctx.fresh_dir("p1_overhead")
+    spvs = [tree.build / p for p in tree.outputs(".spv")]
+    all_spv = link_spirv(spvs, scratch / "all.spv")
+    env = tool_env(None)
+    toolchain = tree.work / "toolchain.json"
+
+    def edge(python_flags: list[str]) -> tuple[float, float]:
+        wall = cpu = 0.0
+        for spv in spvs:
+            w, c = run_timed([sys.executable, *python_flags, "-m", "aotwheel.build", "ocloc", "--toolchain", str(toolchain),
+                              "--spirv", str(spv), "--device", "pvc", "--output", str(scratch / f"{spv.stem}.bin"),
+                              "--options="], env=env)
+            wall, cpu = wall + w, cpu + c
+        return wall, cpu
+
+    def raw() -> tuple[float, float]:
+        wall = cpu = 0.0
+        for spv in spvs:
+            w, c = run_timed(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc", "-output", spv.stem,
+                              "-out_dir", str(scratch), "-output_no_suffix", "-exclude_ir", "-q"])
+            wall, cpu = wall + w, cpu + c
+        return wall, cpu
+
+    keys = ("linked_one_ocloc", "raw_ocloc_per_source", "edge_per_source", "edge_per_source_python_S")
+    cpu = {k: Samples() for k in keys}
+    for r in range(ctx.runs):
+        got = {"linked_one_ocloc": serial_ocloc(all_spv, ["pvc"], scratch), "raw_ocloc_per_source": raw(),
+               "edge_per_source": edge([]), "edge_per_source_python_S": edge(["-S"])}
+        for k, (_, c) in got.items():
+            cpu[k].add(c)
+        ctx.log("P1 overhead run {}: CPU {}".format(r + 1, ", ".join(f"{k} {c:.2f}s" for k, (_, c) in got.items())))
+    return {"device": "pvc", "sources": len(spvs), "cpu_s": {k: v.to_dict() for k, v in cpu.items()}}
+
+
 def p2_reuse(ctx: Context, n: int) -> tuple[dict, BuildTree]:
     """P2: first build (cold cache) vs a second build of the same kernels in a fresh build dir."""
     devs = ",".join(DEVICES[:n])

@@ -91,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--doc", default=None, help="markdown summary to write (full runs: docs/performance.md)")
     ap.add_argument("--max-load", type=float, default=1.5, help="wait for the 1-min load to drop to this first")
     ap.add_argument("--max-wait", type=float, default=600.0, help="seconds to wait for a quiet machine")
+    ap.add_argument("--render", metavar="JSON", default=None, help="only re-render --doc (default docs/performance.md) from a results JSON")
     a = ap.parse_args(argv)
+    if a.render:
+        doc = Path(a.doc) if a.doc else REPO / "docs" / "performance.md"
+        report.update_doc(doc, report.render(json.loads(Path(a.render).read_text())))
+        return 0
     only = [c for c in a.only.split(",") if c]
     bad = sorted(set(only) - set(CASES))
     if bad:
@@ -128,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     n_reuse = 2 if a.quick else 4
     if "p1" in only:
         cases["p1"] = build_cases.p1_parallel(ctx, (2,) if a.quick else (2, 4, 6))
+        if not a.quick:
+            cases["p1"]["overhead"] = build_cases.p1_overhead(ctx)
     reuse_tree = None
     if "p2" in only or "p3" in only or "p6" in only or "p5" in only:
         p2, reuse_tree = build_cases.p2_reuse(ctx, n_reuse)
