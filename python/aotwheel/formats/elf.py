@@ -79,6 +79,13 @@ def open_elf(region: Region) -> ElfView:
     is64, endian = ident[4] == 2, "<" if ident[5] == 1 else ">"
     fmt = endian + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
     (e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, _shstrndx) = region.unpack(fmt, 16, "ELF header")
+    # Entries smaller than the struct make "the table fits" vacuous: with e_phoff 0, e_phentsize 0
+    # and 65535 entries pyelftools parses one header 65535 times (seconds for a 162-byte file).
+    min_sh, min_ph = (64, 56) if is64 else (40, 32)
+    if shnum and shentsize < min_sh:
+        raise region.error(58, f"ELF section header entries of {shentsize} bytes (need {min_sh})")
+    if phnum and phentsize < min_ph:
+        raise region.error(54, f"ELF program header entries of {phentsize} bytes (need {min_ph})")
     if shnum:
         region.check(shoff, shnum * shentsize, "ELF section header table")
     if phnum:
