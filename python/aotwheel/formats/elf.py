@@ -74,7 +74,7 @@ def open_elf(region: Region) -> ElfView:
     from elftools.common.exceptions import ELFError
 
     ident = region.head(16)
-    if ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+    if len(ident) < 16 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
         raise region.error(0, "not an ELF file (bad ELF identification)")
     is64, endian = ident[4] == 2, "<" if ident[5] == 1 else ">"
     fmt = endian + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
