@@ -193,7 +193,9 @@ def _open_member(spec: str) -> Iterator[Region]:
             with zipfile.ZipFile(wheel) as zf:
                 _extract(zf, zf.getinfo(member), dest)
         except KeyError:
-            raise InspectError(f"{spec}: no member {member!r} in {wheel}; list it with 'unzip -l'") from None
+            raise InspectError(f"{_printable(spec)}: no member {member!r} in {wheel}; list it with 'unzip -l'") from None
+        except _zip_errors() as exc:
+            raise InspectError(f"{wheel}: not a readable wheel ({_printable(str(exc))[:200]}) at offset 0x0; re-download it") from None
         with _mapped(dest) as region:
             yield Region(region.buf, spec)
 
@@ -208,28 +210,45 @@ def _open_any(spec: str) -> Iterator[Region]:
             yield region
 
 
+def _zip_errors() -> tuple[type[BaseException], ...]:
+    """What zipfile lets through from a damaged archive besides BadZipFile: codec errors (zlib,
+    lzma; bz2 raises OSError), NotImplementedError (unknown method or version), RuntimeError
+    (encrypted member), ValueError/UnicodeDecodeError (names), EOFError, IndexError."""
+    import lzma
+    import zlib
+
+    return (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError,
+            IndexError, zlib.error, lzma.LZMAError)
+
+
+def _printable(name: str) -> str:
+    """A member name safe for one-line messages (control characters escaped)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
 def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path) -> None:
+    where = f"{zf.filename}!{_printable(info.filename)}"
     if info.file_size > _MAX_WHEEL_MEMBER:
-        raise InspectError(f"{zf.filename}!{info.filename}: member claims {info.file_size} bytes, above the 16 GiB limit")
+        raise InspectError(f"{where}: member claims {info.file_size} bytes, above the 16 GiB limit")
     try:
         with zf.open(info) as src, open(dest, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise InspectError(f"{zf.filename}!{info.filename}: cannot extract ({exc}); re-download the wheel") from None
+    except _zip_errors() as exc:
+        raise InspectError(f"{where}: cannot extract ({_printable(str(exc))[:200]}); re-download the wheel") from None
 
 
 def _inspect_wheel(wheel: Path, deep: bool) -> Iterator[FileReport]:
     try:
         zf = zipfile.ZipFile(wheel)
-    except zipfile.BadZipFile as exc:
-        raise InspectError(f"{wheel}: not a readable wheel ({exc}) at offset 0x0; re-download it") from None
+    except _zip_errors() as exc:
+        raise InspectError(f"{wheel}: not a readable wheel ({_printable(str(exc))[:200]}) at offset 0x0; re-download it") from None
     with zf, tempfile.TemporaryDirectory(prefix="aotwheel-inspect-") as tmp:
         for info in zf.infolist():
-            if info.is_dir() or not _CANDIDATE_RE.search(info.filename):
-                continue
+            if not info.filename or info.is_dir() or not _CANDIDATE_RE.search(info.filename):
+                continue  # (an empty name made ZipInfo.is_dir() raise IndexError)
             dest = Path(tmp, "member")
             _extract(zf, info, dest)
-            report = _inspect_file_if_binary(dest, f"{wheel}{_WHEEL_SEP}{info.filename}", deep)
+            report = _inspect_file_if_binary(dest, f"{wheel}{_WHEEL_SEP}{_printable(info.filename)}", deep)
             if report is not None:
                 yield report
             dest.unlink()
