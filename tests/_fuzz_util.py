@@ -502,17 +502,8 @@ def run_one(target: Target, data: bytes, scratch: Path, guard_s: float = 2.0) ->
 # ------------------------------------------------------------------------------------------------
 # Open bugs the fuzzer finds in files this suite does not own (docs/reliability.md lists the fix).
 # (exception type, file of the innermost aotwheel frame) -> one line: what is wrong, the fix.
-_ZIP_FIX = ("inspector._extract lets zipfile's own errors escape from a corrupt wheel member; "
-            "catch zlib.error, NotImplementedError, UnicodeDecodeError and ValueError with BadZipFile there")
-KNOWN: dict[tuple[str, str], str] = {
-    ("error", "inspector.py"): _ZIP_FIX,  # zlib.error: corrupt deflate stream
-    ("NotImplementedError", "inspector.py"): _ZIP_FIX,  # unsupported compression method
-    ("UnicodeDecodeError", "inspector.py"): _ZIP_FIX,  # UTF-8 flag on a non-UTF-8 name
-    ("IndexError", "elf.py"): "formats/elf.open_elf indexes ident[4] of a head shorter than 16 bytes; check len(ident) == 16 first",
-    ("Timeout", "elf.py"): ("formats/elf.open_elf accepts e_phoff 0 with e_phentsize 0 and up to 65535 entries, so pyelftools "
-                            "parses one header 65535 times (~1.6 s); reject phnum/shnum > 0 with an entry size below the "
-                            "ELF struct (56/64 bytes for ELF64, 32/40 for ELF32)"),
-}
+# Empty: the fuzzer's findings so far are fixed (tests/test_fuzz_regressions.py, docs/reliability.md).
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def known_bug(finding: Finding) -> str | None:

@@ -1,6 +1,7 @@
 """Inputs the fuzzer found (issue 7.2), one test each, built deterministically from the cause
-rather than stored as bytes. Open bugs in files this suite does not own are strict xfails naming
-the fix (docs/reliability.md): when the fix lands the test passes and the marker must go."""
+rather than stored as bytes; each failed before its fix (docs/reliability.md lists them). A new
+finding in a file this suite does not own goes in as a strict xfail naming the fix, with an entry
+in _fuzz_util.KNOWN, until the fix lands."""
 
 from __future__ import annotations
 
@@ -24,17 +25,15 @@ def _seed(make):  # type: ignore[no-untyped-def]
 
 # ---- ELF headers ---------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=fu.KNOWN[("IndexError", "elf.py")])
 def test_elf_magic_with_fewer_than_16_bytes_is_an_inspect_error() -> None:
     """A truncated download of any .so starts like this. inspect() sniffs 20 bytes before it calls
-    open_elf, so only direct users of aotwheel.formats.elf reach it (the fuzzer did, 51 times)."""
+    open_elf, so only direct users of aotwheel.formats.elf reached it (the fuzzer did, 140 times)."""
     from aotwheel.formats.elf import open_elf
 
     with pytest.raises(InspectError, match=r"short\.so: .*offset 0x0"):
         open_elf(Region(b"\x7fELF\x02\x01\x01", "short.so"))
 
 
-@pytest.mark.xfail(strict=True, reason=fu.KNOWN[("Timeout", "elf.py")])
 def test_zero_sized_program_headers_are_rejected() -> None:
     """e_phoff 0, e_phentsize 0, e_phnum 65534 passes 'the table fits in the file' (0 bytes) and
     pyelftools' own e_phentsize check (skipped when e_phoff is 0), then parses one header 65534
@@ -71,7 +70,6 @@ def _inspect(path: Path) -> None:
     inspect(path, deep=True)
 
 
-@pytest.mark.xfail(strict=True, reason=fu.KNOWN[("error", "inspector.py")])
 def test_wheel_with_a_corrupt_deflate_stream_is_an_inspect_error(tmp_path: Path) -> None:
     path, info = _wheel(tmp_path, _seed(fu.fat_seed), zipfile.ZIP_DEFLATED)
     data = bytearray(path.read_bytes())
@@ -81,7 +79,6 @@ def test_wheel_with_a_corrupt_deflate_stream_is_an_inspect_error(tmp_path: Path)
         _inspect(path)
 
 
-@pytest.mark.xfail(strict=True, reason=fu.KNOWN[("NotImplementedError", "inspector.py")])
 def test_wheel_with_an_unknown_compression_method_is_an_inspect_error(tmp_path: Path) -> None:
     path, info = _wheel(tmp_path, _seed(fu.fat_seed), zipfile.ZIP_STORED)
     data = bytearray(path.read_bytes())
@@ -94,7 +91,6 @@ def test_wheel_with_an_unknown_compression_method_is_an_inspect_error(tmp_path: 
         _inspect(path)
 
 
-@pytest.mark.xfail(strict=True, reason=fu.KNOWN[("UnicodeDecodeError", "inspector.py")])
 def test_wheel_member_whose_local_name_is_not_utf8_is_an_inspect_error(tmp_path: Path) -> None:
     path, info = _wheel(tmp_path, _seed(fu.fat_seed), zipfile.ZIP_STORED)
     data = bytearray(path.read_bytes())
@@ -105,6 +101,74 @@ def test_wheel_member_whose_local_name_is_not_utf8_is_an_inspect_error(tmp_path:
     path.write_bytes(data)
     with pytest.raises(InspectError, match=r"_k\.abi3\.so"):
         _inspect(path)
+
+
+def _patch_central(data: bytearray, info: zipfile.ZipInfo, offset: int, fmt: str, value: int) -> None:
+    """Set a field of the member's central-directory entry (``offset`` from its 'PK\\1\\2')."""
+    cd = data.find(b"PK\x01\x02" + data[info.header_offset + 4 : info.header_offset + 6])
+    while data[cd + 46 : cd + 46 + len(info.filename)] != info.filename.encode():
+        cd = data.find(b"PK\x01\x02", cd + 4)
+    struct.pack_into(fmt, data, cd + offset, value)
+
+
+def test_wheel_member_marked_encrypted_is_an_inspect_error(tmp_path: Path) -> None:
+    path, info = _wheel(tmp_path, _seed(fu.fat_seed), zipfile.ZIP_STORED)
+    data = bytearray(path.read_bytes())
+    _patch_central(data, info, 8, "<H", 0x1)  # general purpose flag bit 0: encrypted
+    struct.pack_into("<H", data, info.header_offset + 6, 0x1)
+    path.write_bytes(data)
+    with pytest.raises(InspectError, match=r"_k\.abi3\.so: cannot extract"):  # zipfile: RuntimeError
+        _inspect(path)
+
+
+def test_wheel_needing_a_future_zip_version_is_an_inspect_error(tmp_path: Path) -> None:
+    path, info = _wheel(tmp_path, _seed(fu.fat_seed), zipfile.ZIP_STORED)
+    data = bytearray(path.read_bytes())
+    _patch_central(data, info, 6, "<H", 128)  # "version needed to extract" 12.8
+    path.write_bytes(data)
+    with pytest.raises(InspectError, match=r"not a readable wheel"):  # zipfile: NotImplementedError
+        _inspect(path)
+
+
+def test_wheel_central_name_flagged_utf8_but_not_is_an_inspect_error(tmp_path: Path) -> None:
+    path, info = _wheel(tmp_path, _seed(fu.fat_seed), zipfile.ZIP_STORED)
+    data = bytearray(path.read_bytes())
+    _patch_central(data, info, 8, "<H", 0x800)
+    cd = data.rfind(b"PK\x01\x02")
+    data[cd + 46 + 5] = 0xFF
+    path.write_bytes(data)
+    with pytest.raises(InspectError, match=r"not a readable wheel"):  # zipfile: UnicodeDecodeError
+        _inspect(path)
+
+
+def test_wheel_member_with_an_empty_name_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "demo-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("demo/_k.abi3.so", _seed(fu.fat_seed))
+        zf.writestr("x", b"not a binary")
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo("x")
+    _patch_central(data, info, 28, "<H", 0)  # file name length 0 (zipfile: is_dir() IndexError)
+    cd = data.rfind(b"PK\x01\x02")
+    del data[cd + 46 : cd + 47]
+    eocd = data.rfind(b"PK\x05\x06")
+    struct.pack_into("<I", data, eocd + 12, struct.unpack_from("<I", data, eocd + 12)[0] - 1)  # central dir size
+    path.write_bytes(data)
+    from aotwheel.inspector import inspect
+
+    report = inspect(path)
+    assert [f.path.rsplit("!", 1)[1] for f in report.files] == ["demo/_k.abi3.so"]
+
+
+def test_wheel_member_name_with_a_newline_gives_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "demo-0.1-py3-none-any.whl"
+    good = _seed(fu.fat_seed)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("demo/evil\nname.so", good[:200])  # an ar cut short: rejected, naming the member
+    with pytest.raises(InspectError) as err:
+        _inspect(path)
+    assert "\n" not in str(err.value) and "evil\\nname.so" in str(err.value)
 
 
 # ---- the harness itself --------------------------------------------------------------------------
