@@ -41,6 +41,8 @@ def libs() -> dict[str, Path]:
         ("sm_80+ptx", "sm_86", "native"),
         ("sm_90", "sm_100", "unsupported"),
         ("ptx", "sm_75", "unsupported"),
+        ("sm_90", "sm_107", "unsupported"),  # a GPU newer than nvcc 13.0 still gets a verdict
+        ("ptx", "sm_107", "jit"),
     ],
 )
 def test_verdicts_on_real_libraries(libs: dict[str, Path], variant: str, device: str, verdict: str) -> None:

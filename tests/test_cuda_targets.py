@@ -72,6 +72,15 @@ def test_retired_archs_name_the_last_cuda(token: str, last: str) -> None:
         parse_cuda_target(token)
 
 
+def test_newer_archs_need_a_newer_nvcc_but_are_valid_devices() -> None:
+    # sm_107 images ship in libnvjpeg 13.2.3 (read by test_cuda_fatbin); nvcc 13.0 cannot build it.
+    with pytest.raises(DevlistError, match="needs a newer nvcc"):
+        parse_cuda_target("sm_107")
+    from aotwheel.cuda_targets import DEVICE_ARCHS
+
+    assert parse_cuda_target("sm_107", supported=DEVICE_ARCHS).cc == (10, 7)
+
+
 def test_supported_set_follows_the_nvcc_in_use() -> None:
     # An older toolkit (CUDA 12.x) still builds sm_70: the caller passes nvcc's own list.
     assert parse_cuda_target("sm_70", supported={70, 80, 90}).arch == 70

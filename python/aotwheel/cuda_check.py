@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aotwheel.cuda_targets import CudaTarget, cuda_verdict, parse_cuda_target
+from aotwheel.cuda_targets import DEVICE_ARCHS, CudaTarget, cuda_verdict, parse_cuda_target
 from aotwheel.verdict import JIT, Verdict
 
 _MAX_MEMBER = 4 << 30  # a wheel member larger than this is not read
@@ -103,12 +103,12 @@ def nvidia_devices(devices: Any = None) -> list[NvidiaDevice]:
     out: list[NvidiaDevice] = []
     for dev in devices:
         if isinstance(dev, str):
-            t = parse_cuda_target(dev.strip())
+            t = parse_cuda_target(dev.strip(), supported=DEVICE_ARCHS)
             out.append(NvidiaDevice(f"assumed {t.name}", t.cc, f"assumed:{t.arch}"))
         elif hasattr(dev, "cc"):
             out.append(NvidiaDevice(str(getattr(dev, "name", "GPU")), tuple(dev.cc), f"cuda:{getattr(dev, 'index', 0)}:{dev.cc}"))  # type: ignore[arg-type]
         elif str(getattr(dev, "vendor", "")).lower() == "nvidia" and str(getattr(dev, "catalog", "")).startswith("sm_"):
-            t = parse_cuda_target(dev.catalog)
+            t = parse_cuda_target(dev.catalog, supported=DEVICE_ARCHS)
             out.append(NvidiaDevice(str(getattr(dev, "label", dev.name)), t.cc, str(getattr(dev, "key", dev.catalog))))
     return out
 

@@ -46,6 +46,10 @@ NVCC13_ARCHS: dict[int, str] = {
     120: "Blackwell (RTX 50xx, RTX PRO 6000)",
     121: "Blackwell (DGX Spark GB10)",
 }
+# Real architectures newer toolkits build that nvcc 13.0 does not: accepted for devices (a GPU
+# may be newer than the toolkit here), refused for builds with "needs a newer nvcc".
+NEWER_ARCHS: dict[int, str] = {107: "seen in CUDA 13.2 libraries (libnvjpeg 13.2.3)"}
+DEVICE_ARCHS = frozenset(NVCC13_ARCHS) | frozenset(NEWER_ARCHS)  # for --device / AOTWHEEL_DEVICE
 ARCH_SPECIFIC = frozenset({90, 100, 103, 110, 120, 121})  # sm_XYa exists
 FAMILY_SPECIFIC = frozenset({100, 103, 110, 120, 121})  # sm_XYf exists
 
@@ -128,6 +132,8 @@ def parse_cuda_target(token: str, *, supported: Collection[int] | None = None) -
         new = f"{prefix}_{RENAMED[arch]}{suffix}"
         raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' was renamed {new} in CUDA 13.0; write {new}", raw, (new,))
     if arch not in archs:
+        if arch in NEWER_ARCHS and arch not in NVCC13_ARCHS:
+            raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' needs a newer nvcc than CUDA 13.0 ({NEWER_ARCHS[arch]}); upgrade the CUDA Toolkit or drop it", raw, ())
         if arch in RETIRED and arch not in NVCC13_ARCHS:
             raise DevlistError(
                 f"USE_AOT_DEVLIST: '{raw}' is not built by this nvcc (CUDA {RETIRED[arch]} was the last to support {prefix}_{arch}); "
@@ -310,7 +316,9 @@ def _ptx_ok(t: CudaTarget, major: int, minor: int) -> bool:
 
 __all__ = [
     "ARCH_SPECIFIC",
+    "DEVICE_ARCHS",
     "FAMILY_SPECIFIC",
+    "NEWER_ARCHS",
     "NVCC13_ARCHS",
     "PTX_TOKEN",
     "RETIRED",
