@@ -11,6 +11,8 @@
 
 An unsupported device never raises from :func:`check`; :func:`ensure` raises
 :class:`UnsupportedDeviceError` when the device that is about to be used cannot run the code.
+When no device is found (no GPU, no driver, a broken loader, a driver that returns errors),
+:func:`check` returns one ``unknown`` verdict per binary whose reason quotes every probe's answer.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from aotwheel.errors import AotwheelError
-from aotwheel.verdict import JIT, NATIVE, UNSUPPORTED, Verdict, decide
+from aotwheel.verdict import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict, decide, target_names
 
 POLICY_ENV = "AOTWHEEL_JIT"
 POLICIES = ("warn", "error", "ignore")
@@ -93,6 +95,24 @@ def _devices(devices: Any) -> list[Any]:
     for dev in devices:
         out.extend(parse(dev, source="devices") if isinstance(dev, str) else [dev])
     return out
+
+
+def _no_device_reason(devices: Any) -> str:
+    """Why no device was found: each probe's reason, or that the caller passed none."""
+    if devices is not None:
+        return "no devices were given"
+    from aotwheel.probe import probe_all
+
+    reasons = [f"{r.backend}: {r.reason}" for r in probe_all() if r.reason]
+    return "; ".join(reasons) or "no runtime reported a device"
+
+
+def _no_device_verdicts(files: list[Any], path: str, devices: Any) -> list[Verdict]:
+    """One ``unknown`` verdict per file with device code (or for ``path``), saying why."""
+    reason = f"no device found, so whether the code runs native or JIT is unknown ({_no_device_reason(devices)})"
+    return [Verdict("no device", None, UNKNOWN, None, reason, "no-device", f.path or path, "none",
+                    target_names(f.native_targets)) for f in files] or [
+        Verdict("no device", None, UNKNOWN, None, reason, "no-device", path, "none")]
 
 
 def _device_code(report: Any) -> list[Any]:
@@ -166,15 +186,20 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
     fat binary, zebin or .spv. ``devices``: ``None`` (probe, or ``AOTWHEEL_DEVICE``), a string in
     ``AOTWHEEL_DEVICE`` syntax (``"pvc,cpu"``), or probed devices. ``policy`` overrides
     ``AOTWHEEL_JIT``. Raises :class:`JITError` under policy ``error``; never raises for an
-    unsupported device (see :func:`ensure`).
+    unsupported device (see :func:`ensure`). With no device at all (no GPU, no driver, a broken
+    runtime) it returns ``unknown`` verdicts (rule ``no-device``) whose reason names each probe's
+    problem.
     """
     mode = jit_policy(policy)
     path = resolve_binary(module_or_path)
     files = _device_code_of(path)
+    found = _devices(devices)
+    if not found:
+        return _no_device_verdicts(files, path, devices)
     verdicts: list[Verdict] = []
     keys: list[str] = []
     counts: list[int | None] = []
-    for dev in _devices(devices):
+    for dev in found:
         for f in files:
             verdicts.append(decide(f.native_targets, f.ir, dev, binary=f.path or path, compatibility=compatibility))
             keys.append(getattr(dev, "key", None) or verdicts[-1].device)

@@ -86,6 +86,7 @@ RULES = {
     "non-intel": "non-Intel device; only SPIR-V can serve it",
     "no-ip": "the runtime does not report the device's IP version",
     "no-match": "no native image and no IR",
+    "no-device": "no device was found to decide for (aotwheel.runtime.check)",
 }
 
 
