@@ -10,7 +10,7 @@ allocates what a hostile size field claims dies with MemoryError, which counts a
 per-input time guard (default 2 s, SIGALRM). A finding is any exception other than
 ``InspectError``, a multi-line ``InspectError``, or an input past the time guard; each distinct
 (exception, innermost aotwheel frame) is reported once with its count and a reproducer written
-to ``--out`` (default fuzz/findings/). Mutations come from ``random.Random(seed)``: a run is
+to ``--out`` (default tests/.cache/fuzz/findings/, git-ignored). Mutations come from ``random.Random(seed)``: a run is
 reproducible from its seed. The short CI version is tests/test_fuzz_*.py (hypothesis).
 """
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--guard", type=float, default=2.0, help="per-input time guard in seconds")
     p.add_argument("--memory", type=int, default=2048, help="RLIMIT_AS per parser process, MiB")
-    p.add_argument("--out", type=Path, default=REPO / "fuzz" / "findings")
+    p.add_argument("--out", type=Path, default=REPO / "tests" / ".cache" / "fuzz" / "findings")
     p.add_argument("--json", type=Path)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
