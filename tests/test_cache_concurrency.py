@@ -11,6 +11,7 @@ without user namespaces and as non-root, a chmod 0555 folder stands in for read-
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -163,23 +164,25 @@ fi
 """
 
 
+_RUN_ALL = "import json, subprocess, sys\nfor cmd in json.loads(sys.argv[1]):\n    subprocess.run(cmd, check=True)\n"
+
+
 def _broken_cache_build(tmp_path: Path, mode: str, reference: bytes) -> str:
     src = _project(tmp_path)
     cache = tmp_path / "cache"
     cache.mkdir()
     build = tmp_path / "b"
     env = build_env(cache)
+    # configure, then build: argument lists handed to a child Python, no shell command line.
+    both = [sys.executable, "-c", _RUN_ALL, json.dumps(_commands(src, build))]
     if _namespaces_work():
         script = tmp_path / "ns.sh"
         script.write_text(_NS_SCRIPT)
-        cmds = _commands(src, build)
-        inner = ["sh", "-c", " && ".join(" ".join(f"'{a}'" for a in c) for c in cmds)]
-        proc = subprocess.run(["unshare", "-Urm", "sh", str(script), str(cache), mode, *inner], env=env,
+        proc = subprocess.run(["unshare", "-Urm", "sh", str(script), str(cache), mode, *both], env=env,
                               capture_output=True, text=True, timeout=600)
     elif os.geteuid() != 0 and mode == "readonly":
         cache.chmod(0o555)
-        proc = subprocess.run(["sh", "-c", " && ".join(" ".join(f"'{a}'" for a in c) for c in _commands(src, build))],
-                              env=env, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(both, env=env, capture_output=True, text=True, timeout=600)
     else:
         pytest.skip("needs user namespaces (unshare -Urm) to mount a read-only or full tmpfs as the cache")
     output = proc.stdout + proc.stderr
