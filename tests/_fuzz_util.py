@@ -179,6 +179,21 @@ def wheel_seed() -> Path:
     return _cached("fz-0.1-cp310-abi3-linux_x86_64.whl", make)
 
 
+def icpx_so_seed() -> Path:
+    """A third-party host .so built by icpx (vLLM's xpumem_allocator, tests/data, Apache-2.0):
+    .tgtimg with RELATIVE relocations, descriptors, zebin fat binaries (two cri members)."""
+    packed = REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / "xpumem_allocator.abi3.so.zst"
+    if not packed.is_file():
+        raise MissingTool(f"needs {packed.relative_to(REPO)} (committed with the inspector tests)")
+
+    def make(tmp: Path) -> None:
+        import zstandard
+
+        tmp.write_bytes(zstandard.ZstdDecompressor().decompress(packed.read_bytes()))
+
+    return _cached("xpumem_allocator.abi3.so", make)
+
+
 def offload_binary(image: bytes, strings: dict[str, str], image_kind: int = 6, offload_kind: int = 8) -> bytes:
     """An OffloadBinary (version 1) laid out as llvm/Object/OffloadBinary.h writes it: header
     {magic, u32 version, u64 size, u64 entry offset, u64 entry size}, one entry {u16 image kind,
@@ -351,6 +366,7 @@ class Target:
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("elf-tgtimg", parse_elf, (host_so_seed,)),
+    Target("elf-icpx", parse_elf, (icpx_so_seed,)),
     Target("ar", parse_ar, (fat_seed, fat_zebin_seed)),
     Target("zebin", parse_zebin, (zebin_seed,)),
     Target("legacy", parse_legacy, (legacy_seed, generic_ir_seed)),
