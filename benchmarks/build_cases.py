@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,6 +69,20 @@ def serial_ocloc(spv: Path, devices: list[str], cwd: Path) -> tuple[float, float
                       "-output", "fat", "-q"], cwd=cwd)
 
 
+def parallel_capacity(spv: Path, device: str, scratch: Path) -> float:
+    """How much faster two identical, independent ocloc runs finish side by side than one after
+    the other, right now (2.0 on two idle cores): what other people's load leaves for parallelism."""
+    def cmd(tag: str) -> list[str]:
+        return ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", tag,
+                "-out_dir", str(scratch / "capacity"), "-output_no_suffix", "-q"]
+    seq = run_timed(cmd("a"))[0] + run_timed(cmd("b"))[0]
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen(cmd(t), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for t in ("a", "b")]
+    if any(p.wait() != 0 for p in procs):
+        raise RuntimeError("ocloc failed in the parallel-capacity probe")
+    return seq / (time.perf_counter() - t0)
+
+
 def ar_members(path: Path) -> list[str]:
     """Member names as binutils' ``ar t`` lists them (an independent reader)."""
     out = subprocess.run(["ar", "t", str(path)], check=True, capture_output=True, text=True).stdout
@@ -87,6 +102,7 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
         spvs = [tree.build / p for p in tree.outputs(".spv")]
         all_spv = link_spirv(spvs, scratch / "all.spv")
         serial, ours, ratio, eff, cpu_ratio = Samples(), Samples(), Samples(), Samples(), Samples()
+        capacity, ratio_cap = Samples(), Samples()
         edges = runs = 0
         for r in range(ctx.runs):
             def run_ours() -> tuple[float, float]:
@@ -101,13 +117,16 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
             else:
                 o, o_cpu = run_ours()
                 s, s_cpu = serial_ocloc(all_spv, devs, scratch)
+            cap = parallel_capacity(spvs[0], devs[0], scratch)
+            capacity.add(cap)
+            ratio_cap.add(o / (s / min(n, cap)))
             ideal = s / min(n, cores)
             serial.add(s)
             ours.add(o)
             ratio.add(o / ideal)
             eff.add(ideal / o)
             cpu_ratio.add(o_cpu / s_cpu)
-            ctx.log(f"P1 N={n} run {r + 1}: serial {s:.2f}s ours {o:.2f}s ratio {o / ideal:.3f} CPU ours/serial {o_cpu / s_cpu:.3f}")
+            ctx.log(f"P1 N={n} run {r + 1}: serial {s:.2f}s ours {o:.2f}s ratio {o / ideal:.3f} CPU ours/serial {o_cpu / s_cpu:.3f} capacity {cap:.2f}")
         result["by_n"][str(n)] = {
             "devices": devs,
             "serial_ocloc_s": serial.to_dict(),
@@ -115,6 +134,8 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
             "ratio_to_ideal": ratio.to_dict(),
             "efficiency": eff.to_dict(),
             "cpu_ours_over_serial": cpu_ratio.to_dict(),
+            "parallel_capacity": capacity.to_dict(),
+            "ratio_to_achievable": ratio_cap.to_dict(),
             "ocloc_edges": edges,
             "ocloc_runs": runs,
             "serial_members": ar_members(scratch / "fat"),
