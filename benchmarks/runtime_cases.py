@@ -86,8 +86,19 @@ def p4_inspect(path: Path, runs: int, log: Callable[[str], None]) -> dict:
         insp.add(i)
         ratio.add(i / c)
         log(f"P4 run {r + 1}: inspect {i * 1e3:.1f} ms, cat {c * 1e3:.1f} ms")
+    from benchmarks import inspect_floor
+
+    floor, floor_nokernels = Samples(), Samples()
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        inspect_floor.read(str(path))
+        floor.add(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        inspect_floor.read(str(path), count_kernels=False)
+        floor_nokernels.add(time.perf_counter() - t0)
     f = report.files[0]
     return {
+        "floor_header_only_ms": floor.to_dict(1e3), "floor_header_only_no_kernel_count_ms": floor_nokernels.to_dict(1e3),
         "file": path.name, "source": f"PyPI {SYCL_WHEEL}", "bytes": path.stat().st_size,
         "images": len(f.images), "kernels": f.kernels, "ir": f.ir, "native_targets": len(f.native_targets),
         "inspect_ms": insp.to_dict(1e3), "cat_ms": cats.to_dict(1e3), "ratio": ratio.to_dict(),
