@@ -82,9 +82,10 @@ def compile_image(args: argparse.Namespace) -> int:
     target = parse_cuda_target(args.target)
     source = Path(args.source)
     options = list(args.option or [])
-    cache = DeviceCodeCache.from_env()
-    key = _cache_key(tc, source.read_bytes(), target.name, options)
     out = Path(args.output)
+    # One warning per build tree (not per nvcc edge) if the cache root is unusable.
+    cache = DeviceCodeCache.from_env(warn_once=out.parent / ".aotwheel-cache-warning")
+    key = _cache_key(tc, source.read_bytes(), target.name, options)
     cached = cache.get(key, label=source.name)
     if cached is not None:
         atomic_write(out, cached)
