@@ -202,3 +202,20 @@ def test_mutations_are_reproducible_and_change_the_input() -> None:
     assert ops_a == ops_b
     outs = {fu.apply(seed, fu.random_ops(random.Random(i), 64), fu.hot_spots(seed)) for i in range(50)}
     assert len(outs) > 40
+
+
+def test_zstd_bomb_is_refused_by_ratio_before_the_absolute_cap() -> None:
+    """A few kB that expand to 96 MiB of zeros: far beyond 1024x, refused under the 2 GiB cap."""
+    import zstandard
+
+    from aotwheel.errors import InspectError
+    from aotwheel.formats import zstd
+    from aotwheel.formats.region import Region
+
+    bomb = zstandard.ZstdCompressor(level=3).compress(bytes(96 << 20))
+    assert len(bomb) * zstd.MAX_RATIO < (96 << 20)
+    with pytest.raises(InspectError, match="cap"):
+        zstd.decompress(Region(bomb, "bomb.zst"))
+    # An ordinary image still decompresses.
+    small = zstandard.ZstdCompressor().compress(b"device code " * 1000)
+    assert zstd.decompress(Region(small, "ok.zst")) == b"device code " * 1000

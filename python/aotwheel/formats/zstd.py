@@ -6,6 +6,15 @@ from __future__ import annotations
 from aotwheel.formats.region import Region
 
 DEFAULT_CAP = 2 << 30  # no real device image comes close; hostile frames stop here
+# Device code compresses a few times over; a frame claiming more than this ratio is a bomb.
+# The floor keeps small, highly regular images (padding, tables) decompressible.
+MAX_RATIO = 1024
+RATIO_FLOOR = 64 << 20
+
+
+def output_cap(compressed_size: int, cap: int = DEFAULT_CAP) -> int:
+    """The most bytes a frame of ``compressed_size`` may expand to."""
+    return min(cap, max(RATIO_FLOOR, MAX_RATIO * compressed_size))
 
 
 def content_size(region: Region) -> int | None:
@@ -31,9 +40,11 @@ def peek(region: Region, n: int = 64) -> bytes:
 
 
 def decompress(region: Region, cap: int = DEFAULT_CAP) -> bytes:
-    """Whole decompressed image; refuses frames that declare or produce more than ``cap`` bytes."""
+    """Whole decompressed image; refuses frames that declare or produce more than ``cap`` bytes
+    (and more than :data:`MAX_RATIO` times their stored size, above :data:`RATIO_FLOOR`)."""
     import zstandard
 
+    cap = output_cap(len(region), cap)
     declared = content_size(region)
     if declared is not None and declared > cap:
         raise region.error(0, f"zstd frame declares {declared} bytes, above the {cap}-byte cap")
