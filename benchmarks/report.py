@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 # Sections appended below ours by others (e.g. the CUDA engineer's H100 numbers) are kept.
@@ -14,21 +15,28 @@ _WHY = {
         "processes finish only {cap}× faster side by side than one after the other (\"capacity\", 2.0 on idle "
         "cores) because other engineers' jobs hold part of the two cores; the single-process baseline does "
         "not need the second core, our build does. Against serial/min(N, capacity) our ratio is {ach}. "
-        "(2) CPU: our build uses {cpu}× the serial call's CPU: {edges} ocloc edges, each its own "
-        "`cmake -E env` + `python -m aotwheel.build ocloc` + `ocloc` process, plus one `fatbin` step per "
-        "source, where the serial call is one process. Per device the edges cost about what ocloc "
-        "spends on the linked module (overhead table below; `python -S` gains nothing measurable), and "
-        "one `ocloc -device a,b,c` on a source costs ≈5% less CPU than three single-device runs. "
-        "Fix (owner of `cmake/aotwheel-build.cmake` and `aotwheel/build/ocloc_job.py`): one ocloc edge "
-        "per (source, group of devices) with min(N, cores) groups — S·min(N, C) processes instead of S·N — "
-        "that runs `ocloc -device <the group's cache misses> -exclude_ir` once and splits the resulting ar "
-        "into per-device members, stored under the same per-(source, device) cache keys (members equal "
-        "single-device builds, as ocloc_job.py already relies on)."
+        "{idle}"
+        "(2) CPU: our build uses {cpu}× the serial call's CPU. The serial call gains nothing from sharing "
+        "work between devices: one `ocloc -device pvc,acm-g10,tgllp,dg1,acm-g11,adl-p` on the linked module "
+        "took 11.45 s CPU, the six single-device calls 11.36 s in sum (pvc 2.54 s, the others ≈1.76 s each; "
+        "measured once with `/usr/bin/time ocloc compile -file all.spv -spirv_input -device <d>` on a quiet "
+        "machine). The extra CPU is ours: {edges} ocloc edges, each a `cmake -E env` + `python -m "
+        "aotwheel.build ocloc` process around ocloc (≈0.05 s CPU per edge: interpreter start, imports, "
+        "hashing the SPIR-V — see the overhead table; `python -S` gains nothing measurable), one Python "
+        "`fatbin` step per source, and a few percent of CPU inflation when two compiles share the cores. "
+        "Fix (owner of `cmake/aotwheel-build.cmake` and `aotwheel/build/ocloc_job.py`): fewer Python "
+        "processes — one ocloc edge per (source, group of devices) with min(N, cores) groups (S·min(N, C) "
+        "edges instead of S·N) that runs `ocloc -device <the group's cache misses> -exclude_ir` once and "
+        "splits the ar into per-device members stored under the same per-(source, device) cache keys "
+        "(members equal single-device builds, as ocloc_job.py already relies on); with one group per source "
+        "the same process can also write the fat binary."
     ),
     "P4": (
         "`aotwheel.inspect` opens the file with pyelftools, which parses whole sections it does not "
-        "need (both GNU hash tables: ≈0.5 s here), then walks every R_X86_64_RELATIVE relocation and "
-        "every `.tgtimg` descriptor in Python (≈0.45 s for this file's relocation table). Fix "
+        "need (`iter_sections` builds both GNU hash tables), then walks all ~566,000 relocations of "
+        "`.rela.dyn` in Python three times (for `.tgtimg` slots, for descriptors by addend, for the "
+        "descriptors' target strings); under cProfile these two account for roughly equal halves of the "
+        "time, and `section_at`/`vaddr_to_offset` scan the section list once per image. Fix "
         "(owner of `aotwheel/formats/elf.py`): read the ELF and section headers with `struct` from "
         "the mmap, look up only the relocations whose offsets fall inside `.tgtimg`/descriptor "
         "ranges (sorted table + bisect, or `array`/`memoryview.cast` over the table), and parse "
@@ -99,7 +107,19 @@ def render(res: dict) -> str:
                          f"{r['median']:.3f} ({r['min']:.3f}–{r['max']:.3f}); efficiency {d['efficiency']['median']:.0%} | ≤ 1.15 | {_ok(d['met'], r['median'], 1.15)} |")
         if not all(d["met"] for d in c["p1"]["by_n"].values()):
             worst = max(c["p1"]["by_n"].values(), key=lambda d: d["ratio_to_ideal"]["median"])
-            why.append(("P1", _WHY["P1"].format(
+            idle = []
+            for d in c["p1"]["by_n"].values():
+                caps = d.get("parallel_capacity", {}).get("values", [])
+                idle += [(r, cr) for cap, r, cr in zip(caps, d["ratio_to_ideal"]["values"], d["cpu_ours_over_serial"]["values"])
+                         if cap >= 1.9]
+            idle_text = ""
+            if idle:
+                rs, crs = [r for r, _ in idle], [cr for _, cr in idle]
+                idle_text = (f"In the {len(idle)} runs whose capacity probe found the full 2 cores (≥ 1.9), "
+                             f"ours/(serial/min(N,C)) had a median of {statistics.median(rs):.3f} ({min(rs):.3f}–{max(rs):.3f}; "
+                             "the probe runs between the builds, so a build can still meet a busy moment) against a "
+                             f"median CPU ratio of {statistics.median(crs):.3f}: on free cores what is left is mostly the CPU ratio. ")
+            why.append(("P1", _WHY["P1"].format(idle=idle_text,
                 cpu=f"{worst['cpu_ours_over_serial']['median']:.2f}",
                 edges=worst["ocloc_edges"],
                 cap=_cap(worst, "parallel_capacity", "{:.2f}"),
@@ -224,11 +244,19 @@ def _details(res: dict) -> list[str]:
         d = c["p6"]
         out += ["## P6 — size", "",
                 "Wheels built with `pip wheel` (scikit-build-core, JIT fallback on, warm cache) per `USE_AOT_DEVLIST`; "
-                "bytes per target relative to the `none` (SPIR-V only) wheel.", "",
-                "| devlist | targets | wheel | .so | .so per target | wheel per target |", "|---|---|---|---|---|---|"]
+                "\"per target\" is relative to the `none` (SPIR-V only) wheel, \"per extra target\" relative to the "
+                "one-target wheel. The first target costs more: it also brings the fat binaries' `generic_ir` member "
+                "(the SPIR-V a second time, what lets the driver JIT from the spir64_gen image).", "",
+                "| devlist | targets | wheel | .so | .so per target | wheel per target | .so per extra target | wheel per extra target |",
+                "|---|---|---|---|---|---|---|---|"]
+        one = next((r for r in d["variants"] if r["targets_named"] == 1), None)
         for r in d["variants"]:
+            extra = ("—", "—")
+            if one is not None and r["targets_named"] > 1:
+                k = r["targets_named"] - 1
+                extra = (f"{(r['so_bytes'] - one['so_bytes']) / k:,.0f}", f"{(r['wheel_bytes'] - one['wheel_bytes']) / k:,.0f}")
             out.append(f"| `{r['devlist']}` | {r['targets_named']} | {r['wheel_bytes']:,} | {r['so_bytes']:,} | "
-                       f"{r.get('so_bytes_per_target', 0):,.0f} | {r.get('wheel_bytes_per_target', 0):,.0f} |")
+                       f"{r.get('so_bytes_per_target', 0):,.0f} | {r.get('wheel_bytes_per_target', 0):,.0f} | {extra[0]} | {extra[1]} |")
         if d.get("member_bytes"):
             out += ["", f"Bytes per target inside the fat binaries of `{d['compression']['devlist']}` (all sources, from `ar tv`):", "",
                     "| member | bytes |", "|---|---|"]
