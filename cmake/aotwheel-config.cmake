@@ -159,3 +159,4 @@ endfunction()
 
 include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-build.cmake" OPTIONAL)
 include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-sycl.cmake" OPTIONAL)
+include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-cuda.cmake" OPTIONAL)
