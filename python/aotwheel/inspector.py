@@ -39,7 +39,7 @@ class Image:
     index: int
     offset: int  # file offset of the stored bytes
     size: int  # stored (possibly compressed) size
-    kind: str  # "ar" | "zebin" | "legacy" | "ir-elf" | "spirv" | "llvmbc" | "zstd" | "offload" | "unknown"
+    kind: str  # "ar" | "zebin" | "legacy" | "ir-elf" | "spirv" | "llvmbc" | "zstd" | "offload" | "cubin" | "ptx" | "unknown"
     triple: str | None  # "spir64_gen", "spir64", ... when known
     compressed: bool
     section: str | None = None  # host section holding it
@@ -80,6 +80,7 @@ class FileReport:
     kind: str = "unknown"  # "elf" (host binary), "ar", "zebin", "legacy", "spirv", ...
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
 
     def target_names(self) -> list[str]:
         """Distinct native targets in order: catalog names, else IP versions, else generic names."""
@@ -307,6 +308,12 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
     kind = sniff(region.head(64))
     fr = FileReport(path=label, native_targets=[], ir=[], images=[], kernels=None, kind=kind)
     walk = _Walk(fr, deep)
+    from aotwheel.formats.cuda import is_fatbin
+
+    if kind == "unknown" and is_fatbin(region.head(4)):
+        fr.kind = "fatbin"
+        _walk_cuda(walk, region, None)
+        return fr
     if kind == "elf":
         _walk_host(walk, region)
     elif kind == "ar" and not _is_fat_binary(region):
@@ -335,6 +342,23 @@ def _walk_host(walk: _Walk, region: Region) -> None:
         _add_image(walk, region.sub(img.offset, img.size, f"image at {img.offset:#x}"), triple=img.triple, section=img.section)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
+    sec = view.section(".nv_fatbin")
+    if sec is not None and sec.type != "SHT_NOBITS" and sec.size:
+        _walk_cuda(walk, region.sub(sec.offset, sec.size, "section '.nv_fatbin'"), ".nv_fatbin")
+
+
+def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
+    """NVIDIA fat binaries: one Image per cubin/PTX entry, their targets in ``FileReport.cuda``."""
+    from aotwheel.formats.cuda import parse_fatbin
+
+    fat = parse_fatbin(region, section=section)
+    for e in sorted(fat.entries, key=lambda e: (e.arch, e.kind, e.target)):
+        if e.target not in walk.report.cuda and e.kind in ("cubin", "ptx"):
+            walk.report.cuda.append(e.target)
+    for e in fat.entries:
+        walk.report.images.append(Image(
+            index=len(walk.report.images), offset=e.payload_offset, size=e.stored_size, kind=e.kind, triple="nvptx64",
+            compressed=e.compressed, section=section, decompressed_size=e.decompressed_size or None, arch=e.target))
 
 
 def _walk_offloading(walk: _Walk, region: Region, section: str | None) -> None:

@@ -42,6 +42,8 @@ def summary(fr: FileReport) -> str:
     parts.append(f"JIT fallback: {', '.join(_IR_NAMES.get(k, k) for k in fr.ir) or 'none'}")
     if fr.kernels is not None:
         parts.append(f"{fr.kernels} kernel{'s' if fr.kernels != 1 else ''}")
+    if fr.cuda:
+        parts.append(f"NVIDIA: {', '.join(fr.cuda)}")
     return " · ".join(parts)
 
 
@@ -78,7 +80,7 @@ def render(report: Report, *, show_all: bool = False) -> str:
         ir_images = sum(1 for i in fr.images if "spirv" in (i.kind, i.content) or "llvmbc" in (i.kind, i.content))
         compressed = sum(1 for i in fr.images if i.compressed)
         detail = f"  {len(fr.images)} image{'s' if len(fr.images) != 1 else ''}"
-        detail += f" ({compressed} zstd-compressed)" if compressed else ""
+        detail += f" ({compressed} compressed)" if compressed else ""
         detail += f", {ir_images} IR-only" if ir_images else ""
         out.append(detail)
         if fr.native_targets:
