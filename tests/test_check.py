@@ -187,3 +187,27 @@ def test_hook_rejects_names_that_are_not_python_identifiers(tmp_path):
     assert main(["--extension", "_k", "--package", "1bad", "--out", str(tmp_path / "x.py")]) == 2
     assert not (tmp_path / "x.py").exists()
     compile(render("demo._kernels", "demo"), "_aot.py", "exec")  # absolute names are accepted
+
+
+# ---- NVIDIA GPUs (issue 8): sm_XY devices are judged by NVIDIA's rules on the .nv_fatbin ------
+
+H100_DATA = CACHE.parents[1] / "data" / "cuda-h100"
+
+
+def test_nvidia_devices_follow_cuda_rules() -> None:
+    from aotwheel.runtime import check
+
+    verdicts = check(H100_DATA / "libkern_sm_80-ptx.so", "sm_90,sm_86,pvc", policy="ignore")
+    got = sorted((v.device, v.verdict, v.image) for v in verdicts)
+    # pvc: the library has no Intel device code at all, so no Intel verdict is produced.
+    assert got == [("sm_86", "native", "sm_80"), ("sm_90", "jit", "compute_80")]
+
+
+def test_nvidia_override_rejects_typos() -> None:
+    from aotwheel.errors import DevlistError
+    from aotwheel.probe.override import parse
+
+    with pytest.raises(DevlistError, match="did you mean sm_90"):
+        parse("sm_9o", source="AOTWHEEL_DEVICE")
+    [dev] = parse("sm_90")
+    assert (dev.vendor, dev.catalog, dev.kind) == ("nvidia", "sm_90", "gpu")

@@ -207,7 +207,7 @@ def test_devices_cli_prints_every_backend_reason():
     proc = run_cli(["devices", "--json"], child_env(OCL_ICD_VENDORS=str(empty)))
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert [p["backend"] for p in data["probes"]] == ["levelzero", "opencl", "sycl", "torchxpu"]
+    assert [p["backend"] for p in data["probes"]] == ["levelzero", "opencl", "sycl", "torchxpu", "cuda"]
     assert all(p["reason"] for p in data["probes"] if not p["devices"])
 
 

@@ -199,12 +199,20 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
     verdicts: list[Verdict] = []
     keys: list[str] = []
     counts: list[int | None] = []
+    # NVIDIA GPUs (CUDA probe or sm_XY override) follow NVIDIA's rules on the .nv_fatbin images.
+    nvidia = [d for d in found if str(getattr(d, "catalog", "") or "").startswith("sm_") and str(getattr(d, "vendor", "")).lower() == "nvidia"]
     for dev in found:
+        if dev in nvidia:
+            continue
         for f in files:
             verdicts.append(decide(f.native_targets, f.ir, dev, binary=f.path or path, compatibility=compatibility))
             keys.append(getattr(dev, "key", None) or verdicts[-1].device)
             counts.append(getattr(f, "kernels", None))
     _apply_policy(verdicts, keys, counts, mode)
+    if nvidia:
+        from aotwheel.cuda_check import check_cuda
+
+        verdicts += check_cuda(path, nvidia, policy=mode)
     return verdicts
 
 

@@ -96,8 +96,26 @@ def run_selftest(args: argparse.Namespace) -> int:
     from aotwheel.selftest import format_results, modules_from_extension, modules_from_path, run
 
     _prepare(args)
-    modules = [m for s in args.sources for m in modules_from_path(s)] if args.sources else modules_from_extension()
-    results = run(modules)
+    from aotwheel.errors import AotwheelError
+
+    opencl_error: AotwheelError | None = None
+    try:
+        modules = [m for s in args.sources for m in modules_from_path(s)] if args.sources else modules_from_extension()
+        results = run(modules)
+    except AotwheelError as exc:  # e.g. no pyopencl on a CUDA-only machine: the CUDA part may still run
+        results, opencl_error = [], exc
+    # NVIDIA GPUs: the same kernels from the binaries' .nv_fatbin, through the CUDA driver.
+    from aotwheel.runtime import resolve_binary
+    from aotwheel.selftest_cuda import run_cuda
+
+    for binary in args.sources or ["aotwheel._kernels"]:
+        try:
+            path = resolve_binary(binary)
+        except Exception:
+            continue
+        results += run_cuda(path)[0]
+    if not results and opencl_error is not None:
+        raise opencl_error
     if args.json:
         print(json.dumps({"results": [r.to_dict() for r in results]}, indent=2))
     else:

@@ -17,7 +17,7 @@ import importlib
 import sys
 from dataclasses import asdict, dataclass, field
 
-BACKENDS = ("levelzero", "opencl", "sycl", "torchxpu")
+BACKENDS = ("levelzero", "opencl", "sycl", "torchxpu", "cuda")
 
 # Module each heavy backend imports; probed implicitly only once the application imported it.
 _HEAVY = {"sycl": "dpctl", "torchxpu": "torch"}
@@ -110,12 +110,17 @@ def merge(results: list[ProbeResult]) -> list[ProbedDevice]:
     """
     gpus: list[ProbedDevice] = []
     others: list[ProbedDevice] = []
+    # NVIDIA GPUs come from the CUDA driver (their own loading rules); an OpenCL view of the
+    # same GPUs would be a duplicate judged by the wrong rules.
+    cuda = [d for r in results if r.backend == "cuda" for d in r.devices]
     for result in results:
-        res_gpus = [d for d in result.devices if d.kind == "gpu"]
+        if result.backend == "cuda":
+            continue
+        res_gpus = [d for d in result.devices if d.kind == "gpu" and not (cuda and "nvidia" in d.vendor.lower())]
         if res_gpus and not gpus:
             gpus = res_gpus
         others.extend(d for d in result.devices if d.kind != "gpu" and d.key not in {o.key for o in others})
-    return gpus + others
+    return gpus + cuda + others
 
 
 def detect_devices(*, use_override: bool = True) -> list[ProbedDevice]:

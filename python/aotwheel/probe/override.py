@@ -2,8 +2,9 @@
 
 For tests and for users who know better (a container without device nodes, a machine being
 planned for). The value is a comma/space separated list of anything the device catalog knows
-(``pvc``, ``ats-m150``, ``intel_gpu_bmg_g21``, ``12.60.7``, family names such as ``bmg``), plus
-``cpu`` for an OpenCL CPU device. Example: ``AOTWHEEL_DEVICE=acm-g11,cpu``.
+(``pvc``, ``ats-m150``, ``intel_gpu_bmg_g21``, ``12.60.7``, family names such as ``bmg``), NVIDIA
+GPUs by compute capability (``sm_90``), plus ``cpu`` for an OpenCL CPU device. Example:
+``AOTWHEEL_DEVICE=acm-g11,sm_90,cpu``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,17 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
         if low == CPU_TOKEN:
             if not any(d.kind == "cpu" for d in devices):
                 devices.append(ProbedDevice(name="cpu", backend="override", kind="cpu", vendor="any", spirv=True))
+            continue
+        if low.startswith(("sm_", "nvidia_gpu_sm_")):
+            from aotwheel.cuda_targets import DEVICE_ARCHS, parse_cuda_target
+
+            try:
+                target = parse_cuda_target(low, supported=DEVICE_ARCHS)
+            except DevlistError as exc:
+                raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
+            if not any(d.catalog == target.name for d in devices):
+                devices.append(ProbedDevice(name=f"NVIDIA {target.name}", backend="override", kind="gpu", vendor="nvidia",
+                                            catalog=target.name, index=len(devices)))
             continue
         if low in _REJECTED:
             raise DevlistError(f"{source}: '{token}' does not name a device; use a device name, IP version or 'cpu', e.g. {ENV}=pvc", token)
