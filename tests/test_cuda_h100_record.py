@@ -54,7 +54,7 @@ def test_recorded_run_is_consistent() -> None:
         assert v["kernels"]["pass"] is True and max(v["kernels"]["max_error"].values()) < 1e-4
         for mode in ("cold", "warm"):
             assert v["first_load"][mode]["runs"] >= 5
-        # 'aotwheel check' (with benchmarks/cuda_integration.patch applied) said the same.
+        # 'aotwheel check' said the same (the NVIDIA integration, then applied from a patch to a copy).
         check = record["integrated"][f"check_{variant}"]
         assert check["rc"] == 0 and f": {want} " in check["stdout"]
     assert all(t["agree"] for t in record["third_party"])
