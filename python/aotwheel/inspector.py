@@ -335,7 +335,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     from aotwheel.formats.elf import open_elf, read_host
 
     view = open_elf(region)
-    host = read_host(view)
+    host = read_host(view, all_descriptors=walk.deep)  # bundle section names give the triples
     walk.report.kernels = host.kernels
     walk.report.kernels_by_triple = {k.removesuffix("-unknown-unknown"): v for k, v in host.kernels_by_triple.items()}
     for img in host.images:

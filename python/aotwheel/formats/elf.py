@@ -1,17 +1,20 @@
 """ELF access for device and host binaries, and the host side of SYCL offloading: ``.tgtimg``
 image tables, the relocations that fill them, image descriptors, ``.tgtsym`` kernel names.
 
-pyelftools reads headers through a :class:`Region` stream (an mmap in practice), so only the
+Headers are read with ``struct`` straight from a :class:`Region` (an mmap in practice), so only the
 headers, tables and small sections are touched -- never the images themselves.
 """
 
 from __future__ import annotations
 
+import bisect
 import struct
+import sys
 from collections import Counter
+from itertools import compress
 from dataclasses import dataclass, field
-from typing import Any
 
+from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
 
 R_X86_64_RELATIVE = 8
@@ -45,9 +48,16 @@ class ElfView:
     e_machine: int
     sections: list[Section]
     segments: list[tuple[int, int, int]]  # (p_vaddr, p_offset, p_filesz) of PT_LOAD
+    dynamic: dict[int, int] = field(default_factory=dict)  # first value of each .dynamic tag
+    _by_name: dict[str, Section] | None = field(default=None, repr=False)
+    _by_offset: tuple[list[int], list[Section]] | None = field(default=None, repr=False)
 
     def section(self, name: str) -> Section | None:
-        return next((s for s in self.sections if s.name == name), None)
+        if self._by_name is None:
+            self._by_name = {}
+            for s in self.sections:
+                self._by_name.setdefault(s.name, s)  # the first of equal names, as a scan would
+        return self._by_name.get(name)
 
     def data(self, sec: Section, what: str | None = None) -> memoryview:
         return self.region.view(sec.offset, sec.size, what or f"section {sec.name!r}")
@@ -63,24 +73,56 @@ class ElfView:
         return None
 
     def section_at(self, offset: int) -> Section | None:
-        for s in self.sections:
-            if s.type != "SHT_NOBITS" and s.size and s.offset <= offset < s.offset + s.size:
-                return s
-        return None
+        """The first section (in header order) whose file bytes hold ``offset``."""
+        if self._by_offset is None:
+            self._by_offset = self._offset_index()
+        starts, secs = self._by_offset
+        if not starts:  # overlapping sections: only a scan in header order gives the same answer
+            return next((s for s in secs if s.offset <= offset < s.offset + s.size), None)
+        i = bisect.bisect_right(starts, offset) - 1
+        return secs[i] if i >= 0 and offset < secs[i].offset + secs[i].size else None
+
+    def _offset_index(self) -> tuple[list[int], list[Section]]:
+        # Called once per image in big binaries (14k times): bisect instead of a scan.
+        secs = [s for s in self.sections if s.type != "SHT_NOBITS" and s.size]
+        ordered = sorted(secs, key=lambda s: s.offset)
+        if any(a.offset + a.size > b.offset for a, b in zip(ordered, ordered[1:])):
+            return [], secs
+        return [s.offset for s in ordered], ordered
+
+
+# sh_type names as pyelftools spells them (callers compare with "SHT_NOBITS", "SHT_RELA"); other
+# values stay ints, e.g. zebin's SHT_INTELGT_SPIRV 0xFF000009.
+_SH_TYPES = {
+    0: "SHT_NULL", 1: "SHT_PROGBITS", 2: "SHT_SYMTAB", 3: "SHT_STRTAB", 4: "SHT_RELA", 5: "SHT_HASH",
+    6: "SHT_DYNAMIC", 7: "SHT_NOTE", 8: "SHT_NOBITS", 9: "SHT_REL", 10: "SHT_SHLIB", 11: "SHT_DYNSYM",
+    14: "SHT_INIT_ARRAY", 15: "SHT_FINI_ARRAY", 16: "SHT_PREINIT_ARRAY", 17: "SHT_GROUP",
+    18: "SHT_SYMTAB_SHNDX", 19: "SHT_RELR", 20: "SHT_NUM", 0x60000000: "SHT_LOOS",
+    0x6FFFFFF3: "SHT_SUNW_LDYNSYM", 0x6FFFFFF5: "SHT_GNU_ATTRIBUTES", 0x6FFFFFF6: "SHT_GNU_HASH",
+    0x6FFFFFF7: "SHT_GNU_LIBLIST", 0x6FFFFFFC: "SHT_SUNW_syminfo", 0x6FFFFFFD: "SHT_GNU_verdef",
+    0x6FFFFFFE: "SHT_GNU_verneed", 0x6FFFFFFF: "SHT_GNU_versym", 0x80000000: "SHT_LOUSER",
+    0xFFFFFFFF: "SHT_HIUSER",
+}
+_PT_LOAD = 1
+_SHN_XINDEX = 0xFFFF
+_PN_XNUM = 0xFFFF
+_DT_RELACOUNT = 0x6FFFFFF9
 
 
 def open_elf(region: Region) -> ElfView:
-    """Read the ELF header, section headers and program headers (bounds-checked first)."""
-    from elftools.common.exceptions import ELFError
+    """Read the ELF header, section headers and program headers (bounds-checked first).
 
+    Plain ``struct`` reads from the region: pyelftools' section objects parse whole tables (GNU
+    hash, symbols) that nothing here needs, which cost ~0.2 s on a 650 MB SYCL library.
+    """
     ident = region.head(16)
     if len(ident) < 16 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2):
         raise region.error(0, "not an ELF file (bad ELF identification)")
     is64, endian = ident[4] == 2, "<" if ident[5] == 1 else ">"
     fmt = endian + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
-    (e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, _shstrndx) = region.unpack(fmt, 16, "ELF header")
+    (e_type, e_machine, _v, _entry, phoff, shoff, _flags, _ehsize, phentsize, phnum, shentsize, shnum, shstrndx) = region.unpack(fmt, 16, "ELF header")
     # Entries smaller than the struct make "the table fits" vacuous: with e_phoff 0, e_phentsize 0
-    # and 65535 entries pyelftools parses one header 65535 times (seconds for a 162-byte file).
+    # and 65535 entries one header would be parsed 65535 times (seconds for a 162-byte file).
     min_sh, min_ph = (64, 56) if is64 else (40, 32)
     if shnum and shentsize < min_sh:
         raise region.error(58, f"ELF section header entries of {shentsize} bytes (need {min_sh})")
@@ -90,26 +132,65 @@ def open_elf(region: Region) -> ElfView:
         region.check(shoff, shnum * shentsize, "ELF section header table")
     if phnum:
         region.check(phoff, phnum * phentsize, "ELF program header table")
-    try:
-        from elftools.elf.elffile import ELFFile
+    shfmt = endian + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")  # name type flags addr offset size link info ...
 
-        elf = ELFFile(region.stream())
-        sections = []
-        for sec in elf.iter_sections():
-            h: Any = sec.header
-            if h["sh_type"] != "SHT_NOBITS" and h["sh_size"]:
-                region.check(h["sh_offset"], h["sh_size"], f"section {sec.name!r}")
-            sections.append(Section(sec.name, h["sh_type"], h["sh_addr"], h["sh_offset"], h["sh_size"]))
-        segments = [(s["p_vaddr"], s["p_offset"], s["p_filesz"]) for s in elf.iter_segments() if s["p_type"] == "PT_LOAD"]
-    except (ELFError, struct.error, ValueError, KeyError, UnicodeDecodeError) as exc:
-        raise region.error(shoff, f"unreadable ELF headers ({type(exc).__name__}: {str(exc)[:80]})") from None
-    except Exception as exc:  # construct's parse errors have no stable public base class
-        if type(exc).__module__.startswith(("construct", "elftools")):
-            raise region.error(shoff, f"unreadable ELF headers ({type(exc).__name__})") from None
-        raise
+    def bad(problem: str) -> InspectError:
+        return region.error(shoff, f"unreadable ELF headers ({problem})")
+
+    def shdr(n: int) -> tuple[int, ...]:
+        off = shoff + n * shentsize
+        if shentsize < min_sh or off + min_sh > region.size:
+            raise bad(f"section header {n} at {off:#x} is past the end of the file")
+        return struct.unpack_from(shfmt, region.buf, region.start + off)
+
+    # gABI extended numbering: counts >= 0xff00 live in section header 0.
+    count = 0 if shoff == 0 else shnum or shdr(0)[5]
+    if count > shnum:
+        region.check(shoff, count * shentsize, "ELF section header table")
+    sections = []
+    if count:
+        strtab = shdr(shdr(0)[6] if shstrndx == _SHN_XINDEX else shstrndx)[4]
+        buf, base, end = region.buf, region.start, region.start + region.size
+        for i in range(count):
+            sh_name, sh_type, _fl, addr, offset, size = struct.unpack_from(shfmt, buf, base + shoff + i * shentsize)[:6]
+            name = ""
+            a = base + strtab + sh_name
+            if a < end:
+                z = buf.find(b"\0", a, end)
+                if z > a:
+                    name = bytes(buf[a:z]).decode("utf-8", "replace")
+            sec_type = _SH_TYPES.get(sh_type, sh_type)
+            if sec_type != "SHT_NOBITS" and size:
+                region.check(offset, size, f"section {name!r}")
+            sections.append(Section(name, sec_type, addr, offset, size))
+    nseg = phnum if phnum < _PN_XNUM else shdr(0)[7]
+    if nseg > phnum:
+        region.check(phoff, nseg * phentsize, "ELF program header table")
+    segments = []
+    for i in range(nseg):
+        if is64:
+            p_type, _pf, p_offset, p_vaddr, _pa, p_filesz = struct.unpack_from(endian + "IIQQQQ", region.buf, region.start + phoff + i * phentsize)
+        else:
+            p_type, p_offset, p_vaddr, _pa, p_filesz = struct.unpack_from(endian + "IIIII", region.buf, region.start + phoff + i * phentsize)
+        if p_type == _PT_LOAD:
+            segments.append((p_vaddr, p_offset, p_filesz))
     for _, p_offset, p_filesz in segments:
         region.check(p_offset, p_filesz, "PT_LOAD segment")
-    return ElfView(region, e_type, e_machine, sections, segments)
+    return ElfView(region, e_type, e_machine, sections, segments, _dynamic_tags(region, sections, is64, endian))
+
+
+def _dynamic_tags(region: Region, sections: list[Section], is64: bool, endian: str) -> dict[int, int]:
+    """``d_tag -> d_val`` (first occurrence) from ``.dynamic``; small, read eagerly."""
+    sec = next((s for s in sections if s.type == "SHT_DYNAMIC"), None)
+    entry = 16 if is64 else 8
+    if sec is None or not sec.size or sec.size > _MAX_SMALL_SECTION:
+        return {}
+    tags: dict[int, int] = {}
+    for tag, val in struct.iter_unpack(endian + ("qQ" if is64 else "iI"), region.view(sec.offset, sec.size - sec.size % entry, "section '.dynamic'")):
+        if tag == 0:
+            break
+        tags.setdefault(tag, val)
+    return tags
 
 
 @dataclass(frozen=True)
@@ -132,12 +213,17 @@ class HostOffload:
     offloading_sections: list[Section] = field(default_factory=list)  # .llvm.offloading (objects)
 
 
-def read_host(view: ElfView) -> HostOffload:
-    """Everything the host side records about embedded device images."""
+def read_host(view: ElfView, *, all_descriptors: bool = True) -> HostOffload:
+    """Everything the host side records about embedded device images.
+
+    With ``all_descriptors=False`` an image inside a ``__CLANG_OFFLOAD_BUNDLE__<triple>`` section
+    takes its triple from that name and its descriptor is not looked for (``desc_format`` None):
+    finding descriptors means scanning every relocation, ~0.1 s on a 650 MB library.
+    """
     out = HostOffload()
     tgtimg = view.section(".tgtimg")
     if tgtimg is not None and tgtimg.type != "SHT_NOBITS":
-        out.images = _tgtimg_images(view, tgtimg)
+        out.images = _tgtimg_images(view, tgtimg, all_descriptors)
     tgtsym = view.section(".tgtsym")
     if tgtsym is not None and 0 < tgtsym.size <= _MAX_SMALL_SECTION:
         out.kernels_by_triple, out.kernels = _count_tgtsym(bytes(view.data(tgtsym)))
@@ -160,20 +246,19 @@ def _count_tgtsym(data: bytes) -> tuple[dict[str, int], int]:
     return dict(per), len(names)
 
 
-def _tgtimg_images(view: ElfView, tgtimg: Section) -> list[HostImage]:
+def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True) -> list[HostImage]:
     region = view.region
     if tgtimg.size % _TGTIMG_ENTRY:
         raise region.error(tgtimg.offset, f".tgtimg size {tgtimg.size} is not a multiple of {_TGTIMG_ENTRY}")
-    endian = "<"
-    raw = [struct.unpack_from(endian + "QQ", region.buf, region.start + tgtimg.offset + i) for i in range(0, tgtimg.size, _TGTIMG_ENTRY)]
+    raw = list(struct.iter_unpack("<QQ", view.data(tgtimg)))
     # In a PIC .so the loader writes each slot from its RELATIVE relocation's addend, whatever the
     # section holds (GNU ld stores the address too; some real wheels store 0): the addend wins.
-    slots = {tgtimg.addr + i * _TGTIMG_ENTRY for i in range(len(raw))}
-    relocs = _relative_relocs(view, want_offsets=slots, want_addends=set())
+    relocs = _slot_relocs(view, tgtimg.addr, len(raw))
+    if relocs is None:
+        slots = {tgtimg.addr + i * _TGTIMG_ENTRY for i in range(len(raw))}
+        relocs = _relative_relocs(view, want_offsets=slots, want_addends=set())
     addrs = [relocs.get(tgtimg.addr + i * _TGTIMG_ENTRY, a) for i, (a, _) in enumerate(raw)]
-    table = (tgtimg.addr, tgtimg.addr + tgtimg.size)
-    descs = _descriptors(view, {a for a in addrs if a}, skip=table)
-    images: list[HostImage] = []
+    located: list[tuple[int, int, int, Section | None]] = []  # (index, offset, vaddr, section)
     for i, ((_, size), vaddr) in enumerate(zip(raw, addrs)):
         if vaddr == 0 and size == 0:
             continue  # empty slot
@@ -184,30 +269,79 @@ def _tgtimg_images(view: ElfView, tgtimg: Section) -> list[HostImage]:
         if off is None:
             raise region.error(entry_off, f".tgtimg entry points at {vaddr:#x}+{size} outside every loaded segment")
         region.check(off, size, f"image {i} of .tgtimg")
-        sec = view.section_at(off)
+        located.append((i, off, vaddr, view.section_at(off)))
+    wanted = {v for _, _, v, sec in located if all_descriptors or sec is None or not sec.name.startswith(_BUNDLE_PREFIX)}
+    descs = _descriptors(view, wanted, skip=(tgtimg.addr, tgtimg.addr + tgtimg.size))
+    images: list[HostImage] = []
+    for i, off, vaddr, sec in located:
         triple, fmt = descs.get(vaddr, (None, None))
         if triple is None and sec is not None and sec.name.startswith(_BUNDLE_PREFIX):
             triple = sec.name[len(_BUNDLE_PREFIX) :].removeprefix("sycl-")
-        images.append(HostImage(off, size, vaddr, sec.name if sec else None, triple, fmt))
+        images.append(HostImage(off, raw[i][1], vaddr, sec.name if sec else None, triple, fmt))
     return images
 
 
+def _rela_tables(view: ElfView) -> list[Section]:
+    return [s for s in view.sections if s.type == "SHT_RELA" and not s.size % 24 and s.size <= _MAX_SMALL_SECTION]
+
+
+def _slot_relocs(view: ElfView, first: int, count: int) -> dict[int, int] | None:
+    """RELATIVE addends for the ``count`` .tgtimg slots at ``first``, read by bisecting the sorted
+    r_offsets (ld -z combreloc puts RELATIVE relocations first, sorted; DT_RELACOUNT says how many)
+    instead of unpacking ~566k relocations. None when a slot is not found this way: then the caller
+    scans every table, as slots without relocations (non-PIC, unsorted tables) need."""
+    if sys.byteorder != "little" or not count:
+        return None
+    end = first + count * _TGTIMG_ENTRY
+    found: dict[int, int] = {}
+    relcount = view.dynamic.get(_DT_RELACOUNT, 0)
+    for sec in _rela_tables(view):
+        with view.data(sec) as mv, mv.cast("Q") as table:
+            n = len(table) // 3
+            if sec.name == ".rela.dyn" and 0 < relcount <= n:
+                n = relcount
+            with table[0 : 3 * n : 3] as offsets:
+                lo, hi = bisect.bisect_left(offsets, first), bisect.bisect_left(offsets, end)
+                for k in range(lo, hi):
+                    r_offset = offsets[k]
+                    if first <= r_offset < end and not (r_offset - first) % _TGTIMG_ENTRY and (table[3 * k + 1] & 0xFFFFFFFF) == R_X86_64_RELATIVE:
+                        addend = table[3 * k + 2]
+                        found[r_offset] = addend - (1 << 64) if addend >> 63 else addend
+    return found if len(found) == count else None
+
+
 def _relative_relocs(view: ElfView, *, want_offsets: set[int], want_addends: set[int], by_addend: dict[int, list[int]] | None = None) -> dict[int, int]:
-    """R_X86_64_RELATIVE relocations in one pass over the raw tables: ``r_offset -> addend`` for
-    wanted offsets; for wanted addends, every ``r_offset`` is appended to ``by_addend[addend]``."""
+    """R_X86_64_RELATIVE relocations over the raw tables: ``r_offset -> addend`` (the last one wins)
+    for wanted offsets; for wanted addends, every ``r_offset`` is appended to ``by_addend[addend]``
+    in table order."""
     found: dict[int, int] = {}
     if not want_offsets and not want_addends:
         return found
-    for sec in view.sections:
-        if sec.type != "SHT_RELA" or sec.size % 24 or sec.size > _MAX_SMALL_SECTION:
+    for sec in _rela_tables(view):
+        if sys.byteorder != "little":
+            for r_offset, r_info, addend in struct.iter_unpack("<QQq", view.data(sec)):
+                if (r_info & 0xFFFFFFFF) != R_X86_64_RELATIVE:
+                    continue
+                if r_offset in want_offsets:
+                    found[r_offset] = addend
+                if addend in want_addends and by_addend is not None:
+                    by_addend.setdefault(addend, []).append(r_offset)
             continue
-        for r_offset, r_info, addend in struct.iter_unpack("<QQq", view.data(sec)):
-            if (r_info & 0xFFFFFFFF) != R_X86_64_RELATIVE:
-                continue
-            if r_offset in want_offsets:
-                found[r_offset] = addend
-            if addend in want_addends and by_addend is not None:
-                by_addend.setdefault(addend, []).append(r_offset)
+        # Select candidate rows at C speed (compress/map over lists), then check them in Python.
+        with view.data(sec) as mv, mv.cast("Q") as table:
+            if want_offsets:
+                with table[0::3] as col:
+                    rows = list(compress(range(len(col)), map(want_offsets.__contains__, col.tolist())))
+                for k in rows:
+                    if (table[3 * k + 1] & 0xFFFFFFFF) == R_X86_64_RELATIVE:
+                        addend = table[3 * k + 2]
+                        found[table[3 * k]] = addend - (1 << 64) if addend >> 63 else addend
+            if want_addends and by_addend is not None:
+                with table[2::3] as col:
+                    rows = list(compress(range(len(col)), map(want_addends.__contains__, col.tolist())))
+                for k in rows:  # wanted addends are addresses (non-negative), so unsigned compares equal
+                    if (table[3 * k + 1] & 0xFFFFFFFF) == R_X86_64_RELATIVE:
+                        by_addend.setdefault(table[3 * k + 2], []).append(table[3 * k])
     return found
 
 
