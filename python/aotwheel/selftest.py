@@ -235,7 +235,7 @@ def _fat_targets(fatbinary: bytes | None) -> list[Any]:
 
 
 def _opencl_devices(cl) -> list[tuple[Any, Any]]:
-    pairs = []
+    pairs: list[tuple[Any, Any]] = []
     for platform in cl.get_platforms():
         try:
             pairs.extend((platform, d) for d in platform.get_devices())

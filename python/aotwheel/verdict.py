@@ -154,7 +154,7 @@ def compatibility_fallbacks(product: str) -> list[str]:
     if requested is None:
         return []
     result: list[str] = []
-    for image_ip in sorted(_COMPATIBILITY, key=_ip_tuple):
+    for image_ip in sorted(_COMPATIBILITY, key=lambda text: _ip_tuple(text) or (0, 0, 0)):
         if requested in _COMPATIBILITY[image_ip]:
             name = next((n for n, ip in _DEVICE_ACRONYMS if ip == image_ip), None)
             if name is not None and name.split("-")[0] not in result:
@@ -246,25 +246,26 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: st
                     if has_ir else make(UNSUPPORTED, None, "no-match", "the binary has neither native images nor SPIR-V"))
         fallback = "JIT from SPIR-V" if has_ir else "unsupported"
         return make(UNKNOWN, None, "no-ip", f"{label}'s IP version is unknown to its runtime; native if it is one of {embedded}, else {fallback}")
+    device_ip = str(dev_ip)  # it parsed as maj.min.rev above
 
     members = [t for t in targets if _member_name(t)]
     bare = [t for t in targets if not _member_name(t)]
     notes: list[str] = []
     for t in bare:  # a single-device binary: the driver validates it directly
-        ok, why = _validate(t, dev_ip, compatibility)
+        ok, why = _validate(t, device_ip, compatibility)
         if ok:
             return make(NATIVE, f"image {getattr(t, 'image', 0)} ({getattr(t, 'format', 'zebin')})", "single-binary", f"native: {why}")
         notes.append(why)
 
-    product = product_abbreviation(dev_ip)
-    found = _search(members, product, ip, dev_ip, compatibility) if members else None
+    product = product_abbreviation(device_ip)
+    found = _search(members, product, ip, device_ip, compatibility) if members else None
     if found and found[1] is not None:
         rule, hit, why, rejected = found
         return make(NATIVE, _member_name(hit), rule, f"native: member {_member_name(hit)} chosen by rule {rule} ({RULES[rule]}); {why}")
     if found:
         notes.extend(found[3])
     for other in compatibility_fallbacks(product) if product and members else []:
-        found = _search(members, other, ip, dev_ip, compatibility)
+        found = _search(members, other, ip, device_ip, compatibility)
         if found and found[1] is not None:
             _, hit, why, _ = found
             return make(NATIVE, _member_name(hit), f"compat:{other}",
