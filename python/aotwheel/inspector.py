@@ -23,7 +23,7 @@ from typing import Any
 
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
-from aotwheel.formats.sniff import sniff
+from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
 _CANDIDATE_RE = re.compile(r"(\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar|\.zebin)$")
@@ -346,7 +346,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
         # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
         off, size = img.offset, img.size
         a = start + off
-        kind = sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
+        kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
         if kind in _LEAF_KINDS and not deep:
             images.append(Image(len(images), base + off, size, kind, img.triple, False, img.section))
             if kind not in ir:
