@@ -33,7 +33,7 @@ _LEAF_KINDS = frozenset({"spirv", "llvmbc"})  # kinds the default mode notes wit
 _MAX_WHEEL_MEMBER = 16 << 30
 
 
-@dataclass
+@dataclass(slots=True)  # no per-instance __dict__: large libraries carry 14k images
 class Image:
     """One embedded device image (or the whole file for raw inputs)."""
 
