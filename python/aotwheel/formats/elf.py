@@ -151,7 +151,9 @@ def open_elf(region: Region) -> ElfView:
 
     def shdr(n: int) -> tuple[int, ...]:
         off = shoff + n * shentsize
-        if shentsize < min_sh or off + min_sh > region.size:
+        if shentsize < min_sh:  # only reachable with e_shnum 0 (extended numbering)
+            raise bad(f"section header entries of {shentsize} bytes, need {min_sh}")
+        if off + min_sh > region.size:
             raise bad(f"section header {n} at {off:#x} is past the end of the file")
         return struct.unpack_from(shfmt, region.buf, region.start + off)
 
@@ -163,6 +165,8 @@ def open_elf(region: Region) -> ElfView:
     if count:
         strtab = shdr(shdr(0)[6] if shstrndx == _SHN_XINDEX else shstrndx)[4]
         buf, base, end = region.buf, region.start, region.start + region.size
+        if isinstance(buf, memoryview):  # the only Buffer without .find
+            buf = bytes(buf)
         for i in range(count):
             sh_name, sh_type, _fl, addr, offset, size = struct.unpack_from(shfmt, buf, base + shoff + i * shentsize)[:6]
             name = ""
