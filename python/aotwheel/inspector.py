@@ -355,9 +355,9 @@ def _walk_host(walk: _Walk, region: Region) -> None:
             _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
-    sec = view.section(".nv_fatbin")
-    if sec is not None and sec.type != "SHT_NOBITS" and sec.size:
-        _walk_cuda(walk, region.sub(sec.offset, sec.size, "section '.nv_fatbin'"), ".nv_fatbin")
+    nv = view.section(".nv_fatbin")
+    if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
+        _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
 
 
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:

@@ -11,9 +11,8 @@ import bisect
 import struct
 import sys
 from collections import Counter
-from itertools import compress
-from operator import itemgetter
 from dataclasses import dataclass, field
+from itertools import compress
 
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
