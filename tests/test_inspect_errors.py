@@ -148,3 +148,34 @@ def test_handmade_offloadbinary_with_oversized_claims_is_rejected():
     blob = struct.pack("<4sIQQQ", b"\x10\xff\x10\xad", 1, 128, 32, 40) + entry + bytes(128 - 32 - 40)
     with pytest.raises(InspectError, match="string table .* runs past the end"):
         read_offload(Region(blob, "obj.o"))
+
+
+def test_inspect_restores_the_callers_garbage_collector_state(tmp_path) -> None:
+    """inspect() pauses the cyclic collector while it walks a binary (P4); the caller's state
+    survives a normal return, an InspectError, and a collector the caller had already turned off."""
+    import gc
+    import subprocess
+
+    import aotwheel
+    from aotwheel.errors import InspectError
+
+    spv = tmp_path / "k.spv"
+    cl = tmp_path / "k.cl"
+    cl.write_text("kernel void k(global float *a) { a[0] = 1.0f; }\n")
+    subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(cl), "-o", str(tmp_path / "k.bc")], check=True)
+    subprocess.run(["llvm-spirv-15", str(tmp_path / "k.bc"), "-o", str(spv)], check=True)
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9) + b"\xff" * 48)
+
+    assert gc.isenabled()
+    assert aotwheel.inspect(spv).files[0].ir == ["spirv"]
+    assert gc.isenabled()
+    with pytest.raises(InspectError):
+        aotwheel.inspect(bad)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        aotwheel.inspect(spv)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

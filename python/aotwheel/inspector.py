@@ -9,6 +9,7 @@ mode; ``deep=True`` also decompresses and hashes every image.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import mmap
 import os
@@ -126,8 +127,27 @@ def inspect(path: str | os.PathLike[str], *, deep: bool = False) -> Report:
         return Report(text, [r for p in _candidates(target) if (r := _inspect_file_if_binary(p, str(p), deep))])
     if zipfile.is_zipfile(target) and target.suffix in (".whl", ".zip"):
         return Report(text, list(_inspect_wheel(target, deep)))
-    with _mapped(target) as region:
+    with _mapped(target) as region, _cyclic_gc_paused():
         return Report(text, [_inspect_region(region, str(target), deep)])
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cyclic collector while one binary is walked (issue 6, P4).
+
+    A large SYCL library yields ~14,000 image records; their allocation alone triggered cyclic
+    collections costing ~8 ms of a ~53 ms inspect (measured on mkl-dpcpp's 650 MB library). The
+    records hold no reference cycles, so reference counting frees them all the same; the caller's
+    collector state is restored on exit, and left alone if it was already off.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def image_bytes(path: str | os.PathLike[str], image: Image) -> bytes:
