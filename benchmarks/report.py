@@ -32,9 +32,9 @@ _WHY = {
         "Fixed in `aotwheel/formats/elf.py`/`aotwheel/inspector.py` (was 431 ms): struct-read ELF headers, "
         ".tgtimg addends by bisect over the DT_RELACOUNT block of `.rela.dyn` (full scan only if a slot is "
         "missing), descriptors only for images outside `__CLANG_OFFLOAD_BUNDLE__` sections or with deep=True, "
-        "cached segment/section lookups, no sub-region walk for SPIR-V images, slotted Image. What is left: "
-        "`.tgtimg` ~9 ms, the `.tgtsym` distinct-kernel count ~12 ms, one page fault + one Image per image "
-        "~25 ms, GC ~8 ms. Fix: read image heads with os.pread instead of faulting the map, or count kernels "
+        "cached segment/section lookups, no sub-region walk for SPIR-V images, slotted Image, the cyclic GC "
+        "paused during the walk. What is left: `.tgtimg` ~9 ms, the `.tgtsym` distinct-kernel count ~12 ms, one "
+        "page fault + one Image per image ~25 ms. Fix: read image heads with os.pread instead of faulting the map, or count kernels "
         "lazily (changes the report contract). <= 0.05 x cat (~0.33 us per image) is below the page-fault cost."
     ),
     "P5-check": (
