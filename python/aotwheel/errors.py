@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+
 
 class AotwheelError(Exception):
     """Base class of every error aotwheel raises on purpose."""
@@ -26,3 +29,13 @@ class ToolchainError(AotwheelError):
 
 class InspectError(AotwheelError):
     """A binary that cannot be read: the message names the file and the offset."""
+
+
+def run_command(handler: Callable[[], int | None]) -> int:
+    """Run a command-line handler: an :class:`AotwheelError` becomes one ``aotwheel: error: …``
+    line on stderr and exit status 2 (like argparse's usage errors); otherwise its own status."""
+    try:
+        return int(handler() or 0)
+    except AotwheelError as exc:
+        print(f"aotwheel: error: {exc}", file=sys.stderr)
+        return 2

@@ -19,7 +19,7 @@ import json
 import sys
 from pathlib import Path
 
-from aotwheel.errors import AotwheelError
+from aotwheel.errors import AotwheelError, run_command
 
 
 def _write_if_changed(path: str, text: str) -> None:
@@ -219,11 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one step; errors print one line and return 2."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.fn(args) or 0)
-    except AotwheelError as exc:
-        print(f"aotwheel: error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(lambda: args.fn(args))
 
 
 if __name__ == "__main__":

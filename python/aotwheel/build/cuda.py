@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aotwheel.errors import AotwheelError, ToolchainError
+from aotwheel.errors import ToolchainError, run_command
 
 HEADER = Path(__file__).resolve().parents[3] / "csrc" / "aotwheel_portable.h"
 _TIMEOUT = 600
@@ -230,11 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.run(args) or 0)
-    except AotwheelError as exc:
-        print(f"aotwheel: error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(lambda: args.run(args))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-from aotwheel.errors import AotwheelError
+from aotwheel.errors import run_command
 
 # Subcommand modules, in --help order. Each must import only light modules at top level.
 _COMMAND_MODULES = (
@@ -42,10 +42,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.handler(args) or 0)
-    except AotwheelError as exc:
-        # One line, naming the fix; exit 2 like argparse's usage errors.
-        print(f"aotwheel: error: {exc}", file=sys.stderr)
-        return 2
+        return run_command(lambda: args.handler(args))
     except BrokenPipeError:
         return 1
