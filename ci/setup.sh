@@ -28,7 +28,7 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cmake>=3.26" ninja pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl wheel "cibuildwheel>=2.16" pyyaml
+.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cmake>=3.26" ninja pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl wheel "cibuildwheel>=2.16" pyyaml "mypy>=1.8"
 
 # Intel's CPU OpenCL runtime from PyPI: real SPIR-V JIT for the selftest and check tests.
 if [[ -f ci/install-opencl-cpu.sh ]]; then

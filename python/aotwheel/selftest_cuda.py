@@ -124,7 +124,7 @@ def _saxpy(d: Driver, fn: Any, rng: Any) -> tuple[Any, Any]:
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     alpha = np.float32(rng.standard_normal())
     dy = d.put(y)
-    d.launch(fn, ((n + 255) // 256, 1), (256, 1), ctypes.c_float(alpha), d.put(x), dy, ctypes.c_uint32(n))
+    d.launch(fn, ((n + 255) // 256, 1), (256, 1), ctypes.c_float(float(alpha)), d.put(x), dy, ctypes.c_uint32(n))
     return d.get(dy, y), float(alpha) * x.astype(np.float64) + y
 
 

@@ -124,10 +124,11 @@ class DeviceCodeCache:
 
     def _degrade(self, exc: OSError) -> None:
         """Turn the cache off for this process after a failed write, with one warning line."""
-        if self.root is None:
+        root = self.root
+        if root is None:
             return
         self.disabled_reason = f"{exc.strerror or exc}"
-        self.root, root = None, self.root
+        self.root = None
         if self._warn_once is not None:
             try:  # O_EXCL: of all the parallel steps of one build, only the first one warns
                 os.close(os.open(self._warn_once, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))

@@ -3,6 +3,8 @@ with a hard cap on the output size."""
 
 from __future__ import annotations
 
+from typing import IO, cast
+
 from aotwheel.formats.region import Region
 
 DEFAULT_CAP = 2 << 30  # no real device image comes close; hostile frames stop here
@@ -32,7 +34,7 @@ def peek(region: Region, n: int = 64) -> bytes:
     """The first ``n`` decompressed bytes, decompressing only as far as needed."""
     import zstandard
 
-    reader = zstandard.ZstdDecompressor().stream_reader(region.stream(), read_size=1 << 16)
+    reader = zstandard.ZstdDecompressor().stream_reader(cast(IO[bytes], region.stream()), read_size=1 << 16)
     try:
         return bytes(reader.read(n))
     except zstandard.ZstdError as exc:
@@ -48,7 +50,7 @@ def decompress(region: Region, cap: int = DEFAULT_CAP) -> bytes:
     declared = content_size(region)
     if declared is not None and declared > cap:
         raise region.error(0, f"zstd frame declares {declared} bytes, above the {cap}-byte cap")
-    reader = zstandard.ZstdDecompressor().stream_reader(region.stream(), read_size=1 << 20)
+    reader = zstandard.ZstdDecompressor().stream_reader(cast(IO[bytes], region.stream()), read_size=1 << 20)
     chunks, total = [], 0
     try:
         while chunk := reader.read(1 << 22):
