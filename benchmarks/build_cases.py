@@ -161,7 +161,7 @@ def p1_overhead(ctx: Context) -> dict:
     def edge(python_flags: list[str]) -> tuple[float, float]:
         wall = cpu = 0.0
         for spv in spvs:
-            w, c = run_timed([sys.executable, *python_flags, "-m", "aotwheel.build", "ocloc", "--toolchain", str(toolchain),
+            w, c = run_timed([sys.executable, *python_flags, "-m", "aotwheel.buildsteps", "ocloc", "--toolchain", str(toolchain),
                               "--spirv", str(spv), "--device", "pvc", "--output", str(scratch / f"{spv.stem}.bin"),
                               "--options="], env=env)
             wall, cpu = wall + w, cpu + c

@@ -18,10 +18,10 @@ _WHY = {
         "took 11.45 s CPU, the six single-device calls 11.36 s in sum (pvc 2.54 s, the others ≈1.76 s each; "
         "measured once with `/usr/bin/time ocloc compile -file all.spv -spirv_input -device <d>` on a quiet "
         "machine). The extra CPU is ours: {edges} ocloc edges, each a `cmake -E env` + `python -m "
-        "aotwheel.build ocloc` process around ocloc (≈0.05 s CPU per edge: interpreter start, imports, "
+        "aotwheel.buildsteps ocloc` process around ocloc (≈0.05 s CPU per edge: interpreter start, imports, "
         "hashing the SPIR-V — see the overhead table; `python -S` gains nothing measurable), one Python "
         "`fatbin` step per source, and a few percent of CPU inflation when two compiles share the cores. "
-        "Fix (owner of `cmake/aotwheel-build.cmake` and `aotwheel/build/ocloc_job.py`): fewer Python "
+        "Fix (owner of `cmake/aotwheel-build.cmake` and `aotwheel/buildsteps/ocloc_job.py`): fewer Python "
         "processes — one ocloc edge per (source, group of devices) with min(N, cores) groups (S·min(N, C) "
         "edges instead of S·N) that runs `ocloc -device <the group's cache misses> -exclude_ir` once and "
         "splits the ar into per-device members stored under the same per-(source, device) cache keys "
@@ -196,7 +196,7 @@ def _details(res: dict) -> list[str]:
                     "| how | CPU |", "|---|---|",
                     f"| one ocloc on the linked module | {_mm(cs['linked_one_ocloc'])} |",
                     f"| one raw ocloc per source | {_mm(cs['raw_ocloc_per_source'])} |",
-                    f"| our edge per source (`python -m aotwheel.build ocloc`) | {_mm(cs['edge_per_source'])} |",
+                    f"| our edge per source (`python -m aotwheel.buildsteps ocloc`) | {_mm(cs['edge_per_source'])} |",
                     f"| our edge per source with `python -S` | {_mm(cs['edge_per_source_python_S'])} |", ""]
     if "p2" in c:
         d = c["p2"]

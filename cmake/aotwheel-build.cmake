@@ -21,10 +21,10 @@
 # With no DEVLIST/DEVICES the devlist comes from aotwheel_resolve_devlist() (USE_AOT_DEVLIST).
 include_guard(GLOBAL)
 
-# `python -m aotwheel.build` of the aotwheel that owns this file.
+# `python -m aotwheel.buildsteps` of the aotwheel that owns this file.
 set(_AOTWHEEL_BUILD_COMMAND ${_AOTWHEEL_PYTHON_COMMAND})
 list(POP_BACK _AOTWHEEL_BUILD_COMMAND)
-list(APPEND _AOTWHEEL_BUILD_COMMAND aotwheel.build)
+list(APPEND _AOTWHEEL_BUILD_COMMAND aotwheel.buildsteps)
 
 # _aotwheel_build_step(<fn> <step> <args>...): run one build step at configure time or stop with
 # its one-line error prefixed by the public function's name.
@@ -38,7 +38,7 @@ function(_aotwheel_build_step fn)
   if(NOT result EQUAL 0)
     string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
     if(error STREQUAL "")
-      set(error "'python -m aotwheel.build ${ARGV1}' failed (exit ${result})")
+      set(error "'python -m aotwheel.buildsteps ${ARGV1}' failed (exit ${result})")
     endif()
     message(FATAL_ERROR "${fn}: ${error}")
   endif()

@@ -30,7 +30,7 @@ endif()
 
 set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_PYTHON_COMMAND})
 list(POP_BACK _AOTWHEEL_CUDA_COMMAND)
-list(APPEND _AOTWHEEL_CUDA_COMMAND aotwheel.build.cuda)
+list(APPEND _AOTWHEEL_CUDA_COMMAND aotwheel.buildsteps.cuda)
 
 # The portability header: a source checkout's csrc/, or include/ of an installed aotwheel.
 foreach(_aotwheel_h "${CMAKE_CURRENT_LIST_DIR}/../csrc/aotwheel_portable.h"

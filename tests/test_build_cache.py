@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require, run
-from aotwheel.build.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
-from aotwheel.build.ocloc_job import run_job
+from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
+from aotwheel.buildsteps.ocloc_job import run_job
 from aotwheel.errors import ToolchainError
 
 KEY = CacheKey(spirv_sha256="0" * 64, device="pvc", ocloc_path="/usr/bin/ocloc", ocloc_version="22.43", options="")

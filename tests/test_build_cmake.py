@@ -280,8 +280,8 @@ def test_unsupported_device_for_this_ocloc_stops_configure(tmp_path):
 
 
 def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
-    from aotwheel.build.cache import DeviceCodeCache
-    from aotwheel.build.toolchain import discover
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+    from aotwheel.buildsteps.toolchain import discover
     from aotwheel.errors import ToolchainError
 
     require("clang-15", "llvm-spirv-15", "ocloc")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, ar_members, compile_spirv, ocloc_ip, require, run
-from aotwheel.build.fatbin import Member, build_fatbin, spirv_ir_elf, write_ar
-from aotwheel.build.spirv import entry_points
+from aotwheel.buildsteps.fatbin import Member, build_fatbin, spirv_ir_elf, write_ar
+from aotwheel.buildsteps.spirv import entry_points
 from aotwheel.errors import AotwheelError
 
 KERNELS = REPO / "csrc" / "kernels"

@@ -3,7 +3,7 @@ four builds at once sharing one cache, an entry damaged on disk, a read-only and
 
 Expected bytes come from ocloc itself (`ocloc compile -device pvc,acm-g10` writes the fat binary
 the build must reproduce); cache objects are checked with hashlib against the header layout
-documented in aotwheel/build/cache.py. A read-only or full cache is made for real: a tmpfs mounted
+documented in aotwheel/buildsteps/cache.py. A read-only or full cache is made for real: a tmpfs mounted
 read-only, or one of 4 KiB filled to the last byte, inside a user+mount namespace (`unshare -Urm`);
 without user namespaces and as non-root, a chmod 0555 folder stands in for read-only.
 """

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from _cuda_util import HEADER, KERNELS, listing, nvcc_path, run
-from aotwheel.build.cuda import render_embed
+from aotwheel.buildsteps.cuda import render_embed
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja")

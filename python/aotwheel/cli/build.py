@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the toolchain or the cache counters (text or ``--json``)."""
-    from aotwheel.build.cache import DeviceCodeCache
+    from aotwheel.buildsteps.cache import DeviceCodeCache
 
     cache = DeviceCodeCache.from_env()
     if args.what == "cache":
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         doc: dict[str, object] = {"root": str(cache.root) if cache.root else None, "hits": s.hits,
                                   "misses": s.misses, "stores": s.stores}
     else:
-        from aotwheel.build.toolchain import discover
+        from aotwheel.buildsteps.toolchain import discover
 
         doc = discover([d for d in args.devices.split(",") if d], cache).to_dict()
     if args.json:

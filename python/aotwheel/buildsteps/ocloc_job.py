@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aotwheel.build.cache import CacheKey, DeviceCodeCache, atomic_write
+from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write
 from aotwheel.errors import ToolchainError
 
 # The SPIR-V travels once, in the fat binary's generic_ir member; per-device members omit it,

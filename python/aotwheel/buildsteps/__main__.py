@@ -1,4 +1,4 @@
-"""``python -m aotwheel.build <step> ...``: the steps CMake's ``aotwheel_add_device_code`` runs.
+"""``python -m aotwheel.buildsteps <step> ...``: the steps CMake's ``aotwheel_add_device_code`` runs.
 
 configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON
 spirv      one kernel source -> SPIR-V (with a ninja depfile)
@@ -27,7 +27,7 @@ def _write_if_changed(path: str, text: str) -> None:
     p = Path(path)
     if p.is_file() and p.read_text() == text:
         return
-    from aotwheel.build.cache import atomic_write
+    from aotwheel.buildsteps.cache import atomic_write
 
     atomic_write(p, text.encode())
 
@@ -38,7 +38,7 @@ def _load_toolchain(path: str) -> dict:
 
 def cmd_configure(a: argparse.Namespace) -> int:
     """Find the tools and check the devices; write the toolchain JSON."""
-    from aotwheel.build.toolchain import discover
+    from aotwheel.buildsteps.toolchain import discover
 
     devices = [d for d in a.devices.split(",") if d]
     tc = discover(devices)
@@ -48,7 +48,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
 
 def cmd_spirv(a: argparse.Namespace) -> int:
     """Compile one kernel source to SPIR-V."""
-    from aotwheel.build.spirv import compile_to_spirv
+    from aotwheel.buildsteps.spirv import compile_to_spirv
     from aotwheel.toolchain.clang import SpirvToolchain
 
     t = _load_toolchain(a.toolchain)
@@ -59,7 +59,7 @@ def cmd_spirv(a: argparse.Namespace) -> int:
 
 def cmd_ocloc(a: argparse.Namespace) -> int:
     """Build one (SPIR-V, device) binary, from the cache when possible."""
-    from aotwheel.build.ocloc_job import run_job
+    from aotwheel.buildsteps.ocloc_job import run_job
 
     t = _load_toolchain(a.toolchain)
     if not t.get("ocloc"):
@@ -74,9 +74,9 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
 
 def cmd_fatbin(a: argparse.Namespace) -> int:
     """Assemble one source's fat binary and its member list."""
-    from aotwheel.build.cache import atomic_write
-    from aotwheel.build.fatbin import build_fatbin, member_name, spirv_ir_elf
-    from aotwheel.build.manifest import fatbin_info
+    from aotwheel.buildsteps.cache import atomic_write
+    from aotwheel.buildsteps.fatbin import build_fatbin, member_name, spirv_ir_elf
+    from aotwheel.buildsteps.manifest import fatbin_info
 
     natives: list[tuple[str, bytes]] = []
     info: list[tuple[str, str, int]] = []
@@ -94,9 +94,9 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
 
 def cmd_tgtsym(a: argparse.Namespace) -> int:
     """Write the .tgtsym names of all SPIR-V modules."""
-    from aotwheel.build.cache import atomic_write
-    from aotwheel.build.embed import tgtsym
-    from aotwheel.build.spirv import entry_points
+    from aotwheel.buildsteps.cache import atomic_write
+    from aotwheel.buildsteps.embed import tgtsym
+    from aotwheel.buildsteps.spirv import entry_points
 
     triples = [t for t in a.triples.split(",") if t]
     entries = []
@@ -109,7 +109,7 @@ def cmd_tgtsym(a: argparse.Namespace) -> int:
 
 def cmd_embed(a: argparse.Namespace) -> int:
     """Write the embedding C/C++ file and its header (configure time)."""
-    from aotwheel.build.embed import EmbeddedImage, render_c, render_header
+    from aotwheel.buildsteps.embed import EmbeddedImage, render_c, render_header
 
     images = []
     for spec in a.image or []:
@@ -122,8 +122,8 @@ def cmd_embed(a: argparse.Namespace) -> int:
 
 def cmd_manifest(a: argparse.Namespace) -> int:
     """Write _aot_manifest.json."""
-    from aotwheel.build.cache import atomic_write
-    from aotwheel.build.manifest import build_manifest
+    from aotwheel.buildsteps.cache import atomic_write
+    from aotwheel.buildsteps.manifest import build_manifest
 
     images = []
     for spec in a.image or []:
@@ -144,7 +144,7 @@ def cmd_manifest(a: argparse.Namespace) -> int:
 
 def cmd_cache(a: argparse.Namespace) -> int:
     """Print the cache root and counters as JSON."""
-    from aotwheel.build.cache import DeviceCodeCache
+    from aotwheel.buildsteps.cache import DeviceCodeCache
 
     c = DeviceCodeCache.from_env()
     s = c.stats()
@@ -153,8 +153,8 @@ def cmd_cache(a: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m aotwheel.build`` parser, one subcommand per step."""
-    p = argparse.ArgumentParser(prog="python -m aotwheel.build", description=__doc__,
+    """The ``python -m aotwheel.buildsteps`` parser, one subcommand per step."""
+    p = argparse.ArgumentParser(prog="python -m aotwheel.buildsteps", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="step", required=True)
 

@@ -10,7 +10,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
-from aotwheel.build.cache import DeviceCodeCache
+from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
 from aotwheel.toolchain.clang import SpirvToolchain, find_spirv_toolchain
 

@@ -3,5 +3,5 @@
 Pipeline per kernel source: :mod:`.spirv` (clang + llvm-spirv -> SPIR-V), one :mod:`.ocloc_job`
 per device (looked up in :mod:`.cache` first), :mod:`.fatbin` (the ocloc-compatible ar),
 :mod:`.embed` (a C file that ``.incbin``s the images with a ``.tgtimg`` table) and
-:mod:`.manifest` (``_aot_manifest.json``). ``python -m aotwheel.build --help`` lists the steps.
+:mod:`.manifest` (``_aot_manifest.json``). ``python -m aotwheel.buildsteps --help`` lists the steps.
 """
