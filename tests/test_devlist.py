@@ -1,4 +1,4 @@
-"""USE_AOT_DEVLIST grammar, table-driven. Expected targets are written from REFERENCE.md §2."""
+"""USE_AOT_DEVLIST grammar, table-driven. Expected targets are written from docs/formats.md §2."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ OK_CASES = [
     ("arl", ["mtl-u", "arl-h"], True),
     ("ptl,lnl", ["ptl-h", "ptl-u", "lnl-m"], True),
     ("acm-g11,dg2", ["acm-g11", "acm-g10", "acm-g12"], True),  # first mention wins
-    # torch-xpu-ops' Linux default list (REFERENCE §1)
+    # torch-xpu-ops' Linux default list (docs/formats.md §1)
     ("pvc,bmg,dg2,arl-h,mtl-h,lnl-m,ptl-h,ptl-u", ["pvc", "bmg-g21", "bmg-g31", "acm-g10", "acm-g11", "acm-g12", "arl-h", "mtl-h", "lnl-m", "ptl-h", "ptl-u"], True),
     ("none", [], True),
     ("NONE", [], True),
@@ -128,7 +128,7 @@ def test_native_includes_nvidia_gpus() -> None:
     assert dl.cuda is not None and dl.cuda.names == ("sm_90",)
 
 
-# Mixed vendors: (input, Intel names, NVIDIA images, -fsycl-targets). NVIDIA rules from REFERENCE §5.
+# Mixed vendors: (input, Intel names, NVIDIA images, -fsycl-targets). NVIDIA rules from docs/formats.md §5.
 MIXED_CASES = [
     ("pvc,ats-m150,sm_90,sm_80", ["pvc", "acm-g10"], ("sm_90", "sm_80"), "spir64_gen,spir64,nvidia_gpu_sm_90,nvidia_gpu_sm_80"),
     ("SM_90,sm_90,nvidia_gpu_sm_90", [], ("sm_90",), "spir64,nvidia_gpu_sm_90"),

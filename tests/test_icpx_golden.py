@@ -5,7 +5,7 @@ function, and a tiny project configured with a forced IntelLLVM identity (a reco
 compiler) shows what reaches build.ninja, compile_commands.json and the compiler's argv.
 
 Every expected string is written by hand from the flags IPEX (cmake/gpu/SYCL.cmake) and
-torch.utils.cpp_extension.SyclExtension use (REFERENCE.md §1):
+torch.utils.cpp_extension.SyclExtension use (docs/formats.md §1):
 ``-fsycl-targets=spir64_gen,spir64``, ``-Xs "-device <list> -options '<opts>'"`` (device list
 before options), ``--offload-compress``, ``-fsycl-max-parallel-link-jobs=<n>``; ``spir64`` alone
 and no ``-device`` for an empty list. The default devlist pvc,ats-m150 is pvc + acm-g10 (§2:
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 CMAKE_DIR = REPO / "cmake"
 SYCL_CMAKE = CMAKE_DIR / "aotwheel-sycl.cmake"
 
-# IPEX's ocloc options (REFERENCE.md §1), in IPEX's order.
+# IPEX's ocloc options (docs/formats.md §1), in IPEX's order.
 IPEX_OPTIONS = [
     "-cl-intel-enable-auto-large-GRF-mode",
     "-cl-poison-unsupported-fp64-kernels",
