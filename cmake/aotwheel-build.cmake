@@ -315,7 +315,7 @@ function(_aotwheel_manifest_edge target work out)
             --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${tgtsym}"
             --cuda-images "${cuda_list}" ${image_args}
     DEPENDS ${fatbins} ${spvs} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
-            "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_FATBINS>"
+            "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_FATBINS>" "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>"
     COMMENT "aotwheel: ${ARG_NAME} manifest"
     VERBATIM)
   add_custom_target(${ARG_NAME}_aot_manifest ALL DEPENDS "${manifest}")

@@ -131,15 +131,20 @@ find_package(aotwheel CONFIG REQUIRED)
 add_library(_k MODULE stub.c)
 set_target_properties(_k PROPERTIES PREFIX "" SUFFIX ".so")
 aotwheel_resolve_devlist(AOT)
-# CUDA first: the manifest reads the target's CUDA images at generate time, whatever the order.
-aotwheel_add_cuda_device_code(_k NAME kernels DEVLIST AOT SOURCES "{kernels}/elementwise.cl" "{kernels}/reduce.cl")
-aotwheel_add_device_code(_k NAME kernels DEVLIST AOT DESTINATION mixedpkg
-  SOURCES "{kernels}/elementwise.cl" "{kernels}/reduce.cl")
+# The manifest reads the target's CUDA images at generate time, whatever the order of the calls.
+{first}
+{second}
 install(TARGETS _k LIBRARY DESTINATION mixedpkg)
 """
 
 
-def test_cuda_images_reach_the_manifest_and_aot_targets(tmp_path: Path) -> None:
+CUDA_CALL = 'aotwheel_add_cuda_device_code(_k NAME kernels DEVLIST AOT SOURCES "{kernels}/elementwise.cl" "{kernels}/reduce.cl")'
+INTEL_CALL = ('aotwheel_add_device_code(_k NAME kernels DEVLIST AOT DESTINATION mixedpkg\n'
+              '  SOURCES "{kernels}/elementwise.cl" "{kernels}/reduce.cl")')
+
+
+@pytest.mark.parametrize("cuda_first", [True, False], ids=["cuda-call-first", "intel-call-first"])
+def test_cuda_images_reach_the_manifest_and_aot_targets(tmp_path: Path, cuda_first: bool) -> None:
     """USE_AOT_DEVLIST=sm_80,ptx built for real (nvcc; clang + llvm-spirv for the SPIR-V that JIT
     fallback keeps) and installed as a package: the manifest lists the CUDA fat binaries with their
     cubin/PTX members, and the package's generated _aot.targets() names the cubin target."""
@@ -152,7 +157,9 @@ def test_cuda_images_reach_the_manifest_and_aot_targets(tmp_path: Path) -> None:
             pytest.skip(f"{tool} is not installed (ci/setup.sh installs it)")
     src = tmp_path / "src"
     src.mkdir()
-    (src / "CMakeLists.txt").write_text(MIXED_PROJECT.format(kernels=KERNELS))
+    calls = [CUDA_CALL.format(kernels=KERNELS), INTEL_CALL.format(kernels=KERNELS)]
+    first, second = calls if cuda_first else calls[::-1]
+    (src / "CMakeLists.txt").write_text(MIXED_PROJECT.format(first=first, second=second))
     (src / "stub.c").write_text(STUB_NONE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
     env.update(AOTWHEEL_CACHE_DIR=str(tmp_path / "cache"), USE_AOT_DEVLIST="sm_80,ptx")
@@ -163,6 +170,8 @@ def test_cuda_images_reach_the_manifest_and_aot_targets(tmp_path: Path) -> None:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
+    again = subprocess.run(["ninja", "-C", str(bld), "-n"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert "no work to do" in again.stdout  # the CUDA records and their list are written only on change
     so = prefix / "mixedpkg" / "_k.so"
     assert sorted(listing(so)) == sorted([("cubin", "sm_80"), ("ptx", "sm_80")] * 2)  # cuobjdump's view
     manifest = json.loads((prefix / "mixedpkg" / "_aot_manifest.json").read_text())
