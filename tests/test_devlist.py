@@ -189,3 +189,24 @@ def test_default_devlist_is_written_once() -> None:
     holders = [f.relative_to(repo).as_posix() for f in files if DEFAULT_DEVLIST in f.read_text()]
     assert len(holders) == 1, holders
     assert "USE_AOT_DEVLIST" not in (repo / "pyproject.toml").read_text().split("[tool.scikit-build]")[1]
+
+
+def test_cmake_reads_the_devlist_variables_in_one_function() -> None:
+    """CMake hands USE_AOT_DEVLIST / USE_AOT_JIT_FALLBACK to the resolver from one function and
+    never reads their environment variables itself (the resolver does), nor parses a devlist."""
+    import re
+    from pathlib import Path
+
+    cmake = Path(__file__).resolve().parents[1] / "cmake"
+    readers = set()
+    for path in cmake.glob("*.cmake"):
+        function = None
+        for line in path.read_text().splitlines():
+            code = line.split("#", 1)[0]
+            m = re.match(r"\s*(?:function|macro)\((\w+)", code)
+            if m:
+                function = m.group(1)
+            assert "ENV{USE_AOT_" not in code, f"{path.name}: {line.strip()}"
+            if re.search(r"\$\{USE_AOT_(DEVLIST|JIT_FALLBACK)\}|DEFINED USE_AOT_", code):
+                readers.add(function)
+    assert readers == {"_aotwheel_resolve_args"}
