@@ -1,7 +1,7 @@
 """Helpers for the probe / verdict / check / selftest tests.
 
 Device code is made here with the real tools (clang-15, llvm-spirv-15, ocloc, GNU ar) and
-cached under tests/.cache/check/. Expectations come from those tools and from REFERENCE.md,
+cached under tests/.cache/check/. Expectations come from those tools and from docs/formats.md,
 never from aotwheel's own output.
 """
 
@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / "tests" / ".cache" / "check"
 KERNELS = REPO / "csrc" / "kernels"
 
-# REFERENCE.md §2, written by hand: the ar member names ocloc gives these devices.
+# docs/formats.md §2, written by hand: the ar member names ocloc gives these devices.
 PVC_MEMBER = "64.12.60.7"
 ACM_G10_MEMBER = "64.12.55.8"
 
