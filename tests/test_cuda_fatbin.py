@@ -1,4 +1,4 @@
-""".nv_fatbin parser (aotwheel.formats.cuda) on real nvcc 13 output and a real NVIDIA library.
+""".nv_fatbin parser (aotwheel.backends.nvidia.fatbin) on real nvcc 13 output and a real NVIDIA library.
 
 Expectations come from nvcc's own -cubin/-ptx files, from NVIDIA's cuobjdump (pinned PyPI wheel)
 and from the ELF header of each cubin, never from the parser itself.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _cuda_util import CACHE, NVJPEG_WHEEL, VADD, VSCALE, listing, nvcc_out, source, wheel_member
 from aotwheel.errors import InspectError
-from aotwheel.formats.cuda import MAGIC, entry_payload, lz4_block_decompress, read_fatbin
+from aotwheel.backends.nvidia.fatbin import MAGIC, entry_payload, lz4_block_decompress, read_fatbin
 from aotwheel.formats.region import Region
 
 EM_CUDA = 190  # ELF e_machine of NVIDIA cubins (elf.h)
