@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aotwheel.model import Device, Verdict
@@ -53,6 +53,11 @@ class Backend(Protocol):
 
     def remedy(self, verdict: Verdict) -> str:
         """What to rebuild with so that the verdict's device runs native code (``""`` if nothing)."""
+        ...
+
+    def selftest(self, binary: str) -> list[Any]:
+        """Run ``binary``'s kernels on this vendor's devices that OpenCL does not reach
+        (:class:`aotwheel.selftest.DeviceResult` each); ``[]`` when OpenCL covers them all."""
         ...
 
 

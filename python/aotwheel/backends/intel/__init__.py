@@ -9,7 +9,7 @@ compute-runtime's image lookup), ``ocloc`` / ``clang`` (the open toolchain). Thi
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, Verdict
 
@@ -79,6 +79,9 @@ class IntelBackend:
         elif verdict.kind == "cpu":
             line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
         return line
+
+    def selftest(self, binary: str) -> list[Any]:
+        return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
 
 
 BACKEND = IntelBackend()
