@@ -137,13 +137,6 @@ def _device_code_of(path: str) -> list[Any]:
     return list(_inspected(path, st.st_size, st.st_mtime_ns))
 
 
-def covering_devlist(verdict: Verdict) -> str | None:
-    """``USE_AOT_DEVLIST`` value that adds the verdict's (Intel) device to the binary's targets."""
-    from aotwheel.backends.intel import BACKEND
-
-    return BACKEND.covering_devlist(verdict)
-
-
 def jit_message(verdict: Verdict, kernels: int | None = None) -> str:
     """One line a user can act on, in the words of the vendor that owns the device."""
     from aotwheel import backends
