@@ -95,7 +95,8 @@ def test_cuda_only_library_on_an_intel_device_is_unsupported_saying_why(fresh) -
     [v] = check(lib, devices="pvc", policy="ignore")
     assert (v.device, v.verdict, v.rule, v.vendor) == ("pvc", "unsupported", "other-vendor", "intel")
     assert "only NVIDIA: sm_90" in v.reason
-    assert "USE_AOT_DEVLIST=pvc" in v.remedy  # the Intel backend's remedy: add the device
+    # The Intel backend's remedy: add the device, keep what the binary has.
+    assert v.remedy == "rebuild with USE_AOT_DEVLIST=sm_90,pvc"
     with pytest.raises(UnsupportedDeviceError, match="pvc cannot run"):
         ensure(lib, devices="pvc", policy="ignore")
 
@@ -105,8 +106,8 @@ def test_intel_only_binary_on_an_nvidia_device_is_unsupported(fresh) -> None:
 
     [v] = check(fat_binary("pvc,acm-g10"), devices="sm_90", policy="ignore")
     assert (v.device, v.verdict, v.rule, v.vendor) == ("sm_90", "unsupported", "other-vendor", "nvidia")
-    assert "Intel: pvc, acm-g10, spirv" in v.reason
-    assert v.remedy == "rebuild with USE_AOT_DEVLIST=sm_90"
+    assert "Intel: pvc, acm-g10, SPIR-V" in v.reason
+    assert v.remedy == "rebuild with USE_AOT_DEVLIST=pvc,acm-g10,sm_90"
 
 
 def test_cli_check_cross_vendor_exits_1() -> None:

@@ -178,11 +178,13 @@ def _cross_vendor(backend: Any, file: Any, device: Any, binary: str, compatibili
     others = [b for b in backends.all_backends() if b is not backend and any(b.code_in(file))]
     if not others:
         return None
-    have = "; ".join(f"{b.title}: {', '.join([*native, *ir])}" for b in others for native, ir in [b.code_in(file)])
+    from aotwheel.report import ir_name
+
+    have = "; ".join(f"{b.title}: {', '.join([*native, *map(ir_name, ir)])}" for b in others for native, ir in [b.code_in(file)])
     own = backend.decide(file, device, binary=binary, compatibility=compatibility)
-    owner = backend.title if backend.owns_device(device) else "this device's"
-    reason = f"unsupported: the binary carries only {have}, no {owner} device code and no SPIR-V"
-    v = replace(own, verdict=UNSUPPORTED, image=None, reason=reason, rule="other-vendor", targets=(), remedy="")
+    reason = f"unsupported: the binary carries only {have}, none of which {own.device} can load"
+    # targets: everything the binary carries, so the remedy keeps the other vendors' targets
+    v = replace(own, verdict=UNSUPPORTED, image=None, reason=reason, rule="other-vendor", targets=tuple(file.target_names()), remedy="")
     return replace(v, remedy=backend.remedy(v))
 
 
