@@ -56,7 +56,7 @@ def targets():
     """Native targets embedded in the extension: Intel catalog names or IP versions, NVIDIA sm_XY."""
     try:
         from aotwheel.inspector import inspect
-        from aotwheel.verdict import target_names
+        from aotwheel.backends.intel.rules import target_names
     except ImportError:
         return ()
     path = _path()

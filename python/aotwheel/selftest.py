@@ -252,7 +252,8 @@ def run(modules: list[Module]) -> list[DeviceResult]:
     except ImportError as exc:
         raise AotwheelError(f"selftest needs numpy and pyopencl ({exc.name} missing); pip install 'aotwheel[selftest]'") from None
     from aotwheel.probe.opencl import describe
-    from aotwheel.verdict import NATIVE, decide
+    from aotwheel.backends.intel.rules import decide
+    from aotwheel.model import NATIVE
 
     try:
         pairs = _opencl_devices(cl)
@@ -284,7 +285,7 @@ def run(modules: list[Module]) -> list[DeviceResult]:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for any build log
                     if verdict.verdict == NATIVE and mod.fatbinary:
-                        # The driver does the ar lookup itself (the same rules verdict.py models).
+                        # The driver does the ar lookup itself (the same rules backends/intel/rules.py models).
                         program = cl.Program(ctx, [cdev], [mod.fatbinary]).build()
                     elif mod.spirv:
                         program = cl.Program(ctx, mod.spirv).build()
