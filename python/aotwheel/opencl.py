@@ -1,6 +1,6 @@
 """Run-time loader for OpenCL packages: a built ``pyopencl.Program`` from AOT device code.
 
-:func:`build_program` picks, by the driver's own lookup rules (``aotwheel.verdict``), the native
+:func:`build_program` picks, by the driver's own lookup rules (``aotwheel.backends.intel.rules``), the native
 image of a fat binary that this device runs; otherwise it builds the SPIR-V (a JIT compile) and
 keeps the device binary the driver produced (``CL_PROGRAM_BINARIES``) in the per-user JIT cache
 (``aotwheel.jitcache``), so that later processes create the program from that binary. A cached
@@ -149,8 +149,8 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
     import pyopencl as cl
 
     from aotwheel.probe.opencl import describe
-    from aotwheel.verdict import NATIVE as NATIVE_VERDICT
-    from aotwheel.verdict import decide
+    from aotwheel.backends.intel.rules import decide
+    from aotwheel.model import NATIVE as NATIVE_VERDICT
 
     code = device_code(images, source)
     probed = describe(cl, device.platform, device)

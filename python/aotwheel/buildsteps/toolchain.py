@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
-from aotwheel.toolchain.clang import SpirvToolchain, find_spirv_toolchain
+from aotwheel.backends.intel.clang import SpirvToolchain, find_spirv_toolchain
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class OpenToolchain:
 
 def ocloc_facts(cache: DeviceCodeCache) -> tuple[str, str, frozenset[str]]:
     """``(path, version, acronyms)`` of the ocloc in use, from the cache when its binary is unchanged."""
-    from aotwheel.toolchain.ocloc import INSTALL_HINT, find_ocloc
+    from aotwheel.backends.intel.ocloc import INSTALL_HINT, find_ocloc
 
     candidate = os.environ.get("AOTWHEEL_OCLOC") or shutil.which("ocloc")
     if not candidate:
@@ -69,7 +69,7 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
     Raises :class:`ToolchainError` naming the first device this ocloc cannot build (``hint``
     names where the device list came from, for the fix).
     """
-    from aotwheel.catalog import load_catalog
+    from aotwheel.backends.intel.catalog import load_catalog
 
     catalog = load_catalog()
     names: dict[str, str] = {}
