@@ -90,7 +90,8 @@ def test_first_process_jits_and_stores_second_loads_the_binary(gemm_spv, tmp_pat
     assert first["source"] == "jit" and first["stored"] and first["il"]
     assert_correct(first)
     entry = Path(first["cache_path"])
-    assert entry.parent == tmp_path / "xdg" / "aotwheel" / "jit" and entry.is_file()
+    assert entry.parent.parent == tmp_path / "xdg" / "aotwheel" / "jit" and entry.is_file()
+    assert stat.S_IMODE(entry.parent.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
 
@@ -181,7 +182,7 @@ def test_folder_of_another_user_is_never_used(gemm_spv, tmp_path):
     run = child(gemm_spv, env)
     assert run["source"] == "jit" and not run["stored"]
     assert len(run["warnings"]) == 1 and "another user" in run["warnings"][0]
-    assert list(shared.iterdir()) == []
+    assert list(shared.iterdir()) == []  # nothing written into another user's folder
     assert_correct(run)
 
 

@@ -6,8 +6,9 @@ Folder: ``$AOTWHEEL_JIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/aotwheel/jit``, else
 0700 and used only while it belongs to this user and no one else can write it: a binary handed
 to a driver must come from nobody else.
 
-One file per (image sha256, device name and IP, platform, build options): ``<sha256>.bin`` whose
-first line is JSON holding the full key (with the driver version) and the payload's sha256, then
+One file per (image sha256, device name and IP, platform, build options):
+``<image+device digest>/<sha256 of all that>.bin`` (so ``aotwheel check`` can ask "any build of
+this image for this device?" without knowing the options), whose first line is JSON holding the full key (with the driver version) and the payload's sha256, then
 the payload. An entry that fails its hash check, or was built by another driver version, is
 removed, and the caller rebuilds with one warning.
 """
@@ -45,6 +46,11 @@ class JitKey:
     platform: str
     driver: str
     options: str
+
+    def group(self) -> str:
+        """The entry's folder: the image on this device, whatever the options."""
+        ident = json.dumps([self.image_sha256, self.device, self.ip, self.platform])
+        return hashlib.sha256(ident.encode()).hexdigest()[:32]
 
     def slot(self) -> str:
         """The entry's file stem: every field but the driver version."""
@@ -87,7 +93,7 @@ class JitCache:
         return self.root is not None and self.unusable is None
 
     def path(self, key: JitKey) -> Path | None:
-        return self.root / f"{key.slot()}.bin" if self.root is not None else None
+        return self.root / key.group() / f"{key.slot()}.bin" if self.root is not None else None
 
     def _private_root(self, create: bool) -> Path | None:
         """The folder if it is ours and private (created 0700 when ``create``), else ``None``."""
@@ -113,20 +119,30 @@ class JitCache:
                 self.unusable = f"{self.root} is open to other users and cannot be made private ({exc.strerror})"
         return self.root if self.unusable is None else None
 
-    def has(self, key: JitKey) -> bool:
-        """True if an entry for ``key`` (same driver) exists; does not read the payload."""
+    def has_build(self, key: JitKey) -> bool:
+        """True if a build of ``key``'s image for its device by its driver is stored, with any
+        build options (``key.options`` is ignored); reads entry headers only."""
         root = self._private_root(create=False)
         if root is None:
             return False
-        header = self._header(root / f"{key.slot()}.bin")
-        return header is not None and header.get("key") == asdict(key)
+        want = {k: v for k, v in asdict(key).items() if k != "options"}
+        try:
+            entries = sorted((root / key.group()).glob("*.bin"))
+        except OSError:
+            return False
+        for entry in entries:
+            header = self._header(entry)
+            stored = header.get("key") if header else None
+            if isinstance(stored, dict) and {k: v for k, v in stored.items() if k != "options"} == want:
+                return True
+        return False
 
     def get(self, key: JitKey) -> Lookup:
         """The payload for ``key``; an entry that fails its checks is removed and reported."""
         root = self._private_root(create=False)
         if root is None:
             return Lookup(None)
-        path = root / f"{key.slot()}.bin"
+        path = root / key.group() / f"{key.slot()}.bin"
         try:
             blob = path.read_bytes()
         except FileNotFoundError:
@@ -146,12 +162,14 @@ class JitCache:
             return self.unusable
         header = json.dumps({"format": _FORMAT, "key": asdict(key), "sha256": hashlib.sha256(data).hexdigest()},
                             sort_keys=True).encode()
+        folder = root / key.group()
         try:
-            fd, tmp = tempfile.mkstemp(prefix=".jit-", suffix=".tmp", dir=root)  # 0600
+            folder.mkdir(mode=0o700, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".jit-", suffix=".tmp", dir=folder)  # 0600
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(header + b"\n" + data)
-                os.replace(tmp, root / f"{key.slot()}.bin")
+                os.replace(tmp, folder / f"{key.slot()}.bin")
             except BaseException:
                 try:
                     os.unlink(tmp)

@@ -32,7 +32,7 @@ NATIVE = "native"      # a native image of the fat binary, chosen by the driver'
 CACHED = "jit-cache"   # the binary an earlier JIT build of this device stored
 JIT = "jit"            # built from SPIR-V now (and stored, when the cache is on)
 
-Images = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, ModuleType]
+Images = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, ModuleType, "DeviceCode"]
 _SPIRV_MAGICS = (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03")
 _AR_MAGIC = b"!<arch>\n"
 
@@ -62,6 +62,8 @@ def device_code(images: Images, source: str | None = None) -> DeviceCode:
     """Read ``images``: an aotwheel-built extension module (or its import name), a path to a
     SPIR-V file or fat binary (or anything the inspector reads), or bytes of either.
     ``source`` picks one kernel source of a module that carries several."""
+    if isinstance(images, DeviceCode):
+        return images
     if isinstance(images, ModuleType):
         return _from_module(images, source)
     if isinstance(images, (bytes, bytearray, memoryview)):
@@ -191,6 +193,34 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
                 warnings.warn(f"aotwheel: JIT cache not used: {failed}; point {('AOTWHEEL_JIT_CACHE_DIR')} at a "
                               f"private folder, or set it to off", JITCacheWarning, stacklevel=3)
     return Loaded(program, JIT, key, path, stored)
+
+
+def spirv_images(path: str) -> list[bytes]:
+    """Every SPIR-V module in a binary, as the loader would hash it: SPIR-V images and the
+    ``generic_ir`` of fat binaries."""
+    from aotwheel.inspector import _generic_ir_spirv, image_bytes, inspect
+
+    found: list[bytes] = []
+    for f in inspect(path).files:
+        for img in f.images:
+            if "spirv" in (img.kind, img.content):
+                found.append(image_bytes(f.path, img))
+            elif "generic_ir" in img.members:
+                spirv = _generic_ir_spirv(f.path, img)
+                if spirv is not None:
+                    found.append(spirv)
+    return found
+
+
+def cached_builds(path: str, probed: Any, cache: JitCache | None = None) -> tuple[int, int]:
+    """``(modules with a cached native build for ``probed``, SPIR-V modules in ``path``)``:
+    what :func:`build_program` would load from the JIT cache on that device (any build options)."""
+    cache = cache if cache is not None else JitCache.from_env()
+    modules = spirv_images(path)
+    if not cache.enabled:
+        return 0, len(modules)
+    hits = sum(cache.has_build(jit_key(DeviceCode(path, m, None), probed, "")) for m in modules)  # type: ignore[arg-type]
+    return hits, len(modules)
 
 
 def _device_binary(cl: Any, program: Any, device: Any) -> bytes | None:
