@@ -69,7 +69,7 @@ def links_sycl(path: str) -> bool:
             elf = ELFFile(fh)
             for sec in elf.iter_sections():
                 if isinstance(sec, DynamicSection):
-                    return any(t.entry.d_tag == "DT_NEEDED" and str(t.needed).startswith("libsycl.so")
+                    return any(t.entry.d_tag == "DT_NEEDED" and str(getattr(t, "needed", "")).startswith("libsycl.so")
                                for t in sec.iter_tags())
     except (OSError, ELFError, ValueError, KeyError):
         return False
