@@ -204,3 +204,37 @@ def test_spirv_that_ocloc_rejects_is_one_line_naming_the_device(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "pvc" in lines[0] and "ocloc failed" in lines[0], proc.stderr
     assert not (tmp_path / "o.ar").exists()
+
+
+def test_jobs_cap_runs_devices_one_at_a_time(spv, tmp_path):
+    # Each ocloc run logs its start and end; with -j 1 (or AOTWHEEL_OCLOC_JOBS=1) no two overlap.
+    import os
+    import shutil
+    import stat
+
+    real = shutil.which("ocloc")
+    log = tmp_path / "spans.log"
+    wrapper = tmp_path / "ocloc"
+    wrapper.write_text(f"#!{sys.executable}\nimport subprocess, sys, time\n"
+                       f"t0 = time.monotonic(); rc = subprocess.call([{real!r}] + sys.argv[1:])\n"
+                       f"open({str(log)!r}, 'a').write(f'{{t0}} {{time.monotonic()}} {{\" \".join(sys.argv[1:])}}\\n')\n"
+                       "sys.exit(rc)\n")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    for args, env_jobs in ((["-j", "1"], None), ([], "1")):
+        log.unlink(missing_ok=True)
+        env_extra = {"AOTWHEEL_OCLOC_JOBS": env_jobs} if env_jobs else {}
+        proc = subprocess.run([sys.executable, "-m", "aotwheel", "compile", str(spv), "-d", "pvc,acm-g10,tgllp", *args,
+                               "-o", str(tmp_path / "k.ar")], cwd=tmp_path, capture_output=True, text=True,
+                              env={**build_env(tmp_path / "off", PYTHONPATH=PYTHONPATH, AOTWHEEL_OCLOC=str(wrapper)),
+                                   "AOTWHEEL_CACHE_DIR": "off", **env_extra})
+        assert proc.returncode == 0, proc.stderr
+        spans = sorted(tuple(map(float, l.split()[:2])) for l in log.read_text().splitlines() if "-spirv_input" in l)
+        assert len(spans) == 3
+        assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+    bad = aotwheel("compile", str(spv), "-d", "pvc", "-o", str(tmp_path / "x.ar"), cwd=tmp_path, cache=tmp_path / "c")
+    assert bad.returncode == 0
+    env = build_env(tmp_path / "c", PYTHONPATH=PYTHONPATH, AOTWHEEL_OCLOC_JOBS="many")
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "compile", str(spv), "-d", "pvc", "-o", str(tmp_path / "y.ar")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2 and "AOTWHEEL_OCLOC_JOBS" in proc.stderr and not (tmp_path / "y.ar").exists()
+    assert os.path.exists(tmp_path / "x.ar")

@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="register file: small (ocloc default), large (-cl-intel-256-GRF-per-thread), "
                    "auto (large where the small build spills)")
     p.add_argument("--no-jit", action="store_true", help="no generic_ir member (no JIT fallback)")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel ocloc jobs (default: CPU count)")
+    p.add_argument("-j", "--jobs", type=int, default=None,
+                   help="parallel ocloc jobs (default: $AOTWHEEL_OCLOC_JOBS, else the CPU count)")
     p.add_argument("--json", action="store_true", help="print the per-device report as JSON")
     p.set_defaults(handler=run)
 
@@ -40,15 +41,21 @@ def run(args: argparse.Namespace) -> int:
     from aotwheel.buildsteps.compile import compile_spirv_report, write_outputs
     from aotwheel.errors import AotwheelError
 
-    if args.jobs is not None and args.jobs < 1:
-        raise AotwheelError(f"--jobs must be at least 1, not {args.jobs}")
+    jobs = args.jobs
+    if jobs is None and os.environ.get("AOTWHEEL_OCLOC_JOBS", "").strip():
+        text = os.environ["AOTWHEEL_OCLOC_JOBS"].strip()
+        if not text.isdigit():
+            raise AotwheelError(f"AOTWHEEL_OCLOC_JOBS={text!r} is not a number of jobs; set it to 1 or more, or unset it")
+        jobs = int(text)
+    if jobs is not None and jobs < 1:
+        raise AotwheelError(f"--jobs / AOTWHEEL_OCLOC_JOBS must be at least 1, not {jobs}")
     try:
         spirv = Path(args.input).read_bytes()
     except OSError as exc:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
     devlist = args.devlist if args.devlist is not None else os.environ.get("USE_AOT_DEVLIST") or "pvc,ats-m150"
     result = compile_spirv_report(spirv, devlist, options=args.options, jit_fallback=not args.no_jit,
-                                  grf=args.grf, jobs=args.jobs)
+                                  grf=args.grf, jobs=jobs)
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)
