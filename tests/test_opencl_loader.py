@@ -220,3 +220,47 @@ def test_bad_images_are_one_clear_error(tmp_path, cpu_runtime):
                           ("no_such_module_xyz", "neither a file nor an importable module"), (3.5, "not float")):
         with pytest.raises(AotwheelError, match=words):
             device_code(images)  # type: ignore[arg-type]
+
+
+class _RecordingProgram:
+    """Stands in for pyopencl.Program where the real part cannot exist here (an Intel GPU)."""
+
+    made: list[tuple[str, bytes]] = []
+
+    def __init__(self, context, *args):
+        if len(args) == 2:  # (devices, binaries)
+            _RecordingProgram.made.append(("binary", bytes(args[1][0])))
+        else:  # (IL)
+            _RecordingProgram.made.append(("il", bytes(args[0])))
+
+    def build(self, options="", devices=None):
+        return self
+
+
+def test_intel_gpu_double_gets_the_fat_binary_when_a_member_matches(tmp_path, monkeypatch):
+    """The loader's choice on an Intel GPU (a test double: no Intel GPU exists here): a device
+    whose IP has a member gets the fat binary (the driver then picks the member); another gets the SPIR-V."""
+    require("clang-15", "llvm-spirv-15", "ocloc")
+    pytest.importorskip("pyopencl")
+    import pyopencl as cl
+
+    from aotwheel import opencl
+    from aotwheel.probe import ProbedDevice
+
+    spv = tmp_path / "e.spv"
+    compile_spirv(KERNELS / "elementwise.cl", spv)
+    subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc,acm-g10", "-output", "k.ar"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    fat = (tmp_path / "k.ar").read_bytes()
+    monkeypatch.setattr(cl, "Program", _RecordingProgram)
+    for ip, expected_source, expected_kind, expected_bytes in (
+            ("12.60.7", opencl.NATIVE, "binary", fat),        # pvc: its member is there
+            ("12.0.0", opencl.JIT, "il", spv.read_bytes())):  # tgllp: not covered -> SPIR-V
+        gpu = ProbedDevice(name="Intel(R) Data Center GPU (double)", backend="opencl", kind="gpu", vendor="intel", ip=ip,
+                           platform="Intel(R) OpenCL Graphics", driver="24.0", spirv=True)
+        monkeypatch.setattr("aotwheel.probe.opencl.describe", lambda cl_, platform, device, index=0, lib_cache=None, g=gpu: g)
+        _RecordingProgram.made.clear()
+        device = type("Dev", (), {"platform": None})()
+        loaded = opencl.load_program(None, device, tmp_path / "k.ar", cache=opencl.JitCache(None))
+        assert loaded.source == expected_source
+        assert _RecordingProgram.made == [(expected_kind, expected_bytes)]
