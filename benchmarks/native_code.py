@@ -194,6 +194,17 @@ def render(res: dict) -> str:
                        f"{_cap(row, 'capacity')} | {_cap(row, 'ours_over_achievable')} | "
                        f"{'**met**' if row['met'] else '**missed**'} | {'yes' if row['members_equal'] else 'NO'} | "
                        f"{_mm(row['warm_cache_s'], 's', '{:.2f}')} |")
+        missed = [row for row in cp["rows"] if not row["met"]]
+        caps = ""
+        if missed:
+            caps = ", ".join(f"N={row['n']}: capacity {row['capacity']['median']:.2f}, CPU ours/serial "
+                             f"{row['cpu_ours_over_serial']['median']:.2f}, ours/achievable {row['ours_over_achievable']['median']:.2f}"
+                             for row in missed if row.get("capacity"))
+        if missed and caps:
+            out += ["", f"Where the ratio is missed: the parallelism the machine had during the run ({caps}). "
+                    "A capacity near 1 means other jobs held the second core, so no parallel build could beat one "
+                    "serial call by min(N, cores); CPU ours/serial near 1 means aotwheel adds little work of its own "
+                    "(one Python process and one ocloc per device). Re-run on a quiet machine for the ratio itself."]
         out.append("")
     return "\n".join(out) + "\n"
 
