@@ -36,6 +36,7 @@ _LAZY = {
     "detect_devices": "aotwheel.probe",
     "ProbedDevice": "aotwheel.probe",
     "Verdict": "aotwheel.model",
+    "Target": "aotwheel.model",
     "compile_spirv": "aotwheel.buildsteps.compile",
 }
 

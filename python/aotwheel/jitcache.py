@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ENV = "AOTWHEEL_JIT_CACHE_DIR"
+ENV = "AOTWHEEL_JIT_CACHE_DIR"  # aotwheel.config.JIT_CACHE_DIR
 _DISABLED = {"off", "0", "false", "no", "none", "disable", "disabled"}
 _FORMAT = 1
 _MAX_HEADER = 64 * 1024

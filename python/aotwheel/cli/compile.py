@@ -38,12 +38,13 @@ def run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
+    from aotwheel import config
     from aotwheel.buildsteps.compile import compile_spirv_report, write_outputs
     from aotwheel.errors import AotwheelError
 
     jobs = args.jobs
-    if jobs is None and os.environ.get("AOTWHEEL_OCLOC_JOBS", "").strip():
-        text = os.environ["AOTWHEEL_OCLOC_JOBS"].strip()
+    if jobs is None and os.environ.get(config.OCLOC_JOBS.name, "").strip():
+        text = os.environ[config.OCLOC_JOBS.name].strip()
         if not text.isdigit():
             raise AotwheelError(f"AOTWHEEL_OCLOC_JOBS={text!r} is not a number of jobs; set it to 1 or more, or unset it")
         jobs = int(text)
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         spirv = Path(args.input).read_bytes()
     except OSError as exc:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
-    devlist = args.devlist if args.devlist is not None else os.environ.get("USE_AOT_DEVLIST") or "pvc,ats-m150"
+    devlist = args.devlist if args.devlist is not None else os.environ.get(config.DEVLIST.name) or config.DEFAULT_DEVLIST
     result = compile_spirv_report(spirv, devlist, options=args.options, jit_fallback=not args.no_jit,
                                   grf=args.grf, jobs=jobs)
     stem = Path(args.input)

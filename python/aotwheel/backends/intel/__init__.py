@@ -9,7 +9,7 @@ compute-runtime's image lookup), ``ocloc`` / ``clang`` (the open toolchain). Thi
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, Verdict
 
@@ -63,7 +63,8 @@ class IntelBackend:
     def remedy(self, verdict: Verdict) -> str:
         devlist = self.covering_devlist(verdict)
         if devlist:
-            return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if verdict.verdict == UNSUPPORTED else "")
+            keep_ir = verdict.verdict == UNSUPPORTED and verdict.rule != "other-vendor"
+            return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if keep_ir else "")
         if verdict.kind == "cpu":
             return "" if verdict.verdict != UNSUPPORTED else "rebuild with JIT fallback on (SPIR-V kept): CPUs only run SPIR-V"
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
@@ -79,6 +80,9 @@ class IntelBackend:
         elif verdict.kind == "cpu":
             line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
         return line
+
+    def selftest(self, binary: str) -> list[Any]:
+        return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
 
 
 BACKEND = IntelBackend()
