@@ -74,7 +74,7 @@ def test_sycl_binary_jit_warning_and_check_advise_the_persistent_cache(sycl_bina
     advice = [line for line in proc.stdout.splitlines() if line.startswith("SYCL: ")]
     assert len(advice) == 1 and "persistent cache is off" in advice[0] and "SYCL_CACHE_PERSISTENT=1" in advice[0]
     assert default in advice[0]
-    warning = [line for line in proc.stderr.splitlines() if "JITWarning" in line]
+    warning = [line for line in proc.stderr.splitlines() if "will JIT-compile" in line]
     assert len(warning) == 1 and "SYCL_CACHE_PERSISTENT=1 keeps the result" in warning[0]
 
     on = {**env, "SYCL_CACHE_PERSISTENT": "1", "SYCL_CACHE_DIR": str(tmp_path / "sycl")}
