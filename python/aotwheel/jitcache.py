@@ -83,6 +83,7 @@ class JitCache:
     def __init__(self, root: Path | str | None) -> None:
         self.root = Path(root) if root is not None else None
         self.unusable: str | None = None  # why the folder was refused (set on first use)
+        self.warned = False  # the caller's one warning about an unusable folder was given
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> JitCache:

@@ -188,9 +188,9 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
         if binary:
             failed = cache.put(key, binary)
             stored = failed is None
-            if failed is not None and not getattr(cache, "_warned", False):
-                cache._warned = True  # type: ignore[attr-defined]
-                warnings.warn(f"aotwheel: JIT cache not used: {failed}; point {('AOTWHEEL_JIT_CACHE_DIR')} at a "
+            if failed is not None and not cache.warned:
+                cache.warned = True
+                warnings.warn(f"aotwheel: JIT cache not used: {failed}; point AOTWHEEL_JIT_CACHE_DIR at a "
                               f"private folder, or set it to off", JITCacheWarning, stacklevel=3)
     return Loaded(program, JIT, key, path, stored)
 
