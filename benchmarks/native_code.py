@@ -131,10 +131,10 @@ def compile_vs_ocloc(all_spv: Path, probe_spv: Path, ns: list[int], runs: int, s
             print(f"N={n} run {r + 1}: serial ocloc {s_wall:.2f}s, aotwheel compile {o_wall:.2f}s, "
                   f"ratio {o_wall / (s_wall / min(n, cores)):.3f}, capacity {cap:.2f} (load {load1():.2f})", flush=True)
         same = _members(cwd / "ours.ar") == _members(cwd / "fat")
-        subprocess.run(cmd[:-2] + ["-o", str(cwd / "warm.ar")], env=_env(AOTWHEEL_CACHE_DIR=str(cache)), check=True,
-                       capture_output=True)  # primes the cache
+        warm_cmd = [*cmd[:-2], "-o", str(cwd / "warm.ar")]
+        subprocess.run(warm_cmd, env=_env(AOTWHEEL_CACHE_DIR=str(cache)), check=True, capture_output=True)  # primes the cache
         for _ in range(runs):
-            w, _cpu = run_timed(cmd[:-2] + ["-o", str(cwd / "warm.ar")], env=_env(AOTWHEEL_CACHE_DIR=str(cache)))
+            w, _cpu = run_timed(warm_cmd, env=_env(AOTWHEEL_CACHE_DIR=str(cache)))
             warm.add(w)
         rows.append({"n": n, "devices": devices, "serial_s": serial.to_dict(), "ours_s": ours.to_dict(),
                      "ours_over_serial_per_core": ratio.to_dict(), "cpu_ours_over_serial": cpu_ratio.to_dict(),
