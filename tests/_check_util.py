@@ -126,6 +126,7 @@ def opencl_cpu_env() -> dict[str, str]:
 def child_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("AOTWHEEL_DEVICE", "AOTWHEEL_JIT", "OCL_ICD_VENDORS")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [aotwheel_pythonpath(), env.get("PYTHONPATH")]))
+    env["AOTWHEEL_JIT_CACHE_DIR"] = "off"  # tests never fill the user's JIT cache; pass a folder to use one
     env.update(extra)
     return env
 

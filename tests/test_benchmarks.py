@@ -121,3 +121,22 @@ def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
     text = doc.read_text()
     assert text.startswith("# Performance") and "## P1" in text and text.rstrip().endswith("kept text")
     assert "# old" not in text
+
+
+def test_native_code_benchmark_smoke(tmp_path):
+    """One run of the JIT-cache benchmark on this repository's kernels: the first process JITs, the
+    second loads cached binaries (the script checks both per module), and the doc section renders."""
+    _require("clang-15", "llvm-spirv-15", "ocloc")
+    pytest.importorskip("pyopencl")
+    out, doc = tmp_path / "native.json", tmp_path / "perf.md"
+    doc.write_text("# Performance\n\n## NVIDIA (H100)\n\nkept\n")
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "native_code.py"), "--only", "jit", "--sets", "repo",
+                           "--runs", "1", "--json", str(out), "--doc", str(doc)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    res = json.loads(out.read_text())["program_creation"]["repo_kernels"]
+    assert res["modules"] == len(list((REPO / "csrc" / "kernels").glob("*.cl")))
+    runs = res["per_module_last_run"]
+    assert {f["source"] for f in runs["first"]["files"].values()} == {"jit"}
+    assert {f["source"] for f in runs["second"]["files"].values()} == {"jit-cache"}
+    text = doc.read_text()
+    assert text.index("## Native code outside CMake") < text.index("## NVIDIA (H100)") and text.rstrip().endswith("kept")

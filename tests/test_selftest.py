@@ -85,3 +85,18 @@ def test_selftest_default_uses_built_kernels_extension():
     (cpu,) = [r for r in json.loads(proc.stdout)["results"] if r["kind"] == "cpu"]
     assert sorted(k["name"] for k in cpu["kernels"]) == sorted(kernel_names_in_sources())
     assert cpu["ok"] and cpu["verdict"] == "jit"
+
+
+def test_selftest_second_run_creates_programs_from_the_jit_cache(kernel_spirv, tmp_path):
+    env = {**opencl_cpu_env(), "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "jit")}
+    runs = []
+    for _ in range(2):
+        proc = run_cli(["selftest", "--json", *kernel_spirv], env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        (cpu,) = [r for r in json.loads(proc.stdout)["results"] if r["kind"] == "cpu"]
+        assert cpu["ok"] and cpu["verdict"] == "jit"
+        runs.append(cpu)
+    assert runs[0]["program_from"] == "jit" and runs[1]["program_from"] == "jit-cache"
+    assert len(list((tmp_path / "jit").rglob("*.bin"))) == len(kernel_spirv)
+    text = run_cli(["selftest", *kernel_spirv], env)
+    assert "(cpu): jit (cached native build), program build" in text.stdout.splitlines()[0]

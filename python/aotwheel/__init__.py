@@ -5,7 +5,9 @@ Public API (imported lazily so that ``import aotwheel`` stays cheap):
 - :func:`resolve` / :class:`DevList` -- what a ``USE_AOT_DEVLIST`` value means;
 - :func:`inspect` / :class:`Report` -- which device code a binary or wheel carries;
 - :func:`check` / :func:`ensure` / :class:`Verdict` / :class:`JITWarning` -- native, JIT or
-  unsupported here (:func:`detect_devices` lists the devices).
+  unsupported here (:func:`detect_devices` lists the devices);
+- :func:`compile_spirv` -- any SPIR-V module -> an ocloc fat binary for a device list;
+- :mod:`aotwheel.opencl` -- ``build_program``: native image, cached JIT result, else SPIR-V.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ _LAZY = {
     "ProbedDevice": "aotwheel.probe",
     "Verdict": "aotwheel.model",
     "Target": "aotwheel.model",
+    "compile_spirv": "aotwheel.buildsteps.compile",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -142,7 +142,18 @@ def jit_message(verdict: Verdict, kernels: int | None = None) -> str:
     from aotwheel import backends
 
     backend = backends.get(verdict.vendor) if verdict.vendor in backends.names() else backends.get(backends.names()[0])
-    return backend.jit_message(verdict, kernels) + f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
+    return backend.jit_message(verdict, kernels) + sycl_advice(verdict) + f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
+
+
+def sycl_advice(verdict: Verdict) -> str:
+    """``"; <advice>"`` when the binary is loaded by the SYCL runtime (it links libsycl), whose
+    persistent cache decides whether the JIT result outlives the process; else ``""``."""
+    from aotwheel import syclcache
+
+    path = (verdict.binary or "").split("!")[0]
+    if verdict.verdict != JIT or not path or not syclcache.links_sycl(path):
+        return ""
+    return "; " + syclcache.state().advice()
 
 
 def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Sequence[int | None], policy: str) -> None:

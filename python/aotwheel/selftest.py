@@ -3,8 +3,9 @@
 Device code comes from ``aotwheel._kernels`` (one fat binary + one SPIR-V module per kernel
 source) or from files given by the caller (``.spv``, or anything the inspector reads). An Intel
 GPU whose verdict is native gets the fat binary (the driver picks the member); every other
-device gets the SPIR-V, which its OpenCL compiler builds: a real JIT. The build time printed is
-that program build. Needs the optional extra ``aotwheel[selftest]`` (numpy, pyopencl).
+device gets the SPIR-V, which its OpenCL compiler builds: a real JIT. Programs are made by
+:func:`aotwheel.opencl.load_program`, so a second run creates them from the JIT cache's native
+builds and says "(cached native build)". The build time printed is that program creation. Needs the optional extra ``aotwheel[selftest]`` (numpy, pyopencl).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class DeviceResult:
     build_ms: float = 0.0
     kernels: list[KernelResult] = field(default_factory=list)
     error: str = ""
+    program_from: str = ""  # aotwheel.opencl's source(s): "native", "jit", "jit-cache"
 
     @property
     def ok(self) -> bool:
@@ -56,7 +58,7 @@ class DeviceResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "kind": self.kind, "verdict": self.verdict, "reason": self.reason,
-                "build_ms": round(self.build_ms, 1), "error": self.error, "ok": self.ok,
+                "build_ms": round(self.build_ms, 1), "program_from": self.program_from, "error": self.error, "ok": self.ok,
                 "kernels": [k.__dict__ for k in self.kernels]}
 
 
@@ -251,9 +253,9 @@ def run(modules: list[Module]) -> list[DeviceResult]:
         import pyopencl as cl
     except ImportError as exc:
         raise AotwheelError(f"selftest needs numpy and pyopencl ({exc.name} missing); pip install 'aotwheel[selftest]'") from None
-    from aotwheel.probe.opencl import describe
     from aotwheel.backends.intel.rules import decide
-    from aotwheel.model import NATIVE
+    from aotwheel.opencl import DeviceCode, load_program
+    from aotwheel.probe.opencl import describe
 
     try:
         pairs = _opencl_devices(cl)
@@ -277,21 +279,21 @@ def run(modules: list[Module]) -> list[DeviceResult]:
             continue
         rng = np.random.default_rng(SEED)
         verdicts = []
+        sources: list[str] = []
         for mod in modules:
             verdict = decide(targets[mod.source], ["spirv"] if mod.spirv else [], pdev)
             verdicts.append(verdict)
             start = time.perf_counter()
             try:
                 with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for any build log
-                    if verdict.verdict == NATIVE and mod.fatbinary:
-                        # The driver does the ar lookup itself (the same rules backends/intel/rules.py models).
-                        program = cl.Program(ctx, [cdev], [mod.fatbinary]).build()
-                    elif mod.spirv:
-                        program = cl.Program(ctx, mod.spirv).build()
-                    else:
-                        res.error = f"{mod.source}: no SPIR-V and no usable native image for this device"
-                        continue
+                    warnings.simplefilter("ignore", cl.CompilerWarning)  # pyopencl's warning for any build log
+                    # The loader: native image by the driver's rules, else the JIT cache, else SPIR-V.
+                    loaded = load_program(ctx, cdev, DeviceCode(mod.source, mod.spirv, mod.fatbinary))
+                    program = loaded.program
+                    sources.append(loaded.source)
+            except AotwheelError as exc:
+                res.error = str(exc)
+                continue
             except Exception as exc:
                 first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 res.error = f"{mod.source}: program build failed: {first}"
@@ -300,6 +302,7 @@ def run(modules: list[Module]) -> list[DeviceResult]:
             res.kernels.extend(_run_program(cl, ctx, queue, program, rng))
         kinds = sorted({v.verdict for v in verdicts})
         res.verdict = "/".join(kinds)
+        res.program_from = "/".join(sorted(set(sources)))
         res.reason = verdicts[0].reason if verdicts else ""
     return results
 
@@ -309,7 +312,8 @@ def format_results(results: list[DeviceResult]) -> str:
     lines = []
     for r in results:
         status = "OK" if r.ok else "FAIL"
-        lines.append(f"{r.device} ({r.kind}): {r.verdict}, program build {r.build_ms:.0f} ms, {status}")
+        cached = " (cached native build)" if r.program_from == "jit-cache" else ""
+        lines.append(f"{r.device} ({r.kind}): {r.verdict}{cached}, program build {r.build_ms:.1f} ms, {status}")
         if r.error:
             lines.append(f"  error: {r.error}")
         for k in r.kernels:

@@ -74,7 +74,18 @@ def run_job(
 
 
 def compile_device(*, ocloc: str, spirv: str, device: str, options: str = "") -> bytes:
-    """Run ocloc for one device in a private temporary directory and return the binary."""
+    """Run ocloc for one device in a private temporary directory and return the binary.
+
+    On failure prints ocloc's log and raises :class:`ToolchainError` with one line.
+    """
+    return compile_device_logged(ocloc=ocloc, spirv=spirv, device=device, options=options, echo_failure=True)[0]
+
+
+def compile_device_logged(*, ocloc: str, spirv: str, device: str, options: str = "",
+                          echo_failure: bool = False) -> tuple[bytes, str]:
+    """Like :func:`compile_device`, returning ``(binary, ocloc's log)``; the log holds its warnings
+    (spills among them). With ``echo_failure=False`` a failure's message quotes the log's first
+    error line instead of printing the whole log."""
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         cmd = ocloc_command(ocloc, str(Path(spirv).resolve()), device, "image", tmp, options)
         try:
@@ -83,11 +94,24 @@ def compile_device(*, ocloc: str, spirv: str, device: str, options: str = "") ->
         except OSError as exc:
             raise ToolchainError(f"Cannot run ocloc at {ocloc}: {exc.strerror}. Try: apt-get install intel-opencl-icd") from None
         produced = Path(tmp, "image")
+        log = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0 or not produced.is_file():
-            log = (proc.stdout + proc.stderr).strip()
-            print(log, file=sys.stderr)
+            if echo_failure:
+                print(log, file=sys.stderr)
+                where = "its log is above"
+            else:
+                where = f"ocloc said: {_first_error(log)}"
             raise ToolchainError(
-                f"ocloc failed for -device {device} on {Path(spirv).name} (exit {proc.returncode}; its log is above); "
+                f"ocloc failed for -device {device} on {Path(spirv).name} (exit {proc.returncode}; {where}); "
                 f"fix the kernel for {device} or remove {device} from USE_AOT_DEVLIST"
             )
-        return produced.read_bytes()
+        return produced.read_bytes(), log
+
+
+def _first_error(log: str) -> str:
+    """The line of an ocloc log that says what failed (its logs open with banner lines)."""
+    lines = [l.strip() for l in log.splitlines() if l.strip()]
+    for line in lines:
+        if "error" in line.lower() or "invalid" in line.lower():
+            return line[:300]
+    return (lines[-1] if lines else "no output")[:300]

@@ -58,9 +58,20 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None) -> OpenTo
     spirv = find_spirv_toolchain()
     if not devices:
         return OpenToolchain(spirv=spirv)
+    path, version, acronyms = ocloc_facts(cache)
+    names = ocloc_spellings(devices, path, version, acronyms, hint="USE_AOT_DEVLIST")
+    return OpenToolchain(spirv=spirv, ocloc=path, ocloc_version=version, ocloc_names=names)
+
+
+def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: frozenset[str], *,
+                    hint: str) -> dict[str, str]:
+    """Canonical device name -> the spelling this ocloc accepts for ``-device``.
+
+    Raises :class:`ToolchainError` naming the first device this ocloc cannot build (``hint``
+    names where the device list came from, for the fix).
+    """
     from aotwheel.backends.intel.catalog import load_catalog
 
-    path, version, acronyms = ocloc_facts(cache)
     catalog = load_catalog()
     names: dict[str, str] = {}
     for name in devices:
@@ -70,7 +81,7 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None) -> OpenTo
         if not usable:
             raise ToolchainError(
                 f"ocloc {version} at {path} cannot build for '{name}'; install a newer ocloc "
-                f"(intel-opencl-icd / oneAPI) or remove '{name}' from USE_AOT_DEVLIST"
+                f"(intel-opencl-icd / oneAPI) or remove '{name}' from {hint}"
             )
         names[name] = usable[0]
-    return OpenToolchain(spirv=spirv, ocloc=path, ocloc_version=version, ocloc_names=names)
+    return names

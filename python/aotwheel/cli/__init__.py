@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "aotwheel.cli.inspect",
     "aotwheel.cli.check",
     "aotwheel.cli.build",
+    "aotwheel.cli.compile",
 )
 
 

@@ -89,16 +89,64 @@ def run_check(args: argparse.Namespace) -> int:
             print(json.dumps({"binary": args.binary, "error": str(exc)}, indent=2))
         print(f"aotwheel: error: {exc}", file=sys.stderr)
         return 1
+    cached = _cached_native_builds(verdicts)
+    sycl = _sycl_cache_note(verdicts)
     if args.json:
-        print(json.dumps({"binary": args.binary, "verdicts": [v.to_dict() for v in verdicts]}, indent=2))
+        rows = [{**v.to_dict(), **({"cached_native_build": cached[i]} if i in cached else {})} for i, v in enumerate(verdicts)]
+        print(json.dumps({"binary": args.binary, "verdicts": rows, **({"sycl_cache": sycl} if sycl else {})}, indent=2))
     else:
         if not verdicts:
             print(f"{args.binary}: no devices found (see 'aotwheel devices'), or no device code in the binary")
-        for v in verdicts:
+        for i, v in enumerate(verdicts):
             where = f" {v.image}" if v.image else ""
             fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild" not in v.reason else ""
-            print(f"{v.device}{f' ({v.ip})' if v.ip else ''}: {v.verdict}{where} [rule {v.rule}] - {v.reason}{fix}")
+            print(f"{v.device}{f' ({v.ip})' if v.ip else ''}: {v.verdict}{_cached_label(cached.get(i))}{where} "
+                  f"[rule {v.rule}] - {v.reason}{fix}")
+        if sycl:
+            print(f"SYCL: {sycl['advice']}")
     return 1 if any(v.verdict == "unsupported" for v in verdicts) else 0
+
+
+def _cached_native_builds(verdicts: list) -> dict[int, dict[str, int]]:
+    """For JIT verdicts on OpenCL devices: how many of the binary's SPIR-V modules have a native
+    build in aotwheel's JIT cache (``aotwheel.opencl`` loads those instead of compiling)."""
+    jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
+    if not jit:
+        return {}
+    from aotwheel.jitcache import JitCache
+    from aotwheel.opencl import cached_builds
+    from aotwheel.probe.opencl import probe
+
+    cache = JitCache.from_env()
+    if not cache.enabled:
+        return {}
+    devices = {d.label: d for d in probe().devices}
+    out: dict[int, dict[str, int]] = {}
+    for i in jit:
+        dev = devices.get(verdicts[i].device)
+        if dev is not None:
+            hits, total = cached_builds(verdicts[i].binary, dev, cache)
+            if total:
+                out[i] = {"modules": total, "cached": hits}
+    return out
+
+
+def _cached_label(entry: dict[str, int] | None) -> str:
+    if not entry or not entry["cached"]:
+        return ""
+    if entry["cached"] == entry["modules"]:
+        return " (cached native build)"
+    return f" (cached native build for {entry['cached']} of {entry['modules']} modules)"
+
+
+def _sycl_cache_note(verdicts: list) -> dict[str, object] | None:
+    """The SYCL runtime's persistent-cache state, when a JIT verdict's binary links libsycl."""
+    from aotwheel import syclcache
+
+    if not any(v.verdict == "jit" and v.binary and syclcache.links_sycl(v.binary.split("!")[0]) for v in verdicts):
+        return None
+    st = syclcache.state()
+    return {"persistent": st.persistent, "folder": st.folder, "advice": st.advice()}
 
 
 def run_selftest(args: argparse.Namespace) -> int:

@@ -1,0 +1,262 @@
+"""SPIR-V -> native device code outside CMake: ``aotwheel compile`` and :func:`compile_spirv`.
+
+For kernels generated at run time or export time (Triton, Inductor AOT): the same devlist
+resolver, device-code cache and per-device ocloc jobs as the CMake build, run in parallel, and
+the same fat-binary writer, so the result equals ``ocloc compile -device a,b,…`` member by
+member (and byte for byte when the options match).
+
+``grf="auto"``: every device is built with ocloc's default register file first; a device whose
+ocloc log reports spills (22.43 prints ``warning: kernel K  compiled SIMD32 allocated 128 regs
+and spilled around 248``) is rebuilt with ``-cl-intel-256-GRF-per-thread``, and the report says
+so. Standard library only (it shares the build steps' import rules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+from aotwheel.errors import AotwheelError, DevlistError, ToolchainError
+
+if TYPE_CHECKING:
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+    from aotwheel.devlist import DevList
+
+LARGE_GRF_OPTION = "-cl-intel-256-GRF-per-thread"
+GRF_MODES = ("small", "large", "auto")
+SPIRV_MAGIC_LE = b"\x03\x02\x23\x07"
+_SPIRV_HEADER = 20  # magic, version, generator, bound, schema
+# ocloc 22.43 (IGC): "warning: kernel spill  compiled SIMD32 allocated 128 regs and spilled around 248"
+_SPILL_LINE = re.compile(r"kernel\s+(?P<kernel>\S+)\s+compiled\s+SIMD(?P<simd>\d+)\s+allocated\s+(?P<regs>\d+)\s+regs"
+                         r"\s+and\s+spilled\s+around\s+(?P<bytes>\d+)")
+# Marks a cached ocloc log next to the cached binary (same key otherwise).
+_LOG_FLAG = "aotwheel-log"
+_JOB_FLAGS = ("-exclude_ir",)  # as ocloc_job: members carry no SPIR-V; generic_ir holds it once
+
+DevlistLike = Union[str, "DevList"]
+
+
+@dataclass(frozen=True)
+class Spill:
+    """One spill warning from ocloc's log."""
+
+    kernel: str
+    simd: int
+    registers: int
+    spill_bytes: int
+
+
+@dataclass(frozen=True)
+class DeviceBuild:
+    """What was built for one device."""
+
+    device: str
+    ip: str
+    ocloc_device: str
+    grf: str  # "small" | "large"
+    size: int
+    cache_hit: bool
+    spills: tuple[Spill, ...] = ()  # of the build that was kept
+    retried_after_spills: tuple[Spill, ...] = ()  # of the small-GRF build that --grf auto replaced
+
+    def to_dict(self) -> dict[str, object]:
+        return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "grf": self.grf,
+                "size": self.size, "cache_hit": self.cache_hit,
+                "spills": [s.__dict__ for s in self.spills],
+                "retried_after_spills": [s.__dict__ for s in self.retried_after_spills]}
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """The fat binary, the per-device binaries (devlist order) and how each was built."""
+
+    fatbinary: bytes
+    natives: tuple[tuple[DeviceBuild, bytes], ...]
+    jit_fallback: bool
+    spirv_sha256: str
+    ocloc: str = ""
+    ocloc_version: str = ""
+    options: str = ""
+    spirv: bytes | None = None  # kept for JIT fallback
+
+    @property
+    def builds(self) -> tuple[DeviceBuild, ...]:
+        return tuple(b for b, _ in self.natives)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"spirv_sha256": self.spirv_sha256, "jit_fallback": self.jit_fallback, "ocloc": self.ocloc,
+                "ocloc_version": self.ocloc_version, "options": self.options, "size": len(self.fatbinary),
+                "devices": [b.to_dict() for b, _ in self.natives]}
+
+
+def parse_spills(log: str) -> tuple[Spill, ...]:
+    """Spill warnings in an ocloc log (empty when it reports none)."""
+    return tuple(Spill(m["kernel"], int(m["simd"]), int(m["regs"]), int(m["bytes"])) for m in _SPILL_LINE.finditer(log))
+
+
+def check_spirv(spirv: bytes) -> None:
+    """Raise :class:`AotwheelError` unless ``spirv`` looks like a little-endian SPIR-V module."""
+    if not isinstance(spirv, (bytes, bytearray, memoryview)):
+        raise AotwheelError(f"compile_spirv needs the SPIR-V as bytes, not {type(spirv).__name__}")
+    head = bytes(spirv[:4])
+    if len(spirv) < _SPIRV_HEADER or len(spirv) % 4 or head != SPIRV_MAGIC_LE:
+        what = "is empty" if not len(spirv) else (
+            "is big-endian SPIR-V (ocloc reads little-endian only)" if head == SPIRV_MAGIC_LE[::-1] else
+            "does not start with the SPIR-V magic 0x07230203" if head != SPIRV_MAGIC_LE else
+            "is truncated (not a whole SPIR-V header of 32-bit words)")
+        raise AotwheelError(f"the input {what}; pass a SPIR-V module (llvm-spirv output, Triton's .spv)")
+
+
+def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
+    """The devlist to build: Intel devices only (SPIR-V has no NVIDIA path through ocloc)."""
+    from aotwheel.devlist import DevList, resolve
+
+    dl = devlist if isinstance(devlist, DevList) else resolve(devlist, jit_fallback=jit_fallback)
+    if dl.cuda is not None:
+        raise DevlistError(f"'{','.join(dl.cuda.names)}' are NVIDIA targets; SPIR-V compiles for Intel devices only: "
+                           "drop them from the device list")
+    return dl
+
+
+def compile_spirv(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] | str = (), jit_fallback: bool = True,
+                  grf: str = "small", jobs: int | None = None, cache: DeviceCodeCache | None = None) -> bytes:
+    """Compile a SPIR-V module for every device of ``devlist`` and return an ocloc fat binary.
+
+    The result is what ``ocloc compile -file k.spv -spirv_input -device a,b,… -options …`` writes:
+    one ``64.<ip>`` member per device, in devlist order, plus ``generic_ir`` (the SPIR-V, for JIT on
+    other devices) unless ``jit_fallback`` is off or the devlist says ``no-jit``. ``options`` are
+    ocloc ``-options`` (a string or a sequence joined with spaces); ``grf`` is ``"small"``
+    (ocloc's default), ``"large"`` (``-cl-intel-256-GRF-per-thread``) or ``"auto"`` (large only
+    where the small build spilled). Builds run one ocloc per device, ``jobs`` at a time
+    (default: CPU count), through the device-code cache (``AOTWHEEL_CACHE_DIR``).
+
+    Raises :class:`~aotwheel.errors.AotwheelError` (one line) for bad SPIR-V, an unknown device,
+    a device this ocloc cannot build, or a failed build.
+    """
+    return compile_spirv_report(spirv, devlist, options=options, jit_fallback=jit_fallback, grf=grf,
+                                jobs=jobs, cache=cache).fatbinary
+
+
+def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] | str = (),
+                         jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
+                         cache: DeviceCodeCache | None = None) -> CompileResult:
+    """:func:`compile_spirv` with the per-device report (and binaries, for ``--format dir``)."""
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+    from aotwheel.buildsteps.fatbin import build_fatbin
+    from aotwheel.buildsteps.toolchain import ocloc_facts, ocloc_spellings
+
+    if grf not in GRF_MODES:
+        raise AotwheelError(f"grf must be one of {', '.join(GRF_MODES)}, not {grf!r}")
+    opts = options if isinstance(options, str) else " ".join(options)
+    if "\0" in opts:
+        raise AotwheelError("ocloc options contain a NUL character; pass plain option text")
+    spirv = bytes(spirv)
+    check_spirv(spirv)
+    dl = resolve_devices(devlist, jit_fallback)
+    keep_ir = jit_fallback and dl.jit_fallback
+    if not dl.targets and not keep_ir:
+        raise DevlistError("nothing to build: the device list names no device and JIT fallback is off; name devices (e.g. pvc)")
+    cache = cache if cache is not None else DeviceCodeCache.from_env()
+    sha = hashlib.sha256(spirv).hexdigest()
+    if not dl.targets:
+        return CompileResult(build_fatbin([], spirv), (), keep_ir, sha, options=opts, spirv=spirv)
+
+    path, version, acronyms = ocloc_facts(cache)
+    spellings = ocloc_spellings(list(dl.names), path, version, acronyms, hint="the device list")
+    with tempfile.TemporaryDirectory(prefix="aotwheel-compile-") as tmp:
+        spv_path = os.path.join(tmp, "input.spv")
+        Path(spv_path).write_bytes(spirv)
+        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, cache=cache)
+        workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
+            futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
+            natives = tuple(f.result() for f in futures)  # first failure (devlist order) raises
+    fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None)
+    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One device's build (with the ``--grf auto`` retry), through the device-code cache."""
+
+    spv_path: str
+    sha: str
+    ocloc: str
+    ocloc_version: str
+    options: str
+    cache: DeviceCodeCache
+
+    def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
+        first = "large" if grf == "large" else "small"
+        data, spills, hit = self._one(ocloc_device, first)
+        if grf != "auto" or not spills:
+            return DeviceBuild(device, ip, ocloc_device, first, len(data), hit, spills), data
+        data2, spills2, hit2 = self._one(ocloc_device, "large")
+        return DeviceBuild(device, ip, ocloc_device, "large", len(data2), hit and hit2, spills2, spills), data2
+
+    def _options(self, grf: str) -> str:
+        return f"{self.options} {LARGE_GRF_OPTION}".strip() if grf == "large" else self.options
+
+    def _one(self, ocloc_device: str, grf: str) -> tuple[bytes, tuple[Spill, ...], bool]:
+        """``(binary, spills, cache hit)``. The log is cached beside the binary so that a cache
+        hit still knows about spills; a binary without its log is rebuilt."""
+        from aotwheel.buildsteps.cache import CacheKey
+        from aotwheel.buildsteps.ocloc_job import compile_device_logged
+
+        options = self._options(grf)
+        key = CacheKey(spirv_sha256=self.sha, device=ocloc_device, ocloc_path=self.ocloc,
+                       ocloc_version=self.ocloc_version, options=options, flags=_JOB_FLAGS)
+        log_key = CacheKey(spirv_sha256=self.sha, device=ocloc_device, ocloc_path=self.ocloc,
+                           ocloc_version=self.ocloc_version, options=options, flags=_JOB_FLAGS + (_LOG_FLAG,))
+        label = f"compile:{self.sha[:12]}"
+        data = self.cache.get(key, label)
+        log = self.cache.get(log_key, label) if data is not None else None
+        if data is not None and log is not None:
+            return data, parse_spills(log.decode(errors="replace")), True
+        try:
+            data, text = compile_device_logged(ocloc=self.ocloc, spirv=self.spv_path, device=ocloc_device, options=options)
+        except ToolchainError as exc:
+            raise ToolchainError(str(exc).replace("input.spv", "the SPIR-V").replace(
+                "USE_AOT_DEVLIST", "the device list")) from None
+        self.cache.put(key, data, label)
+        self.cache.put(log_key, text.encode(), label)
+        return data, parse_spills(text), False
+
+
+def write_outputs(result: CompileResult, output: str, fmt: str) -> list[str]:
+    """Write ``fatbin`` (one file) or ``dir`` (``<device>.bin`` per device, plus ``generic_ir.spv``
+    when JIT fallback is on) atomically: a failure leaves nothing half-written. Returns the paths."""
+    from aotwheel.buildsteps.cache import atomic_write
+
+    out = Path(output)
+    if fmt == "fatbin":
+        if out.is_dir():
+            raise AotwheelError(f"{out} is a directory; name a file for the fat binary, or use --format dir")
+        atomic_write(out, result.fatbinary)
+        return [str(out)]
+    if out.exists() and not out.is_dir():
+        raise AotwheelError(f"{out} exists and is not a directory; name a new folder for --format dir")
+    files = {f"{b.device}.bin": data for b, data in result.natives}
+    if result.spirv is not None:
+        files["generic_ir.spv"] = result.spirv
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    staged = Path(tempfile.mkdtemp(prefix=".aotwheel-compile-", dir=out))
+    try:
+        for name, data in files.items():
+            (staged / name).write_bytes(data)
+        for name in files:
+            os.replace(staged / name, out / name)
+            written.append(str(out / name))
+    finally:
+        for leftover in staged.iterdir():
+            leftover.unlink()
+        staged.rmdir()
+    return written

@@ -1,0 +1,76 @@
+"""``aotwheel compile``: any SPIR-V module -> an ocloc fat binary (or one binary per device)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``aotwheel compile`` to the CLI."""
+    p = sub.add_parser(
+        "compile",
+        help="compile a SPIR-V module for a device list (Triton / Inductor kernels)",
+        description="Compile IN.spv for every device of DEVLIST with ocloc, one job per device in parallel, "
+        "through the device-code cache ($AOTWHEEL_CACHE_DIR). The output equals `ocloc compile -device a,b,...`: "
+        "a fat binary with one member per device and generic_ir (the SPIR-V) for JIT fallback.",
+    )
+    p.add_argument("input", metavar="IN.spv", help="SPIR-V module")
+    p.add_argument("-d", "--devlist", default=None,
+                   help="devices, USE_AOT_DEVLIST grammar (default: $USE_AOT_DEVLIST, else pvc,ats-m150)")
+    p.add_argument("-o", "--output", default=None, help="output file (fatbin) or folder (dir); default IN.ar / IN.d")
+    p.add_argument("--options", default="", help="ocloc -options, one string (e.g. \"-cl-fast-relaxed-math\")")
+    p.add_argument("--format", choices=("fatbin", "dir"), default="fatbin",
+                   help="fatbin: one ocloc-compatible ar; dir: <device>.bin per device (+ generic_ir.spv with JIT fallback)")
+    p.add_argument("--grf", choices=("small", "large", "auto"), default="small",
+                   help="register file: small (ocloc default), large (-cl-intel-256-GRF-per-thread), "
+                   "auto (large where the small build spills)")
+    p.add_argument("--no-jit", action="store_true", help="no generic_ir member (no JIT fallback)")
+    p.add_argument("-j", "--jobs", type=int, default=None,
+                   help="parallel ocloc jobs (default: $AOTWHEEL_OCLOC_JOBS, else the CPU count)")
+    p.add_argument("--json", action="store_true", help="print the per-device report as JSON")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compile, write the output only when every device built, print the report."""
+    import os
+    from pathlib import Path
+
+    from aotwheel import config
+    from aotwheel.buildsteps.compile import compile_spirv_report, write_outputs
+    from aotwheel.errors import AotwheelError
+
+    jobs = args.jobs
+    if jobs is None and os.environ.get(config.OCLOC_JOBS.name, "").strip():
+        text = os.environ[config.OCLOC_JOBS.name].strip()
+        if not text.isdigit():
+            raise AotwheelError(f"AOTWHEEL_OCLOC_JOBS={text!r} is not a number of jobs; set it to 1 or more, or unset it")
+        jobs = int(text)
+    if jobs is not None and jobs < 1:
+        raise AotwheelError(f"--jobs / AOTWHEEL_OCLOC_JOBS must be at least 1, not {jobs}")
+    try:
+        spirv = Path(args.input).read_bytes()
+    except OSError as exc:
+        raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
+    devlist = args.devlist if args.devlist is not None else os.environ.get(config.DEVLIST.name) or config.DEFAULT_DEVLIST
+    result = compile_spirv_report(spirv, devlist, options=args.options, jit_fallback=not args.no_jit,
+                                  grf=args.grf, jobs=jobs)
+    stem = Path(args.input)
+    output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
+    written = write_outputs(result, output, args.format)
+    if args.json:
+        print(json.dumps({**result.to_dict(), "format": args.format, "written": written}, indent=2))
+        return 0
+    for b in result.builds:
+        note = "cache hit" if b.cache_hit else "compiled"
+        if b.retried_after_spills:
+            worst = max(s.spill_bytes for s in b.retried_after_spills)
+            note += f"; small GRF spilled (~{worst} bytes), rebuilt with large GRF"
+        if b.spills:
+            note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
+        print(f"{b.device} ({b.ip}): {b.size} bytes, {b.grf} GRF, {note}")
+    ir = " + generic_ir (JIT fallback)" if result.jit_fallback else ""
+    print(f"wrote {', '.join(written)}{ir if args.format == 'fatbin' else ''}", file=sys.stdout)
+    return 0

@@ -1,0 +1,233 @@
+"""Run-time loader for OpenCL packages: a built ``pyopencl.Program`` from AOT device code.
+
+:func:`build_program` picks, by the driver's own lookup rules (``aotwheel.backends.intel.rules``), the native
+image of a fat binary that this device runs; otherwise it builds the SPIR-V (a JIT compile) and
+keeps the device binary the driver produced (``CL_PROGRAM_BINARIES``) in the per-user JIT cache
+(``aotwheel.jitcache``), so that later processes create the program from that binary. A cached
+binary that fails its hash check, was built by another driver version, or that the runtime
+rejects, is removed and rebuilt with one :class:`~aotwheel.jitcache.JITCacheWarning`.
+
+Needs pyopencl (``aotwheel[selftest]``); it is imported when a program is built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Union
+
+from aotwheel.errors import AotwheelError
+from aotwheel.jitcache import JitCache, JITCacheWarning, JitKey
+
+__all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "jit_key", "JITCacheWarning"]
+
+#: where a program came from
+NATIVE = "native"      # a native image of the fat binary, chosen by the driver's rules
+CACHED = "jit-cache"   # the binary an earlier JIT build of this device stored
+JIT = "jit"            # built from SPIR-V now (and stored, when the cache is on)
+
+Images = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, ModuleType, "DeviceCode"]
+_SPIRV_MAGICS = (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03")
+_AR_MAGIC = b"!<arch>\n"
+
+
+@dataclass(frozen=True)
+class DeviceCode:
+    """One program's device code: its SPIR-V and/or an ocloc fat binary."""
+
+    label: str
+    spirv: bytes | None
+    fatbinary: bytes | None
+
+
+@dataclass
+class Loaded:
+    """The built program, where it came from (:data:`NATIVE`, :data:`CACHED`, :data:`JIT`), and
+    the cache entry involved (``None`` for native images or with the cache off)."""
+
+    program: Any
+    source: str
+    key: JitKey | None = None
+    cache_path: str | None = None
+    stored: bool = False
+
+
+def device_code(images: Images, source: str | None = None) -> DeviceCode:
+    """Read ``images``: an aotwheel-built extension module (or its import name), a path to a
+    SPIR-V file or fat binary (or anything the inspector reads), or bytes of either.
+    ``source`` picks one kernel source of a module that carries several."""
+    if isinstance(images, DeviceCode):
+        return images
+    if isinstance(images, ModuleType):
+        return _from_module(images, source)
+    if isinstance(images, (bytes, bytearray, memoryview)):
+        return _from_bytes(bytes(images), "<bytes>")
+    if isinstance(images, (str, os.PathLike)):
+        path = os.fspath(images)
+        if os.path.exists(path):
+            with open(path, "rb") as fh:
+                return _from_bytes(fh.read(), path)
+        if isinstance(images, str) and images.replace(".", "").replace("_", "").isalnum():
+            try:
+                module = importlib.import_module(images)
+            except ImportError as exc:
+                raise AotwheelError(f"{images}: neither a file nor an importable module ({exc})") from None
+            return _from_module(module, source)
+        raise AotwheelError(f"{path}: no such file; pass a .spv, a fat binary, or an aotwheel-built module")
+    raise AotwheelError(f"images must be a module, a module name, a path or bytes, not {type(images).__name__}")
+
+
+def _from_module(module: ModuleType, source: str | None) -> DeviceCode:
+    images = getattr(module, "images", None)
+    if not callable(images):
+        raise AotwheelError(f"{module.__name__} has no images(); pass a module built by aotwheel_add_device_code")
+    by_source: dict[str, dict[str, bytes]] = {}
+    for triple, src, data in images():
+        by_source.setdefault(src, {})[triple] = bytes(data)
+    if source is None and len(by_source) == 1:
+        source = next(iter(by_source))
+    if source not in by_source:
+        raise AotwheelError(f"{module.__name__} carries {', '.join(sorted(by_source)) or 'no images'}; "
+                            f"pass source= one of them")
+    found = by_source[source]
+    return DeviceCode(f"{module.__name__}:{source}", found.get("spir64"), found.get("spir64_gen"))
+
+
+def _from_bytes(data: bytes, label: str) -> DeviceCode:
+    if data[:4] in _SPIRV_MAGICS:
+        return DeviceCode(label, data, None)
+    if data[:8] == _AR_MAGIC:
+        return DeviceCode(label, _generic_ir(data), data)
+    raise AotwheelError(f"{label}: neither SPIR-V nor an ocloc fat binary; pass one of those")
+
+
+def _generic_ir(fatbinary: bytes) -> bytes | None:
+    """The SPIR-V in a fat binary's ``generic_ir`` member, if any (through the inspector)."""
+    from aotwheel.inspector import find_spirv
+
+    with tempfile.TemporaryDirectory(prefix="aotwheel-opencl-") as tmp:
+        path = os.path.join(tmp, "image.ar")
+        Path(path).write_bytes(fatbinary)
+        return find_spirv(path)
+
+
+def _native_targets(fatbinary: bytes | None) -> list[Any]:
+    if not fatbinary:
+        return []
+    from aotwheel.inspector import inspect
+
+    with tempfile.TemporaryDirectory(prefix="aotwheel-opencl-") as tmp:
+        path = os.path.join(tmp, "image.ar")
+        Path(path).write_bytes(fatbinary)
+        return [t for f in inspect(path).files for t in f.native_targets]
+
+
+def jit_key(code: DeviceCode, probed: Any, options: str) -> JitKey | None:
+    """The JIT-cache key of ``code`` on a probed device (``None`` without SPIR-V)."""
+    if code.spirv is None:
+        return None
+    return JitKey(image_sha256=hashlib.sha256(code.spirv).hexdigest(), device=probed.name, ip=probed.ip,
+                  platform=probed.platform or "", driver=probed.driver or "", options=options)
+
+
+def build_program(context: Any, device: Any, images: Images, *, options: str = "", source: str | None = None,
+                  cache: JitCache | None = None) -> Any:
+    """A built ``pyopencl.Program`` for ``device`` from ``images`` (see :func:`device_code`):
+    the native image the driver would pick, else the cached binary of an earlier JIT build, else
+    the SPIR-V (whose device binary is then cached). ``cache`` defaults to
+    ``$AOTWHEEL_JIT_CACHE_DIR`` (``off`` disables it)."""
+    return load_program(context, device, images, options=options, source=source, cache=cache).program
+
+
+def load_program(context: Any, device: Any, images: Images, *, options: str = "", source: str | None = None,
+                 cache: JitCache | None = None) -> Loaded:
+    """:func:`build_program`, also saying where the program came from."""
+    import pyopencl as cl
+
+    from aotwheel.probe.opencl import describe
+    from aotwheel.backends.intel.rules import decide
+    from aotwheel.model import NATIVE as NATIVE_VERDICT
+
+    code = device_code(images, source)
+    probed = describe(cl, device.platform, device)
+    verdict = decide(_native_targets(code.fatbinary), ["spirv"] if code.spirv else [], probed)
+    if verdict.verdict == NATIVE_VERDICT and code.fatbinary:
+        # The driver does the ar lookup itself (the rules verdict.py models).
+        return Loaded(cl.Program(context, [device], [code.fatbinary]).build(options=options, devices=[device]), NATIVE)
+    if code.spirv is None:
+        raise AotwheelError(f"{code.label}: no native image for {probed.label} and no SPIR-V to JIT ({verdict.reason})")
+
+    cache = cache if cache is not None else JitCache.from_env()
+    key = jit_key(code, probed, options)
+    assert key is not None
+    where = cache.path(key)
+    path = str(where) if where is not None else None
+    found = cache.get(key)
+    problem = found.problem
+    if found.data is not None:
+        try:
+            program = cl.Program(context, [device], [found.data]).build(options=options, devices=[device])
+        except Exception as exc:  # the runtime refused it: INVALID_BINARY, a failed build, ...
+            cache.remove(key)
+            problem = f"rejected by the runtime ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+        else:
+            return Loaded(program, CACHED, key, path)
+    if problem is not None:
+        warnings.warn(f"aotwheel: cached JIT build of {code.label} for {probed.label} is unusable: {problem}; "
+                      f"rebuilding it from SPIR-V", JITCacheWarning, stacklevel=3)
+    program = cl.Program(context, code.spirv).build(options=options, devices=[device])
+    stored = False
+    if cache.enabled or cache.root is not None:
+        binary = _device_binary(cl, program, device)
+        if binary:
+            failed = cache.put(key, binary)
+            stored = failed is None
+            if failed is not None and not cache.warned:
+                cache.warned = True
+                warnings.warn(f"aotwheel: JIT cache not used: {failed}; point AOTWHEEL_JIT_CACHE_DIR at a "
+                              f"private folder, or set it to off", JITCacheWarning, stacklevel=3)
+    return Loaded(program, JIT, key, path, stored)
+
+
+def spirv_images(path: str) -> list[bytes]:
+    """Every SPIR-V module in a binary, as the loader would hash it: SPIR-V images and the
+    ``generic_ir`` of fat binaries."""
+    from aotwheel.inspector import _generic_ir_spirv, image_bytes, inspect
+
+    found: list[bytes] = []
+    for f in inspect(path).files:
+        for img in f.images:
+            if "spirv" in (img.kind, img.content):
+                found.append(image_bytes(f.path, img))
+            elif "generic_ir" in img.members:
+                spirv = _generic_ir_spirv(f.path, img)
+                if spirv is not None:
+                    found.append(spirv)
+    return found
+
+
+def cached_builds(path: str, probed: Any, cache: JitCache | None = None) -> tuple[int, int]:
+    """``(modules with a cached native build for ``probed``, SPIR-V modules in ``path``)``:
+    what :func:`build_program` would load from the JIT cache on that device (any build options)."""
+    cache = cache if cache is not None else JitCache.from_env()
+    modules = spirv_images(path)
+    if not cache.enabled:
+        return 0, len(modules)
+    hits = sum(cache.has_build(jit_key(DeviceCode(path, m, None), probed, "")) for m in modules)  # type: ignore[arg-type]
+    return hits, len(modules)
+
+
+def _device_binary(cl: Any, program: Any, device: Any) -> bytes | None:
+    """This device's entry of ``CL_PROGRAM_BINARIES`` (programs may span several devices)."""
+    devices = program.get_info(cl.program_info.DEVICES)
+    binaries = program.get_info(cl.program_info.BINARIES)
+    for dev, binary in zip(devices, binaries):
+        if dev == device:
+            return bytes(binary) if binary else None
+    return None

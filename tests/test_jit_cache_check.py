@@ -1,0 +1,118 @@
+"""``aotwheel check`` and the JIT warning about kept JIT results: ``jit (cached native build)``
+after ``aotwheel.opencl`` stored one (Intel's CPU OpenCL runtime, for real), and the SYCL
+runtime's persistent-cache advice for a real SYCL binary (vLLM's, which links libsycl.so.9)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _build_util import REPO, compile_spirv, require
+from _check_util import opencl_cpu_env, run_cli, run_python
+from aotwheel import syclcache
+
+VLLM = REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
+
+
+@pytest.fixture(scope="module")
+def fatbin(tmp_path_factory) -> Path:
+    require("clang-15", "llvm-spirv-15", "ocloc")
+    d = tmp_path_factory.mktemp("fat")
+    compile_spirv(REPO / "csrc" / "kernels" / "elementwise.cl", d / "k.spv")
+    subprocess.run(["ocloc", "compile", "-file", str(d / "k.spv"), "-spirv_input", "-device", "pvc,acm-g10", "-output", "k.ar"],
+                   cwd=d, check=True, capture_output=True)
+    return d / "k.ar"
+
+
+@pytest.fixture(scope="module")
+def sycl_binary(tmp_path_factory) -> Path:
+    import zstandard
+
+    out = tmp_path_factory.mktemp("sycl") / "libmhc_kernels_xe_2.so"
+    out.write_bytes(zstandard.ZstdDecompressor().decompress(VLLM.read_bytes(), max_output_size=8 << 20))
+    return out
+
+
+def _cpu_verdict(proc: subprocess.CompletedProcess[str]) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    (cpu,) = [v for v in json.loads(proc.stdout)["verdicts"] if v["kind"] == "cpu"]
+    return cpu
+
+
+def test_check_says_cached_native_build_after_the_loader_stored_one(fatbin, tmp_path):
+    env = {**opencl_cpu_env(), "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "jit"), "AOTWHEEL_JIT": "ignore"}
+    before = run_cli(["check", str(fatbin)], env)
+    assert before.returncode == 0 and "[opencl]: jit generic_ir" in before.stdout, before.stdout
+    assert "cached native build" not in before.stdout
+    assert _cpu_verdict(run_cli(["check", "--json", str(fatbin)], env))["cached_native_build"] == {"modules": 1, "cached": 0}
+
+    load = run_python("import pyopencl as cl\nfrom aotwheel.opencl import load_program\n"
+                      "d = next(d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.CPU)\n"
+                      f"print(load_program(cl.Context([d]), d, {str(fatbin)!r}).source)", env)
+    assert load.returncode == 0 and load.stdout.strip() == "jit", load.stderr
+
+    after = run_cli(["check", str(fatbin)], env)
+    assert "[opencl]: jit (cached native build) generic_ir" in after.stdout, after.stdout
+    assert _cpu_verdict(run_cli(["check", "--json", str(fatbin)], env))["cached_native_build"] == {"modules": 1, "cached": 1}
+    # another cache folder (or none) holds nothing for it
+    other = run_cli(["check", str(fatbin)], {**env, "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "empty")})
+    assert "cached native build" not in other.stdout
+    off = run_cli(["check", str(fatbin)], {**env, "AOTWHEEL_JIT_CACHE_DIR": "off"})
+    assert "cached native build" not in off.stdout
+
+
+def test_sycl_binary_jit_warning_and_check_advise_the_persistent_cache(sycl_binary, tmp_path):
+    env = {k: v for k, v in opencl_cpu_env().items() if not k.startswith("SYCL_CACHE")}
+    env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME="")
+    proc = run_cli(["check", "--device", "cpu", str(sycl_binary)], env)
+    assert proc.returncode == 0, proc.stderr
+    default = str(tmp_path / "home" / ".cache" / "libsycl_cache")
+    advice = [line for line in proc.stdout.splitlines() if line.startswith("SYCL: ")]
+    assert len(advice) == 1 and "persistent cache is off" in advice[0] and "SYCL_CACHE_PERSISTENT=1" in advice[0]
+    assert default in advice[0]
+    warning = [line for line in proc.stderr.splitlines() if "will JIT-compile" in line]
+    assert len(warning) == 1 and "SYCL_CACHE_PERSISTENT=1 keeps the result" in warning[0]
+
+    on = {**env, "SYCL_CACHE_PERSISTENT": "1", "SYCL_CACHE_DIR": str(tmp_path / "sycl")}
+    js = run_cli(["check", "--json", "--device", "cpu", str(sycl_binary)], on)
+    assert json.loads(js.stdout)["sycl_cache"] == {"persistent": True, "folder": str(tmp_path / "sycl"),
+                                                   "advice": syclcache.state(on).advice()}
+    assert "keeps JIT results" in json.loads(js.stdout)["sycl_cache"]["advice"]
+
+
+def test_advice_never_sets_the_variables(sycl_binary):
+    env = {k: v for k, v in opencl_cpu_env().items() if not k.startswith("SYCL_CACHE")}
+    code = ("import os, warnings, aotwheel\nwarnings.simplefilter('ignore')\n"
+            f"v = aotwheel.check({str(sycl_binary)!r}, devices='cpu')\n"
+            "print(v[0].verdict, os.environ.get('SYCL_CACHE_PERSISTENT'), os.environ.get('SYCL_CACHE_DIR'))")
+    proc = run_python(code, env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["jit", "None", "None"]
+
+
+def test_non_sycl_binary_gets_no_sycl_advice(fatbin):
+    env = {**opencl_cpu_env(), "AOTWHEEL_JIT": "warn"}
+    proc = run_cli(["check", "--device", "cpu", str(fatbin)], env)
+    assert proc.returncode == 0 and "SYCL" not in proc.stdout + proc.stderr
+    assert not syclcache.links_sycl(str(fatbin))
+
+
+def test_sycl_cache_folder_follows_the_runtime_order():
+    assert syclcache.state({"SYCL_CACHE_DIR": "/a", "XDG_CACHE_HOME": "/b", "HOME": "/c"}).folder == "/a"
+    assert syclcache.state({"XDG_CACHE_HOME": "/b", "HOME": "/c"}).folder == "/b/libsycl_cache"
+    assert syclcache.state({"HOME": "/c"}).folder == "/c/.cache/libsycl_cache"
+    none = syclcache.state({"SYCL_CACHE_PERSISTENT": "1"})
+    assert none.persistent and none.folder is None and "keeps nothing" in none.advice()
+    assert not syclcache.state({"SYCL_CACHE_PERSISTENT": "0", "HOME": "/c"}).persistent
+
+
+def test_links_sycl_is_false_for_junk(tmp_path):
+    for blob in (b"", b"\x7fELF", b"\x7fELF" + bytes(60), b"not an elf at all"):
+        (tmp_path / "x").write_bytes(blob)
+        assert syclcache.links_sycl(str(tmp_path / "x")) is False
+    assert syclcache.links_sycl(str(tmp_path / "missing")) is False
+    assert syclcache.links_sycl(sys.executable) is False
