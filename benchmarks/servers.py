@@ -133,6 +133,14 @@ class RedisServer:
         return subprocess.run([cli, "-p", str(self.port), *auth, *args], capture_output=True, text=True,
                               check=True).stdout
 
+    def get(self, key: str) -> bytes:
+        """One value's bytes through redis-cli (which ends its raw output with a newline)."""
+        cli = shutil.which("redis-cli") or "redis-cli"
+        auth = ["-a", self.password, "--no-auth-warning"] if self.password else []
+        out = subprocess.run([cli, "-p", str(self.port), *auth, "--raw", "GET", key], capture_output=True,
+                             check=True).stdout
+        return out[:-1] if out.endswith(b"\n") else out
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
