@@ -14,13 +14,14 @@ from pathlib import Path
 
 from aotwheel.errors import AotwheelError
 
-# ocloc's relative cost per device, measured with Debian's ocloc 22.43 on the benchmark's
-# 9-kernel source (CPU seconds of `ocloc compile -device X`, mean of 2, divided by tgllp's; the
-# machine was loaded, so differences under ~20% are noise: pvc is NOT 1.5x an Xe-LP target with
-# this ocloc). `python -m benchmarks.scaleout --costs` re-measures. Unlisted devices cost 1.0.
+# ocloc's relative cost per device: CPU seconds of `ocloc compile -device X` (Debian's ocloc
+# 22.43) on the benchmark's 9-kernel source, median of 3, divided by tgllp's; recorded in
+# benchmarks/results/scaleout_costs.json by `python -m benchmarks.scaleout --costs` (2 cores at
+# load ~7: differences under ~15% are noise). With this ocloc pvc is NOT 1.5x an Xe-LP target;
+# rkl and dg1 are the dearest. Unlisted devices cost 1.0.
 DEVICE_COST: dict[str, float] = {
-    "pvc": 0.85, "acm-g10": 1.12, "acm-g11": 1.21, "acm-g12": 1.09, "tgllp": 1.0, "dg1": 1.24,
-    "adl-p": 1.10, "adl-s": 1.17, "rkl": 1.25, "ehl": 1.12, "icllp": 0.91,
+    "pvc": 0.9, "acm-g10": 1.22, "acm-g11": 1.05, "acm-g12": 1.19, "tgllp": 1.0, "dg1": 1.37,
+    "adl-p": 1.11, "rkl": 1.43,
 }
 
 
