@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import PYTHONPATH, REPO, build_env, embedded_images, logged_runs, ocloc_logger, require, run
+from _build_util import PYTHONPATH, REPO, build_env, embedded_images, logged_runs as _logged, ocloc_logger, require, run
 
 sys.path.insert(0, str(REPO))
 from benchmarks.servers import NGINX, NginxDav  # noqa: E402
@@ -49,6 +49,11 @@ def project(tmp_path) -> Path:
     (src / "CMakeLists.txt").write_text(PROJECT.format(sources=" ".join(str(k) for k in KERNELS)))
     (src / "ext.c").write_text('#include "rc_aot.h"\nunsigned long n(void) { return aotwheel_rc_image_count; }\n')
     return src
+
+
+def logged_runs(log: Path) -> list[str]:
+    """ocloc runs that compiled device code (not the `compile --help` of toolchain discovery)."""
+    return [r for r in _logged(log, "compile") if " -file " in f" {r} "]
 
 
 def _build(src: Path, machine: Path, env: dict[str, str], *defs: str, target: list[str] | None = None) -> str:

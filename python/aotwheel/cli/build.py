@@ -22,7 +22,7 @@ from aotwheel.errors import AotwheelError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``aotwheel build`` to the CLI."""
+    """Add ``aotwheel build {toolchain,cache,warm}`` to the CLI."""
     p = sub.add_parser(
         "build",
         help="show the open toolchain and the device-code caches; warm a remote cache",
@@ -32,15 +32,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__,
     )
-    p.add_argument("what", choices=("toolchain", "cache", "warm"),
-                   help="toolchain: the tools found; cache: the last build's counters; warm: compile and push a shard")
-    p.add_argument("source_dir", nargs="?", default=".", help="warm: the project (with its CMakeLists.txt); default .")
-    p.add_argument("--devices", default="", help="toolchain: also check ocloc can build these (comma-separated canonical names)")
-    p.add_argument("--shard", help="warm: this runner's slice i/n (1 <= i <= n); default: all jobs")
-    p.add_argument("--devlist", help="warm: USE_AOT_DEVLIST for the project (default: the environment's)")
-    p.add_argument("--build-dir", help="warm: the CMake build tree (default: a temporary one, removed after)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(handler=run)
+    what = p.add_subparsers(dest="what", required=True, metavar="{toolchain,cache,warm}")
+    t = what.add_parser("toolchain", help="the tools found")
+    t.add_argument("--devices", default="", help="also check ocloc can build these (comma-separated canonical names)")
+    c = what.add_parser("cache", help="local and remote hits, misses, bytes and failures of the last build")
+    w = what.add_parser("warm", help="compile this shard's device code of a project and push it; no wheel")
+    w.add_argument("source_dir", nargs="?", default=".", help="the project (with its CMakeLists.txt); default .")
+    w.add_argument("--shard", help="this runner's slice i/n (1 <= i <= n); default: all jobs")
+    w.add_argument("--devlist", help="USE_AOT_DEVLIST for the project (default: the environment's)")
+    w.add_argument("--build-dir", help="the CMake build tree (default: a temporary one, removed after)")
+    for q in (t, c, w):
+        q.add_argument("--json", action="store_true", help="print JSON")
+        q.set_defaults(handler=run)
 
 
 def _print(doc: dict[str, object], as_json: bool) -> None:
