@@ -14,7 +14,7 @@ this one); all talk to one real nginx/WebDAV store on loopback. Measured, in one
 ocloc runs are counted by a logging wrapper set via AOTWHEEL_OCLOC, not by aotwheel's own log.
 ``--costs`` measures ocloc's CPU seconds per device (the sharding's cost table) instead.
 
-    python -m benchmarks.scaleout [--runners 4] [--kernels 16] [--files 4] [--out benchmarks/results/scaleout.json]
+    python -m benchmarks.scaleout [--runners 4] [--kernels 36] [--files 4] [--out benchmarks/results/scaleout.json]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from benchmarks.project import NAME, BuildTree, tool_env, write_project
 from benchmarks.servers import NginxDav, RedisServer
+from benchmarks.timing import child_cpu
 
 REPO = Path(__file__).resolve().parents[1]
 # Eight devices with eight distinct IP versions that Debian's ocloc 22.43 builds.
@@ -71,14 +72,17 @@ class Runner:
 
     def _ninja(self, targets: list[str]) -> dict[str, float]:
         before = _compiles(self.log)
+        c0 = child_cpu()
         t0 = time.perf_counter()
         proc = subprocess.run(["ninja", "-C", str(self.tree.build), f"-j{self.tree.jobs}", *targets],
                               capture_output=True, text=True, env=self.env)
         dt = time.perf_counter() - t0
+        cpu = child_cpu() - c0
         if proc.returncode != 0:
             raise RuntimeError((proc.stdout + proc.stderr)[-3000:])
         warnings = sum(1 for ln in (proc.stdout + proc.stderr).splitlines() if "aotwheel: warning" in ln)
-        return {"seconds": round(dt, 3), "ocloc_runs": _compiles(self.log) - before, "warnings": warnings}
+        return {"seconds": round(dt, 3), "cpu_s": round(cpu, 3), "ocloc_runs": _compiles(self.log) - before,
+                "warnings": warnings}
 
     def configure(self) -> float:
         cmd = ["cmake", "-G", "Ninja", "-S", str(self.tree.project), "-B", str(self.tree.build),
@@ -156,7 +160,7 @@ def measure_costs(work: Path, devices: list[str], reps: int) -> dict[str, object
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runners", type=int, default=4)
-    p.add_argument("--kernels", type=int, default=16)
+    p.add_argument("--kernels", type=int, default=36)
     p.add_argument("--files", type=int, default=4)
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="ninja -j per simulated runner")
     p.add_argument("--hit-reps", type=int, default=20)
@@ -225,6 +229,15 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
         "assemble": {"configure_s": asm_conf, "device_code": asm_dev, "rest": asm_rest, "total_s": round(t_asm, 3)},
         "assemble_fatbins_identical_to_one_machine": identical,
         "remote_objects": objects,
+        "shard_device_phase_s": [s["seconds"] for s in shards],
+        "shard_balance_max_over_mean": round(max(s["seconds"] for s in shards)
+                                             / statistics.mean(s["seconds"] for s in shards), 3),
+        "device_phase_ratio_max_shard_to_ideal": round(max(s["seconds"] for s in shards)
+                                                       / (t1_dev["seconds"] / a.runners), 3),
+        # CPU seconds barely move with other people's load: the same ratios in work done.
+        "device_phase_cpu_ratio_max_shard_to_ideal": round(max(s["cpu_s"] for s in shards)
+                                                           / (t1_dev["cpu_s"] / a.runners), 3),
+        "warm_remote_device_phase_cpu_ratio": round(asm_dev["cpu_s"] / t1_dev["cpu_s"], 3),
         "simulated_wall_s": round(wall, 3),
         "ideal_T1_over_R_s": round(ideal, 3),
         "ratio_wall_to_ideal": round(wall / ideal, 3),

@@ -268,7 +268,7 @@ function(_aotwheel_ocloc_edges work src spv out)
     add_custom_command(
       OUTPUT "${bin}"
       COMMAND ${ocloc_command} --toolchain "${work}/toolchain.json" --spirv "${spv}" --device "${device}"
-              --output "${bin}" "--options=${ARG_OPTIONS}"
+              --ip "${ip}" --output "${bin}" "--options=${ARG_OPTIONS}"
       DEPENDS "${spv}" "${work}/toolchain.json" ${ocloc_depends}
       COMMENT "aotwheel: ocloc ${base} -device ${device}"
       ${ocloc_pool}

@@ -88,16 +88,22 @@ def test_two_machines_second_runs_zero_ocloc_and_embeds_the_same_images(project,
     env = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper), AOTWHEEL_REMOTE_CACHE=nginx.url())
     _build(project, tmp_path / "m1", env)
     jobs = len(KERNELS) * len(DEVICES.split(","))
-    assert len(logged_runs(log)) == jobs and len(nginx.objects()) == jobs
+    assert len(logged_runs(log)) == jobs and len(nginx.objects()) == jobs + 1  # + ocloc's facts
     assert set(_provenance(tmp_path / "m1")) == {"compiled"}
+    every_run = log.read_text().splitlines()
     _build(project, tmp_path / "m2", env)
-    assert len(logged_runs(log)) == jobs  # machine 2 ran no ocloc
+    # Machine 2 started no ocloc process at all: no compile, and not even the toolchain queries
+    # (`query OCL_DRIVER_VERSION`, `compile --help`) -- their answers came from the remote too.
+    assert log.read_text().splitlines() == every_run
+    assert any(r.startswith("query ") for r in every_run)  # machine 1 did ask
     assert _images(tmp_path / "m2") == _images(tmp_path / "m1")
     assert _provenance(tmp_path / "m2") == ["remote"] * jobs
     # `aotwheel build cache` on machine 2: the last build's remote hits and bytes.
     stats = json.loads(_cli("cache", "--json", env={**env, "AOTWHEEL_CACHE_DIR": str(tmp_path / "m2" / "cache")}).stdout)
-    assert (stats["remote_hits"], stats["remote_failures"], stats["misses"]) == (jobs, 0, jobs)
+    # jobs + 1: the device images and ocloc's facts (version, devices), each a local miss first
+    assert (stats["remote_hits"], stats["remote_failures"], stats["misses"]) == (jobs + 1, 0, jobs + 1)
     assert stats["remote_bytes_in"] == sum(p.stat().st_size for p in nginx.objects())
+    assert len(nginx.objects()) == jobs + 1
     assert stats["remote"] == [nginx.url()]
 
 
@@ -138,7 +144,7 @@ def test_shard_builds_then_assemble_runs_zero_ocloc_and_matches_one_machine(proj
         _build(project, tmp_path / f"s{i}", {**remote, "AOTWHEEL_SHARD": f"{i}/3"})
         per_shard.append(len(logged_runs(log)) - before)
     assert sum(per_shard) == jobs and all(n >= 1 for n in per_shard), per_shard
-    assert len(nginx.objects()) == jobs
+    assert len(nginx.objects()) == jobs + 1  # + ocloc's facts
     before = len(logged_runs(log))
     _build(project, tmp_path / "asm", remote)
     assert len(logged_runs(log)) == before  # the assembling build ran zero ocloc
@@ -154,11 +160,11 @@ def test_warm_cli_pushes_one_shard_and_builds_no_extension(project, nginx, tmp_p
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     runs = len(logged_runs(log))
-    assert doc["shard"] == "1/2" and doc["remote_stores"] == runs == len(nginx.objects()) >= 1
+    assert doc["shard"] == "1/2" and doc["remote_stores"] == runs + 1 == len(nginx.objects()) >= 2  # + ocloc's facts
     assert not list(build.glob("librcext*.so"))  # device code only
     proc = _cli("warm", "--shard", "2/2", "--devlist", DEVICES, "--json", str(project), env=env)
     assert proc.returncode == 0, proc.stderr
-    assert len(nginx.objects()) == len(KERNELS) * len(DEVICES.split(","))
+    assert len(nginx.objects()) == len(KERNELS) * len(DEVICES.split(",")) + 1
     bad = _cli("warm", "--shard", "3/2", str(project), env=env)
     assert bad.returncode == 2 and "AOTWHEEL_SHARD=1/4" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 

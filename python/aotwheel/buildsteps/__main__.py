@@ -41,7 +41,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
     from aotwheel.buildsteps.toolchain import discover
 
     devices = [d for d in a.devices.split(",") if d]
-    tc = discover(devices)
+    tc = discover(devices, build_dir=Path(a.out).parent)
     _write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
     return 0
 
@@ -61,27 +61,37 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
     """Build one (SPIR-V, device) binary: local cache, remote stores, else ocloc (this shard's jobs)."""
     import os
 
-    from aotwheel.buildsteps.ocloc_job import run_job
     from aotwheel.buildsteps.remote import load_settings
     from aotwheel.buildsteps.shard import in_slice, parse_shard
+
+    settings = load_settings(a.settings)
+    shard = parse_shard(settings.get("AOTWHEEL_SHARD") or os.environ.get("AOTWHEEL_SHARD"))
+    if shard is not None:
+        if not a.jobs:
+            raise AotwheelError("AOTWHEEL_SHARD is set but this build has no job list; re-run CMake configure")
+        if not in_slice(shard, Path(a.jobs), Path(a.spirv).stem, a.device):
+            # Another runner's job: nothing to do here (the fat binary leaves it out).
+            from aotwheel.buildsteps.ocloc_job import skip_job
+
+            skip_job(a.output)
+            print(f"aotwheel: {Path(a.spirv).name} -device {a.device}: skipped (shard {shard})")
+            return 0
+    from aotwheel.buildsteps.ocloc_job import run_job
     from aotwheel.buildsteps.tiers import Tiers
-    from aotwheel.catalog import load_catalog
 
     t = _load_toolchain(a.toolchain)
     if not t.get("ocloc"):
         raise AotwheelError("no ocloc in the toolchain file; re-run CMake configure")
     device = t.get("ocloc_names", {}).get(a.device, a.device)
-    settings = load_settings(a.settings)
-    shard = parse_shard(settings.get("AOTWHEEL_SHARD") or os.environ.get("AOTWHEEL_SHARD"))
-    mine = True
-    if shard is not None:
-        if not a.jobs:
-            raise AotwheelError("AOTWHEEL_SHARD is set but this build has no job list; re-run CMake configure")
-        mine = in_slice(shard, Path(a.jobs), Path(a.spirv).stem, a.device)
-    dev = load_catalog().by_name(a.device)
+    ip = a.ip
+    if not ip:
+        from aotwheel.catalog import load_catalog
+
+        dev = load_catalog().by_name(a.device)
+        ip = dev.ip if dev else a.device
     tiers = Tiers.for_build(Path(a.output).parent, settings)
     res = run_job(spirv=a.spirv, device=device, output=a.output, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
-                  options=a.options, target=dev.ip if dev else a.device, tiers=tiers, compile_it=mine)
+                  options=a.options, target=ip, tiers=tiers)
     # ninja prints this only with -v or on failure; the cache's events.log is the record.
     print(f"aotwheel: {Path(a.spirv).name} -device {device}: {res.provenance} ({res.size} bytes)")
     return 0
@@ -197,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", required=True)
     s.add_argument("--output", required=True)
     s.add_argument("--options", default="")
+    s.add_argument("--ip", help="the device's IP version (the cache key's target; default: from the catalog)")
     s.add_argument("--settings", help="remote-cache/shard settings CMake wrote (NAME=value lines)")
     s.add_argument("--jobs", help="the target's job list (stem, device, source), for AOTWHEEL_SHARD")
     s.set_defaults(fn=cmd_ocloc)

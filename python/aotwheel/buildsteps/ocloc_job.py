@@ -25,7 +25,7 @@ class JobResult:
     output: Path
     size: int
     cache_hit: bool
-    provenance: str = "compiled"  # compiled | local | remote | skipped (another shard's job)
+    provenance: str = "compiled"  # compiled | local | remote
 
 
 def provenance_file(output: Path | str) -> Path:
@@ -40,6 +40,12 @@ def ocloc_command(ocloc: str, spirv: str, device: str, name: str, out_dir: str, 
     if options.strip():
         cmd += ["-options", options]
     return cmd
+
+
+def skip_job(output: Path | str) -> None:
+    """Another shard's job (``AOTWHEEL_SHARD``): an empty output marked ``skipped``, no ocloc, no cache."""
+    atomic_write(provenance_file(output), b"skipped")
+    atomic_write(Path(output), b"")
 
 
 def ocloc_key(*, spirv: bytes, target: str, ocloc: str, ocloc_version: str, ocloc_sha256: str, options: str) -> CacheKey:
@@ -59,13 +65,11 @@ def run_job(
     target: str | None = None,
     cache: DeviceCodeCache | None = None,
     tiers: Tiers | None = None,
-    compile_it: bool = True,
 ) -> JobResult:
     """Produce ``output`` for ``device``: from the caches when possible, else by running ocloc.
 
-    ``target``: the device's IP version for the key (default: ``device``). ``compile_it=False``
-    (a job of another shard): take it from the caches if present, else write an empty output
-    marked ``skipped``. On failure prints ocloc's log and raises :class:`ToolchainError`.
+    ``target``: the device's IP version for the key (default: ``device``). On failure prints
+    ocloc's log and raises :class:`ToolchainError`.
     """
     out = Path(output)
     if tiers is None:
@@ -76,13 +80,11 @@ def run_job(
                     ocloc_version=ocloc_version, ocloc_sha256=tiers.local.tool_sha256(ocloc), options=options)
     label = f"{Path(spirv).name}:{device}"
     data, provenance, writable = tiers.lookup(key, label)
-    if data is None and not compile_it:
-        data, provenance = b"", "skipped"
-    elif data is None:
+    if data is None:
         data = compile_device(ocloc=ocloc, spirv=spirv, device=device, options=options)
         tiers.store(key, data, label, writable)
-    atomic_write(out, data)
     atomic_write(provenance_file(out), provenance.encode())
+    atomic_write(out, data)
     return JobResult(output=out, size=len(data), cache_hit=provenance in (LOCAL, REMOTE), provenance=provenance)
 
 

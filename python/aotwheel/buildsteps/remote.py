@@ -21,10 +21,8 @@ overwrites the bad object. Credentials never appear in a warning: stores are nam
 from __future__ import annotations
 
 import base64
-import http.client
 import os
 import socket
-import ssl
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -104,8 +102,12 @@ class HttpStore:
             self._headers["Authorization"] = "Basic " + base64.b64encode(cred).decode()
 
     def _request(self, method: str, key: str, body: bytes | None = None) -> tuple[int, bytes]:
+        import http.client  # here, not at the top: every ocloc edge imports this module (~25 ms)
+
         conn: http.client.HTTPConnection
         if self._https:
+            import ssl
+
             conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeouts.connect,
                                                context=ssl.create_default_context())
         else:

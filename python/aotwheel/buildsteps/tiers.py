@@ -68,16 +68,17 @@ class Tiers:
                 continue
             self.local.event("remote-hit", digest, key.target, label, len(blob))
             self.local.put(key, payload, label)
-            self._push(writable, key, payload, label)
+            self.push(writable, key, payload, label)
             return payload, REMOTE, []
         return None, COMPILED, writable
 
     def store(self, key: CacheKey, data: bytes, label: str, writable: list[Store]) -> None:
         """Keep a compiled result locally and push it to ``writable`` stores (unless read-only)."""
         self.local.put(key, data, label)
-        self._push(writable, key, data, label)
+        self.push(writable, key, data, label)
 
-    def _push(self, stores: list[Store], key: CacheKey, data: bytes, label: str) -> None:
+    def push(self, stores: list[Store], key: CacheKey, data: bytes, label: str) -> None:
+        """Write ``data`` to ``stores`` (not the local cache) unless read-only; failures warn."""
         if self.readonly:
             return
         digest = key.digest()
