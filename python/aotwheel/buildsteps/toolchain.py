@@ -61,7 +61,9 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[
         tiers = Tiers.for_build(build_dir)
         tiers.local, cache.build = cache, tiers.local.build  # this cache, this build's events
         key = _facts_key(cache.tool_sha256(path))
-        data, _, writable = tiers.lookup(key, "ocloc-facts")
+        data = None
+        if tiers.stores:  # locally, tools/*.json above is the memo
+            data, _, writable = tiers.lookup(key, "ocloc-facts")
         if data is not None:
             try:
                 remote = json.loads(data)
