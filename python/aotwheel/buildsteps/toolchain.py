@@ -60,6 +60,9 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[
 
         tiers = Tiers.for_build(build_dir)
         tiers.local, cache.build = cache, tiers.local.build  # this cache, this build's events
+        # CMake shows a configure step's stderr only when it fails: leave the once-per-build
+        # warning (and its marker) to the first ocloc edge, whose output ninja does show.
+        tiers.build_dir = None
         key = _facts_key(cache.tool_sha256(path))
         data = None
         if tiers.stores:  # locally, tools/*.json above is the memo
