@@ -40,7 +40,9 @@ class Tiers:
 
     def _failed(self, store: Store, key: CacheKey, label: str, reason: str) -> None:
         self.local.event("remote-fail", key.digest(), key.target, label)
-        marker = self.build_dir / ".aotwheel-remote-warning" if self.build_dir is not None else None
+        # One marker per build (tree and session): a later build in the same tree warns again.
+        name = f".aotwheel-remote-warning-{self.local.build or 'build'}"
+        marker = self.build_dir / name if self.build_dir is not None else None
         warn_once(marker, f"remote cache {reason}; building as on a miss "
                           f"(this warning shows once per build; the remote never fails a build)")
 
