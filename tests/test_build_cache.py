@@ -161,3 +161,16 @@ def test_cli_build_toolchain_missing_ocloc_is_one_line_exit_2(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("aotwheel: error: Cannot run ocloc") and "intel-opencl-icd" in lines[0]
+
+
+def test_layout_1_entries_are_ignored_without_error(tmp_path):
+    """A cache root written by the schema-1 code (v1/, keys with the ocloc path) is left alone."""
+    old = tmp_path / "v1" / "objects" / "ab"
+    old.mkdir(parents=True)
+    (old / ("ab" * 32 + ".bin")).write_bytes(b"aotwheel-cache-object 1 " + b"0" * 64 + b"\nold")
+    (tmp_path / "v1" / "events.log").write_text("hit " + "ab" * 32 + " pvc x.spv\n" * 3)
+    cache = DeviceCodeCache(tmp_path)
+    assert cache.stats().hits == 0 and cache.get(KEY) is None
+    cache.put(KEY, b"new")
+    assert cache.get(KEY) == b"new"
+    assert (tmp_path / "v1" / "objects" / "ab" / ("ab" * 32 + ".bin")).is_file()  # untouched
