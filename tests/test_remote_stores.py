@@ -267,3 +267,18 @@ def test_concurrent_writers_and_readers_of_one_key_never_see_a_partial_object(ki
     assert got, "no read saw the object"
     assert all(unpack_object(b) is not None and b in blobs for b in got)
     assert store.get(key) in blobs
+
+
+def test_build_cache_cli_names_the_stores_without_credentials(tmp_path):
+    import os
+    import subprocess
+
+    from _build_util import PYTHONPATH
+
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH, AOTWHEEL_CACHE_DIR=str(tmp_path),
+               AOTWHEEL_REMOTE_CACHE="http://u:pw-SECRET@cache.example:8080/aot?x=SECRET|redis://:SECRET@r:6379/2",
+               AOTWHEEL_REMOTE_CACHE_TOKEN="tok-SECRET")
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "build", "cache"], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "http://cache.example:8080/aot" in proc.stdout and "redis://r:6379/2" in proc.stdout
+    assert "SECRET" not in proc.stdout + proc.stderr
