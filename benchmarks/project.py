@@ -117,7 +117,7 @@ def cache_misses(cache: Path | None) -> int:
     if cache is None:
         return 0
     try:
-        text = (cache / "v1" / "events.log").read_text()
+        text = (cache / "v2" / "events.log").read_text()
     except OSError:
         return 0
     return sum(1 for line in text.splitlines() if line.startswith("miss "))

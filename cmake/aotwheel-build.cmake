@@ -29,6 +29,7 @@
 #   _aotwheel_check_sources     kernel file names usable as build outputs
 #   _aotwheel_toolchain         configure-time toolchain check, devlist.json
 #   _aotwheel_ocloc_command     the ocloc edges' command and job pool (one place for both)
+#   _aotwheel_scale_out         remote-cache/shard settings and the job list for the ocloc edges
 #   _aotwheel_kernel_edges      per kernel source:
 #   _aotwheel_spirv_edge          source -> SPIR-V
 #   _aotwheel_ocloc_edges         SPIR-V -> one native image per device -> fat binary
@@ -76,6 +77,7 @@ function(aotwheel_add_device_code target)
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}")
   _aotwheel_toolchain(${fn} "${work}" "${dev}" "${dev_JSON}")
   _aotwheel_ocloc_command(${fn} ocloc_command ocloc_pool)
+  _aotwheel_scale_out("${work}")
   _aotwheel_kernel_edges("${work}" spvs fatbins images)
   _aotwheel_tgtsym_edge("${work}" tgtsym)
   set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
@@ -193,6 +195,47 @@ function(_aotwheel_ocloc_command fn out_command out_pool)
   set(${out_pool} "${pool}" PARENT_SCOPE)
 endfunction()
 
+# _aotwheel_scale_out(<work>): AOTWHEEL_REMOTE_CACHE, _READONLY, _TIMEOUT and AOTWHEEL_SHARD from
+# the CMake cache (-D, -C cmake.define.X=...) or else the environment, and the token from the
+# CMake cache only (from the environment the steps read it themselves), into <work>/remote-settings
+# (mode 0600, rewritten only on change): a file, not arguments, so that the token never reaches
+# build.ninja or `ninja -v`. Also <work>/jobs.tsv, the (source, device) list AOTWHEEL_SHARD
+# slices. Appends both to the caller's ocloc_command and sets ocloc_depends.
+function(_aotwheel_scale_out work)
+  set(text "")
+  foreach(var IN ITEMS AOTWHEEL_REMOTE_CACHE AOTWHEEL_REMOTE_CACHE_READONLY AOTWHEEL_REMOTE_CACHE_TIMEOUT
+                       AOTWHEEL_SHARD AOTWHEEL_REMOTE_CACHE_TOKEN)
+    if(DEFINED ${var})
+      string(APPEND text "${var}=${${var}}\n")
+    elseif(DEFINED ENV{${var}} AND NOT var STREQUAL "AOTWHEEL_REMOTE_CACHE_TOKEN")
+      string(APPEND text "${var}=$ENV{${var}}\n")
+    endif()
+  endforeach()
+  set(jobs "")
+  foreach(src IN LISTS ARG_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    get_filename_component(stem "${src}" NAME_WE)
+    foreach(device IN LISTS dev)
+      string(APPEND jobs "${stem}\t${device}\t${src}\n")
+    endforeach()
+  endforeach()
+  foreach(pair IN ITEMS "remote-settings|text" "jobs.tsv|jobs")
+    string(REPLACE "|" ";" pair "${pair}")
+    list(GET pair 0 name)
+    list(GET pair 1 var)
+    set(old "<none>")
+    if(EXISTS "${work}/${name}")
+      file(READ "${work}/${name}" old)
+    endif()
+    if(NOT old STREQUAL "${${var}}")  # unchanged: left alone, so ninja reruns nothing
+      file(WRITE "${work}/${name}" "${${var}}")
+      file(CHMOD "${work}/${name}" PERMISSIONS OWNER_READ OWNER_WRITE)
+    endif()
+  endforeach()
+  set(ocloc_command ${ocloc_command} --settings "${work}/remote-settings" --jobs "${work}/jobs.tsv" PARENT_SCOPE)
+  set(ocloc_depends "${work}/remote-settings" "${work}/jobs.tsv" PARENT_SCOPE)
+endfunction()
+
 # _aotwheel_spirv_edge(<work> <source> <out>): the clang + llvm-spirv edge of one kernel source
 # (CLANG_OPTIONS from the caller); sets <out> to the .spv it writes.
 function(_aotwheel_spirv_edge work src out)
@@ -225,8 +268,8 @@ function(_aotwheel_ocloc_edges work src spv out)
     add_custom_command(
       OUTPUT "${bin}"
       COMMAND ${ocloc_command} --toolchain "${work}/toolchain.json" --spirv "${spv}" --device "${device}"
-              --output "${bin}" "--options=${ARG_OPTIONS}"
-      DEPENDS "${spv}" "${work}/toolchain.json"
+              --ip "${ip}" --output "${bin}" "--options=${ARG_OPTIONS}"
+      DEPENDS "${spv}" "${work}/toolchain.json" ${ocloc_depends}
       COMMENT "aotwheel: ocloc ${base} -device ${device}"
       ${ocloc_pool}
       VERBATIM)
@@ -319,6 +362,10 @@ function(_aotwheel_manifest_edge target work out)
     COMMENT "aotwheel: ${ARG_NAME} manifest"
     VERBATIM)
   add_custom_target(${ARG_NAME}_aot_manifest ALL DEPENDS "${manifest}")
+  if(NOT TARGET aotwheel_device_code)  # all device code, no C compiler: `aotwheel build warm` builds it
+    add_custom_target(aotwheel_device_code)
+  endif()
+  add_dependencies(aotwheel_device_code ${ARG_NAME}_aot_manifest)
   set(${out} "${manifest}" PARENT_SCOPE)
 endfunction()
 

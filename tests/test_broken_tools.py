@@ -135,7 +135,7 @@ def test_ocloc_failure_fails_the_build_showing_its_log(tmp_path: Path) -> None:
     assert "USE_AOT_DEVLIST" in errors[0]  # the fix: change the kernel or drop the device
     # Nothing half-made is left for the next build to pick up, and the failure is not cached.
     assert not (tmp_path / "b" / "aotwheel" / "bt" / "k.acm-g10.bin").exists()
-    log = tmp_path / "cache" / "v1" / "events.log"
+    log = tmp_path / "cache" / "v2" / "events.log"
     stores = [line for line in (log.read_text().splitlines() if log.exists() else []) if line.startswith("store ")]
     assert not [line for line in stores if line.split()[2] == "acm-g10"]
 

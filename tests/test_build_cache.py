@@ -13,7 +13,7 @@ from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, d
 from aotwheel.buildsteps.ocloc_job import run_job
 from aotwheel.errors import ToolchainError
 
-KEY = CacheKey(spirv_sha256="0" * 64, device="pvc", ocloc_path="/usr/bin/ocloc", ocloc_version="22.43", options="")
+KEY = CacheKey(input_sha256="0" * 64, target="12.60.7", tool="ocloc", tool_version="22.43", tool_sha256="a" * 64, options="")
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +26,8 @@ def spv(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize(
     "field,value",
-    [("spirv_sha256", "1" * 64), ("device", "acm-g10"), ("ocloc_path", "/opt/ocloc"),
-     ("ocloc_version", "24.1"), ("options", "-cl-intel-greater-than-4GB-buffer-required"), ("flags", ("-x",))],
+    [("input_sha256", "1" * 64), ("target", "12.55.8"), ("tool", "nvcc"), ("tool_sha256", "b" * 64),
+     ("tool_version", "24.1"), ("options", "-cl-intel-greater-than-4GB-buffer-required"), ("flags", ("-x",))],
 )
 def test_every_key_field_changes_the_digest(field, value):
     other = CacheKey(**{**KEY.__dict__, field: value})
@@ -54,10 +54,10 @@ def test_get_put_and_counters(tmp_path):
     assert cache.get(KEY) is None
     cache.put(KEY, b"binary")
     assert cache.get(KEY) == b"binary"
-    assert cache.get(CacheKey(**{**KEY.__dict__, "device": "tgllp"})) is None
+    assert cache.get(CacheKey(**{**KEY.__dict__, "target": "12.0.0"})) is None
     s = cache.stats()
     assert (s.hits, s.misses, s.stores) == (1, 2, 1)
-    log = (tmp_path / "v1" / "events.log").read_text().split("\n")
+    log = (tmp_path / "v2" / "events.log").read_text().split("\n")
     assert log[0].startswith("miss ") and log[1].startswith("store ") and log[2].startswith("hit ")
 
 
@@ -148,7 +148,9 @@ def test_cli_build_cache_reports_counters(tmp_path):
     cache.get(KEY)
     proc = _cli(["cache", "--json"], AOTWHEEL_CACHE_DIR=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"root": str(tmp_path / "v1"), "hits": 1, "misses": 1, "stores": 1}
+    doc = json.loads(proc.stdout)
+    assert doc["root"] == str(tmp_path / "v2")
+    assert (doc["hits"], doc["misses"], doc["stores"], doc["remote_hits"], doc["remote_failures"]) == (1, 1, 1, 0, 0)
     assert json.loads(_cli(["cache", "--json"], AOTWHEEL_CACHE_DIR="off").stdout)["root"] is None
 
 
@@ -159,3 +161,16 @@ def test_cli_build_toolchain_missing_ocloc_is_one_line_exit_2(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("aotwheel: error: Cannot run ocloc") and "intel-opencl-icd" in lines[0]
+
+
+def test_layout_1_entries_are_ignored_without_error(tmp_path):
+    """A cache root written by the schema-1 code (v1/, keys with the ocloc path) is left alone."""
+    old = tmp_path / "v1" / "objects" / "ab"
+    old.mkdir(parents=True)
+    (old / ("ab" * 32 + ".bin")).write_bytes(b"aotwheel-cache-object 1 " + b"0" * 64 + b"\nold")
+    (tmp_path / "v1" / "events.log").write_text("hit " + "ab" * 32 + " pvc x.spv\n" * 3)
+    cache = DeviceCodeCache(tmp_path)
+    assert cache.stats().hits == 0 and cache.get(KEY) is None
+    cache.put(KEY, b"new")
+    assert cache.get(KEY) == b"new"
+    assert (tmp_path / "v1" / "objects" / "ab" / ("ab" * 32 + ".bin")).is_file()  # untouched

@@ -72,7 +72,7 @@ def test_one_ocloc_compile_per_source_and_device(repo_build):
 def test_fresh_build_dir_with_warm_cache_runs_no_ocloc(repo_build):
     assert repo_build["runs_warm"] == []
     assert repo_build["so_warm"].name == "_kernels.abi3.so"  # built for repo_build["other"]
-    events = (repo_build["root"] / "cache" / "v1" / "events.log").read_text().split("\n")
+    events = (repo_build["root"] / "cache" / "v2" / "events.log").read_text().split("\n")
     assert sum(e.startswith("hit ") for e in events) == len(SOURCES) * 2
     a = [i.data for i in embedded_images(repo_build["so"])]
     b = [i.data for i in embedded_images(repo_build["so_warm"])]

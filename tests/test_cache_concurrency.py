@@ -33,7 +33,7 @@ add_library(ccext MODULE ext.c)
 find_package(aotwheel CONFIG REQUIRED)
 aotwheel_add_device_code(ccext SOURCES {kernel} DEVICES {devices} NAME cc)
 """
-EVENT = re.compile(r"^(hit|miss|store|corrupt) [0-9a-f]{64} \S+ \S*$")
+EVENT = re.compile(r"^(hit|miss|store|corrupt) [0-9a-f]{64} \S+ [0-9a-f]{12} \d+ \S*$")  # kind key target build bytes label
 WARNING = "aotwheel: warning: device-code cache"
 MAGIC = b"aotwheel-cache-object 1 "
 
@@ -75,7 +75,7 @@ def reference(tmp_path_factory) -> bytes:
 
 
 def _objects(cache: Path) -> list[Path]:
-    return sorted((cache / "v1" / "objects").rglob("*.bin"))
+    return sorted((cache / "v2" / "objects").rglob("*.bin"))
 
 
 def _payload_if_intact(obj: Path) -> bytes | None:
@@ -107,8 +107,8 @@ def test_four_parallel_builds_share_one_cache(tmp_path: Path, reference: bytes) 
     objects = _objects(cache)
     assert len(objects) == len(DEVICES)
     assert all(_payload_if_intact(o) is not None for o in objects)
-    assert not [p for p in (cache / "v1").rglob("*") if p.name.endswith(".tmp")]
-    lines = (cache / "v1" / "events.log").read_text().splitlines()
+    assert not [p for p in (cache / "v2").rglob("*") if p.name.endswith(".tmp")]
+    lines = (cache / "v2" / "events.log").read_text().splitlines()
     assert lines and all(EVENT.match(line) for line in lines), lines
     lookups = [line for line in lines if line.split()[0] in ("hit", "miss")]
     assert len(lookups) == 4 * len(DEVICES)
@@ -137,7 +137,7 @@ def test_corrupted_entry_is_detected_and_rebuilt(tmp_path: Path, reference: byte
     assert len(_compiles(log)) == len(DEVICES) + 1
     assert _fatbin(tmp_path / "b2") == reference
     assert _payload_if_intact(victim) is not None
-    events = [line.split()[0] for line in (cache / "v1" / "events.log").read_text().splitlines()]
+    events = [line.split()[0] for line in (cache / "v2" / "events.log").read_text().splitlines()]
     assert events.count("corrupt") == 1 and events.count("hit") == len(DEVICES) - 1
 
 
@@ -156,7 +156,7 @@ if [ "$mode" = readonly ]; then
   mount -t tmpfs -o ro,size=1m tmpfs "$cache"
 else
   mount -t tmpfs -o size=4k tmpfs "$cache"
-  mkdir -p "$cache/v1/objects"
+  mkdir -p "$cache/v2/objects"
   head -c 4096 /dev/zero > "$cache/filler" 2>/dev/null || true
   ! head -c 1 /dev/zero > "$cache/one-more-byte" 2>/dev/null
 fi

@@ -65,7 +65,7 @@ def build(tmp_path: Path, targets: str, *, stub: str = STUB, cache: Path | None 
 
 
 def events(cache: Path) -> list[str]:
-    log = cache / "v1" / "events.log"
+    log = cache / "v2" / "events.log"
     return [line.split()[0] for line in log.read_text().splitlines() if " cuda:" in line] if log.is_file() else []
 
 

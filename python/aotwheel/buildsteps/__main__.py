@@ -41,7 +41,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
     from aotwheel.buildsteps.toolchain import discover
 
     devices = [d for d in a.devices.split(",") if d]
-    tc = discover(devices)
+    tc = discover(devices, build_dir=Path(a.out).parent)
     _write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
     return 0
 
@@ -58,17 +58,42 @@ def cmd_spirv(a: argparse.Namespace) -> int:
 
 
 def cmd_ocloc(a: argparse.Namespace) -> int:
-    """Build one (SPIR-V, device) binary, from the cache when possible."""
+    """Build one (SPIR-V, device) binary: local cache, remote stores, else ocloc (this shard's jobs)."""
+    import os
+
+    from aotwheel.buildsteps.remote import load_settings
+    from aotwheel.buildsteps.shard import in_slice, parse_shard
+
+    settings = load_settings(a.settings)
+    shard = parse_shard(settings.get("AOTWHEEL_SHARD") or os.environ.get("AOTWHEEL_SHARD"))
+    if shard is not None:
+        if not a.jobs:
+            raise AotwheelError("AOTWHEEL_SHARD is set but this build has no job list; re-run CMake configure")
+        if not in_slice(shard, Path(a.jobs), Path(a.spirv).stem, a.device):
+            # Another runner's job: nothing to do here (the fat binary leaves it out).
+            from aotwheel.buildsteps.ocloc_job import skip_job
+
+            skip_job(a.output)
+            print(f"aotwheel: {Path(a.spirv).name} -device {a.device}: skipped (shard {shard})")
+            return 0
     from aotwheel.buildsteps.ocloc_job import run_job
+    from aotwheel.buildsteps.tiers import Tiers
 
     t = _load_toolchain(a.toolchain)
     if not t.get("ocloc"):
         raise AotwheelError("no ocloc in the toolchain file; re-run CMake configure")
     device = t.get("ocloc_names", {}).get(a.device, a.device)
-    res = run_job(spirv=a.spirv, device=device, output=a.output, ocloc=t["ocloc"],
-                  ocloc_version=t["ocloc_version"], options=a.options)
+    ip = a.ip
+    if not ip:
+        from aotwheel.backends.intel.catalog import load_catalog
+
+        dev = load_catalog().by_name(a.device)
+        ip = dev.ip if dev else a.device
+    tiers = Tiers.for_build(Path(a.output).parent, settings)
+    res = run_job(spirv=a.spirv, device=device, output=a.output, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
+                  options=a.options, target=ip, tiers=tiers)
     # ninja prints this only with -v or on failure; the cache's events.log is the record.
-    print(f"aotwheel: {Path(a.spirv).name} -device {device}: {'cache hit' if res.cache_hit else 'compiled'} ({res.size} bytes)")
+    print(f"aotwheel: {Path(a.spirv).name} -device {device}: {res.provenance} ({res.size} bytes)")
     return 0
 
 
@@ -80,15 +105,21 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
 
     natives: list[tuple[str, bytes]] = []
     info: list[tuple[str, str, int]] = []
+    provenance: list[str] = []
     for spec in a.native or []:
         device, ip, path = spec.split("=", 2)
         data = Path(path).read_bytes()
+        prov = Path(path + ".provenance")
+        how = prov.read_text().strip() if prov.is_file() else "compiled"
+        if how == "skipped":  # another shard's job (AOTWHEEL_SHARD): not in this build's binary
+            continue
         natives.append((ip, data))
         info.append((device, member_name(ip), len(data)))
+        provenance.append(how)
     spirv = Path(a.spirv).read_bytes() if a.spirv else None
     atomic_write(Path(a.output), build_fatbin(natives, spirv))
     ir_size = len(spirv_ir_elf(spirv)) if spirv is not None else None
-    _write_if_changed(a.info, json.dumps(fatbin_info(info, ir_size), indent=2) + "\n")
+    _write_if_changed(a.info, json.dumps(fatbin_info(info, ir_size, provenance), indent=2) + "\n")
     return 0
 
 
@@ -143,12 +174,11 @@ def cmd_manifest(a: argparse.Namespace) -> int:
 
 
 def cmd_cache(a: argparse.Namespace) -> int:
-    """Print the cache root and counters as JSON."""
+    """Print the cache root and the last build's counters as JSON."""
     from aotwheel.buildsteps.cache import DeviceCodeCache
 
     c = DeviceCodeCache.from_env()
-    s = c.stats()
-    print(json.dumps({"root": str(c.root) if c.root else None, "hits": s.hits, "misses": s.misses, "stores": s.stores}))
+    print(json.dumps({"root": str(c.root) if c.root else None, **c.stats(last_build=True).to_dict()}))
     return 0
 
 
@@ -177,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--device", required=True)
     s.add_argument("--output", required=True)
     s.add_argument("--options", default="")
+    s.add_argument("--ip", help="the device's IP version (the cache key's target; default: from the catalog)")
+    s.add_argument("--settings", help="remote-cache/shard settings CMake wrote (NAME=value lines)")
+    s.add_argument("--jobs", help="the target's job list (stem, device, source), for AOTWHEEL_SHARD")
     s.set_defaults(fn=cmd_ocloc)
 
     s = sub.add_parser("fatbin")

@@ -3,9 +3,17 @@
 Layout under the cache root (``$AOTWHEEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/aotwheel``, else
 ``~/.cache/aotwheel``; ``AOTWHEEL_CACHE_DIR=off`` disables it)::
 
-    v1/objects/<2 hex>/<sha256>.bin   one device binary per key
-    v1/tools/<sha256>.json            tool facts keyed by (path, size, mtime)
-    v1/events.log                     one line per lookup: "<hit|miss|store> <key> <device> <label>"
+    v2/objects/<2 hex>/<sha256>.bin   one device binary per key (key schema 2)
+    v2/tools/<sha256>.json            tool facts keyed by (path, size, mtime)
+    v2/events.log                     one line per event: "<kind> <key> <device> <build> <bytes> <label>"
+
+Keys name content, never places (schema 2): the input's sha256, the device's IP version (CUDA:
+the arch), the tool's version and the sha256 of the tool binary, options and flags, so a build
+on another machine with the same tool package finds the same key (locally, or in a remote store,
+:mod:`aotwheel.buildsteps.remote`). Entries of layout 1 (``v1/``, keys holding the tool's path)
+are ignored without error. ``<build>`` groups the events of one build (build tree and session)
+for ``aotwheel build cache``; kinds are ``hit miss store corrupt`` for this cache and
+``remote-hit remote-miss remote-store remote-fail`` for the remote stores.
 
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent
 builds never see a partial entry. ``events.log`` lines are appended with O_APPEND in one write.
@@ -20,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
@@ -27,7 +36,8 @@ from pathlib import Path
 
 ENV = "AOTWHEEL_CACHE_DIR"
 _DISABLED = {"off", "0", "false", "no", "none", "disable", "disabled"}
-_LAYOUT = "v1"
+_LAYOUT = "v2"
+KEY_SCHEMA = 2
 # Object header: magic, sha256 of the payload (hex), newline; then the payload.
 _MAGIC = b"aotwheel-cache-object 1 "
 _HEADER = len(_MAGIC) + 64 + 1
@@ -35,29 +45,74 @@ _HEADER = len(_MAGIC) + 64 + 1
 
 @dataclass(frozen=True)
 class CacheKey:
-    """Everything that determines an ocloc result."""
+    """Everything that determines a device binary, by content (key schema 2).
 
-    spirv_sha256: str
-    device: str
-    ocloc_path: str
-    ocloc_version: str
+    ``input_sha256``: the SPIR-V (CUDA: source + portability header); ``target``: the device's IP
+    version (CUDA: the arch); ``tool_sha256``: the tool binary's own hash, never its path.
+    """
+
+    input_sha256: str
+    target: str
+    tool: str
+    tool_version: str
+    tool_sha256: str
     options: str
     flags: tuple[str, ...] = ()
 
     def digest(self) -> str:
-        """Hex SHA-256 of all fields: the object's file name."""
-        blob = json.dumps(asdict(self), sort_keys=True).encode()
+        """Hex SHA-256 of all fields and the schema: the object's name, locally and remotely."""
+        blob = json.dumps({"schema": KEY_SCHEMA, **asdict(self)}, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
 
 @dataclass(frozen=True)
 class CacheStats:
-    """Lookups recorded in ``events.log`` since the cache was created."""
+    """Lookups recorded in ``events.log`` (all builds, or one build's)."""
 
     hits: int
     misses: int
     stores: int
     corrupt: int = 0  # entries that failed the hash check (each was removed and rebuilt)
+    remote_hits: int = 0
+    remote_misses: int = 0
+    remote_stores: int = 0
+    remote_failures: int = 0  # unreachable, refused, bad status, timeout, damaged object
+    remote_bytes_in: int = 0
+    remote_bytes_out: int = 0
+    build: str = ""  # the build these counts belong to ("" = all builds)
+
+    def to_dict(self) -> dict[str, object]:
+        """The counters as JSON-ready dict."""
+        return asdict(self)
+
+
+def build_id(build_dir: Path | str) -> str:
+    """A short id grouping the events of one build: its build tree and its session."""
+    try:
+        session = os.getsid(0)
+    except OSError:
+        session = 0
+    ident = f"{os.path.realpath(build_dir)}\0{session}"
+    return hashlib.sha256(ident.encode()).hexdigest()[:12]
+
+
+def file_sha256(path: str) -> str:
+    """Hex SHA-256 of a file (a tool binary), read in chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def pack_object(data: bytes) -> bytes:
+    """An object as stored (locally and remotely): a header with the payload's sha256, then it."""
+    return _pack(data)
+
+
+def unpack_object(blob: bytes) -> bytes | None:
+    """The payload of a stored object, or ``None`` when truncated or damaged."""
+    return _unpack(blob)
 
 
 def default_root() -> Path | None:
@@ -107,6 +162,7 @@ class DeviceCodeCache:
         self.root = Path(root) / _LAYOUT if root is not None else None
         self.disabled_reason: str | None = None  # set when the root turned out unusable
         self._warn_once = warn_once
+        self.build = ""  # build id written into events (see build_id)
 
     @classmethod
     def from_env(cls, *, warn_once: Path | None = None) -> DeviceCodeCache:
@@ -158,12 +214,12 @@ class DeviceCodeCache:
             return None
         data = _unpack(blob) if blob is not None else None
         if blob is not None and data is None:
-            self._event("corrupt", digest, key.device, label)
+            self._event("corrupt", digest, key.target, label)
             try:
                 path.unlink()
             except OSError:
                 pass  # read-only: the rebuilt entry cannot replace it either; put() will say so
-        self._event("hit" if data is not None else "miss", digest, key.device, label)
+        self._event("hit" if data is not None else "miss", digest, key.target, label, len(data or b""))
         return data
 
     def put(self, key: CacheKey, data: bytes, label: str = "") -> None:
@@ -176,12 +232,16 @@ class DeviceCodeCache:
         except OSError as exc:
             self._degrade(exc)
             return
-        self._event("store", digest, key.device, label)
+        self._event("store", digest, key.target, label, len(data))
 
-    def _event(self, kind: str, digest: str, device: str, label: str) -> None:
+    def event(self, kind: str, digest: str, device: str, label: str, size: int = 0) -> None:
+        """Append one event line (also used by the remote tier to record its outcomes)."""
+        self._event(kind, digest, device, label, size)
+
+    def _event(self, kind: str, digest: str, device: str, label: str, size: int = 0) -> None:
         if self.root is None:
             return
-        line = f"{kind} {digest} {device} {label.replace(chr(10), ' ')}\n".encode()
+        line = f"{kind} {digest} {device} {self.build or '-'} {size} {label.replace(chr(10), ' ')}\n".encode()
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.root / "events.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -192,19 +252,47 @@ class DeviceCodeCache:
         except OSError as exc:
             self._degrade(exc)
 
-    def stats(self) -> CacheStats:
-        """Counts of hits, misses and stores recorded so far."""
-        counts = {"hit": 0, "miss": 0, "store": 0, "corrupt": 0}
+    def stats(self, *, last_build: bool = False) -> CacheStats:
+        """Counts of all events recorded so far, or (``last_build``) of the most recent build's."""
+        kinds = {"hit": "hits", "miss": "misses", "store": "stores", "corrupt": "corrupt",
+                 "remote-hit": "remote_hits", "remote-miss": "remote_misses",
+                 "remote-store": "remote_stores", "remote-fail": "remote_failures"}
+        counts = dict.fromkeys(kinds.values(), 0)
+        bytes_in = bytes_out = 0
+        lines: list[list[str]] = []
         if self.root is not None:
             try:
                 text = (self.root / "events.log").read_text(errors="replace")
             except OSError:
                 text = ""
-            for line in text.splitlines():
-                kind = line.split(" ", 1)[0]
-                if kind in counts:
-                    counts[kind] += 1
-        return CacheStats(hits=counts["hit"], misses=counts["miss"], stores=counts["store"], corrupt=counts["corrupt"])
+            lines = [line.split(" ", 5) for line in text.splitlines()]
+        build = ""
+        if last_build:
+            build = next((f[3] for f in reversed(lines) if len(f) >= 5), "")
+        for f in lines:
+            if f[0] not in kinds or (last_build and (len(f) < 5 or f[3] != build)):
+                continue
+            counts[kinds[f[0]]] += 1
+            size = int(f[4]) if len(f) >= 5 and f[4].isdigit() else 0
+            if f[0] == "remote-hit":
+                bytes_in += size
+            elif f[0] == "remote-store":
+                bytes_out += size
+        return CacheStats(**counts, remote_bytes_in=bytes_in, remote_bytes_out=bytes_out, build=build)
+
+    def tool_sha256(self, path: str) -> str:
+        """SHA-256 of the tool binary at ``path``, remembered while its size and mtime are unchanged."""
+        path = shutil.which(path) or path
+        facts = self.tool_facts(path) or {}
+        if isinstance(facts.get("sha256"), str):
+            return str(facts["sha256"])
+        try:
+            digest = file_sha256(path)
+        except OSError:  # the tool's own run will fail with the clear error; the key just misses
+            return f"unreadable {path}"
+        if self.root is not None:
+            self.store_tool_facts(path, {**facts, "sha256": digest})
+        return digest
 
     def tool_facts(self, path: str) -> dict | None:
         """Cached facts about the tool at ``path`` while its size and mtime are unchanged."""

@@ -27,6 +27,7 @@ from aotwheel.errors import AotwheelError, DevlistError, ToolchainError
 
 if TYPE_CHECKING:
     from aotwheel.buildsteps.cache import DeviceCodeCache
+    from aotwheel.buildsteps.tiers import Tiers
     from aotwheel.devlist import DevList
 
 LARGE_GRF_OPTION = "-cl-intel-256-GRF-per-thread"
@@ -168,12 +169,17 @@ def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequenc
     if not dl.targets:
         return CompileResult(build_fatbin([], spirv), (), keep_ir, sha, options=opts, spirv=spirv)
 
+    from aotwheel.buildsteps.remote import config_from
+    from aotwheel.buildsteps.tiers import Tiers
+
+    remote = config_from(os.environ, None)
     path, version, acronyms = ocloc_facts(cache)
     spellings = ocloc_spellings(list(dl.names), path, version, acronyms, hint="the device list")
     with tempfile.TemporaryDirectory(prefix="aotwheel-compile-") as tmp:
         spv_path = os.path.join(tmp, "input.spv")
         Path(spv_path).write_bytes(spirv)
-        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, cache=cache)
+        tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly)  # remote stores as in a build
+        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers)
         workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
             futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
@@ -191,33 +197,35 @@ class _Job:
     ocloc: str
     ocloc_version: str
     options: str
-    cache: DeviceCodeCache
+    tiers: Tiers
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         first = "large" if grf == "large" else "small"
-        data, spills, hit = self._one(ocloc_device, first)
+        data, spills, hit = self._one(ocloc_device, ip, first)
         if grf != "auto" or not spills:
             return DeviceBuild(device, ip, ocloc_device, first, len(data), hit, spills), data
-        data2, spills2, hit2 = self._one(ocloc_device, "large")
+        data2, spills2, hit2 = self._one(ocloc_device, ip, "large")
         return DeviceBuild(device, ip, ocloc_device, "large", len(data2), hit and hit2, spills2, spills), data2
 
     def _options(self, grf: str) -> str:
         return f"{self.options} {LARGE_GRF_OPTION}".strip() if grf == "large" else self.options
 
-    def _one(self, ocloc_device: str, grf: str) -> tuple[bytes, tuple[Spill, ...], bool]:
+    def _one(self, ocloc_device: str, ip: str, grf: str) -> tuple[bytes, tuple[Spill, ...], bool]:
         """``(binary, spills, cache hit)``. The log is cached beside the binary so that a cache
         hit still knows about spills; a binary without its log is rebuilt."""
         from aotwheel.buildsteps.cache import CacheKey
         from aotwheel.buildsteps.ocloc_job import compile_device_logged
 
         options = self._options(grf)
-        key = CacheKey(spirv_sha256=self.sha, device=ocloc_device, ocloc_path=self.ocloc,
-                       ocloc_version=self.ocloc_version, options=options, flags=_JOB_FLAGS)
-        log_key = CacheKey(spirv_sha256=self.sha, device=ocloc_device, ocloc_path=self.ocloc,
-                           ocloc_version=self.ocloc_version, options=options, flags=_JOB_FLAGS + (_LOG_FLAG,))
-        label = f"compile:{self.sha[:12]}"
-        data = self.cache.get(key, label)
-        log = self.cache.get(log_key, label) if data is not None else None
+        # The same portable key (schema 2) as the CMake build's ocloc jobs: content, the device's
+        # IP and ocloc's identity, so both share local and remote entries.
+        fields = dict(input_sha256=self.sha, target=ip, tool="ocloc", tool_version=self.ocloc_version,
+                      tool_sha256=self.tiers.local.tool_sha256(self.ocloc), options=options)
+        key = CacheKey(**fields, flags=_JOB_FLAGS)  # type: ignore[arg-type]
+        log_key = CacheKey(**fields, flags=_JOB_FLAGS + (_LOG_FLAG,))  # type: ignore[arg-type]
+        label = f"compile:{self.sha[:12]}:{ocloc_device}"
+        data, _, writable = self.tiers.lookup(key, label)
+        log, _, log_writable = self.tiers.lookup(log_key, label) if data is not None else (None, "", [])
         if data is not None and log is not None:
             return data, parse_spills(log.decode(errors="replace")), True
         try:
@@ -225,8 +233,8 @@ class _Job:
         except ToolchainError as exc:
             raise ToolchainError(str(exc).replace("input.spv", "the SPIR-V").replace(
                 "USE_AOT_DEVLIST", "the device list")) from None
-        self.cache.put(key, data, label)
-        self.cache.put(log_key, text.encode(), label)
+        self.tiers.store(key, data, label, writable)
+        self.tiers.store(log_key, text.encode(), label, log_writable)
         return data, parse_spills(text), False
 
 

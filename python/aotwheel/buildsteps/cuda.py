@@ -63,19 +63,22 @@ def configure(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cache_key(tc: dict, source: bytes, target: str, options: list[str]):  # type: ignore[no-untyped-def]
+def _cache_key(tc: dict, source: bytes, target: str, options: list[str], tool_sha256: str):  # type: ignore[no-untyped-def]
     # The key hashes the kernel source and the portability header, not files the source
     # #includes: kernels that include other headers should pass them through NVCC_OPTIONS
     # (-D...) or disable the cache (AOTWHEEL_CACHE_DIR=off). OpenCL C kernels rarely include.
+    # Schema 2: nvcc by version and binary hash, never by path, so other machines hit too.
     from aotwheel.buildsteps.cache import CacheKey
 
     digest = hashlib.sha256(source + b"\0" + Path(tc["header"]).read_bytes()).hexdigest()
-    return CacheKey(spirv_sha256=digest, device=f"cuda:{target}", ocloc_path=tc["nvcc"], ocloc_version=tc["version"], options=" ".join(options), flags=("nvcc",))
+    return CacheKey(input_sha256=digest, target=f"cuda:{target}", tool="nvcc", tool_version=tc["version"],
+                    tool_sha256=tool_sha256, options=" ".join(options), flags=("nvcc",))
 
 
 def compile_image(args: argparse.Namespace) -> int:
     """One nvcc job: ``-cubin`` for ``sm_XY``, ``-ptx`` for ``compute_XY``; cached."""
-    from aotwheel.buildsteps.cache import DeviceCodeCache, atomic_write
+    from aotwheel.buildsteps.cache import atomic_write
+    from aotwheel.buildsteps.tiers import Tiers
     from aotwheel.backends.nvidia.targets import parse_cuda_target
 
     tc = json.loads(Path(args.toolchain).read_text())
@@ -83,10 +86,10 @@ def compile_image(args: argparse.Namespace) -> int:
     source = Path(args.source)
     options = list(args.option or [])
     out = Path(args.output)
-    # One warning per build tree (not per nvcc edge) if the cache root is unusable.
-    cache = DeviceCodeCache.from_env(warn_once=out.parent / ".aotwheel-cache-warning")
-    key = _cache_key(tc, source.read_bytes(), target.name, options)
-    cached = cache.get(key, label=source.name)
+    # Local cache, then the remote stores (AOTWHEEL_REMOTE_CACHE), with one warning per build tree.
+    tiers = Tiers.for_build(out.parent)
+    key = _cache_key(tc, source.read_bytes(), target.name, options, tiers.local.tool_sha256(tc["nvcc"]))
+    cached, _, writable = tiers.lookup(key, label=source.name)
     if cached is not None:
         atomic_write(out, cached)
         if args.depfile:
@@ -109,7 +112,7 @@ def compile_image(args: argparse.Namespace) -> int:
     data = tmp.read_bytes()
     tmp.unlink()
     atomic_write(out, data)
-    cache.put(key, data, label=source.name)
+    tiers.store(key, data, source.name, writable)
     return 0
 
 

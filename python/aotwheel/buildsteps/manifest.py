@@ -12,10 +12,13 @@ SCHEMA = 1
 CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 
 
-def fatbin_info(natives: list[tuple[str, str, int]], generic_ir: int | None) -> dict[str, object]:
-    """Sidecar facts of one fat binary: ``natives`` is ``(device, member, size)`` in order."""
+def fatbin_info(natives: list[tuple[str, str, int]], generic_ir: int | None,
+                provenance: list[str] | None = None) -> dict[str, object]:
+    """Sidecar facts of one fat binary: ``natives`` is ``(device, member, size)`` in order;
+    ``provenance`` says per native whether it was ``compiled``, found ``local``ly or fetched ``remote``ly."""
+    how = provenance or ["compiled"] * len(natives)
     return {
-        "members": [{"device": d, "name": m, "size": s} for d, m, s in natives]
+        "members": [{"device": d, "name": m, "size": s, "provenance": p} for (d, m, s), p in zip(natives, how)]
         + ([{"device": None, "name": "generic_ir", "size": generic_ir}] if generic_ir is not None else []),
     }
 

@@ -1,4 +1,4 @@
-"""One ninja edge: SPIR-V -> native binary for ONE device, through the device-code cache."""
+"""One ninja edge: SPIR-V -> native binary for ONE device, through the local cache and remote stores."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write
+from aotwheel.buildsteps.tiers import LOCAL, REMOTE, Tiers
 from aotwheel.errors import ToolchainError
 
 # The SPIR-V travels once, in the fat binary's generic_ir member; per-device members omit it,
@@ -19,11 +20,17 @@ _FLAGS = ("-exclude_ir",)
 
 @dataclass(frozen=True)
 class JobResult:
-    """What one job produced and whether the cache served it."""
+    """What one job produced and where it came from."""
 
     output: Path
     size: int
     cache_hit: bool
+    provenance: str = "compiled"  # compiled | local | remote
+
+
+def provenance_file(output: Path | str) -> Path:
+    """The sidecar naming where ``output`` came from (read by the fatbin step for the manifest)."""
+    return Path(f"{output}.provenance")
 
 
 def ocloc_command(ocloc: str, spirv: str, device: str, name: str, out_dir: str, options: str) -> list[str]:
@@ -35,6 +42,18 @@ def ocloc_command(ocloc: str, spirv: str, device: str, name: str, out_dir: str, 
     return cmd
 
 
+def skip_job(output: Path | str) -> None:
+    """Another shard's job (``AOTWHEEL_SHARD``): an empty output marked ``skipped``, no ocloc, no cache."""
+    atomic_write(provenance_file(output), b"skipped")
+    atomic_write(Path(output), b"")
+
+
+def ocloc_key(*, spirv: bytes, target: str, ocloc: str, ocloc_version: str, ocloc_sha256: str, options: str) -> CacheKey:
+    """The portable key of one job: content and tool identity, never paths (schema 2)."""
+    return CacheKey(input_sha256=hashlib.sha256(spirv).hexdigest(), target=target, tool="ocloc",
+                    tool_version=ocloc_version, tool_sha256=ocloc_sha256, options=options, flags=_FLAGS)
+
+
 def run_job(
     *,
     spirv: str,
@@ -43,34 +62,30 @@ def run_job(
     ocloc: str,
     ocloc_version: str,
     options: str = "",
+    target: str | None = None,
     cache: DeviceCodeCache | None = None,
+    tiers: Tiers | None = None,
 ) -> JobResult:
-    """Produce ``output`` for ``device``: from the cache when possible, else by running ocloc.
+    """Produce ``output`` for ``device``: from the caches when possible, else by running ocloc.
 
-    On failure prints ocloc's log and raises :class:`ToolchainError` with one line.
+    ``target``: the device's IP version for the key (default: ``device``). On failure prints
+    ocloc's log and raises :class:`ToolchainError`.
     """
-    # One warning per build tree (not per ocloc edge) if the cache root is unusable.
-    cache = cache if cache is not None else DeviceCodeCache.from_env(warn_once=Path(output).parent / ".aotwheel-cache-warning")
-    data_in = Path(spirv).read_bytes()
-    key = CacheKey(
-        spirv_sha256=hashlib.sha256(data_in).hexdigest(),
-        device=device,
-        ocloc_path=ocloc,
-        ocloc_version=ocloc_version,
-        options=options,
-        flags=_FLAGS,
-    )
-    label = Path(spirv).name
     out = Path(output)
-    data = cache.get(key, label)
-    if data is not None:
-        atomic_write(out, data)
-        return JobResult(output=out, size=len(data), cache_hit=True)
-
-    data = compile_device(ocloc=ocloc, spirv=spirv, device=device, options=options)
-    cache.put(key, data, label)
+    if tiers is None:
+        if cache is None:  # one warning per build tree (not per edge) if the cache root is unusable
+            cache = DeviceCodeCache.from_env(warn_once=out.parent / ".aotwheel-cache-warning")
+        tiers = Tiers(local=cache, build_dir=out.parent)
+    key = ocloc_key(spirv=Path(spirv).read_bytes(), target=target or device, ocloc=ocloc,
+                    ocloc_version=ocloc_version, ocloc_sha256=tiers.local.tool_sha256(ocloc), options=options)
+    label = f"{Path(spirv).name}:{device}"
+    data, provenance, writable = tiers.lookup(key, label)
+    if data is None:
+        data = compile_device(ocloc=ocloc, spirv=spirv, device=device, options=options)
+        tiers.store(key, data, label, writable)
+    atomic_write(provenance_file(out), provenance.encode())
     atomic_write(out, data)
-    return JobResult(output=out, size=len(data), cache_hit=False)
+    return JobResult(output=out, size=len(data), cache_hit=provenance in (LOCAL, REMOTE), provenance=provenance)
 
 
 def compile_device(*, ocloc: str, spirv: str, device: str, options: str = "") -> bytes:

@@ -1,14 +1,18 @@
 """Configure-time toolchain discovery for the open backend, memoised in the cache.
 
 Asking ocloc its version and device list costs two ocloc runs; the answer is cached keyed by the
-binary's path, size and mtime, so a rebuild with a warm cache runs ocloc zero times.
+binary's path, size and mtime, so a rebuild with a warm cache runs ocloc zero times. A machine
+with an empty local cache asks the remote stores (``AOTWHEEL_REMOTE_CACHE``) first, by the
+binary's sha256: a fresh machine against a warm remote runs no ocloc at all, not even to ask.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from aotwheel.config import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -32,7 +36,14 @@ class OpenToolchain:
                 "ocloc_names": dict(self.ocloc_names)}
 
 
-def ocloc_facts(cache: DeviceCodeCache) -> tuple[str, str, frozenset[str]]:
+def _facts_key(tool_sha256: str):  # type: ignore[no-untyped-def]
+    from aotwheel.buildsteps.cache import CacheKey
+
+    return CacheKey(input_sha256=tool_sha256, target="tool-facts", tool="ocloc", tool_version="",
+                    tool_sha256=tool_sha256, options="version,acronyms")
+
+
+def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[str, str, frozenset[str]]:
     """``(path, version, acronyms)`` of the ocloc in use, from the cache when its binary is unchanged."""
     from aotwheel.backends.intel.ocloc import INSTALL_HINT, find_ocloc
 
@@ -44,13 +55,40 @@ def ocloc_facts(cache: DeviceCodeCache) -> tuple[str, str, frozenset[str]]:
     facts = cache.tool_facts(path) if os.path.exists(path) else None
     if facts and "version" in facts and "acronyms" in facts:
         return path, facts["version"], frozenset(facts["acronyms"])
+    tiers = key = writable = None
+    if build_dir is not None and os.path.isfile(path):
+        from aotwheel.buildsteps.tiers import Tiers
+
+        tiers = Tiers.for_build(build_dir)
+        tiers.local, cache.build = cache, tiers.local.build  # this cache, this build's events
+        # CMake shows a configure step's stderr only when it fails: leave the once-per-build
+        # warning (and its marker) to the first ocloc edge, whose output ninja does show.
+        tiers.build_dir = None
+        key = _facts_key(cache.tool_sha256(path))
+        data = None
+        if tiers.stores:  # locally, tools/*.json above is the memo
+            data, _, writable = tiers.lookup(key, "ocloc-facts")
+        if data is not None:
+            try:
+                remote = json.loads(data)
+                version, acronyms = str(remote["version"]), frozenset(str(a) for a in remote["acronyms"])
+            except (ValueError, KeyError, TypeError):
+                pass  # not ours: ask ocloc
+            else:
+                cache.store_tool_facts(path, {"version": version, "acronyms": sorted(acronyms)})
+                return path, version, acronyms
     found = find_ocloc(path)
-    cache.store_tool_facts(path, {"version": found.version, "acronyms": sorted(found.acronyms)})
+    doc = {"version": found.version, "acronyms": sorted(found.acronyms)}
+    cache.store_tool_facts(path, doc)
+    if tiers is not None and key is not None and writable is not None:
+        tiers.push(writable, key, json.dumps(doc, sort_keys=True).encode(), "ocloc-facts")
     return path, found.version, found.acronyms
 
 
-def discover(devices: list[str], cache: DeviceCodeCache | None = None) -> OpenToolchain:
+def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir: Path | None = None) -> OpenToolchain:
     """Find the tools for ``devices`` (canonical names; may be empty) and check ocloc knows each.
+
+    ``build_dir`` (the configure step's): also look the ocloc facts up in the remote stores.
 
     Raises :class:`ToolchainError` with one line naming the missing tool or device.
     """
@@ -58,7 +96,7 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None) -> OpenTo
     spirv = find_spirv_toolchain()
     if not devices:
         return OpenToolchain(spirv=spirv)
-    path, version, acronyms = ocloc_facts(cache)
+    path, version, acronyms = ocloc_facts(cache, build_dir)
     names = ocloc_spellings(devices, path, version, acronyms, hint="USE_AOT_DEVLIST")
     return OpenToolchain(spirv=spirv, ocloc=path, ocloc_version=version, ocloc_names=names)
 

@@ -1,0 +1,345 @@
+"""Remote device-code stores behind the local cache: HTTP/WebDAV and Redis (standard library only).
+
+``AOTWHEEL_REMOTE_CACHE`` names one or more stores, separated by ``|`` and tried in order:
+
+* ``http://[user:pass@]host[:port]/prefix`` (or ``https://``): one object per key at
+  ``<prefix>/cas/<key>`` with plain ``GET``/``HEAD``/``PUT``, the layout bazel-remote's HTTP API
+  uses and that any WebDAV server (nginx's dav module) serves;
+* ``redis://[[user]:pass@]host[:port][/db]``: one Redis key ``aotwheel:<key>`` per object, as
+  ccache's Redis storage keeps one key per result.
+
+Objects carry the local cache's header (the payload's sha256) and are checked on every read.
+``AOTWHEEL_REMOTE_CACHE_READONLY=1`` reads but never writes (untrusted builds: pull requests).
+``AOTWHEEL_REMOTE_CACHE_TOKEN`` is sent as ``Authorization: Bearer`` (HTTP) or ``AUTH`` (Redis).
+The remote never fails a build: any failure (unreachable, refused, bad status, timeout, damaged
+object) is one warning line per build, then the job compiles as on a miss and (unless read-only)
+overwrites the bad object. Credentials never appear in a warning: stores are named by
+:func:`redact`. Connect/read timeouts: ``AOTWHEEL_REMOTE_CACHE_TIMEOUT=connect[,read]`` seconds
+(default 1, 10).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import unquote, urlsplit
+
+from aotwheel.errors import AotwheelError
+
+ENV_URL = "AOTWHEEL_REMOTE_CACHE"
+ENV_READONLY = "AOTWHEEL_REMOTE_CACHE_READONLY"
+ENV_TOKEN = "AOTWHEEL_REMOTE_CACHE_TOKEN"
+ENV_TIMEOUT = "AOTWHEEL_REMOTE_CACHE_TIMEOUT"
+SETTINGS = (ENV_URL, ENV_READONLY, ENV_TOKEN, ENV_TIMEOUT)
+_TRUE = {"1", "on", "yes", "true"}
+_FALSE = {"", "0", "off", "no", "false"}
+
+
+class RemoteError(Exception):
+    """One failed exchange with a store; the message never holds credentials."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds to connect and to wait for each read."""
+
+    connect: float = 1.0
+    read: float = 10.0
+
+
+class Store(Protocol):
+    """One remote store: objects by key (hex sha256). ``get`` returns ``None`` on a miss."""
+
+    name: str
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def put(self, key: str, blob: bytes) -> None: ...
+
+
+def redact(url: str) -> str:
+    """``url`` without user, password, query or fragment: safe for any log line."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+class HttpStore:
+    """``GET``/``HEAD``/``PUT`` of ``<prefix>/cas/<key>`` (bazel-remote HTTP, WebDAV)."""
+
+    def __init__(self, url: str, token: str | None, timeouts: Timeouts) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise AotwheelError(f"{ENV_URL}: '{redact(url)}' is not an http(s)://host[:port]/prefix URL; fix it")
+        self.name = redact(url)
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        try:
+            self._port = parts.port
+        except ValueError:
+            raise AotwheelError(f"{ENV_URL}: '{self.name}' has a bad port; fix it") from None
+        self._prefix = parts.path.rstrip("/")
+        self._timeouts = timeouts
+        self._headers: dict[str, str] = {}
+        if token:
+            self._headers["Authorization"] = f"Bearer {token}"
+        elif parts.username is not None:
+            cred = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            self._headers["Authorization"] = "Basic " + base64.b64encode(cred).decode()
+
+    def _request(self, method: str, key: str, body: bytes | None = None) -> tuple[int, bytes]:
+        import http.client  # here, not at the top: every ocloc edge imports this module (~25 ms)
+
+        conn: http.client.HTTPConnection
+        if self._https:
+            import ssl
+
+            conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeouts.connect,
+                                               context=ssl.create_default_context())
+        else:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeouts.connect)
+        try:
+            conn.connect()
+            assert conn.sock is not None
+            conn.sock.settimeout(self._timeouts.read)
+            headers = dict(self._headers)
+            if body is not None:
+                headers["Content-Type"] = "application/octet-stream"
+            conn.request(method, f"{self._prefix}/cas/{key}", body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read() if method != "HEAD" else b""
+            return resp.status, data
+        except socket.timeout:
+            raise RemoteError(f"{self.name}: timed out") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise RemoteError(f"{self.name}: {type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}") from None
+        finally:
+            conn.close()
+
+    def get(self, key: str) -> bytes | None:
+        status, data = self._request("GET", key)
+        if status == 404:
+            return None
+        if status != 200:
+            raise RemoteError(f"{self.name}: GET answered HTTP {status}")
+        return data
+
+    def exists(self, key: str) -> bool:
+        status, _ = self._request("HEAD", key)
+        if status in (200, 404):
+            return status == 200
+        raise RemoteError(f"{self.name}: HEAD answered HTTP {status}")
+
+    def put(self, key: str, blob: bytes) -> None:
+        status, _ = self._request("PUT", key, blob)
+        if status not in (200, 201, 204):
+            raise RemoteError(f"{self.name}: PUT answered HTTP {status}")
+
+
+class RedisStore:
+    """One key ``aotwheel:<key>`` per object over RESP (``GET``, ``EXISTS``, ``SET``)."""
+
+    def __init__(self, url: str, token: str | None, timeouts: Timeouts) -> None:
+        parts = urlsplit(url)
+        self.name = redact(url)
+        if parts.scheme != "redis" or not parts.hostname:
+            raise AotwheelError(f"{ENV_URL}: '{self.name}' is not a redis://host[:port][/db] URL; fix it")
+        self._host = parts.hostname
+        try:
+            self._port = parts.port or 6379
+        except ValueError:
+            raise AotwheelError(f"{ENV_URL}: '{self.name}' has a bad port; fix it") from None
+        db = parts.path.strip("/")
+        if db and not db.isdigit():
+            raise AotwheelError(f"{ENV_URL}: '{self.name}': the database must be a number (redis://host:port/0); fix it")
+        self._db = db
+        self._auth: list[bytes] = []
+        if token:
+            self._auth = [token.encode()]
+        elif parts.password is not None:
+            user = unquote(parts.username or "")
+            self._auth = ([user.encode()] if user else []) + [unquote(parts.password).encode()]
+        self._timeouts = timeouts
+
+    def _call(self, *commands: list[bytes]) -> list[object]:
+        """Send the commands on one connection (after AUTH/SELECT); return their replies."""
+        pre: list[list[bytes]] = []
+        if self._auth:
+            pre.append([b"AUTH", *self._auth])
+        if self._db:
+            pre.append([b"SELECT", self._db.encode()])
+        todo = pre + list(commands)
+        try:
+            with socket.create_connection((self._host, self._port), timeout=self._timeouts.connect) as sock:
+                sock.settimeout(self._timeouts.read)
+                sock.sendall(b"".join(_encode(c) for c in todo))
+                reader = _Reader(sock)
+                replies = [reader.reply() for _ in todo]
+        except socket.timeout:
+            raise RemoteError(f"{self.name}: timed out") from None
+        except OSError as exc:
+            raise RemoteError(f"{self.name}: {type(exc).__name__}: {exc.strerror or exc}") from None
+        for r in replies:
+            if isinstance(r, _RedisError):  # AUTH/SELECT/command refused: the server's words, no secrets
+                raise RemoteError(f"{self.name}: {r.message[:120]}")
+        return replies[len(pre):]
+
+    def get(self, key: str) -> bytes | None:
+        reply = self._call([b"GET", f"aotwheel:{key}".encode()])[0]
+        if reply is None or isinstance(reply, bytes):
+            return reply
+        raise RemoteError(f"{self.name}: unexpected reply to GET")
+
+    def exists(self, key: str) -> bool:
+        return self._call([b"EXISTS", f"aotwheel:{key}".encode()])[0] == 1
+
+    def put(self, key: str, blob: bytes) -> None:
+        # One SET: Redis makes it visible whole or not at all, whoever else writes the key.
+        self._call([b"SET", f"aotwheel:{key}".encode(), blob])
+
+
+@dataclass(frozen=True)
+class _RedisError:
+    message: str
+
+
+def _encode(args: list[bytes]) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class _Reader:
+    """A bounded RESP2 reply reader over a socket."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buf = b""
+
+    def _fill(self) -> None:
+        chunk = self._sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionResetError(0, "connection closed by the server")
+        self._buf += chunk
+
+    def _line(self) -> bytes:
+        while b"\r\n" not in self._buf:
+            if len(self._buf) > 1 << 16:
+                raise RemoteError("redis: reply line too long")
+            self._fill()
+        line, self._buf = self._buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n: int) -> bytes:
+        while len(self._buf) < n + 2:
+            self._fill()
+        data, self._buf = self._buf[:n], self._buf[n + 2 :]
+        return data
+
+    def reply(self) -> object:
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest
+        if kind == b"-":
+            return _RedisError(rest.decode(errors="replace"))
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.reply() for _ in range(n)]
+        raise RemoteError("redis: malformed reply")
+
+
+@dataclass(frozen=True)
+class RemoteConfig:
+    """The remote-cache settings of one build."""
+
+    urls: tuple[str, ...] = ()
+    readonly: bool = False
+    token: str | None = field(default=None, repr=False)
+    timeouts: Timeouts = Timeouts()
+
+    @property
+    def enabled(self) -> bool:
+        """True when at least one store is named."""
+        return bool(self.urls)
+
+    def stores(self) -> list[Store]:
+        """One client per URL, in order; raises :class:`AotwheelError` naming a bad URL (redacted)."""
+        out: list[Store] = []
+        for url in self.urls:
+            scheme = urlsplit(url).scheme.lower()
+            if scheme in ("http", "https"):
+                out.append(HttpStore(url, self.token, self.timeouts))
+            elif scheme == "redis":
+                out.append(RedisStore(url, self.token, self.timeouts))
+            else:
+                raise AotwheelError(f"{ENV_URL}: '{redact(url)}' has scheme '{scheme}'; use http://, https:// or redis://")
+        return out
+
+
+def load_settings(path: Path | str | None) -> dict[str, str]:
+    """Settings CMake wrote for the build steps (``NAME=value`` lines; a missing file is empty)."""
+    if not path:
+        return {}
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name in SETTINGS + ("AOTWHEEL_SHARD",):
+            out[name] = value
+    return out
+
+
+def config_from(environ: Mapping[str, str], overrides: Mapping[str, str] | None = None) -> RemoteConfig:
+    """The configuration from CMake's settings (``overrides``, when set) over the environment."""
+    get = {**{k: v for k, v in environ.items() if k in SETTINGS}, **{k: v for k, v in (overrides or {}).items() if v != ""}}.get
+    urls = tuple(u.strip() for u in (get(ENV_URL) or "").split("|") if u.strip())
+    ro = (get(ENV_READONLY) or "").strip().lower()
+    if ro not in _TRUE | _FALSE:
+        raise AotwheelError(f"{ENV_READONLY}='{ro}' is not a boolean; set it to 1 or 0")
+    timeouts = Timeouts()
+    spec = (get(ENV_TIMEOUT) or "").strip()
+    if spec:
+        try:
+            parts = [float(x) for x in spec.split(",")]
+            if not 1 <= len(parts) <= 2 or min(parts) <= 0:
+                raise ValueError
+        except ValueError:
+            raise AotwheelError(f"{ENV_TIMEOUT}='{spec}' is not 'connect[,read]' in seconds; e.g. 1,10") from None
+        timeouts = Timeouts(parts[0], parts[1] if len(parts) > 1 else timeouts.read)
+    return RemoteConfig(urls=urls, readonly=ro in _TRUE, token=get(ENV_TOKEN) or None, timeouts=timeouts)
+
+
+def warn_once(marker: Path | None, message: str) -> None:
+    """Print ``aotwheel: warning: <message>`` unless another step of this build already warned."""
+    if marker is not None:
+        try:  # O_EXCL: of all the parallel steps of one build, only the first one warns
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            return
+        except OSError:
+            pass
+    print(f"aotwheel: warning: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,103 @@
+"""Local cache, then the remote stores, then the compiler: one device job's lookup chain.
+
+Read-through: a remote hit is kept locally (and written back to earlier stores that missed).
+Write-back: a compiled result goes to the local cache and, unless read-only, to every store that
+missed or held a damaged object. Each outcome is an event in the local ``events.log`` (the
+source of ``aotwheel build cache``), and the job's provenance (``compiled``, ``local``,
+``remote``) is what ``_aot_manifest.json`` records per image.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, build_id, pack_object, unpack_object
+from aotwheel.buildsteps.remote import RemoteConfig, RemoteError, Store, config_from, warn_once
+
+COMPILED, LOCAL, REMOTE = "compiled", "local", "remote"
+
+
+@dataclass
+class Tiers:
+    """The caches one build step consults, in order."""
+
+    local: DeviceCodeCache
+    stores: list[Store] = field(default_factory=list)
+    readonly: bool = False
+    build_dir: Path | None = None  # where the once-per-build warning markers live
+
+    @classmethod
+    def for_build(cls, build_dir: Path, settings: Mapping[str, str] | None = None,
+                  environ: Mapping[str, str] | None = None) -> Tiers:
+        """The local cache from the environment and the stores from CMake's settings/the environment."""
+        local = DeviceCodeCache.from_env(warn_once=build_dir / ".aotwheel-cache-warning")
+        local.build = build_id(build_dir)
+        cfg: RemoteConfig = config_from(os.environ if environ is None else environ, settings)
+        return cls(local=local, stores=cfg.stores(), readonly=cfg.readonly, build_dir=build_dir)
+
+    def _failed(self, store: Store, key: CacheKey, label: str, reason: str) -> None:
+        self.local.event("remote-fail", key.digest(), key.target, label)
+        # One marker per build (tree and session): a later build in the same tree warns again.
+        name = f".aotwheel-remote-warning-{self.local.build or 'build'}"
+        marker = self.build_dir / name if self.build_dir is not None else None
+        warn_once(marker, f"remote cache {reason}; building as on a miss "
+                          f"(this warning shows once per build; the remote never fails a build)")
+
+    def lookup(self, key: CacheKey, label: str = "") -> tuple[bytes | None, str, list[Store]]:
+        """``(data, provenance, stores to write back to)``; ``data`` is ``None`` on a miss everywhere."""
+        data = self.local.get(key, label)
+        if data is not None:
+            return data, LOCAL, []
+        digest = key.digest()
+        writable: list[Store] = []
+        for store in self.stores:
+            try:
+                blob = store.get(digest)
+            except RemoteError as exc:
+                self._failed(store, key, label, str(exc))
+                continue  # unreachable/refused/timeout: no write-back to it either
+            if blob is None:
+                self.local.event("remote-miss", digest, key.target, label)
+                writable.append(store)
+                continue
+            payload = unpack_object(blob)
+            if payload is None:
+                self._failed(store, key, label, f"{store.name}: damaged object {digest[:16]}… ({len(blob)} bytes)")
+                writable.append(store)  # overwrite the bad object
+                continue
+            self.local.event("remote-hit", digest, key.target, label, len(blob))
+            self.local.put(key, payload, label)
+            self.push(writable, key, payload, label)
+            return payload, REMOTE, []
+        return None, COMPILED, writable
+
+    def store(self, key: CacheKey, data: bytes, label: str, writable: list[Store]) -> None:
+        """Keep a compiled result locally and push it to ``writable`` stores (unless read-only)."""
+        self.local.put(key, data, label)
+        self.push(writable, key, data, label)
+
+    def push(self, stores: list[Store], key: CacheKey, data: bytes, label: str) -> None:
+        """Write ``data`` to ``stores`` (not the local cache) unless read-only; failures warn."""
+        if self.readonly:
+            return
+        digest = key.digest()
+        blob = pack_object(data)
+        for store in stores:
+            try:
+                store.put(digest, blob)
+            except RemoteError as exc:
+                self._failed(store, key, label, str(exc))
+                continue
+            self.local.event("remote-store", digest, key.target, label, len(blob))
+
+    def obtain(self, key: CacheKey, label: str, compile_fn: Callable[[], bytes]) -> tuple[bytes, str]:
+        """The binary for ``key`` from the first tier that has it, else from ``compile_fn``."""
+        data, provenance, writable = self.lookup(key, label)
+        if data is not None:
+            return data, provenance
+        data = compile_fn()
+        self.store(key, data, label, writable)
+        return data, COMPILED

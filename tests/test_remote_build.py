@@ -1,0 +1,186 @@
+"""Real CMake + ninja builds sharing device code through a REAL nginx/WebDAV server on loopback:
+two "machines" (separate build dirs AND separate local caches), AOTWHEEL_SHARD builds plus an
+assemble build, settings from `-D` (the CMake cache), `aotwheel build warm` and `aotwheel build cache`.
+ocloc runs are counted by a logging wrapper (AOTWHEEL_OCLOC); embedded images are read back with
+pyelftools (tests/_build_util.embedded_images), not with aotwheel's readers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _build_util import PYTHONPATH, REPO, build_env, embedded_images, logged_runs as _logged, ocloc_logger, require, run
+
+sys.path.insert(0, str(REPO))
+from benchmarks.servers import NGINX, NginxDav  # noqa: E402
+
+TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
+DEVICES = "pvc,acm-g10,tgllp"
+KERNELS = [REPO / "csrc" / "kernels" / "reduce.cl", REPO / "csrc" / "kernels" / "softmax.cl"]
+PROJECT = """
+cmake_minimum_required(VERSION 3.21)
+project(rc LANGUAGES C)
+add_library(rcext MODULE ext.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_resolve_devlist(DEVS)
+aotwheel_add_device_code(rcext SOURCES {sources} DEVLIST DEVS NAME rc)
+"""
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    require(*TOOLS)
+    if NGINX is None:
+        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
+    server = NginxDav(tmp_path / "nginx")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(PROJECT.format(sources=" ".join(str(k) for k in KERNELS)))
+    (src / "ext.c").write_text('#include "rc_aot.h"\nunsigned long n(void) { return aotwheel_rc_image_count; }\n')
+    return src
+
+
+def logged_runs(log: Path) -> list[str]:
+    """ocloc runs that compiled device code (not the `compile --help` of toolchain discovery)."""
+    return [r for r in _logged(log, "compile") if " -file " in f" {r} "]
+
+
+def _build(src: Path, machine: Path, env: dict[str, str], *defs: str, target: list[str] | None = None) -> str:
+    """Configure + build in ``machine/build`` with ``machine/cache`` as the local cache; both outputs."""
+    env = {**env, "AOTWHEEL_CACHE_DIR": str(machine / "cache")}
+    conf = run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(machine / "build"), f"-Daotwheel_DIR={REPO / 'cmake'}",
+                f"-DPython_EXECUTABLE={sys.executable}", f"-DUSE_AOT_DEVLIST={DEVICES}", *defs], env=env)
+    proc = run(["ninja", "-C", str(machine / "build"), "-j2", *(target or [])], env=env)
+    return conf.stdout + conf.stderr + proc.stdout + proc.stderr
+
+
+def _images(machine: Path) -> list[tuple[str, bytes]]:
+    so = next((machine / "build").glob("librcext*.so"))
+    return [(i.triple, i.data) for i in embedded_images(so)]
+
+
+def _manifest(machine: Path) -> dict:
+    return json.loads((machine / "build" / "aotwheel" / "rc" / "_aot_manifest.json").read_text())
+
+
+def _provenance(machine: Path) -> list[str]:
+    return [m["provenance"] for img in _manifest(machine)["images"] for m in img.get("members", []) if m["device"]]
+
+
+def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "aotwheel", "build", *args], capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": PYTHONPATH})
+
+
+def test_two_machines_second_runs_zero_ocloc_and_embeds_the_same_images(project, nginx, tmp_path):
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    env = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper), AOTWHEEL_REMOTE_CACHE=nginx.url())
+    _build(project, tmp_path / "m1", env)
+    jobs = len(KERNELS) * len(DEVICES.split(","))
+    assert len(logged_runs(log)) == jobs and len(nginx.objects()) == jobs + 1  # + ocloc's facts
+    assert set(_provenance(tmp_path / "m1")) == {"compiled"}
+    every_run = log.read_text().splitlines()
+    _build(project, tmp_path / "m2", env)
+    # Machine 2 started no ocloc process at all: no compile, and not even the toolchain queries
+    # (`query OCL_DRIVER_VERSION`, `compile --help`) -- their answers came from the remote too.
+    assert log.read_text().splitlines() == every_run
+    assert any(r.startswith("query ") for r in every_run)  # machine 1 did ask
+    assert _images(tmp_path / "m2") == _images(tmp_path / "m1")
+    assert _provenance(tmp_path / "m2") == ["remote"] * jobs
+    # `aotwheel build cache` on machine 2: the last build's remote hits and bytes.
+    stats = json.loads(_cli("cache", "--json", env={**env, "AOTWHEEL_CACHE_DIR": str(tmp_path / "m2" / "cache")}).stdout)
+    # jobs + 1: the device images and ocloc's facts (version, devices), each a local miss first
+    assert (stats["remote_hits"], stats["remote_failures"], stats["misses"]) == (jobs + 1, 0, jobs + 1)
+    assert stats["remote_bytes_in"] == sum(p.stat().st_size for p in nginx.objects())
+    assert len(nginx.objects()) == jobs + 1
+    assert stats["remote"] == [nginx.url()]
+
+
+def test_cmake_define_settings_reach_the_steps_and_the_token_stays_out_of_logs(project, tmp_path):
+    require(*TOOLS)
+    if NGINX is None:
+        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
+    token = "tok-SECRET-2718"
+    server = NginxDav(tmp_path / "nginx", bearer=token)
+    try:
+        wrapper, log = ocloc_logger(tmp_path / "bin")
+        env = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))
+        out = _build(project, tmp_path / "m1", env, f"-DAOTWHEEL_REMOTE_CACHE={server.url()}",
+                     f"-DAOTWHEEL_REMOTE_CACHE_TOKEN={token}")
+        assert len(server.objects()) == len(KERNELS) * len(DEVICES.split(","))
+        verbose = run(["ninja", "-C", str(tmp_path / "m1" / "build"), "-t", "commands"], env=env).stdout
+        assert token not in out and token not in verbose
+        assert token not in (tmp_path / "m1" / "build" / "build.ninja").read_text()
+        # Read-only from the CMake cache: a third machine reads, a fresh kernel set is never written.
+        (project / "CMakeLists.txt").write_text((project / "CMakeLists.txt").read_text().replace("NAME rc", "NAME rc OPTIONS -cl-fast-relaxed-math"))
+        before = server.methods().count("PUT")
+        out = _build(project, tmp_path / "m3", env, f"-DAOTWHEEL_REMOTE_CACHE={server.url()}",
+                     f"-DAOTWHEEL_REMOTE_CACHE_TOKEN={token}", "-DAOTWHEEL_REMOTE_CACHE_READONLY=1")
+        assert server.methods().count("PUT") == before and token not in out
+    finally:
+        server.stop()
+
+
+def test_shard_builds_then_assemble_runs_zero_ocloc_and_matches_one_machine(project, nginx, tmp_path):
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    base = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))
+    _build(project, tmp_path / "one", base)  # the one-machine reference, no remote
+    jobs = len(logged_runs(log))
+    remote = {**base, "AOTWHEEL_REMOTE_CACHE": nginx.url()}
+    per_shard = []
+    for i in (1, 2, 3):
+        before = len(logged_runs(log))
+        _build(project, tmp_path / f"s{i}", {**remote, "AOTWHEEL_SHARD": f"{i}/3"})
+        per_shard.append(len(logged_runs(log)) - before)
+    assert sum(per_shard) == jobs and all(n >= 1 for n in per_shard), per_shard
+    assert len(nginx.objects()) == jobs + 1  # + ocloc's facts
+    before = len(logged_runs(log))
+    _build(project, tmp_path / "asm", remote)
+    assert len(logged_runs(log)) == before  # the assembling build ran zero ocloc
+    assert _images(tmp_path / "asm") == _images(tmp_path / "one")
+    assert _provenance(tmp_path / "asm") == ["remote"] * jobs
+
+
+def test_warm_cli_pushes_one_shard_and_builds_no_extension(project, nginx, tmp_path):
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    env = build_env(tmp_path / "cache", AOTWHEEL_OCLOC=str(wrapper), AOTWHEEL_REMOTE_CACHE=nginx.url())
+    build = tmp_path / "warm"
+    proc = _cli("warm", "--shard", "1/2", "--devlist", DEVICES, "--build-dir", str(build), "--json", str(project), env=env)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    runs = len(logged_runs(log))
+    assert doc["shard"] == "1/2" and doc["remote_stores"] == runs + 1 == len(nginx.objects()) >= 2  # + ocloc's facts
+    assert not list(build.glob("librcext*.so"))  # device code only
+    proc = _cli("warm", "--shard", "2/2", "--devlist", DEVICES, "--json", str(project), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert len(nginx.objects()) == len(KERNELS) * len(DEVICES.split(",")) + 1
+    bad = _cli("warm", "--shard", "3/2", str(project), env=env)
+    assert bad.returncode == 2 and "AOTWHEEL_SHARD=1/4" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_server_unreachable_for_a_whole_build_gives_one_warning(project, nginx, tmp_path):
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    port = nginx.port
+    nginx.stop()
+    env = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper),
+                    AOTWHEEL_REMOTE_CACHE=f"http://127.0.0.1:{port}/aot|redis://127.0.0.1:{port}/0")
+    out = _build(project, tmp_path / "m1", {**env, "NINJA_STATUS": ""}, target=None)
+    warnings = [ln for ln in out.splitlines() if "aotwheel: warning:" in ln]
+    # The first ocloc edge to fail warns; the marker in the build tree keeps the other edges (in
+    # parallel) quiet. (Configure's ocloc-facts lookup fails too, but leaves the warning to them:
+    # CMake shows a configure step's stderr only when the step fails.)
+    assert len(warnings) == 1, out
+    assert "remote cache" in warnings[0] and "the remote never fails a build" in warnings[0]
+    assert len(logged_runs(log)) == len(KERNELS) * len(DEVICES.split(","))
+    assert _images(tmp_path / "m1")
