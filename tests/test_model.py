@@ -178,8 +178,17 @@ def test_every_command_has_json() -> None:
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     commands = dict(sub.choices)  # type: ignore[attr-defined]
     assert {"resolve", "inspect", "check", "devices", "selftest", "build"} <= set(commands)
+    def leaves(name, p):  # `aotwheel build toolchain|cache|warm`: every leaf command
+        subs = [a for a in p._actions if a.__class__.__name__ == "_SubParsersAction"]
+        if not subs:
+            yield name, p
+        for s in subs:
+            for child, cp in s.choices.items():
+                yield from leaves(f"{name} {child}", cp)
+
     for name, p in commands.items():
-        assert any("--json" in a.option_strings for a in p._actions), name
+        for leaf, lp in leaves(name, p):
+            assert any("--json" in a.option_strings for a in lp._actions), leaf
 
 
 def test_mixed_report_reads_as_one_list(fresh, libk: Path, tmp_path: Path) -> None:
