@@ -244,10 +244,13 @@ def cuda_so_seed() -> Path:
 
 
 def _nvcc(name: str, *args: str) -> Path:
-    nvcc = os.environ.get("AOTWHEEL_NVCC") or shutil.which("nvcc") or (
-        "/usr/local/cuda/bin/nvcc" if os.path.isfile("/usr/local/cuda/bin/nvcc") else None)
-    if nvcc is None:
-        raise MissingTool("needs nvcc (CUDA 13) to make the NVIDIA fuzz seeds")
+    from aotwheel.errors import ToolchainError
+    from aotwheel.toolchain.nvcc import find_nvcc
+
+    try:
+        nvcc = find_nvcc().path
+    except ToolchainError as exc:
+        raise MissingTool(f"needs nvcc (CUDA 13; bash ci/setup.sh installs it from PyPI) to make the NVIDIA fuzz seeds: {exc}") from None
 
     def make(tmp: Path) -> None:
         src = CACHE / "vadd.cu"
