@@ -57,8 +57,11 @@ def test_policy_error_raises_every_time_and_ignore_silences(fresh, monkeypatch):
     fat = fat_binary("pvc,acm-g10")
     monkeypatch.setenv("AOTWHEEL_JIT", "error")
     for _ in range(2):
-        with pytest.raises(JITError, match="acm-g11"):
+        with pytest.raises(JITError, match="acm-g11") as exc:
             aotwheel.check(fat, devices="acm-g11")
+        # With the error policy already set, the advice is how to allow the JIT, not to set it again.
+        assert str(exc.value).endswith("AOTWHEEL_JIT=error is set: set AOTWHEEL_JIT=warn (or ignore) to allow the JIT")
+        assert "AOTWHEEL_JIT=error to fail" not in str(exc.value)
     monkeypatch.setenv("AOTWHEEL_JIT", "ignore")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -131,7 +131,7 @@ def decide_cuda(file: CudaFile, device: NvidiaDevice, *, force_ptx_jit: bool | N
     )
 
 
-def jit_message(verdict: Verdict) -> str:
+def jit_message(verdict: Verdict, policy: str = "warn") -> str:
     """One line a user can act on (the NVIDIA wording of :func:`aotwheel.runtime.jit_message`)."""
     binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
     cubins = ", ".join(t for t in verdict.targets if t.startswith("sm_")) or "none (PTX only)"
@@ -140,7 +140,9 @@ def jit_message(verdict: Verdict) -> str:
     if len(cc) == 2 and all(p.isdigit() for p in cc):
         names = [t for t in verdict.targets if t.startswith("sm_")] + [f"sm_{cc[0]}{cc[1]}", "ptx"]
         line += f"; rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))} to ship native code for it"
-    return line + "; set AOTWHEEL_JIT=ignore to silence or AOTWHEEL_JIT=error to fail"
+    from aotwheel.runtime import policy_hint
+
+    return line + policy_hint(policy)
 
 
 @functools.lru_cache(maxsize=1)
@@ -157,7 +159,7 @@ def apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], policy: str) 
     for verdict, key in zip(verdicts, keys):
         if verdict.verdict != JIT:
             continue
-        message = jit_message(verdict)
+        message = jit_message(verdict, policy)
         if policy == "error":
             raise JITError(message)
         ident = (key, verdict.binary or "")

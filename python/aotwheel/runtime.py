@@ -147,7 +147,7 @@ def covering_devlist(verdict: Verdict) -> str | None:
     return ",".join(names)
 
 
-def jit_message(verdict: Verdict, kernels: int | None = None) -> str:
+def jit_message(verdict: Verdict, kernels: int | None = None, policy: str = "warn") -> str:
     """One line a user can act on: which device, what is embedded, what to rebuild with."""
     what = f"{kernels} kernel{'s' if kernels != 1 else ''}" if kernels else "its kernels"
     binary = os.path.basename(verdict.binary or "") or "the binary"
@@ -158,7 +158,14 @@ def jit_message(verdict: Verdict, kernels: int | None = None) -> str:
         line += f"; rebuild with USE_AOT_DEVLIST={devlist} to ship native code for it"
     elif verdict.kind == "cpu":
         line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
-    return line + f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
+    return line + policy_hint(policy)
+
+
+def policy_hint(policy: str) -> str:
+    """The tail of a JIT message: how to change the policy that is in force (never the same one)."""
+    if policy == "error":
+        return f"; {POLICY_ENV}=error is set: set {POLICY_ENV}=warn (or ignore) to allow the JIT"
+    return f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
 
 
 def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Sequence[int | None], policy: str) -> None:
@@ -169,7 +176,7 @@ def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Seq
         if verdict.verdict != JIT:
             continue
         ident = (key, os.path.realpath(verdict.binary or ""))
-        message = jit_message(verdict, count)
+        message = jit_message(verdict, count, policy)
         if policy == "error":
             raise JITError(message)  # every time: an error policy must keep failing
         if ident in memo:

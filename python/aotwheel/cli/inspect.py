@@ -37,11 +37,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(fr: FileReport) -> str:
-    """One line: ``native: pvc, acm-g10 · JIT fallback: SPIR-V · 37 kernels``."""
+    """One line: ``native: pvc, acm-g10 · JIT fallback: SPIR-V · 37 distinct kernel functions``."""
     parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
     parts.append(f"JIT fallback: {', '.join(_IR_NAMES.get(k, k) for k in fr.ir) or 'none'}")
     if fr.kernels is not None:
-        parts.append(f"{fr.kernels} kernel{'s' if fr.kernels != 1 else ''}")
+        parts.append(f"{fr.kernels} distinct kernel function{'s' if fr.kernels != 1 else ''}")
     if fr.cuda:
         parts.append(f"NVIDIA: {', '.join(fr.cuda)}")
     return " · ".join(parts)
@@ -79,9 +79,10 @@ def render(report: Report, *, show_all: bool = False) -> str:
         out.append(fr.path)
         ir_images = sum(1 for i in fr.images if "spirv" in (i.kind, i.content) or "llvmbc" in (i.kind, i.content))
         compressed = sum(1 for i in fr.images if i.compressed)
-        detail = f"  {len(fr.images)} image{'s' if len(fr.images) != 1 else ''}"
-        detail += f" ({compressed} compressed)" if compressed else ""
-        detail += f", {ir_images} IR-only" if ir_images else ""
+        # Say what each number counts: embedded images (native code vs IR for JIT), not kernels.
+        native_images = len(fr.images) - ir_images
+        detail = f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT (SPIR-V/LLVM)"
+        detail += f"; {compressed} compressed" if compressed else ""
         out.append(detail)
         if fr.native_targets:
             out.extend(_table(fr))
