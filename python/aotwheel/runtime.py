@@ -155,7 +155,9 @@ def jit_message(verdict: Verdict, kernels: int | None = None, policy: str = "war
     line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
     devlist = covering_devlist(verdict)
     if devlist:
-        line += f"; rebuild with USE_AOT_DEVLIST={devlist} to ship native code for it"
+        from aotwheel.toolchain.ocloc import build_note
+
+        line += f"; rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))} to ship native code for it"
     elif verdict.kind == "cpu":
         line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
     return line + policy_hint(policy)
@@ -242,6 +244,8 @@ def ensure(module_or_path: Any, device: Any = None, *, devices: Any = None, poli
     if bad and (device is not None or not runnable):
         v = bad[0]
         devlist = covering_devlist(v)
-        fix = f"rebuild with USE_AOT_DEVLIST={devlist} (or keep JIT fallback on)" if devlist else "rebuild with JIT fallback on (SPIR-V kept)"
+        from aotwheel.toolchain.ocloc import build_note
+
+        fix = f"rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))} (or keep JIT fallback on)" if devlist else "rebuild with JIT fallback on (SPIR-V kept)"
         raise UnsupportedDeviceError(f"{os.path.basename(v.binary or '')}: {v.device} cannot run this device code (embedded: {', '.join(v.targets) or 'none'}, no SPIR-V); {fix}")
     return verdicts

@@ -61,15 +61,18 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None) -> OpenTo
 
     path, version, acronyms = ocloc_facts(cache)
     catalog = load_catalog()
+    from aotwheel.toolchain.ocloc import too_new_message
+
     names: dict[str, str] = {}
+    missing: list[tuple[str, str]] = []
     for name in devices:
         dev = catalog.by_name(name)
         spellings = (name,) + (dev.aliases if dev else ())
         usable = [s for s in spellings if s.lower() in acronyms]
-        if not usable:
-            raise ToolchainError(
-                f"ocloc {version} at {path} cannot build for '{name}'; install a newer ocloc "
-                f"(intel-opencl-icd / oneAPI) or remove '{name}' from USE_AOT_DEVLIST"
-            )
-        names[name] = usable[0]
+        if usable:
+            names[name] = usable[0]
+        else:
+            missing.append((name, dev.ip if dev else "?"))
+    if missing:  # every target this ocloc cannot build, in one line
+        raise ToolchainError(too_new_message(missing, version, path))
     return OpenToolchain(spirv=spirv, ocloc=path, ocloc_version=version, ocloc_names=names)
