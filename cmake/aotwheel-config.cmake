@@ -110,7 +110,8 @@ function(aotwheel_resolve_devlist out)
     if(_r_ERROR STREQUAL "")
       set(_r_ERROR "the resolver failed (exit ${_r_RESULT}); run: python -m aotwheel resolve")
     endif()
-    message(FATAL_ERROR "aotwheel_resolve_devlist: ${_r_ERROR}")
+    # The leading space keeps CMake from wrapping the line (it prints indented text as is).
+    message(FATAL_ERROR " aotwheel_resolve_devlist: ${_r_ERROR}")
   endif()
 
   set(json "${_r_OUTPUT}")
