@@ -51,6 +51,14 @@ def nvcc_path() -> str:
         pytest.skip(f"needs nvcc (bash ci/setup.sh installs it from PyPI): {exc}")
 
 
+def nvcc_link_args(nvcc: str) -> list[str]:
+    """``-L <root>/lib`` for NVIDIA's PyPI nvcc, which keeps libcudart_static.a / libcudadevrt.a
+    in ``nvidia/cu13/lib`` where its nvcc.profile (written for the toolkit's lib64) does not look."""
+    root = Path(nvcc).resolve().parent.parent
+    lib = root / "lib"
+    return ["-L", str(lib)] if (lib / "libcudart_static.a").is_file() and not (root / "lib64").exists() else []
+
+
 def run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False, timeout=300)
     if proc.returncode != 0:
@@ -71,7 +79,9 @@ def nvcc_out(name: str, *args: str) -> Path:
     out = CACHE / name
     if not out.is_file():
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-        run([nvcc_path(), *args, "-o", str(tmp)])
+        nvcc = nvcc_path()
+        link = nvcc_link_args(nvcc) if "-shared" in args else []
+        run([nvcc, *args, *link, "-o", str(tmp)])
         tmp.replace(out)
     return out
 

@@ -255,7 +255,10 @@ def _nvcc(name: str, *args: str) -> Path:
     def make(tmp: Path) -> None:
         src = CACHE / "vadd.cu"
         src.write_text(CUDA_KERNEL)
-        _run([nvcc, *args, str(src), "-o", str(tmp)])
+        from _cuda_util import nvcc_link_args
+
+        link = nvcc_link_args(nvcc) if "-shared" in args else []
+        _run([nvcc, *args, str(src), *link, "-o", str(tmp)])
 
     return _cached(name, make)
 
