@@ -12,3 +12,4 @@ echo "== resolved device list"
 .venv/bin/aotwheel resolve
 echo "== device code in $wheel"
 .venv/bin/aotwheel inspect "$wheel"
+echo "== aotwheel is installed in .venv; to use it from your shell: . .venv/bin/activate"

@@ -30,6 +30,10 @@ if [[ ! -x .venv/bin/python ]]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cmake>=3.26" ninja pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl wheel "cibuildwheel>=2.16" pyyaml "mypy>=1.8"
+# NVIDIA's nvcc from PyPI: the packages of `pip install aotwheel[cuda]`, pinned to CUDA 13.0 (the
+# release the NVIDIA tests' expectations were measured with) -> .venv/lib/python3.*/site-packages/
+# nvidia/cu13/bin/nvcc, which aotwheel's nvcc discovery finds without PATH or CUDA_HOME.
+.venv/bin/python -m pip install -q nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-cccl==13.0.85
 
 # Intel's CPU OpenCL runtime from PyPI: real SPIR-V JIT for the selftest and check tests.
 if [[ -f ci/install-opencl-cpu.sh ]]; then

@@ -4,8 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
-.venv/bin/python -m pip install -q --force-reinstall --no-deps .
-.venv/bin/python -m pip install -q ".[test]"
+# Build aotwheel's wheel once, then install it (always, even at an unchanged version) and its test extras.
+wheeldir=$(mktemp -d)
+trap 'rm -rf "$wheeldir"' EXIT
+.venv/bin/python -m pip wheel -q --no-deps -w "$wheeldir" .
+wheel=$(ls "$wheeldir"/aotwheel-*.whl)
+.venv/bin/python -m pip install -q --force-reinstall --no-deps "$wheel"
+.venv/bin/python -m pip install -q "$wheel[test]"
 export PATH="$PWD/.venv/bin:$PATH"
 if [[ -f .venv/opencl-cpu.env ]]; then source .venv/opencl-cpu.env; fi
-exec .venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q "$@"

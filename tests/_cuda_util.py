@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -43,10 +42,22 @@ VSCALE = 'extern "C" __global__ void vscale(float* c, float s, int n)' " { int i
 
 
 def nvcc_path() -> str:
-    path = os.environ.get("AOTWHEEL_NVCC") or shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.isfile("/usr/local/cuda/bin/nvcc") else None)
-    if not path:
-        pytest.skip("needs nvcc (CUDA 13 toolkit; installed on the project machines)")
-    return path
+    """nvcc as aotwheel's own discovery finds it (ci/setup.sh installs NVIDIA's from PyPI into .venv)."""
+    from aotwheel.errors import ToolchainError
+    from aotwheel.backends.nvidia.nvcc import find_nvcc
+
+    try:
+        return find_nvcc().path
+    except ToolchainError as exc:
+        pytest.skip(f"needs nvcc (bash ci/setup.sh installs it from PyPI): {exc}")
+
+
+def nvcc_link_args(nvcc: str) -> list[str]:
+    """``-L <root>/lib`` for NVIDIA's PyPI nvcc, which keeps libcudart_static.a / libcudadevrt.a
+    in ``nvidia/cu13/lib`` where its nvcc.profile (written for the toolkit's lib64) does not look."""
+    root = Path(nvcc).resolve().parent.parent
+    lib = root / "lib"
+    return ["-L", str(lib)] if (lib / "libcudart_static.a").is_file() and not (root / "lib64").exists() else []
 
 
 def run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -67,7 +78,9 @@ def nvcc_out(name: str, *args: str) -> Path:
     out = CACHE / name
     if not out.is_file():
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
-        run([nvcc_path(), *args, "-o", str(tmp)])
+        nvcc = nvcc_path()
+        link = nvcc_link_args(nvcc) if "-shared" in args else []
+        run([nvcc, *args, *link, "-o", str(tmp)])
         tmp.replace(out)
     return out
 

@@ -244,15 +244,21 @@ def cuda_so_seed() -> Path:
 
 
 def _nvcc(name: str, *args: str) -> Path:
-    nvcc = os.environ.get("AOTWHEEL_NVCC") or shutil.which("nvcc") or (
-        "/usr/local/cuda/bin/nvcc" if os.path.isfile("/usr/local/cuda/bin/nvcc") else None)
-    if nvcc is None:
-        raise MissingTool("needs nvcc (CUDA 13) to make the NVIDIA fuzz seeds")
+    from aotwheel.errors import ToolchainError
+    from aotwheel.backends.nvidia.nvcc import find_nvcc
+
+    try:
+        nvcc = find_nvcc().path
+    except ToolchainError as exc:
+        raise MissingTool(f"needs nvcc (CUDA 13; bash ci/setup.sh installs it from PyPI) to make the NVIDIA fuzz seeds: {exc}") from None
 
     def make(tmp: Path) -> None:
         src = CACHE / "vadd.cu"
         src.write_text(CUDA_KERNEL)
-        _run([nvcc, *args, str(src), "-o", str(tmp)])
+        from _cuda_util import nvcc_link_args
+
+        link = nvcc_link_args(nvcc) if "-shared" in args else []
+        _run([nvcc, *args, str(src), *link, "-o", str(tmp)])
 
     return _cached(name, make)
 

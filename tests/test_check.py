@@ -40,6 +40,19 @@ def test_jit_warning_once_per_device_and_binary(fresh):
     assert issubclass(aotwheel.JITWarning, RuntimeWarning)
 
 
+def test_rebuild_advice_says_when_a_target_needs_a_newer_ocloc(fresh):
+    import aotwheel
+
+    fat = fat_binary("pvc,acm-g10")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        aotwheel.check(fat, devices="bmg-g21,acm-g11")
+    by_device = {("bmg-g21" in str(w.message)): str(w.message) for w in caught if issubclass(w.category, aotwheel.JITWarning)}
+    # docs/formats.md §10: Battlemage is first built by ocloc 24.31 (Debian 12's 22.43 cannot); Alchemist is not.
+    assert "USE_AOT_DEVLIST=pvc,acm-g10,bmg-g21 (bmg-g21 needs ocloc 24.31 or newer to build" in by_device[True]
+    assert "USE_AOT_DEVLIST=pvc,acm-g10,acm-g11 to ship" in by_device[False] and "needs ocloc" not in by_device[False]
+
+
 def test_native_device_gives_no_warning(fresh):
     import aotwheel
 
@@ -57,8 +70,11 @@ def test_policy_error_raises_every_time_and_ignore_silences(fresh, monkeypatch):
     fat = fat_binary("pvc,acm-g10")
     monkeypatch.setenv("AOTWHEEL_JIT", "error")
     for _ in range(2):
-        with pytest.raises(JITError, match="acm-g11"):
+        with pytest.raises(JITError, match="acm-g11") as exc:
             aotwheel.check(fat, devices="acm-g11")
+        # With the error policy already set, the advice is how to allow the JIT, not to set it again.
+        assert str(exc.value).endswith("AOTWHEEL_JIT=error is set: set AOTWHEEL_JIT=warn (or ignore) to allow the JIT")
+        assert "AOTWHEEL_JIT=error to fail" not in str(exc.value)
     monkeypatch.setenv("AOTWHEEL_JIT", "ignore")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

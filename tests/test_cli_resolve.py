@@ -75,9 +75,15 @@ def test_toolchain_check_names_ocloc_version() -> None:
     bad = aotwheel("resolve", "pvc,bmg-g21", "--toolchain", "ocloc")
     assert bad.returncode == 2
     (line,) = bad.stderr.splitlines()
-    assert "bmg-g21 (20.1.0) is too new for the installed ocloc" in line
+    assert "cannot build bmg-g21 (20.1.0; first built by ocloc 24.31): install ocloc 24.31 or newer" in line
+    assert "apt-get install intel-opencl-icd" not in line  # the package that is too old
     if version:  # the version ocloc reports is the package's upstream version
         assert version.split("-")[0].rsplit(".", 1)[0] in line
+    # The family names every member this ocloc cannot build, each with its first ocloc (docs/formats.md §10).
+    fam = aotwheel("resolve", "bmg", "--toolchain", "ocloc")
+    (line,) = fam.stderr.splitlines()
+    assert fam.returncode == 2 and "bmg-g21 (20.1.0; first built by ocloc 24.31), bmg-g31 (20.2.0; first built by ocloc 25.27)" in line
+    assert "install ocloc 25.27 or newer" in line and "leave them out of USE_AOT_DEVLIST" in line and "JIT" in line
 
 
 def test_toolchain_check_missing_ocloc(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)")
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def test_argument_errors(tmp_path: Path, call: str, expected: str) -> None:
         "find_package(aotwheel CONFIG REQUIRED)\nadd_library(ext MODULE ext.c)\n" + call + "\n"
     )
     proc = subprocess.run(
-        ["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}"],
+        ["cmake", "-G", "Ninja", "-S", str(tmp_path), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}"],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode != 0

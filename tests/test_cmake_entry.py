@@ -11,7 +11,7 @@ import pytest
 
 import aotwheel
 
-pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)")
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -42,7 +42,7 @@ def configure(tmp_path: Path, config_dir: Path, *defines: str, env: dict[str, st
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
     full_env.update(env or {})
     proc = subprocess.run(
-        ["cmake", "-S", str(src), "-B", str(build), f"-Daotwheel_DIR={config_dir}", *defines],
+        ["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), f"-Daotwheel_DIR={config_dir}", *defines],
         capture_output=True, text=True, env=full_env, timeout=120,
     )
     result: dict[str, str] = {}

@@ -78,8 +78,9 @@ def test_jit_warns_once_per_device_and_binary(libs: dict[str, Path]) -> None:
 def test_jit_error_policy_raises_every_time(libs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AOTWHEEL_JIT", "error")
     for _ in range(2):
-        with pytest.raises(JITError, match="will JIT-compile"):
+        with pytest.raises(JITError, match="will JIT-compile") as exc:
             check_cuda(libs["sm_80+ptx"], "sm_90")
+        assert "AOTWHEEL_JIT=error is set: set AOTWHEEL_JIT=warn" in str(exc.value) and "to fail" not in str(exc.value)
 
 
 def test_force_ptx_jit_environment(libs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -119,9 +121,68 @@ def test_missing_nvcc_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(nvcc_mod, "DEFAULT_DIRS", ())
+    monkeypatch.setattr(nvcc_mod, "PIP_NVCC_DIRS", ())
     with pytest.raises(ToolchainError) as exc:
         nvcc_mod.find_nvcc()
     assert "Missing nvcc" in str(exc.value) and "AOTWHEEL_NVCC" in str(exc.value) and "\n" not in str(exc.value)
+    assert "pip install 'aotwheel[cuda]'" in str(exc.value)
+
+
+def _pip_nvcc() -> Path:
+    """NVIDIA's nvcc wheel (nvidia-cuda-nvcc 13.x) in this interpreter's own site-packages."""
+    path = Path(sysconfig.get_paths()["purelib"], "nvidia", "cu13", "bin", "nvcc")
+    if not path.is_file():
+        pytest.skip("NVIDIA's nvcc from PyPI is not in this environment (bash ci/setup.sh or pip install 'aotwheel[cuda]')")
+    return path
+
+
+def _no_cuda_env(tmp_path: Path) -> dict[str, str]:
+    """This environment without any CUDA variable and with a PATH that finds no nvcc."""
+    env = {k: v for k, v in os.environ.items() if k not in ("AOTWHEEL_NVCC", "CUDACXX", "CUDA_HOME", "CUDA_PATH")}
+    env["PATH"] = "/usr/bin:/bin"
+    assert shutil.which("nvcc", path=env["PATH"]) is None
+    return env
+
+
+FIND = "from aotwheel.backends.nvidia.nvcc import find_nvcc; n = find_nvcc(); print(n.path, n.version, n.fatbinary)"
+
+
+def test_pip_nvcc_is_found_without_path_or_cuda_home(tmp_path: Path) -> None:
+    pip_nvcc = _pip_nvcc()
+    env = _no_cuda_env(tmp_path)
+    out = run_env([sys.executable, "-c", FIND], env).split()
+    assert out[0] == str(pip_nvcc.resolve()) and out[2] == str(pip_nvcc.parent / "fatbinary")
+    # And it compiles, with nothing of CUDA on PATH (gcc from /usr/bin as the host compiler).
+    cu = tmp_path / "k.cu"
+    cu.write_text('extern "C" __global__ void k(float *a) { a[threadIdx.x] *= 2.0f; }\n')
+    run_env([out[0], "-cubin", "-arch=sm_90", str(cu), "-o", str(tmp_path / "k.cubin")], env)
+    assert (tmp_path / "k.cubin").read_bytes()[:4] == b"\x7fELF"
+
+
+def test_pip_nvcc_is_found_from_an_isolated_build_env(tmp_path: Path) -> None:
+    # pip's build isolation runs this interpreter with its site-packages removed from sys.path.
+    pip_nvcc = _pip_nvcc()
+    code = "import sys, aotwheel.backends.nvidia.nvcc as m; sys.path[:] = [p for p in sys.path if 'site-packages' not in p]; " + FIND.split("; ", 1)[1].replace("find_nvcc()", "m.find_nvcc()")
+    out = run_env([sys.executable, "-c", code], _no_cuda_env(tmp_path)).split()
+    assert out[0] == str(pip_nvcc.resolve())
+
+
+def test_path_and_cuda_home_come_before_the_pip_nvcc(tmp_path: Path) -> None:
+    pip_nvcc = _pip_nvcc()
+    env = _no_cuda_env(tmp_path)
+    wrapper = tmp_path / "home" / "bin" / "nvcc"  # a real nvcc behind a wrapper that is not the pip path
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text(f'#!/bin/sh\nexec "{pip_nvcc}" "$@"\n')
+    wrapper.chmod(0o755)
+    (wrapper.parent / "fatbinary").symlink_to(pip_nvcc.parent / "fatbinary")
+    assert run_env([sys.executable, "-c", FIND], {**env, "CUDA_HOME": str(tmp_path / "home")}).split()[0] == str(wrapper)
+    assert run_env([sys.executable, "-c", FIND], {**env, "PATH": f"{wrapper.parent}:/usr/bin:/bin"}).split()[0] == str(wrapper)
+
+
+def run_env(args: list[str], env: dict[str, str]) -> str:
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
 
 
 def test_a_program_that_is_not_nvcc(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ file(WRITE "${CMAKE_BINARY_DIR}/reached.txt" "${DEVS}")
 """
 
 
-@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake not installed")
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)")
 @pytest.mark.parametrize("text", CMAKE_CASES, ids=repr)
 def test_cmake_configure_rejects(tmp_path: Path, text: str) -> None:
     src = tmp_path / "src"
@@ -148,7 +148,7 @@ def test_cmake_configure_rejects(tmp_path: Path, text: str) -> None:
         args = ["-DUSE_AOT_DEVLIST="]
     else:
         args = []
-    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}", *args], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}", *args], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode != 0
     assert not (tmp_path / "b" / "reached.txt").exists()
     assert "aotwheel_resolve_devlist: USE_AOT_DEVLIST" in " ".join(proc.stderr.split())

@@ -179,7 +179,9 @@ def test_cli_human_output_has_table_and_summary(so):
     lines = proc.stdout.splitlines()
     assert any(l.split()[:3] == ["pvc", ocloc_ip("pvc"), "64." + ocloc_ip("pvc")] for l in lines)
     assert any(l.split()[:2] == ["acm-g10", ocloc_ip("acm-g10")] for l in lines)
-    assert f"native: pvc, acm-g10 · JIT fallback: SPIR-V · {len(KERNEL_NAMES)} kernels" in proc.stdout
+    assert f"native: pvc, acm-g10 · JIT fallback: SPIR-V · {len(KERNEL_NAMES)} distinct kernel functions" in proc.stdout
+    # The library embeds one ocloc fat binary and one SPIR-V module: the counts say which is which.
+    assert "  2 embedded images: 1 with native code, 1 IR for JIT (SPIR-V, LLVM, PTX)" in lines
 
 
 def test_host_elf_without_device_code_is_reported_empty(tmp_path):

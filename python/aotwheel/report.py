@@ -58,9 +58,9 @@ def ir_name(form: str) -> str:
 
 
 def summary(fr: FileReport) -> str:
-    """One true line for every vendor: ``native: pvc, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 kernels``."""
+    """One true line for every vendor: ``native: pvc, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 distinct kernel functions``."""
     parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
     parts.append(f"JIT fallback: {', '.join(ir_name(k) for k in fr.ir) or 'none'}")
     if fr.kernels is not None:
-        parts.append(f"{fr.kernels} kernel{'s' if fr.kernels != 1 else ''}")
+        parts.append(f"{fr.kernels} distinct kernel function{'s' if fr.kernels != 1 else ''}")
     return " · ".join(parts)

@@ -137,12 +137,12 @@ def _device_code_of(path: str) -> list[Any]:
     return list(_inspected(path, st.st_size, st.st_mtime_ns))
 
 
-def jit_message(verdict: Verdict, kernels: int | None = None) -> str:
+def jit_message(verdict: Verdict, kernels: int | None = None, policy: str = "warn") -> str:
     """One line a user can act on, in the words of the vendor that owns the device."""
     from aotwheel import backends
 
     backend = backends.get(verdict.vendor) if verdict.vendor in backends.names() else backends.get(backends.names()[0])
-    return backend.jit_message(verdict, kernels) + sycl_advice(verdict) + f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
+    return backend.jit_message(verdict, kernels) + sycl_advice(verdict) + policy_hint(policy)
 
 
 def sycl_advice(verdict: Verdict) -> str:
@@ -156,6 +156,13 @@ def sycl_advice(verdict: Verdict) -> str:
     return "; " + syclcache.state().advice()
 
 
+def policy_hint(policy: str) -> str:
+    """The tail of a JIT message: how to change the policy that is in force (never the same one)."""
+    if policy == "error":
+        return f"; {POLICY_ENV}=error is set: set {POLICY_ENV}=warn (or ignore) to allow the JIT"
+    return f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
+
+
 def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Sequence[int | None], policy: str) -> None:
     if policy == "ignore":
         return
@@ -164,7 +171,7 @@ def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Seq
         if verdict.verdict != JIT:
             continue
         ident = (key, os.path.realpath((verdict.binary or "").split("!")[0]) + _member(verdict.binary))
-        message = jit_message(verdict, count)
+        message = jit_message(verdict, count, policy)
         if policy == "error":
             raise JITError(message)  # every time: an error policy must keep failing
         if ident in memo:

@@ -111,15 +111,18 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
     from aotwheel.backends.intel.catalog import load_catalog
 
     catalog = load_catalog()
+    from aotwheel.backends.intel.ocloc import too_new_message
+
     names: dict[str, str] = {}
+    missing: list[tuple[str, str]] = []
     for name in devices:
         dev = catalog.by_name(name)
         spellings = (name,) + (dev.aliases if dev else ())
         usable = [s for s in spellings if s.lower() in acronyms]
-        if not usable:
-            raise ToolchainError(
-                f"ocloc {version} at {path} cannot build for '{name}'; install a newer ocloc "
-                f"(intel-opencl-icd / oneAPI) or remove '{name}' from {hint}"
-            )
-        names[name] = usable[0]
+        if usable:
+            names[name] = usable[0]
+        else:
+            missing.append((name, dev.ip if dev else "?"))
+    if missing:  # every target this ocloc cannot build, in one line
+        raise ToolchainError(too_new_message(missing, version, path, hint=hint))
     return names

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(fr: FileReport) -> str:
-    """One line: ``native: pvc, acm-g10, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 kernels``."""
+    """One line: ``native: pvc, acm-g10, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 distinct kernel functions``."""
     from aotwheel.report import summary as line
 
     return line(fr)
@@ -70,11 +70,12 @@ def render(report: Report, *, show_all: bool = False) -> str:
         if not fr.images and not show_all:
             continue
         out.append(fr.path)
-        ir_images = sum(1 for i in fr.images if "spirv" in (i.kind, i.content) or "llvmbc" in (i.kind, i.content))
+        ir_images = sum(1 for i in fr.images if {"spirv", "llvmbc", "ptx"} & {i.kind, i.content})
         compressed = sum(1 for i in fr.images if i.compressed)
-        detail = f"  {len(fr.images)} image{'s' if len(fr.images) != 1 else ''}"
-        detail += f" ({compressed} compressed)" if compressed else ""
-        detail += f", {ir_images} IR-only" if ir_images else ""
+        # Say what each number counts: embedded images (native code vs IR for JIT), not kernels.
+        native_images = len(fr.images) - ir_images
+        detail = f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT (SPIR-V, LLVM, PTX)"
+        detail += f"; {compressed} compressed" if compressed else ""
         out.append(detail)
         if fr.native_targets:
             out.extend(_table(fr))

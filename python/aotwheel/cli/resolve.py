@@ -67,16 +67,12 @@ def run(args: argparse.Namespace) -> int:
 def check_ocloc(devlist, explicit: str | None) -> None:
     """Fail with one line if the installed ocloc cannot build a target of ``devlist``."""
     from aotwheel.errors import ToolchainError
-    from aotwheel.backends.intel.ocloc import find_ocloc
+    from aotwheel.backends.intel.ocloc import find_ocloc, too_new_message
 
     ocloc = find_ocloc(explicit)
     missing = [t for t in devlist.targets if not ocloc.supports((t.name, *t.aliases))]
     if missing:
-        names = ", ".join(f"{t.name} ({t.ip})" for t in missing)
-        raise ToolchainError(
-            f"{names} {'is' if len(missing) == 1 else 'are'} too new for the installed ocloc {ocloc.version} at {ocloc.path}; "
-            "install a newer ocloc (Intel's compute-runtime or oneAPI) or drop it from USE_AOT_DEVLIST"
-        )
+        raise ToolchainError(too_new_message([(t.name, t.ip) for t in missing], ocloc.version, ocloc.path))
 
 
 def _catalog_listing() -> str:

@@ -63,8 +63,10 @@ class IntelBackend:
     def remedy(self, verdict: Verdict) -> str:
         devlist = self.covering_devlist(verdict)
         if devlist:
+            from aotwheel.backends.intel.ocloc import build_note
+
             keep_ir = verdict.verdict == UNSUPPORTED and verdict.rule != "other-vendor"
-            return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if keep_ir else "")
+            return f"rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))}" + (" (or keep JIT fallback on)" if keep_ir else "")
         if verdict.kind == "cpu":
             return "" if verdict.verdict != UNSUPPORTED else "rebuild with JIT fallback on (SPIR-V kept): CPUs only run SPIR-V"
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
@@ -76,7 +78,9 @@ class IntelBackend:
         line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
         devlist = self.covering_devlist(verdict)
         if devlist:
-            line += f"; rebuild with USE_AOT_DEVLIST={devlist} to ship native code for it"
+            from aotwheel.backends.intel.ocloc import build_note
+
+            line += f"; rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))} to ship native code for it"
         elif verdict.kind == "cpu":
             line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
         return line

@@ -15,6 +15,34 @@ from aotwheel.config import OCLOC
 from aotwheel.errors import ToolchainError
 
 INSTALL_HINT = "Try: apt-get install intel-opencl-icd (Debian/Ubuntu) or install the oneAPI Base Toolkit"
+# The first ocloc release that builds a target (compute-runtime's history, docs/formats.md §10).
+# Debian 12's intel-opencl-icd ships 22.43, which builds none of these.
+FIRST_OCLOC = {"bmg-g21": "24.31", "lnl-m": "24.31", "ptl-h": "25.05", "ptl-u": "25.05", "bmg-g31": "25.27"}
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:2])
+
+
+def too_new_message(missing: list[tuple[str, str]], version: str, path: str, *, hint: str = "USE_AOT_DEVLIST") -> str:
+    """One line for targets ``(name, ip)`` the installed ocloc cannot build: which ocloc first
+    builds each, how to get one, and that leaving them out still works through SPIR-V JIT."""
+    named = ", ".join(f"{name} ({ip}; first built by ocloc {FIRST_OCLOC[name]})" if name in FIRST_OCLOC
+                      else f"{name} ({ip}; needs an ocloc newer than this one)" for name, ip in missing)
+    firsts = [FIRST_OCLOC[name] for name, _ in missing if name in FIRST_OCLOC]
+    need = f"ocloc {max(firsts, key=_release)} or newer" if firsts else "a newer ocloc"
+    them = "it" if len(missing) == 1 else "them"
+    return (f"ocloc {version} at {path} cannot build {named}: install {need} (Intel's compute-runtime releases "
+            f"or oneAPI; Debian 12's intel-opencl-icd is 22.43) and set AOTWHEEL_OCLOC to it, or leave {them} out of "
+            f"{hint}: with JIT fallback on (the default) such devices still run the kernels, JIT-compiled "
+            f"from the embedded SPIR-V at first use")
+
+
+def build_note(names: list[str]) -> str:
+    """`` (bmg-g21 needs ocloc 24.31 or newer to build)`` for advice that names targets to build,
+    when a named target needs a newer ocloc than some installations have; else ``""``."""
+    needs = [f"{n} needs ocloc {FIRST_OCLOC[n]} or newer" for n in names if n in FIRST_OCLOC]
+    return f" ({'; '.join(needs)} to build; Debian 12's is 22.43)" if needs else ""
 
 
 @dataclass(frozen=True)

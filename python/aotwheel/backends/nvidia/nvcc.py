@@ -8,13 +8,17 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.errors import ToolchainError
 
-INSTALL_HINT = "install the CUDA Toolkit (https://developer.nvidia.com/cuda-downloads) or set AOTWHEEL_NVCC=/path/to/nvcc"
+INSTALL_HINT = "pip install 'aotwheel[cuda]' (NVIDIA's nvcc from PyPI), install the CUDA Toolkit (https://developer.nvidia.com/cuda-downloads) or set AOTWHEEL_NVCC=/path/to/nvcc"
 DEFAULT_DIRS = ("/usr/local/cuda/bin",)
+# Where NVIDIA's PyPI wheels (nvidia-cuda-nvcc 13.x, `aotwheel[cuda]`) put nvcc, below site-packages.
+PIP_NVCC_DIRS = ("nvidia/cu13/bin",)
 _VERSION_RE = re.compile(r"release (\d+)\.(\d+), V([\d.]+)")
 _ARCH_RE = re.compile(r"\b(sm|compute)_(\d+)([af]?)\b")
 
@@ -45,6 +49,7 @@ class Nvcc:
 
 def find_nvcc(explicit: str | None = None) -> Nvcc:
     """Locate nvcc: ``explicit``, ``$AOTWHEEL_NVCC``, ``$CUDACXX``, ``PATH``, ``$CUDA_HOME/bin``,
+    NVIDIA's PyPI nvcc in this interpreter's environment (:func:`pip_nvcc_paths`),
     ``/usr/local/cuda/bin``. Raises :class:`ToolchainError` naming the fix when missing or broken."""
     for source, candidate in _candidates(explicit):
         if not candidate:
@@ -64,8 +69,25 @@ def _candidates(explicit: str | None) -> list[tuple[str, str | None]]:
     out.append(("search", "nvcc"))
     if home:
         out.append(("search", str(Path(home, "bin", "nvcc"))))
+    out.extend(("search", path) for path in pip_nvcc_paths())
     out.extend(("search", str(Path(d, "nvcc"))) for d in DEFAULT_DIRS)
     return out
+
+
+def pip_nvcc_paths() -> list[str]:
+    """Where ``pip install nvidia-cuda-nvcc`` (13.x) puts nvcc for the running interpreter:
+    ``<site-packages>/nvidia/cu13/bin/nvcc`` of its environment, then of each ``sys.path`` entry.
+    The environment's own site-packages comes from :mod:`sysconfig`, so a venv's nvcc is still
+    found from inside pip's isolated build environment (same interpreter, other ``sys.path``)."""
+    paths = sysconfig.get_paths()
+    roots = [paths["purelib"], paths["platlib"], *(entry for entry in sys.path if entry)]
+    found: list[str] = []
+    for root in roots:
+        for sub in PIP_NVCC_DIRS:
+            candidate = os.path.join(root, sub, "nvcc")
+            if candidate not in found:
+                found.append(candidate)
+    return found
 
 
 @functools.lru_cache(maxsize=8)

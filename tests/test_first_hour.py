@@ -1,0 +1,68 @@
+"""A newcomer's first hour (issue 16): what they type and read, run for real.
+
+The README's commands run as written on Debian 12 (python3, an activated .venv), its CMake lines
+are the example's, and a typo in USE_AOT_DEVLIST is one unwrapped line a user sees first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text()
+TYPO_LINE = "USE_AOT_DEVLIST: unknown device 'pcv'; did you mean pvc?"
+
+
+def _code(text: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
+
+
+def test_readme_cmake_lines_are_the_examples() -> None:
+    example = (REPO / "examples" / "downstream" / "CMakeLists.txt").read_text()
+    blocks = [b for b in _code(README, "cmake") if "aotwheel_add_device_code(" in b]
+    assert blocks, "README lost its downstream CMake lines"
+    for line in blocks[0].strip().splitlines():
+        assert line in example.splitlines(), f"README line not in examples/downstream/CMakeLists.txt: {line}"
+
+
+def test_readme_commands_use_python3_and_an_activated_venv() -> None:
+    shell = "\n".join(_code(README, "sh") + _code(README, "console"))
+    inline = re.findall(r"`([^`\n]+)`", README)
+    # Debian 12 has python3 only; `python` exists only inside the activated .venv.
+    assert not [c for c in inline + shell.splitlines() if re.match(r"\$?\s*python\s", c)]
+    # pip and aotwheel commands come after the README tells how to activate .venv (PEP 668).
+    activate = README.index(". .venv/bin/activate")
+    assert activate < README.index("aotwheel inspect") and activate < README.index("USE_AOT_DEVLIST=pvc,ats-m150 pip install .")
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)")
+def test_configure_typo_is_one_unwrapped_line(tmp_path: Path) -> None:
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.21)\nproject(typo LANGUAGES NONE)\n"
+        "find_package(aotwheel CONFIG REQUIRED)\naotwheel_resolve_devlist(DEVS)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env["USE_AOT_DEVLIST"] = "pcv"
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(tmp_path), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode != 0
+    assert any(line.strip() == f"aotwheel_resolve_devlist: {TYPO_LINE}" for line in proc.stderr.splitlines()), proc.stderr
+
+
+def test_pip_wheel_typo_is_the_first_and_only_build_output_line(tmp_path: Path) -> None:
+    # The real `USE_AOT_DEVLIST=pcv pip wheel .` of this checkout (isolated build env and all).
+    env = dict(os.environ, USE_AOT_DEVLIST="pcv")
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(REPO)],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and not list(tmp_path.glob("*.whl"))
+    lines = [line.strip() for line in out.splitlines()]
+    box = next(i for i, line in enumerate(lines) if line.endswith("[1 lines of output]"))
+    assert lines[box + 1] == f"aotwheel: error: {TYPO_LINE}", out[-3000:]
+    assert "CMake" not in out and "ninja should not be" not in out
