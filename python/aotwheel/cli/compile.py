@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("input", metavar="IN.spv", help="SPIR-V module")
     p.add_argument("-d", "--devlist", default=None,
-                   help="devices, USE_AOT_DEVLIST grammar (default: $USE_AOT_DEVLIST, else pvc,ats-m150)")
+                   help="devices, USE_AOT_DEVLIST grammar (default: $USE_AOT_DEVLIST, else aotwheel's default devlist)")
     p.add_argument("-o", "--output", default=None, help="output file (fatbin) or folder (dir); default IN.ar / IN.d")
     p.add_argument("--options", default="", help="ocloc -options, one string (e.g. \"-cl-fast-relaxed-math\")")
     p.add_argument("--format", choices=("fatbin", "dir"), default="fatbin",
