@@ -11,7 +11,6 @@ Public API (imported lazily so that ``import aotwheel`` stays cheap):
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 __version__ = "0.1.0"
 
@@ -39,7 +38,7 @@ _LAZY = {
 __all__ = sorted(_LAZY) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # no typing import: `import aotwheel` stays at a few ms
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'aotwheel' has no attribute {name!r}")

@@ -520,9 +520,9 @@ def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: s
     note_ip = product = None
     rebuildable = False
     if kind == "zebin":
-        from aotwheel.formats.zebin import read_zebin
+        from aotwheel.formats.zebin import read_zebin, read_zebin_summary
 
-        z = read_zebin(region)
+        z = read_zebin(region) if walk.deep else read_zebin_summary(region)
         note_ip = format_ip(ip_from_u32(z.ip_u32)) if z.ip_u32 is not None else None
         core, product, rebuildable = gfx.core_name(z.gfx_core), gfx.product_name(z.product_family), z.has_spirv
     else:
