@@ -8,9 +8,6 @@ Public API (imported lazily so that ``import aotwheel`` stays cheap):
   unsupported here (:func:`detect_devices` lists the devices).
 """
 
-from __future__ import annotations
-
-import importlib
 
 __version__ = "0.1.0"
 
@@ -42,7 +39,8 @@ def __getattr__(name: str) -> object:  # no typing import: `import aotwheel` sta
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'aotwheel' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    # __import__ rather than importlib: importlib's package imports `warnings` (~1 ms).
+    return getattr(__import__(module, fromlist=(name,)), name)
 
 
 def __dir__() -> list[str]:

@@ -132,7 +132,7 @@ def _summary_notes(region: Region, sec_off: int, sec_size: int) -> dict[int, byt
         if nxt > end:
             return read_notes(region, sec_off, sec_size)
         if ntype in _SUMMARY_NOTES and (
-            buf[pos + 12 : pos + 20] == _OWNER_FIELD if namesz == 8 else buf[pos + 12 : pos + 12 + namesz].rstrip(b"\0") == _OWNER
+            buf[pos + 12 : pos + 20] == _OWNER_FIELD if namesz == 8 else bytes(buf[pos + 12 : pos + 12 + namesz]).rstrip(b"\0") == _OWNER
         ):
             notes[ntype] = bytes(buf[desc : desc + descsz])
         pos = nxt
