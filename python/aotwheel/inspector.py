@@ -356,28 +356,69 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     from aotwheel.formats.elf import open_elf, read_host
 
     view = open_elf(region)
+    for name in (".tgtimg", ".tgtsym"):  # read whole: one sweep, not a fault per page
+        sec = view.section(name)
+        if sec is not None and sec.type != "SHT_NOBITS" and sec.size > mmap.PAGESIZE:
+            _will_need(region.buf, region.start + sec.offset, sec.size)
     host = read_host(view, all_descriptors=walk.deep)  # bundle section names give the triples
     walk.report.kernels = host.kernels
     walk.report.kernels_by_triple = {k.removesuffix("-unknown-unknown"): v for k, v in host.kernels_by_triple.items()}
     fr, buf, start, base = walk.report, region.buf, region.start, region.where(0)
     images, ir, deep = fr.images, fr.ir, walk.deep
-    for img in host.images:
-        # Most images of big libraries are SPIR-V, which the default mode only notes: read the
-        # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
-        off, size = img.offset, img.size
-        a = start + off
-        kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
-        if kind in _LEAF_KINDS and not deep:
-            images.append(Image(len(images), base + off, size, kind, img.triple, False, img.section))
-            if kind not in ir:
-                ir.append(kind)  # what _note_ir does
-        else:
-            _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
+    all_images = host.images
+    for lo in range(0, len(all_images), _READAHEAD_IMAGES):
+        chunk = all_images[lo : lo + _READAHEAD_IMAGES]
+        _read_ahead(buf, start, chunk)
+        for img in chunk:
+            # Most images of big libraries are SPIR-V, which the default mode only notes: read the
+            # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
+            off, size = img.offset, img.size
+            a = start + off
+            kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
+            if kind in _LEAF_KINDS and not deep:
+                images.append(Image(len(images), base + off, size, kind, img.triple, False, img.section))
+                if kind not in ir:
+                    ir.append(kind)  # what _note_ir does
+            else:
+                _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
     nv = view.section(".nv_fatbin")
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
+
+
+_READAHEAD_IMAGES = 1024
+_DENSE_BYTES_PER_IMAGE = 32 << 10
+_HEAD_SPAN = 64 << 10
+
+
+def _read_ahead(buf: object, start: int, chunk: list[Any]) -> None:
+    """Ask the kernel to read a run of densely packed images in one sweep.
+
+    The map is MADV_RANDOM so that scattered headers do not pull in whole files, but onemkl's
+    libraries pack thousands of 2 kB images together: with an empty page cache, one synchronous
+    page fault per image made inspect 5-15x slower than ``cat``. Where a run of images averages
+    <= 32 kB apart, MADV_WILLNEED over the run costs one asynchronous read (and next to nothing
+    when the pages are cached); sparse images keep the per-header faults.
+    """
+    if not chunk:
+        return
+    first, last = chunk[0], chunk[-1]
+    lo, hi = start + first.offset, start + last.offset + min(last.size, _HEAD_SPAN)
+    if 0 < hi - lo <= len(chunk) * _DENSE_BYTES_PER_IMAGE:
+        _will_need(buf, lo, hi - lo)
+
+
+def _will_need(buf: object, at: int, size: int) -> None:
+    """MADV_WILLNEED for ``size`` bytes at ``at`` of a map (advice only: never fails)."""
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_WILLNEED") or at < 0 or at + size > len(buf):
+        return
+    lo = at - at % mmap.PAGESIZE
+    try:
+        buf.madvise(mmap.MADV_WILLNEED, lo, at + size - lo)
+    except (OSError, ValueError):
+        pass
 
 
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
