@@ -13,7 +13,7 @@ from aotwheel.errors import InspectError
 from aotwheel.formats.ar import read_ar
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
-from aotwheel.formats.zebin import read_zebin, read_zebin_summary
+from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary
 from aotwheel.inspector import _mapped, inspect
 
 

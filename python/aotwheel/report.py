@@ -1,0 +1,66 @@
+"""The inspection report: what device code each binary carries, for every vendor (schema 2).
+
+:func:`aotwheel.inspector.inspect` fills it from the bytes; ``aotwheel inspect --json`` prints
+:meth:`Report.to_dict`, documented in docs/report-schema.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aotwheel.model import Image, Target
+
+SCHEMA = 2
+
+@dataclass
+class FileReport:
+    """What one binary carries."""
+
+    path: str
+    native_targets: list[Target]
+    ir: list[str]  # JIT-able forms: "spirv", "llvmbc", "ptx compute_90"
+    images: list[Image]
+    kernels: int | None  # distinct kernel names when known
+    kind: str = "unknown"  # "elf" (host binary), "ar", "zebin", "legacy", "spirv", ...
+    kernels_by_triple: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
+
+    def target_names(self) -> list[str]:
+        """Distinct native targets in order, every vendor: catalog names (else IP versions, else
+        generic names) and CUDA archs (``sm_90a``)."""
+        seen: dict[str, None] = {}
+        for t in self.native_targets:
+            seen.setdefault(t.name or t.ip or t.generic or t.core or "unknown")
+        return list(seen)
+
+
+@dataclass
+class Report:
+    """``inspect()``'s answer: the input and one :class:`FileReport` per binary inside it."""
+
+    path: str
+    files: list[FileReport]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: the ``aotwheel inspect --json`` contract, schema 2 (docs/report-schema.md)."""
+        return {"schema": SCHEMA, "path": self.path, "files": [asdict(f) for f in self.files]}
+
+
+IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode"}
+
+
+def ir_name(form: str) -> str:
+    """How people write an IR form: ``SPIR-V``, ``PTX compute_90``."""
+    kind, _, arch = form.partition(" ")
+    return IR_NAMES.get(form) or (f"PTX {arch}" if kind == "ptx" and arch else form)
+
+
+def summary(fr: FileReport) -> str:
+    """One true line for every vendor: ``native: pvc, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 kernels``."""
+    parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
+    parts.append(f"JIT fallback: {', '.join(ir_name(k) for k in fr.ir) or 'none'}")
+    if fr.kernels is not None:
+        parts.append(f"{fr.kernels} kernel{'s' if fr.kernels != 1 else ''}")
+    return " · ".join(parts)
