@@ -19,6 +19,22 @@
 # The generated header "<NAME>_aot.h" (on the target's include path) declares
 #   aotwheel_<NAME>_images[], aotwheel_<NAME>_image_count, aotwheel_<NAME>_tgtsym[_end].
 # With no DEVLIST/DEVICES the devlist comes from aotwheel_resolve_devlist() (USE_AOT_DEVLIST).
+#
+# The manifest also lists the target's NVIDIA images (aotwheel_add_cuda_device_code on the same
+# target, before or after this call), read from the target property AOTWHEEL_CUDA_IMAGES.
+#
+# Private steps, in the order aotwheel_add_device_code() runs them:
+#   _aotwheel_embed_language    C or C++ for the generated embedding file
+#   _aotwheel_device_list       the resolved devices (DEVLIST, DEVICES or USE_AOT_DEVLIST)
+#   _aotwheel_check_sources     kernel file names usable as build outputs
+#   _aotwheel_toolchain         configure-time toolchain check, devlist.json
+#   _aotwheel_ocloc_command     the ocloc edges' command and job pool (one place for both)
+#   _aotwheel_kernel_edges      per kernel source:
+#   _aotwheel_spirv_edge          source -> SPIR-V
+#   _aotwheel_ocloc_edges         SPIR-V -> one native image per device -> fat binary
+#   _aotwheel_tgtsym_edge       kernel names (.tgtsym)
+#   _aotwheel_manifest_edge     _aot_manifest.json
+#   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
 include_guard(GLOBAL)
 
 # `python -m aotwheel.buildsteps` of the aotwheel that owns this file.
@@ -53,64 +69,113 @@ function(aotwheel_add_device_code target)
                         "Usage: ${fn}(<target> SOURCES <file.cl>... [DEVLIST <prefix>|DEVICES <names>...] "
                         "[JIT_FALLBACK ON|OFF] [OPTIONS <ocloc options>] [NAME <id>] [DESTINATION <dir>])")
   endif()
-  # The embedding is GNU assembler on ELF (.incbin, .pushsection): Linux with GCC or Clang.
+  _aotwheel_embed_language(${fn} embed_ext)
+  _aotwheel_check_device_code_args(${fn} "${target}" "Pass the OpenCL C kernel files, e.g. SOURCES kernels/vadd.cl")
+  _aotwheel_device_list(${fn} dev)
+  _aotwheel_check_sources(${fn} ${ARG_SOURCES})
+  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}")
+  _aotwheel_toolchain(${fn} "${work}" "${dev}" "${dev_JSON}")
+  _aotwheel_ocloc_command(${fn} ocloc_command ocloc_pool)
+  _aotwheel_kernel_edges("${work}" spvs fatbins images)
+  _aotwheel_tgtsym_edge("${work}" tgtsym)
+  set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
+  list(TRANSFORM images PREPEND "--image;" OUTPUT_VARIABLE image_args)
+  _aotwheel_build_step(${fn} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
+                       --tgtsym "${tgtsym}" ${image_args})
+  _aotwheel_manifest_edge("${target}" "${work}" manifest)
+  # The .incbin'd files are not seen by the C compiler's dependency scan: declare them.
+  set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins};${spvs};${tgtsym}")
+  target_sources(${target} PRIVATE "${embed_c}")
+  target_include_directories(${target} PRIVATE "${work}")
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
+  if(DEFINED ARG_DESTINATION)
+    _aotwheel_install_hook("${target}" "${work}" "${manifest}")
+  endif()
+endfunction()
+
+# _aotwheel_embed_language(<fn> <out>): `c` or `cpp`, the language of the generated embedding
+# file; stops configure where the embedding (GNU as on ELF: .incbin, .pushsection) cannot work.
+function(_aotwheel_embed_language fn out)
   if(WIN32 OR APPLE OR NOT CMAKE_SYSTEM_NAME MATCHES "Linux|BSD")
     message(FATAL_ERROR "${fn}: embedding device code needs an ELF platform (Linux); ${CMAKE_SYSTEM_NAME} is not supported yet. Use the icpx backend (aotwheel_target_sycl) there.")
   endif()
   get_property(langs GLOBAL PROPERTY ENABLED_LANGUAGES)
   if("C" IN_LIST langs)
-    set(embed_ext c)
+    set(${out} c PARENT_SCOPE)
   elseif("CXX" IN_LIST langs)
-    set(embed_ext cpp)
+    set(${out} cpp PARENT_SCOPE)
   else()
     message(FATAL_ERROR "${fn}: enable C or CXX first (project(<name> LANGUAGES C)); the embedding is a generated C/C++ file.")
   endif()
-  _aotwheel_check_device_code_args(${fn} "${target}" "Pass the OpenCL C kernel files, e.g. SOURCES kernels/vadd.cl")
+endfunction()
 
-  # ---- the device list: always from aotwheel's resolver --------------------------------------
+# _aotwheel_device_list(<fn> <out>): the devices of the caller's parsed ARG_DEVLIST / ARG_DEVICES /
+# ARG_JIT_FALLBACK, always from aotwheel's resolver. Sets <out> (names), <out>_IPS, <out>_JIT
+# (JIT_FALLBACK wins over the devlist's) and <out>_JSON in the caller.
+function(_aotwheel_device_list fn out)
   set(jit_args "")
   if(DEFINED ARG_JIT_FALLBACK)
     set(jit_args JIT_FALLBACK "${ARG_JIT_FALLBACK}")
   endif()
+  set(dl _aotw)
   if(DEFINED ARG_DEVLIST)
     if(NOT DEFINED ${ARG_DEVLIST}_JSON)
       message(FATAL_ERROR "${fn}: DEVLIST ${ARG_DEVLIST} is not set. Call aotwheel_resolve_devlist(${ARG_DEVLIST}) first.")
     endif()
-    set(dev_names "${${ARG_DEVLIST}}")
-    set(dev_ips "${${ARG_DEVLIST}_IPS}")
-    set(dev_jit "${${ARG_DEVLIST}_JIT_FALLBACK}")
-    set(dev_json "${${ARG_DEVLIST}_JSON}")
-    if(DEFINED ARG_JIT_FALLBACK)
-      set(dev_jit "${ARG_JIT_FALLBACK}")
-    endif()
+    set(dl "${ARG_DEVLIST}")
+  elseif(DEFINED ARG_DEVICES)
+    list(JOIN ARG_DEVICES "," joined)
+    aotwheel_resolve_devlist(_aotw DEVLIST "${joined}" ${jit_args})
+  elseif("DEVICES" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
+    aotwheel_resolve_devlist(_aotw DEVLIST none ${jit_args})  # DEVICES given but empty
   else()
-    if(DEFINED ARG_DEVICES)
-      list(JOIN ARG_DEVICES "," joined)
-      aotwheel_resolve_devlist(_aotw DEVLIST "${joined}" ${jit_args})
-    elseif("DEVICES" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
-      aotwheel_resolve_devlist(_aotw DEVLIST none ${jit_args})  # DEVICES given but empty
-    else()
-      aotwheel_resolve_devlist(_aotw ${jit_args})
-    endif()
-    set(dev_names "${_aotw}")
-    set(dev_ips "${_aotw_IPS}")
-    set(dev_jit "${_aotw_JIT_FALLBACK}")
-    set(dev_json "${_aotw_JSON}")
+    aotwheel_resolve_devlist(_aotw ${jit_args})
   endif()
-  if(NOT dev_names AND NOT dev_jit)
+  set(names "${${dl}}")
+  set(jit "${${dl}_JIT_FALLBACK}")
+  if(DEFINED ARG_JIT_FALLBACK)
+    set(jit "${ARG_JIT_FALLBACK}")
+  endif()
+  if(NOT names AND NOT jit)
     message(FATAL_ERROR "${fn}: no devices and JIT fallback OFF leaves no device code. Set USE_AOT_DEVLIST or JIT_FALLBACK ON.")
   endif()
+  set(${out} "${names}" PARENT_SCOPE)
+  set(${out}_IPS "${${dl}_IPS}" PARENT_SCOPE)
+  set(${out}_JIT "${jit}" PARENT_SCOPE)
+  set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
+endfunction()
 
-  # ---- toolchain (configure fails here, with one line, when a tool is missing) ---------------
-  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}")
+# _aotwheel_check_sources(<fn> <source>...): every kernel file name can name build outputs.
+function(_aotwheel_check_sources fn)
+  set(seen "")
+  foreach(src IN LISTS ARGN)
+    get_filename_component(base "${src}" NAME)
+    get_filename_component(stem "${src}" NAME_WE)
+    if(base MATCHES "[=;]")
+      message(FATAL_ERROR "${fn}: kernel source name '${base}' contains '=' or ';'. Rename the file.")
+    endif()
+    if(stem IN_LIST seen)
+      message(FATAL_ERROR "${fn}: two SOURCES share the name '${stem}'; their outputs would collide. Rename one of them.")
+    endif()
+    list(APPEND seen "${stem}")
+  endforeach()
+endfunction()
+
+# _aotwheel_toolchain(<fn> <work> <devices> <devlist json>): find and check the tools now
+# (configure fails here, with one line, when one is missing) into <work>/toolchain.json, and
+# keep the devlist in <work>/devlist.json (touched only when it changes).
+function(_aotwheel_toolchain fn work devices json)
   file(MAKE_DIRECTORY "${work}")
-  list(JOIN dev_names "," dev_csv)
-  _aotwheel_build_step(${fn} configure "--devices=${dev_csv}" --out "${work}/toolchain.json")
-  file(WRITE "${work}/devlist.json.in" "${dev_json}\n")
-  configure_file("${work}/devlist.json.in" "${work}/devlist.json" COPYONLY)  # touched only on change
+  list(JOIN devices "," csv)
+  _aotwheel_build_step(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json")
+  file(WRITE "${work}/devlist.json.in" "${json}\n")
+  configure_file("${work}/devlist.json.in" "${work}/devlist.json" COPYONLY)
+endfunction()
 
-  set(step ${_AOTWHEEL_BUILD_COMMAND})
-  set(pool_args "")
+# _aotwheel_ocloc_command(<fn> <out_command> <out_pool>): the command line prefix of every ocloc
+# edge and its job-pool arguments. The one place where what an ocloc edge runs with is assembled.
+function(_aotwheel_ocloc_command fn out_command out_pool)
+  set(pool "")
   if(NOT DEFINED AOTWHEEL_OCLOC_JOBS AND DEFINED ENV{AOTWHEEL_OCLOC_JOBS})
     set(AOTWHEEL_OCLOC_JOBS "$ENV{AOTWHEEL_OCLOC_JOBS}")
   endif()
@@ -122,149 +187,165 @@ function(aotwheel_add_device_code target)
     if(NOT pools MATCHES "(^|;)aotwheel_ocloc=")
       set_property(GLOBAL APPEND PROPERTY JOB_POOLS "aotwheel_ocloc=${AOTWHEEL_OCLOC_JOBS}")
     endif()
-    set(pool_args JOB_POOL aotwheel_ocloc)
+    set(pool JOB_POOL aotwheel_ocloc)
   endif()
-  set(fatbins "")
-  set(spvs "")
-  set(embed_images "")
-  set(manifest_gen "")
-  set(seen_stems "")
-  set(manifest_spv "")
-  set(gen_sources "")
-  set(spv_sources "")
-  set(clang_args "")
-  foreach(a IN LISTS ARG_CLANG_OPTIONS)
-    list(APPEND clang_args "--clang-arg=${a}")
-  endforeach()
+  set(${out_command} ${_AOTWHEEL_BUILD_COMMAND} ocloc PARENT_SCOPE)
+  set(${out_pool} "${pool}" PARENT_SCOPE)
+endfunction()
 
+# _aotwheel_spirv_edge(<work> <source> <out>): the clang + llvm-spirv edge of one kernel source
+# (CLANG_OPTIONS from the caller); sets <out> to the .spv it writes.
+function(_aotwheel_spirv_edge work src out)
+  get_filename_component(base "${src}" NAME)
+  get_filename_component(stem "${src}" NAME_WE)
+  set(spv "${work}/${stem}.spv")
+  list(TRANSFORM ARG_CLANG_OPTIONS PREPEND "--clang-arg=" OUTPUT_VARIABLE clang_args)
+  add_custom_command(
+    OUTPUT "${spv}"
+    COMMAND ${_AOTWHEEL_BUILD_COMMAND} spirv --toolchain "${work}/toolchain.json" --source "${src}" --output "${spv}"
+            --depfile "${spv}.d" ${clang_args}
+    DEPENDS "${src}" "${work}/toolchain.json"
+    DEPFILE "${spv}.d"
+    COMMENT "aotwheel: ${base} -> SPIR-V"
+    VERBATIM)
+  set(${out} "${spv}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_ocloc_edges(<work> <source> <spv> <out>): one ocloc edge per device of the caller's
+# `dev` (ninja runs the devices of a source in parallel), then the fat binary of them all (plus
+# the SPIR-V when dev_JIT); sets <out> to the fat binary. Reads the caller's ocloc_command,
+# ocloc_pool (from _aotwheel_ocloc_command) and ARG_OPTIONS.
+function(_aotwheel_ocloc_edges work src spv out)
+  get_filename_component(base "${src}" NAME)
+  get_filename_component(stem "${src}" NAME_WE)
+  set(natives "")
+  set(native_args "")
+  foreach(device ip IN ZIP_LISTS dev dev_IPS)
+    set(bin "${work}/${stem}.${device}.bin")
+    add_custom_command(
+      OUTPUT "${bin}"
+      COMMAND ${ocloc_command} --toolchain "${work}/toolchain.json" --spirv "${spv}" --device "${device}"
+              --output "${bin}" "--options=${ARG_OPTIONS}"
+      DEPENDS "${spv}" "${work}/toolchain.json"
+      COMMENT "aotwheel: ocloc ${base} -device ${device}"
+      ${ocloc_pool}
+      VERBATIM)
+    list(APPEND natives "${bin}")
+    list(APPEND native_args --native "${device}=${ip}=${bin}")
+  endforeach()
+  set(fatbin "${work}/${stem}.fatbin")
+  set(ir_args "")
+  if(dev_JIT)
+    set(ir_args --spirv "${spv}")
+  endif()
+  add_custom_command(
+    OUTPUT "${fatbin}" "${fatbin}.json"
+    COMMAND ${_AOTWHEEL_BUILD_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
+    DEPENDS ${natives} "${spv}"
+    COMMENT "aotwheel: fat binary for ${base}"
+    VERBATIM)
+  set(${out} "${fatbin}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_kernel_edges(<work> <out_spvs> <out_fatbins> <out_images>): the SPIR-V and ocloc
+# edges of every kernel source (the caller's ARG_SOURCES). <out_images> lists the images to
+# embed as triple=source=path, fat binaries first (the SYCL runtime prefers them), then SPIR-V.
+function(_aotwheel_kernel_edges work out_spvs out_fatbins out_images)
+  set(spvs "")
+  set(fatbins "")
+  set(images "")
+  set(ir_images "")
   foreach(src IN LISTS ARG_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(base "${src}" NAME)
-    get_filename_component(stem "${src}" NAME_WE)
-    if(base MATCHES "[=;]")
-      message(FATAL_ERROR "${fn}: kernel source name '${base}' contains '=' or ';'. Rename the file.")
-    endif()
-    if(stem IN_LIST seen_stems)
-      message(FATAL_ERROR "${fn}: two SOURCES share the name '${stem}'; their outputs would collide. Rename one of them.")
-    endif()
-    list(APPEND seen_stems "${stem}")
-    set(spv "${work}/${stem}.spv")
-    add_custom_command(
-      OUTPUT "${spv}"
-      COMMAND ${step} spirv --toolchain "${work}/toolchain.json" --source "${src}" --output "${spv}"
-              --depfile "${spv}.d" ${clang_args}
-      DEPENDS "${src}" "${work}/toolchain.json"
-      DEPFILE "${spv}.d"
-      COMMENT "aotwheel: ${base} -> SPIR-V"
-      VERBATIM)
+    _aotwheel_spirv_edge("${work}" "${src}" spv)
     list(APPEND spvs "${spv}")
-
-    if(dev_names)
-      set(natives "")
-      set(native_args "")
-      foreach(dev ip IN ZIP_LISTS dev_names dev_ips)
-        set(bin "${work}/${stem}.${dev}.bin")
-        # One edge per (source, device): ninja runs the devices of a source in parallel.
-        add_custom_command(
-          OUTPUT "${bin}"
-          COMMAND ${step} ocloc --toolchain "${work}/toolchain.json" --spirv "${spv}" --device "${dev}"
-                  --output "${bin}" "--options=${ARG_OPTIONS}"
-          DEPENDS "${spv}" "${work}/toolchain.json"
-          COMMENT "aotwheel: ocloc ${base} -device ${dev}"
-          ${pool_args}
-          VERBATIM)
-        list(APPEND natives "${bin}")
-        list(APPEND native_args --native "${dev}=${ip}=${bin}")
-      endforeach()
-      set(fatbin "${work}/${stem}.fatbin")
-      set(ir_args "")
-      if(dev_jit)
-        set(ir_args --spirv "${spv}")
-      endif()
-      add_custom_command(
-        OUTPUT "${fatbin}" "${fatbin}.json"
-        COMMAND ${step} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
-        DEPENDS ${natives} "${spv}"
-        COMMENT "aotwheel: fat binary for ${base}"
-        VERBATIM)
+    if(dev)
+      _aotwheel_ocloc_edges("${work}" "${src}" "${spv}" fatbin)
       list(APPEND fatbins "${fatbin}")
-      list(APPEND gen_sources "spir64_gen=${base}=${fatbin}")
-      list(APPEND manifest_gen --image "spir64_gen=${base}=${fatbin}")
+      list(APPEND images "spir64_gen=${base}=${fatbin}")
     endif()
-    if(dev_jit)
-      list(APPEND spv_sources "spir64=${base}=${spv}")
-      list(APPEND manifest_spv --image "spir64=${base}=${spv}")
+    if(dev_JIT)
+      list(APPEND ir_images "spir64=${base}=${spv}")
     endif()
   endforeach()
+  set(${out_spvs} "${spvs}" PARENT_SCOPE)
+  set(${out_fatbins} "${fatbins}" PARENT_SCOPE)
+  list(APPEND images ${ir_images})
+  set(${out_images} "${images}" PARENT_SCOPE)
+endfunction()
 
-  # Triples in the order the images are embedded: fat binaries first, as the SYCL runtime prefers.
+# _aotwheel_tgtsym_edge(<work> <out>): the kernel-name table (.tgtsym) of the caller's spvs, one
+# entry per embedded triple, in embedding order; sets <out> to its path.
+function(_aotwheel_tgtsym_edge work out)
   set(triples "")
-  if(dev_names)
+  if(dev)
     list(APPEND triples spir64_gen)
   endif()
-  if(dev_jit)
+  if(dev_JIT)
     list(APPEND triples spir64)
   endif()
   list(JOIN triples "," triples)
   set(tgtsym "${work}/${ARG_NAME}.tgtsym")
   add_custom_command(
     OUTPUT "${tgtsym}"
-    COMMAND ${step} tgtsym --output "${tgtsym}" --triples "${triples}" ${spvs}
+    COMMAND ${_AOTWHEEL_BUILD_COMMAND} tgtsym --output "${tgtsym}" --triples "${triples}" ${spvs}
     DEPENDS ${spvs}
     COMMENT "aotwheel: kernel names for ${ARG_NAME}"
     VERBATIM)
+  set(${out} "${tgtsym}" PARENT_SCOPE)
+endfunction()
 
-  set(embed_args "")
-  foreach(img IN LISTS gen_sources spv_sources)
-    list(APPEND embed_args --image "${img}")
-  endforeach()
-  set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
-  _aotwheel_build_step(${fn} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
-                       --tgtsym "${tgtsym}" ${embed_args})
-
+# _aotwheel_manifest_edge(<target> <work> <out>): <work>/_aot_manifest.json from the caller's
+# images, fatbins, spvs and tgtsym, plus the NVIDIA images aotwheel_add_cuda_device_code() records
+# on <target> (AOTWHEEL_CUDA_IMAGES, read at generate time, so the call order does not matter).
+function(_aotwheel_manifest_edge target work out)
   set(manifest "${work}/_aot_manifest.json")
-  if(dev_jit)
+  if(dev_JIT)
     set(jit_word on)  # JIT_FALLBACK may override what the devlist said
   else()
     set(jit_word off)
   endif()
+  list(TRANSFORM images PREPEND "--image;" OUTPUT_VARIABLE image_args)
+  set(cuda_list "${work}/cuda_images.txt")
+  file(GENERATE OUTPUT "${cuda_list}" CONTENT "$<JOIN:$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>,\n>")
   add_custom_command(
     OUTPUT "${manifest}"
-    COMMAND ${step} manifest --name "${ARG_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
-            --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${tgtsym}" ${manifest_gen} ${manifest_spv}
-    DEPENDS ${fatbins} ${spvs} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json"
+    COMMAND ${_AOTWHEEL_BUILD_COMMAND} manifest --name "${ARG_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
+            --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${tgtsym}"
+            --cuda-images "${cuda_list}" ${image_args}
+    DEPENDS ${fatbins} ${spvs} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
+            "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_FATBINS>" "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>"
     COMMENT "aotwheel: ${ARG_NAME} manifest"
     VERBATIM)
-
-  # The .incbin'd files are not seen by the C compiler's dependency scan: declare them.
-  set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins};${spvs};${tgtsym}")
   add_custom_target(${ARG_NAME}_aot_manifest ALL DEPENDS "${manifest}")
-  target_sources(${target} PRIVATE "${embed_c}")
-  target_include_directories(${target} PRIVATE "${work}")
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
+  set(${out} "${manifest}" PARENT_SCOPE)
+endfunction()
 
-  if(DEFINED ARG_DESTINATION)
-    install(FILES "${manifest}" DESTINATION "${ARG_DESTINATION}")
-    # The run-time hook <pkg>/_aot.py, rendered by aotwheel.hook when this aotwheel has it.
-    if(EXISTS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py")
-      if(NOT DEFINED ARG_PACKAGE)
-        string(REPLACE "/" "." ARG_PACKAGE "${ARG_DESTINATION}")
-      endif()
-      get_target_property(ext_name ${target} OUTPUT_NAME)
-      if(NOT ext_name)
-        set(ext_name "${target}")
-      endif()
-      set(hook "${work}/_aot.py")
-      set(hook_cmd ${_AOTWHEEL_PYTHON_COMMAND})
-      list(POP_BACK hook_cmd)
-      add_custom_command(
-        OUTPUT "${hook}"
-        COMMAND ${hook_cmd} aotwheel.hook --extension "${ext_name}" --package "${ARG_PACKAGE}" --out "${hook}"
-        DEPENDS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py"
-        COMMENT "aotwheel: ${ARG_PACKAGE}._aot hook"
-        VERBATIM)
-      add_custom_target(${ARG_NAME}_aot_hook ALL DEPENDS "${hook}")
-      install(FILES "${hook}" DESTINATION "${ARG_DESTINATION}")
-    endif()
+# _aotwheel_install_hook(<target> <work> <manifest>): install the manifest into the caller's
+# ARG_DESTINATION, with the run-time hook <pkg>/_aot.py when this aotwheel has aotwheel.hook.
+function(_aotwheel_install_hook target work manifest)
+  install(FILES "${manifest}" DESTINATION "${ARG_DESTINATION}")
+  if(NOT EXISTS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py")
+    return()
   endif()
+  set(package "${ARG_PACKAGE}")
+  if(NOT DEFINED ARG_PACKAGE)
+    string(REPLACE "/" "." package "${ARG_DESTINATION}")
+  endif()
+  get_target_property(ext_name ${target} OUTPUT_NAME)
+  if(NOT ext_name)
+    set(ext_name "${target}")
+  endif()
+  set(hook "${work}/_aot.py")
+  set(hook_cmd ${_AOTWHEEL_PYTHON_COMMAND})
+  list(POP_BACK hook_cmd)
+  add_custom_command(
+    OUTPUT "${hook}"
+    COMMAND ${hook_cmd} aotwheel.hook --extension "${ext_name}" --package "${package}" --out "${hook}"
+    DEPENDS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py"
+    COMMENT "aotwheel: ${package}._aot hook"
+    VERBATIM)
+  add_custom_target(${ARG_NAME}_aot_hook ALL DEPENDS "${hook}")
+  install(FILES "${hook}" DESTINATION "${ARG_DESTINATION}")
 endfunction()

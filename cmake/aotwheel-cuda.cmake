@@ -19,9 +19,20 @@
 # each image being one cuModuleLoadData() argument. Nothing links against CUDA: the extension
 # imports without a GPU, and the driver is needed only when a program loads the images.
 #
-# Targets: TARGETS, else <DEVLIST>_CUDA (set by aotwheel_resolve_devlist(<DEVLIST>)), else the NVIDIA tokens of USE_AOT_DEVLIST (cache or
-# normal variable, then environment). No NVIDIA token: the function does nothing (Intel-only builds
-# need no nvcc). A bad token or a missing nvcc stops configure with aotwheel's one-line message.
+# Targets: TARGETS, else <DEVLIST>_CUDA (set by aotwheel_resolve_devlist(<DEVLIST>)), else the
+# NVIDIA part of USE_AOT_DEVLIST as aotwheel_resolve_devlist() resolves it (Python parses every
+# token; CMake never does). No NVIDIA target: the function does nothing (Intel-only builds need no
+# nvcc). A bad token or a missing nvcc stops configure with aotwheel's one-line message.
+#
+# Each call records its images on <target> (property AOTWHEEL_CUDA_IMAGES: a JSON file per call)
+# so that aotwheel_add_device_code(... DESTINATION) lists them in _aot_manifest.json.
+#
+# Private steps, in the order aotwheel_add_cuda_device_code() runs them:
+#   _aotwheel_cuda_targets      the requested tokens (TARGETS, DEVLIST or the resolver)
+#   _aotwheel_cuda_configure    nvcc found, every target checked: the canonical target names
+#   _aotwheel_cuda_edges        per source: one nvcc edge per target, then `fatbinary`
+#   _aotwheel_cuda_embed        the .nv_fatbin embedding, wired into the target
+#   _aotwheel_cuda_record       the JSON record of the images, for the manifest
 include_guard(GLOBAL)
 
 if(NOT DEFINED _AOTWHEEL_PYTHON_COMMAND)
@@ -41,24 +52,6 @@ foreach(_aotwheel_h "${CMAKE_CURRENT_LIST_DIR}/../csrc/aotwheel_portable.h"
 endforeach()
 unset(_aotwheel_h)
 
-# _aotwheel_cuda_tokens(<out>): the NVIDIA tokens (sm_*, compute_*, nvidia_gpu_*, ptx) of USE_AOT_DEVLIST.
-function(_aotwheel_cuda_tokens out)
-  if(DEFINED USE_AOT_DEVLIST)
-    set(text "${USE_AOT_DEVLIST}")
-  else()
-    set(text "$ENV{USE_AOT_DEVLIST}")
-  endif()
-  string(REGEX REPLACE "[, \t\r\n]+" ";" tokens "${text}")
-  set(picked "")
-  foreach(t IN LISTS tokens)
-    string(TOLOWER "${t}" low)
-    if(low MATCHES "^(sm|compute|nvidia_gpu)[_-]?[0-9]" OR low STREQUAL "ptx")
-      list(APPEND picked "${t}")
-    endif()
-  endforeach()
-  set(${out} "${picked}" PARENT_SCOPE)
-endfunction()
-
 function(aotwheel_add_cuda_device_code target)
   set(fn aotwheel_add_cuda_device_code)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;NAME;COMPRESS_MODE;OUT_TARGETS" "SOURCES;TARGETS;NVCC_OPTIONS")
@@ -68,17 +61,7 @@ function(aotwheel_add_cuda_device_code target)
                         "[NVCC_OPTIONS <arg>...] [COMPRESS_MODE <mode>])")
   endif()
   _aotwheel_check_device_code_args(${fn} "${target}" "Pass the kernel files, e.g. SOURCES csrc/kernels/vadd.cl")
-
-  if(DEFINED ARG_TARGETS)
-    set(tokens "${ARG_TARGETS}")
-  elseif(DEFINED ARG_DEVLIST)
-    if(NOT DEFINED ${ARG_DEVLIST}_JSON)
-      message(FATAL_ERROR "${fn}: DEVLIST ${ARG_DEVLIST} is not set. Call aotwheel_resolve_devlist(${ARG_DEVLIST}) first.")
-    endif()
-    set(tokens "${${ARG_DEVLIST}_CUDA}")
-  else()
-    _aotwheel_cuda_tokens(tokens)
-  endif()
+  _aotwheel_cuda_targets(${fn} tokens)
   if(NOT tokens)
     message(STATUS "aotwheel: no NVIDIA targets in the device list; ${ARG_NAME} gets no CUDA images")
     if(ARG_OUT_TARGETS)
@@ -86,12 +69,44 @@ function(aotwheel_add_cuda_device_code target)
     endif()
     return()
   endif()
+  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_cuda")
+  _aotwheel_cuda_configure(${fn} "${work}" "${tokens}" names)
+  if(ARG_OUT_TARGETS)
+    set(${ARG_OUT_TARGETS} "${names}" PARENT_SCOPE)
+  endif()
+
+  set(fatbins "")
+  foreach(src IN LISTS ARG_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    _aotwheel_cuda_edges("${work}" "${src}" "${names}" fatbin)
+    list(APPEND fatbins "${fatbin}")
+  endforeach()
+  _aotwheel_cuda_embed(${fn} "${target}" "${work}" "${fatbins}")
+  _aotwheel_cuda_record("${target}" "${work}" "${names}")
+endfunction()
+
+# _aotwheel_cuda_targets(<fn> <out>): the NVIDIA tokens asked for: the caller's ARG_TARGETS, else
+# <ARG_DEVLIST>_CUDA, else the CUDA part of USE_AOT_DEVLIST through aotwheel_resolve_devlist().
+function(_aotwheel_cuda_targets fn out)
+  if(DEFINED ARG_TARGETS)
+    set(${out} "${ARG_TARGETS}" PARENT_SCOPE)
+  elseif(DEFINED ARG_DEVLIST)
+    if(NOT DEFINED ${ARG_DEVLIST}_JSON)
+      message(FATAL_ERROR "${fn}: DEVLIST ${ARG_DEVLIST} is not set. Call aotwheel_resolve_devlist(${ARG_DEVLIST}) first.")
+    endif()
+    set(${out} "${${ARG_DEVLIST}_CUDA}" PARENT_SCOPE)
+  else()
+    aotwheel_resolve_devlist(dl)
+    set(${out} "${dl_CUDA}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# _aotwheel_cuda_configure(<fn> <work> <tokens> <out>): nvcc found and every target checked against
+# it (one-line errors) into <work>/cuda.json; sets <out> to the canonical target names.
+function(_aotwheel_cuda_configure fn work tokens out)
   if(NOT DEFINED _AOTWHEEL_PORTABLE_HEADER)
     message(FATAL_ERROR "${fn}: aotwheel_portable.h not found next to ${CMAKE_CURRENT_FUNCTION_LIST_DIR}; reinstall aotwheel")
   endif()
-
-  # ---- configure: nvcc found and every target checked against it (one-line errors) ----------
-  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_cuda")
   file(MAKE_DIRECTORY "${work}")
   list(JOIN tokens "," csv)
   set(nvcc_arg "")
@@ -110,58 +125,61 @@ function(aotwheel_add_cuda_device_code target)
     message(FATAL_ERROR "${fn}: ${error}")
   endif()
   message(STATUS "aotwheel: ${ARG_NAME} CUDA images [${names}]")
-  if(ARG_OUT_TARGETS)
-    set(${ARG_OUT_TARGETS} "${names}" PARENT_SCOPE)
-  endif()
+  set(${out} "${names}" PARENT_SCOPE)
+endfunction()
 
-  set(step ${_AOTWHEEL_CUDA_COMMAND})
-  set(opt_args "")
-  foreach(o IN LISTS ARG_NVCC_OPTIONS)
-    list(APPEND opt_args "--option=${o}")
+# _aotwheel_cuda_image(<work> <source> <target> <out>): the path of one nvcc output (.ptx/.cubin).
+function(_aotwheel_cuda_image work src t out)
+  get_filename_component(stem "${src}" NAME_WE)
+  if(t MATCHES "^compute_")
+    set(${out} "${work}/${stem}.${t}.ptx" PARENT_SCOPE)
+  else()
+    set(${out} "${work}/${stem}.${t}.cubin" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# _aotwheel_cuda_edges(<work> <source> <targets> <out>): one nvcc edge per (source, target), which
+# ninja runs in parallel, then one `fatbinary` edge; sets <out> to the fat binary. NVCC_OPTIONS and
+# COMPRESS_MODE from the caller's ARG_*.
+function(_aotwheel_cuda_edges work src names out)
+  get_filename_component(base "${src}" NAME)
+  get_filename_component(stem "${src}" NAME_WE)
+  list(TRANSFORM ARG_NVCC_OPTIONS PREPEND "--option=" OUTPUT_VARIABLE opt_args)
+  set(images "")
+  set(image_args "")
+  foreach(t IN LISTS names)
+    _aotwheel_cuda_image("${work}" "${src}" "${t}" img)
+    add_custom_command(
+      OUTPUT "${img}"
+      COMMAND ${_AOTWHEEL_CUDA_COMMAND} compile --toolchain "${work}/cuda.json" --source "${src}" --target "${t}"
+              --output "${img}" --depfile "${img}.d" ${opt_args}
+      DEPENDS "${src}" "${work}/cuda.json" "${_AOTWHEEL_PORTABLE_HEADER}"
+      DEPFILE "${img}.d"
+      COMMENT "aotwheel: nvcc ${base} -> ${t}"
+      VERBATIM)
+    list(APPEND images "${img}")
+    list(APPEND image_args --image "${t}=${img}")
   endforeach()
   set(compress "")
   if(ARG_COMPRESS_MODE)
     set(compress "--compress-mode=${ARG_COMPRESS_MODE}")
   endif()
+  set(fatbin "${work}/${stem}.fatbin")
+  add_custom_command(
+    OUTPUT "${fatbin}"
+    COMMAND ${_AOTWHEEL_CUDA_COMMAND} fatbin --toolchain "${work}/cuda.json" --output "${fatbin}" ${compress} ${image_args}
+    DEPENDS ${images}
+    COMMENT "aotwheel: CUDA fat binary for ${base}"
+    VERBATIM)
+  set(${out} "${fatbin}" PARENT_SCOPE)
+endfunction()
 
-  set(fatbins "")
-  foreach(src IN LISTS ARG_SOURCES)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    get_filename_component(base "${src}" NAME)
-    get_filename_component(stem "${src}" NAME_WE)
-    set(images "")
-    set(image_args "")
-    foreach(t IN LISTS names)
-      if(t MATCHES "^compute_")
-        set(img "${work}/${stem}.${t}.ptx")
-      else()
-        set(img "${work}/${stem}.${t}.cubin")
-      endif()
-      # One edge per (source, target): ninja runs them in parallel.
-      add_custom_command(
-        OUTPUT "${img}"
-        COMMAND ${step} compile --toolchain "${work}/cuda.json" --source "${src}" --target "${t}" --output "${img}"
-                --depfile "${img}.d" ${opt_args}
-        DEPENDS "${src}" "${work}/cuda.json" "${_AOTWHEEL_PORTABLE_HEADER}"
-        DEPFILE "${img}.d"
-        COMMENT "aotwheel: nvcc ${base} -> ${t}"
-        VERBATIM)
-      list(APPEND images "${img}")
-      list(APPEND image_args --image "${t}=${img}")
-    endforeach()
-    set(fatbin "${work}/${stem}.fatbin")
-    add_custom_command(
-      OUTPUT "${fatbin}"
-      COMMAND ${step} fatbin --toolchain "${work}/cuda.json" --output "${fatbin}" ${compress} ${image_args}
-      DEPENDS ${images}
-      COMMENT "aotwheel: CUDA fat binary for ${base}"
-      VERBATIM)
-    list(APPEND fatbins "${fatbin}")
-  endforeach()
-
+# _aotwheel_cuda_embed(<fn> <target> <work> <fatbins>): the generated C file that puts the fat
+# binaries into <target>'s .nv_fatbin, and its header "<NAME>_cuda.h".
+function(_aotwheel_cuda_embed fn target work fatbins)
   set(embed_c "${work}/${ARG_NAME}_cuda_embed.c")
   execute_process(
-    COMMAND ${step} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_cuda.h" ${fatbins}
+    COMMAND ${_AOTWHEEL_CUDA_COMMAND} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_cuda.h" ${fatbins}
     RESULT_VARIABLE result
     ERROR_VARIABLE error)
   if(NOT result EQUAL 0)
@@ -173,4 +191,39 @@ function(aotwheel_add_cuda_device_code target)
   target_sources(${target} PRIVATE "${embed_c}")
   target_include_directories(${target} PRIVATE "${work}")
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_FATBINS "${fatbins}")
+endfunction()
+
+# _aotwheel_json_string(<out> <text>): <text> as a JSON string literal (quotes and backslashes escaped).
+function(_aotwheel_json_string out text)
+  string(REPLACE "\\" "\\\\" text "${text}")
+  string(REPLACE "\"" "\\\"" text "${text}")
+  set(${out} "\"${text}\"" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_cuda_record(<target> <work> <targets>): <work>/images.json, what this call builds per
+# source (its fat binary and the cubin/PTX in it), appended to <target>'s AOTWHEEL_CUDA_IMAGES.
+function(_aotwheel_cuda_record target work names)
+  set(images "")
+  foreach(src IN LISTS ARG_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    get_filename_component(base "${src}" NAME)
+    get_filename_component(stem "${src}" NAME_WE)
+    set(members "")
+    foreach(t IN LISTS names)
+      _aotwheel_cuda_image("${work}" "${src}" "${t}" img)
+      _aotwheel_json_string(img "${img}")
+      string(REGEX MATCH "^(compute|sm)" kind "${t}")
+      string(REPLACE "compute" "ptx" kind "${kind}")
+      string(REPLACE "sm" "cubin" kind "${kind}")
+      list(APPEND members "{\"target\": \"${t}\", \"kind\": \"${kind}\", \"path\": ${img}}")
+    endforeach()
+    list(JOIN members ", " members)
+    _aotwheel_json_string(base "${base}")
+    _aotwheel_json_string(fatbin "${work}/${stem}.fatbin")
+    list(APPEND images "{\"source\": ${base}, \"fatbin\": ${fatbin}, \"members\": [${members}]}")
+  endforeach()
+  list(JOIN images ",\n  " images)
+  file(WRITE "${work}/images.json.in" "{\"images\": [\n  ${images}\n]}\n")
+  configure_file("${work}/images.json.in" "${work}/images.json" COPYONLY)  # touched only on change
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_IMAGES "${work}/images.json")
 endfunction()

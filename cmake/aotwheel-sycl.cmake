@@ -14,6 +14,9 @@
 #                                       spir64_gen without a device)
 #   -Xs "-device pvc,acm-g10 -options '...'"   (device list before the options)
 #   --offload-compress  -fsycl-max-parallel-link-jobs=<n>
+# NVIDIA tokens in the devlist (sm_90: oneAPI for NVIDIA GPUs) append nvidia_gpu_sm_XY targets:
+#   -fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90
+#   -Xsycl-target-backend=spir64_gen "-device pvc"    (the ocloc arguments for spir64_gen only)
 #
 # The devlist is resolved by the Python resolver through aotwheel_resolve_devlist()
 # (aotwheel-config.cmake); this file never parses a devlist itself. It only validates that
@@ -21,7 +24,11 @@
 # link lines through /bin/sh).
 #
 # Public: aotwheel_*; private: _aotwheel_*. _aotwheel_sycl_flags() needs neither a compiler nor
-# Python, so `cmake -P` scripts (the icpx-golden tests) can call it.
+# Python, so `cmake -P` scripts (the icpx-golden tests) can call it. Its steps:
+#   _aotwheel_sycl_check_inputs   arguments well-formed and shell-safe
+#   _aotwheel_sycl_targets        the -fsycl-targets value (checked or computed)
+# and aotwheel_target_sycl()'s: _aotwheel_sycl_check_target, _aotwheel_sycl_resolve,
+# _aotwheel_sycl_flags, _aotwheel_sycl_link_items.
 
 include_guard(GLOBAL)
 
@@ -31,7 +38,7 @@ set(_AOTWHEEL_SYCL_DEVICE_RE "^[A-Za-z0-9][A-Za-z0-9._-]*$")
 set(_AOTWHEEL_SYCL_OPTION_RE "^-[A-Za-z0-9_=.,:+/-]+$")
 
 # _aotwheel_sycl_flags(<out_compile> <out_link>
-#                      DEVICES <name>...           # canonical names from the resolver; empty = none
+#                      DEVICES <name>...           # canonical Intel names from the resolver; empty = none
 #                      [JIT_FALLBACK ON|OFF]       # default ON
 #                      [SYCL_TARGETS <targets>]    # the resolver's <out>_SYCL_TARGETS; computed if absent
 #                      [OPTIONS <option>...]
@@ -41,6 +48,9 @@ set(_AOTWHEEL_SYCL_OPTION_RE "^-[A-Za-z0-9_=.,:+/-]+$")
 #
 # Sets <out_compile> and <out_link> in the caller to the compiler arguments, one list item per
 # argv element (the -Xs value is one item: "-device a,b -options '-x -y'").
+# SYCL_TARGETS may end in NVIDIA targets (nvidia_gpu_sm_90, from an sm_XY token: oneAPI for
+# NVIDIA GPUs); the ocloc arguments then go to spir64_gen alone, as
+# -Xsycl-target-backend=spir64_gen "<value>" (plain -Xs would hand -device to ptxas as well).
 function(_aotwheel_sycl_flags out_compile out_link)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "JIT_FALLBACK;SYCL_TARGETS;COMPRESS;PARALLEL_LINK_JOBS;FUNCTION" "DEVICES;OPTIONS")
   set(fn "${arg_FUNCTION}")
@@ -50,19 +60,50 @@ function(_aotwheel_sycl_flags out_compile out_link)
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS")
   endif()
+  _aotwheel_sycl_check_inputs(${fn})
+  _aotwheel_sycl_targets(${fn} targets nvidia)
 
-  if(NOT DEFINED arg_JIT_FALLBACK OR arg_JIT_FALLBACK STREQUAL "")
-    set(arg_JIT_FALLBACK ON)
+  set(compile -fsycl "-fsycl-targets=${targets}")
+  set(link -fsycl "-fsycl-targets=${targets}")
+  list(LENGTH arg_DEVICES n_devices)
+  if(n_devices GREATER 0)
+    list(JOIN arg_DEVICES "," device_csv)
+    set(backend "-device ${device_csv}")
+    if(arg_OPTIONS)
+      list(JOIN arg_OPTIONS " " option_text)
+      string(APPEND backend " -options '${option_text}'")
+    endif()
+    if(nvidia)
+      list(APPEND link -Xsycl-target-backend=spir64_gen "${backend}")
+    else()
+      list(APPEND link -Xs "${backend}")
+    endif()
+  elseif(arg_OPTIONS)
+    # With no spir64_gen nothing runs ocloc at build time; -Xs would reach the run-time JIT instead.
+    message(WARNING "${fn}: OPTIONS '${arg_OPTIONS}' are ignored because the devlist names no Intel device (no AOT compile)")
   endif()
-  if(NOT DEFINED arg_COMPRESS OR arg_COMPRESS STREQUAL "")
-    set(arg_COMPRESS ON)
+  if(arg_COMPRESS)
+    list(APPEND link --offload-compress)
   endif()
+  if(DEFINED arg_PARALLEL_LINK_JOBS)
+    list(APPEND link "-fsycl-max-parallel-link-jobs=${arg_PARALLEL_LINK_JOBS}")
+  endif()
+  set(${out_compile} "${compile}" PARENT_SCOPE)
+  set(${out_link} "${link}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_sycl_check_inputs(<fn>): the caller's parsed arg_* are well-formed and safe to put on
+# a command line; JIT_FALLBACK and COMPRESS default to ON (set in the caller).
+function(_aotwheel_sycl_check_inputs fn)
   foreach(name IN ITEMS JIT_FALLBACK COMPRESS)
+    if(NOT DEFINED arg_${name} OR arg_${name} STREQUAL "")
+      set(arg_${name} ON)
+      set(arg_${name} ON PARENT_SCOPE)
+    endif()
     if(NOT arg_${name} MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
       message(FATAL_ERROR "${fn}: ${name} is '${arg_${name}}'. Try: ${name} ON or ${name} OFF")
     endif()
   endforeach()
-
   foreach(device IN LISTS arg_DEVICES)
     if(NOT device MATCHES "${_AOTWHEEL_SYCL_DEVICE_RE}")
       message(FATAL_ERROR "${fn}: device '${device}' is not a resolved device name. Try: pass the list aotwheel_resolve_devlist() returns")
@@ -76,12 +117,28 @@ function(_aotwheel_sycl_flags out_compile out_link)
   if(DEFINED arg_PARALLEL_LINK_JOBS AND NOT arg_PARALLEL_LINK_JOBS MATCHES "^[1-9][0-9]*$")
     message(FATAL_ERROR "${fn}: PARALLEL_LINK_JOBS is '${arg_PARALLEL_LINK_JOBS}'. Try: a positive integer such as PARALLEL_LINK_JOBS 8")
   endif()
+endfunction()
 
+# _aotwheel_sycl_targets(<fn> <out> <out_nvidia>): the -fsycl-targets value, the caller's
+# arg_SYCL_TARGETS checked (Intel forms, then NVIDIA ones) or computed from arg_DEVICES and
+# arg_JIT_FALLBACK; <out_nvidia> is TRUE when it names NVIDIA targets.
+function(_aotwheel_sycl_targets fn out out_nvidia)
   list(LENGTH arg_DEVICES n_devices)
+  set(nvidia FALSE)
   if(DEFINED arg_SYCL_TARGETS AND NOT arg_SYCL_TARGETS STREQUAL "")
     set(targets "${arg_SYCL_TARGETS}")
-    if(NOT targets MATCHES "^(spir64_gen,spir64|spir64_gen|spir64)$")
-      message(FATAL_ERROR "${fn}: SYCL_TARGETS is '${targets}'. Try: spir64_gen,spir64 | spir64_gen | spir64 (from aotwheel_resolve_devlist)")
+    string(REPLACE "," ";" parts "${targets}")
+    set(intel "")
+    foreach(part IN LISTS parts)
+      if(part MATCHES "^nvidia_gpu_sm_[0-9]+[af]?$")
+        set(nvidia TRUE)
+      else()
+        list(APPEND intel "${part}")
+      endif()
+    endforeach()
+    list(JOIN intel "," intel)
+    if(NOT intel MATCHES "^(spir64_gen,spir64|spir64_gen|spir64)?$" OR targets MATCHES ";")
+      message(FATAL_ERROR "${fn}: SYCL_TARGETS is '${targets}'. Try: spir64_gen,spir64 | spir64_gen | spir64, then any nvidia_gpu_sm_XY (from aotwheel_resolve_devlist)")
     endif()
   elseif(n_devices EQUAL 0)
     if(NOT arg_JIT_FALLBACK)
@@ -99,43 +156,23 @@ function(_aotwheel_sycl_flags out_compile out_link)
   elseif(NOT targets MATCHES "spir64_gen" AND n_devices GREATER 0)
     message(FATAL_ERROR "${fn}: SYCL_TARGETS '${targets}' has no spir64_gen but DEVICES is '${arg_DEVICES}'. Try: pass the resolver's <out>_SYCL_TARGETS unchanged")
   endif()
-
-  set(compile -fsycl "-fsycl-targets=${targets}")
-  set(link -fsycl "-fsycl-targets=${targets}")
-  if(n_devices GREATER 0)
-    list(JOIN arg_DEVICES "," device_csv)
-    set(backend "-device ${device_csv}")
-    if(arg_OPTIONS)
-      list(JOIN arg_OPTIONS " " option_text)
-      string(APPEND backend " -options '${option_text}'")
-    endif()
-    list(APPEND link -Xs "${backend}")
-  elseif(arg_OPTIONS)
-    # With spir64 alone nothing runs ocloc at build time; -Xs would reach the run-time JIT instead.
-    message(WARNING "${fn}: OPTIONS '${arg_OPTIONS}' are ignored because the devlist is 'none' (no AOT compile)")
-  endif()
-  if(arg_COMPRESS)
-    list(APPEND link --offload-compress)
-  endif()
-  if(DEFINED arg_PARALLEL_LINK_JOBS)
-    list(APPEND link "-fsycl-max-parallel-link-jobs=${arg_PARALLEL_LINK_JOBS}")
-  endif()
-  set(${out_compile} "${compile}" PARENT_SCOPE)
-  set(${out_link} "${link}" PARENT_SCOPE)
+  set(${out} "${targets}" PARENT_SCOPE)
+  set(${out_nvidia} ${nvidia} PARENT_SCOPE)
 endfunction()
 
-# Turns a list of argv elements into target_link_options() items. "-Xs <value>" becomes one
-# SHELL: item so CMake neither de-duplicates -Xs nor splits the pair; the value is quoted once
+# _aotwheel_sycl_link_items(<out> <arg>...): argv elements as target_link_options() items.
+# "-Xs <value>" (or "-Xsycl-target-backend=<triple> <value>") becomes one SHELL: item so CMake
+# neither de-duplicates the flag nor splits the pair; the value is quoted once
 # (_aotwheel_sycl_flags guarantees it holds no quote, backslash or '$').
 function(_aotwheel_sycl_link_items out)
   set(items "")
-  set(pending_xs FALSE)
+  set(pending "")
   foreach(arg IN LISTS ARGN)
-    if(pending_xs)
-      list(APPEND items "SHELL:-Xs \"${arg}\"")
-      set(pending_xs FALSE)
-    elseif(arg STREQUAL "-Xs")
-      set(pending_xs TRUE)
+    if(NOT pending STREQUAL "")
+      list(APPEND items "SHELL:${pending} \"${arg}\"")
+      set(pending "")
+    elseif(arg MATCHES "^(-Xs|-Xsycl-target-backend=spir64_gen)$")
+      set(pending "${arg}")
     else()
       list(APPEND items "${arg}")
     endif()
@@ -150,6 +187,36 @@ function(aotwheel_target_sycl target)
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS")
   endif()
+  _aotwheel_sycl_check_target(${fn} "${target}")
+  _aotwheel_sycl_resolve(dl)
+  set(extra "")
+  foreach(name IN ITEMS COMPRESS PARALLEL_LINK_JOBS)
+    if(DEFINED arg_${name})
+      list(APPEND extra ${name} "${arg_${name}}")
+    endif()
+  endforeach()
+  _aotwheel_sycl_flags(compile link FUNCTION "${fn}" DEVICES ${dl} JIT_FALLBACK "${dl_JIT_FALLBACK}"
+                       SYCL_TARGETS "${dl_SYCL_TARGETS}" OPTIONS ${arg_OPTIONS} ${extra})
+  _aotwheel_sycl_link_items(link_items ${link})
+
+  # -fsycl only for C++ sources: a target may also hold C glue (e.g. a CPython module init).
+  target_compile_options("${target}" PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${compile}>")
+  target_link_options("${target}" PRIVATE ${link_items})
+  set_target_properties("${target}" PROPERTIES
+    AOTWHEEL_DEVLIST "${dl}"
+    AOTWHEEL_OCLOC_DEVICE "${dl_OCLOC_DEVICE}"
+    AOTWHEEL_SYCL_TARGETS "${dl_SYCL_TARGETS}"
+    AOTWHEEL_JIT_FALLBACK "${dl_JIT_FALLBACK}")
+  if(dl_OCLOC_DEVICE STREQUAL "")
+    message(STATUS "aotwheel: ${target}: SYCL with no Intel AOT (targets ${dl_SYCL_TARGETS})")
+  else()
+    message(STATUS "aotwheel: ${target}: SYCL AOT for ${dl_OCLOC_DEVICE} (targets ${dl_SYCL_TARGETS})")
+  endif()
+endfunction()
+
+# _aotwheel_sycl_check_target(<fn> <target>): <target> exists, is compiled by icpx, and the
+# resolver is loaded (find_package(aotwheel), not aotwheel-sycl.cmake alone).
+function(_aotwheel_sycl_check_target fn target)
   if(NOT TARGET "${target}")
     message(FATAL_ERROR "${fn}: '${target}' is not a target. Try: call it after add_library(${target} ...) or python_add_library(${target} ...)")
   endif()
@@ -164,43 +231,18 @@ function(aotwheel_target_sycl target)
   if(NOT COMMAND aotwheel_resolve_devlist)
     message(FATAL_ERROR "${fn}: aotwheel_resolve_devlist() is not defined. Try: find_package(aotwheel CONFIG REQUIRED) instead of including aotwheel-sycl.cmake directly")
   endif()
+endfunction()
 
-  set(resolve_args "")
+# _aotwheel_sycl_resolve(<out>): aotwheel_resolve_devlist(<out>) of the caller's arg_DEVICES and
+# arg_JIT_FALLBACK (USE_AOT_DEVLIST / USE_AOT_JIT_FALLBACK when absent); its variables reach the caller.
+macro(_aotwheel_sycl_resolve out)
+  set(_aotwheel_resolve_args "")
   if(DEFINED arg_DEVICES)
-    list(APPEND resolve_args DEVLIST "${arg_DEVICES}")
+    list(APPEND _aotwheel_resolve_args DEVLIST "${arg_DEVICES}")
   endif()
   if(DEFINED arg_JIT_FALLBACK)
-    list(APPEND resolve_args JIT_FALLBACK "${arg_JIT_FALLBACK}")
+    list(APPEND _aotwheel_resolve_args JIT_FALLBACK "${arg_JIT_FALLBACK}")
   endif()
-  aotwheel_resolve_devlist(_aotwheel_sycl_dl ${resolve_args})
-
-  set(extra "")
-  if(DEFINED arg_COMPRESS)
-    list(APPEND extra COMPRESS "${arg_COMPRESS}")
-  endif()
-  if(DEFINED arg_PARALLEL_LINK_JOBS)
-    list(APPEND extra PARALLEL_LINK_JOBS "${arg_PARALLEL_LINK_JOBS}")
-  endif()
-  _aotwheel_sycl_flags(compile link
-    FUNCTION "${fn}"
-    DEVICES ${_aotwheel_sycl_dl}
-    JIT_FALLBACK "${_aotwheel_sycl_dl_JIT_FALLBACK}"
-    SYCL_TARGETS "${_aotwheel_sycl_dl_SYCL_TARGETS}"
-    OPTIONS ${arg_OPTIONS}
-    ${extra})
-  _aotwheel_sycl_link_items(link_items ${link})
-
-  # -fsycl only for C++ sources: a target may also hold C glue (e.g. a CPython module init).
-  target_compile_options("${target}" PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${compile}>")
-  target_link_options("${target}" PRIVATE ${link_items})
-  set_target_properties("${target}" PROPERTIES
-    AOTWHEEL_DEVLIST "${_aotwheel_sycl_dl}"
-    AOTWHEEL_OCLOC_DEVICE "${_aotwheel_sycl_dl_OCLOC_DEVICE}"
-    AOTWHEEL_SYCL_TARGETS "${_aotwheel_sycl_dl_SYCL_TARGETS}"
-    AOTWHEEL_JIT_FALLBACK "${_aotwheel_sycl_dl_JIT_FALLBACK}")
-  if(_aotwheel_sycl_dl_OCLOC_DEVICE STREQUAL "")
-    message(STATUS "aotwheel: ${target}: SYCL with no AOT (spir64 only, JIT on first use)")
-  else()
-    message(STATUS "aotwheel: ${target}: SYCL AOT for ${_aotwheel_sycl_dl_OCLOC_DEVICE} (targets ${_aotwheel_sycl_dl_SYCL_TARGETS})")
-  endif()
-endfunction()
+  aotwheel_resolve_devlist(${out} ${_aotwheel_resolve_args})
+  unset(_aotwheel_resolve_args)
+endmacro()

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 EXAMPLE = REPO / "examples" / "downstream"
 
-#: IP versions from REFERENCE.md §2 (written by hand): the ar member names ocloc gives them.
+#: IP versions from docs/formats.md §2 (written by hand): the ar member names ocloc gives them.
 PVC_MEMBER = "64.12.60.7"       # pvc
 ACM_G10_MEMBER = "64.12.55.8"   # acm-g10 = ats-m150
 SPIRV_MAGIC = bytes([0x03, 0x02, 0x23, 0x07])

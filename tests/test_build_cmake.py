@@ -90,7 +90,7 @@ def test_sections_and_tgtimg_table(repo_build):
 
 def test_fat_binaries_hold_each_device_and_generic_ir(repo_build, tmp_path):
     expected = ["pad_0", f"64.{ocloc_ip('pvc')}", "pad_1", f"64.{ocloc_ip('ats-m150')}", "pad_2", "generic_ir"]
-    assert expected[1:4:2] == ["64.12.60.7", "64.12.55.8"]  # REFERENCE.md §2
+    assert expected[1:4:2] == ["64.12.60.7", "64.12.55.8"]  # docs/formats.md §2
     for n, img in enumerate(i for i in embedded_images(repo_build["so"]) if i.triple == "spir64_gen"):
         path = tmp_path / f"fat{n}.ar"
         path.write_bytes(img.data)

@@ -145,15 +145,6 @@ def test_missing_ocloc_fails_the_build_with_one_line_and_no_wheel(tmp_path):
     assert re.search(r"aotwheel_add_device_code: Cannot run ocloc at \S+ocloc: .*apt-get install intel-opencl-icd", text)
 
 
-def test_pyproject_default_devlist_is_the_resolvers_default():
-    from aotwheel.devlist import DEFAULT_DEVLIST
-
-    text = (REPO / "pyproject.toml").read_text()
-    m = re.search(r'^USE_AOT_DEVLIST\s*=\s*\{\s*env\s*=\s*"USE_AOT_DEVLIST",\s*default\s*=\s*"([^"]*)"\s*\}', text, re.M)
-    assert m, "pyproject.toml lost [tool.scikit-build.cmake.define] USE_AOT_DEVLIST"
-    assert m.group(1) == DEFAULT_DEVLIST
-
-
 def test_abi3_extension_loads_in_other_python_versions(wheels):
     others = other_pythons()
     if not others:

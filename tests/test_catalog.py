@@ -1,4 +1,4 @@
-"""The device catalog against two independent sources: REFERENCE.md §2 (typed in by hand below)
+"""The device catalog against two independent sources: docs/formats.md §2 (typed in by hand below)
 and the installed ocloc's own `ocloc ids` answers."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, ip_to_u32, load_catalog
 
-# REFERENCE.md §2, one row per IP: every name on a row must resolve to one target with that IP.
+# docs/formats.md §2, one row per IP: every name on a row must resolve to one target with that IP.
 REFERENCE_TABLE = {
     "12.0.0": ["tgllp", "tgl"],
     "12.1.0": ["rkl"],
@@ -59,7 +59,7 @@ def test_one_canonical_name_per_ip_and_unique_words() -> None:
 
 
 def test_generic_names_from_reference() -> None:
-    # REFERENCE §2: generic names kept by name inside fat binaries: dg2, mtl, bmg, ptl.
+    # docs/formats.md §2: generic names kept by name inside fat binaries: dg2, mtl, bmg, ptl.
     cat = load_catalog()
     assert cat.by_name("acm-g10").generic == "dg2"
     assert cat.by_name("mtl-h").generic == "mtl"
@@ -75,7 +75,7 @@ def test_sycl_arch_names() -> None:
 
 
 def test_ip_u32_matches_reference_example() -> None:
-    # REFERENCE §2: pvc 12.60.7 = 0x030f0007.
+    # docs/formats.md §2: pvc 12.60.7 = 0x030f0007.
     assert ip_to_u32((12, 60, 7)) == 0x030F0007
     assert format_ip(ip_from_u32(0x030F0007)) == "12.60.7"
     assert load_catalog().by_ip(0x030F0007).name == "pvc"

@@ -71,7 +71,7 @@ def test_toolchain_check_names_ocloc_version() -> None:
     version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "intel-opencl-icd"], capture_output=True, text=True).stdout
     ok = aotwheel("resolve", "pvc,ats-m150", "--toolchain", "ocloc")
     assert ok.returncode == 0, ok.stderr
-    # Debian 12's ocloc 22.43 predates Battlemage (REFERENCE §2).
+    # Debian 12's ocloc 22.43 predates Battlemage (docs/formats.md §2).
     bad = aotwheel("resolve", "pvc,bmg-g21", "--toolchain", "ocloc")
     assert bad.returncode == 2
     (line,) = bad.stderr.splitlines()

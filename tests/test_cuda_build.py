@@ -122,3 +122,74 @@ def test_embed_places_images_in_nv_fatbin_8_aligned() -> None:
     c_text, h_text = render_embed("k", ["/x/a.fatbin", "/x/b.fatbin"])
     assert c_text.count('.pushsection .nv_fatbin, \\"a\\"') == 2 and c_text.count(".balign 8") == 2
     assert "aotwheel_k_cuda_image_count = 2" in c_text and "struct aotwheel_cuda_image" in h_text
+
+
+MIXED_PROJECT = """
+cmake_minimum_required(VERSION 3.21)
+project(mixed LANGUAGES C)
+find_package(aotwheel CONFIG REQUIRED)
+add_library(_k MODULE stub.c)
+set_target_properties(_k PROPERTIES PREFIX "" SUFFIX ".so")
+aotwheel_resolve_devlist(AOT)
+# The manifest reads the target's CUDA images at generate time, whatever the order of the calls.
+{first}
+{second}
+install(TARGETS _k LIBRARY DESTINATION mixedpkg)
+"""
+
+
+CUDA_CALL = 'aotwheel_add_cuda_device_code(_k NAME kernels DEVLIST AOT SOURCES "{kernels}/elementwise.cl" "{kernels}/reduce.cl")'
+INTEL_CALL = ('aotwheel_add_device_code(_k NAME kernels DEVLIST AOT DESTINATION mixedpkg\n'
+              '  SOURCES "{kernels}/elementwise.cl" "{kernels}/reduce.cl")')
+
+
+@pytest.mark.parametrize("cuda_first", [True, False], ids=["cuda-call-first", "intel-call-first"])
+def test_cuda_images_reach_the_manifest_and_aot_targets(tmp_path: Path, cuda_first: bool) -> None:
+    """USE_AOT_DEVLIST=sm_80,ptx built for real (nvcc; clang + llvm-spirv for the SPIR-V that JIT
+    fallback keeps) and installed as a package: the manifest lists the CUDA fat binaries with their
+    cubin/PTX members, and the package's generated _aot.targets() names the cubin target."""
+    import json
+    import sys
+
+    nvcc_path()
+    for tool in ("clang-15", "llvm-spirv-15"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (ci/setup.sh installs it)")
+    src = tmp_path / "src"
+    src.mkdir()
+    calls = [CUDA_CALL.format(kernels=KERNELS), INTEL_CALL.format(kernels=KERNELS)]
+    first, second = calls if cuda_first else calls[::-1]
+    (src / "CMakeLists.txt").write_text(MIXED_PROJECT.format(first=first, second=second))
+    (src / "stub.c").write_text(STUB_NONE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env.update(AOTWHEEL_CACHE_DIR=str(tmp_path / "cache"), USE_AOT_DEVLIST="sm_80,ptx")
+    bld, prefix = tmp_path / "b", tmp_path / "prefix"
+    for cmd in (["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja", f"-Daotwheel_DIR={REPO / 'cmake'}",
+                 f"-DPython_EXECUTABLE={sys.executable}"],
+                ["ninja", "-C", str(bld)], ["cmake", "--install", str(bld), "--prefix", str(prefix)]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    again = subprocess.run(["ninja", "-C", str(bld), "-n"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert "no work to do" in again.stdout  # the CUDA records and their list are written only on change
+    so = prefix / "mixedpkg" / "_k.so"
+    assert sorted(listing(so)) == sorted([("cubin", "sm_80"), ("ptx", "sm_80")] * 2)  # cuobjdump's view
+    manifest = json.loads((prefix / "mixedpkg" / "_aot_manifest.json").read_text())
+    assert manifest["devlist"]["cuda"] == ["sm_80", "compute_80"]
+    cuda = [i for i in manifest["images"] if i["vendor"] == "nvidia"]
+    assert [i["source"] for i in cuda] == ["elementwise.cl", "reduce.cl"]
+    for image in cuda:
+        assert image["triple"] == "nvptx64-nvidia-cuda"
+        assert [(m["device"], m["name"], m["kind"]) for m in image["members"]] == [("sm_80", "sm_80", "cubin"), (None, "compute_80", "ptx")]
+        fatbin = bld / "aotwheel" / "kernels_cuda" / image["source"].replace(".cl", ".fatbin")
+        assert image["size"] == fatbin.stat().st_size
+        assert image["sha256"] == __import__("hashlib").sha256(fatbin.read_bytes()).hexdigest()
+        assert all(m["size"] > 0 for m in image["members"])
+    assert {i["triple"] for i in manifest["images"] if i["vendor"] == "intel"} == {"spir64"}
+
+    # The generated <pkg>/_aot.py, run from the installed package: the cubin target is native.
+    code = "import mixedpkg._aot as a; print(','.join(a.targets()))"
+    run_env = dict(env, PYTHONPATH=f"{prefix}{os.pathsep}{REPO / 'python'}")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "sm_80"

@@ -253,7 +253,7 @@ def test_lz4_blocks_from_the_real_compressor_round_trip() -> None:
 
 
 def test_magic_constant_matches_reference() -> None:
-    # REFERENCE.md §5: containers start with u32 0xBA55ED50 (little-endian bytes 50 ED 55 BA).
+    # docs/formats.md §5: containers start with u32 0xBA55ED50 (little-endian bytes 50 ED 55 BA).
     assert MAGIC.to_bytes(4, "little") == bytes.fromhex("50ed55ba")
     assert _real_fatbin()[:4] == bytes.fromhex("50ed55ba")
     assert CACHE.is_dir()

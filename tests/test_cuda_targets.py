@@ -1,7 +1,7 @@
 """NVIDIA devlist grammar, nvcc flags and the driver's loading rules (aotwheel.backends.nvidia.targets).
 
 The verdict tables are written by hand from NVIDIA's documented rules (CUDA C++ Programming
-Guide, "Binary Compatibility" / "PTX Compatibility"; REFERENCE.md §5). The -gencode flags are
+Guide, "Binary Compatibility" / "PTX Compatibility"; docs/formats.md §5). The -gencode flags are
 checked by running nvcc with them and listing the result with cuobjdump.
 """
 

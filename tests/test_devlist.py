@@ -1,4 +1,4 @@
-"""USE_AOT_DEVLIST grammar, table-driven. Expected targets are written from REFERENCE.md §2."""
+"""USE_AOT_DEVLIST grammar, table-driven. Expected targets are written from docs/formats.md §2."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ OK_CASES = [
     ("arl", ["mtl-u", "arl-h"], True),
     ("ptl,lnl", ["ptl-h", "ptl-u", "lnl-m"], True),
     ("acm-g11,dg2", ["acm-g11", "acm-g10", "acm-g12"], True),  # first mention wins
-    # torch-xpu-ops' Linux default list (REFERENCE §1)
+    # torch-xpu-ops' Linux default list (docs/formats.md §1)
     ("pvc,bmg,dg2,arl-h,mtl-h,lnl-m,ptl-h,ptl-u", ["pvc", "bmg-g21", "bmg-g31", "acm-g10", "acm-g11", "acm-g12", "arl-h", "mtl-h", "lnl-m", "ptl-h", "ptl-u"], True),
     ("none", [], True),
     ("NONE", [], True),
@@ -128,7 +128,7 @@ def test_native_includes_nvidia_gpus() -> None:
     assert dl.cuda is not None and dl.cuda.names == ("sm_90",)
 
 
-# Mixed vendors: (input, Intel names, NVIDIA images, -fsycl-targets). NVIDIA rules from REFERENCE §5.
+# Mixed vendors: (input, Intel names, NVIDIA images, -fsycl-targets). NVIDIA rules from docs/formats.md §5.
 MIXED_CASES = [
     ("pvc,ats-m150,sm_90,sm_80", ["pvc", "acm-g10"], ("sm_90", "sm_80"), "spir64_gen,spir64,nvidia_gpu_sm_90,nvidia_gpu_sm_80"),
     ("SM_90,sm_90,nvidia_gpu_sm_90", [], ("sm_90",), "spir64,nvidia_gpu_sm_90"),
@@ -178,12 +178,35 @@ def test_non_string_input() -> None:
         resolve(["pvc"])  # type: ignore[arg-type]
 
 
-def test_pyproject_default_matches_resolver_default() -> None:
-    """pyproject.toml repeats the default for scikit-build-core's cmake.define; keep them one value."""
+def test_default_devlist_is_written_once() -> None:
+    """The default list lives in the Python resolver only: no copy in pyproject.toml (no
+    scikit-build-core cmake.define default), CMake or any other module can drift from it."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    files = [repo / "pyproject.toml", repo / "CMakeLists.txt", *(repo / "cmake").glob("*.cmake"),
+             *(repo / "python" / "aotwheel").rglob("*.py")]
+    holders = [f.relative_to(repo).as_posix() for f in files if DEFAULT_DEVLIST in f.read_text()]
+    assert len(holders) == 1, holders
+    assert "USE_AOT_DEVLIST" not in (repo / "pyproject.toml").read_text().split("[tool.scikit-build]")[1]
+
+
+def test_cmake_reads_the_devlist_variables_in_one_function() -> None:
+    """CMake hands USE_AOT_DEVLIST / USE_AOT_JIT_FALLBACK to the resolver from one function and
+    never reads their environment variables itself (the resolver does), nor parses a devlist."""
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
-    m = re.search(r'^USE_AOT_DEVLIST\s*=\s*\{[^}]*default\s*=\s*"([^"]*)"', text, re.M)
-    assert m is not None
-    assert m.group(1) == DEFAULT_DEVLIST
+    cmake = Path(__file__).resolve().parents[1] / "cmake"
+    readers = set()
+    for path in cmake.glob("*.cmake"):
+        function = None
+        for line in path.read_text().splitlines():
+            code = line.split("#", 1)[0]
+            m = re.match(r"\s*(?:function|macro)\((\w+)", code)
+            if m:
+                function = m.group(1)
+            assert "ENV{USE_AOT_" not in code, f"{path.name}: {line.strip()}"
+            if re.search(r"\$\{USE_AOT_(DEVLIST|JIT_FALLBACK)\}|DEFINED USE_AOT_", code):
+                readers.add(function)
+    assert readers == {"_aotwheel_resolve_args"}

@@ -5,7 +5,7 @@ function, and a tiny project configured with a forced IntelLLVM identity (a reco
 compiler) shows what reaches build.ninja, compile_commands.json and the compiler's argv.
 
 Every expected string is written by hand from the flags IPEX (cmake/gpu/SYCL.cmake) and
-torch.utils.cpp_extension.SyclExtension use (REFERENCE.md §1):
+torch.utils.cpp_extension.SyclExtension use (docs/formats.md §1):
 ``-fsycl-targets=spir64_gen,spir64``, ``-Xs "-device <list> -options '<opts>'"`` (device list
 before options), ``--offload-compress``, ``-fsycl-max-parallel-link-jobs=<n>``; ``spir64`` alone
 and no ``-device`` for an empty list. The default devlist pvc,ats-m150 is pvc + acm-g10 (§2:
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 CMAKE_DIR = REPO / "cmake"
 SYCL_CMAKE = CMAKE_DIR / "aotwheel-sycl.cmake"
 
-# IPEX's ocloc options (REFERENCE.md §1), in IPEX's order.
+# IPEX's ocloc options (docs/formats.md §1), in IPEX's order.
 IPEX_OPTIONS = [
     "-cl-intel-enable-auto-large-GRF-mode",
     "-cl-poison-unsupported-fp64-kernels",
@@ -186,6 +186,10 @@ def test_icpx_golden_resolver_targets_are_used_verbatim(tmp_path: Path) -> None:
         ({"devices": [], "sycl_targets": "spir64_gen,spir64"}, "ocloc crashes on spir64_gen"),
         ({"devices": ["pvc"], "sycl_targets": "spir64;x"}, "SYCL_TARGETS"),
         ({"devices": ["pvc"], "compress": "maybe"}, "COMPRESS ON or COMPRESS OFF"),
+        ({"devices": ["pvc"], "sycl_targets": "spir64_gen,nvidia_gpu_sm90"}, "SYCL_TARGETS is"),
+        ({"devices": ["pvc"], "sycl_targets": "spir64_gen,nvidia_gpu_sm_90;touch pwned"}, "SYCL_TARGETS is"),
+        ({"devices": ["pvc"], "sycl_targets": "nvidia_gpu_sm_90"}, "has no spir64_gen"),
+        ({"devices": [], "sycl_targets": "spir64_gen,nvidia_gpu_sm_90"}, "ocloc crashes on spir64_gen"),
     ],
 )
 def test_icpx_golden_rejects_unsafe_or_inconsistent_input(tmp_path: Path, kw: dict[str, object], needle: str) -> None:
@@ -195,6 +199,47 @@ def test_icpx_golden_rejects_unsafe_or_inconsistent_input(tmp_path: Path, kw: di
     assert "_aotwheel_sycl_flags: " in proc.stderr
     assert "L|" not in proc.stderr
     assert not (tmp_path / "pwned").exists()
+
+
+# --- oneAPI for NVIDIA GPUs: sm_XY tokens become nvidia_gpu_sm_XY targets ----------------------
+# Written by hand from intel/llvm's driver rules: -fsycl-targets takes a comma-separated list that
+# may mix spir64_gen/spir64 with nvidia_gpu_sm_XY, and with several targets the ocloc arguments go
+# to spir64_gen alone through -Xsycl-target-backend=spir64_gen "<args>" (docs/formats.md, icpx).
+
+
+@needs_cmake
+def test_icpx_golden_nvidia_targets_follow_the_intel_ones(tmp_path: Path) -> None:
+    c, l = flags(tmp_path, devices=["pvc"], sycl_targets="spir64_gen,spir64,nvidia_gpu_sm_90", options=IPEX_OPTIONS[:1])
+    assert c == ["-fsycl", "-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90"]
+    assert l == ["-fsycl", "-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90", "-Xsycl-target-backend=spir64_gen",
+                 "-device pvc -options '-cl-intel-enable-auto-large-GRF-mode'", "--offload-compress"]
+    assert "-Xs" not in l  # plain -Xs would hand '-device pvc' to the CUDA backend too
+
+
+@needs_cmake
+def test_icpx_golden_nvidia_only_has_no_ocloc_arguments(tmp_path: Path) -> None:
+    c, l = flags(tmp_path, devices=[], sycl_targets="nvidia_gpu_sm_80,nvidia_gpu_sm_90a", jit_fallback="OFF")
+    assert c == ["-fsycl", "-fsycl-targets=nvidia_gpu_sm_80,nvidia_gpu_sm_90a"]
+    assert l == ["-fsycl", "-fsycl-targets=nvidia_gpu_sm_80,nvidia_gpu_sm_90a", "--offload-compress"]
+
+
+@needs_cmake
+def test_icpx_golden_pvc_sm_90_through_the_resolver(tmp_path: Path) -> None:
+    body = (
+        f"set(Python_EXECUTABLE {_cmake_quote(sys.executable)})\n"
+        f"include({_cmake_quote(str(CMAKE_DIR / 'aotwheel-config.cmake'))})\n"
+        "aotwheel_resolve_devlist(dl)\n"
+        "_aotwheel_sycl_flags(c l DEVICES ${dl} JIT_FALLBACK ${dl_JIT_FALLBACK} SYCL_TARGETS ${dl_SYCL_TARGETS})\n"
+        'message("CUDA|${dl_CUDA}")\n'
+        + _print_lists()
+    )
+    proc = _run_script(tmp_path, body, env=_clean_env(USE_AOT_DEVLIST="pvc,sm_90"))
+    assert proc.returncode == 0, proc.stderr
+    c, l = _parse(proc.stderr)
+    assert c == ["-fsycl", "-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90"]
+    assert l == ["-fsycl", "-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90", "-Xsycl-target-backend=spir64_gen",
+                 "-device pvc", "--offload-compress"]
+    assert "CUDA|sm_90" in proc.stderr.splitlines()
 
 
 # --- a configured project with a forced IntelLLVM identity -----------------------------------
@@ -302,6 +347,26 @@ def test_icpx_golden_configure_build_ninja_and_argv(tmp_path: Path) -> None:
     ]
     compile_cpp = [c for c in calls if "-c" in c and c[-1].endswith("kern.cpp")]
     assert len(compile_cpp) == 1 and compile_cpp[0].count("-fsycl") == 1
+
+
+@needs_cmake
+@needs_ninja
+def test_icpx_golden_configure_pvc_sm_90_reaches_the_stand_in_icpx(tmp_path: Path) -> None:
+    proc, build, log = _configure(tmp_path, "", env=_clean_env(USE_AOT_DEVLIST="pvc,sm_90"))
+    assert proc.returncode == 0, proc.stderr
+    assert _link_flags(build).endswith(
+        ' -fsycl -fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90 -Xsycl-target-backend=spir64_gen "-device pvc" --offload-compress'
+    )
+    assert "SYCL AOT for pvc (targets spir64_gen,spir64,nvidia_gpu_sm_90)" in proc.stdout
+    built = subprocess.run([NINJA, "-C", str(build)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    link = [c for c in calls if "-c" not in c]
+    assert len(link) == 1
+    argv = link[0]
+    at = argv.index("-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90")
+    assert argv[at - 1: at + 4] == ["-fsycl", "-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90",
+                                    "-Xsycl-target-backend=spir64_gen", "-device pvc", "--offload-compress"]
 
 
 @needs_cmake

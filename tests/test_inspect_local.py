@@ -191,7 +191,7 @@ def test_host_elf_without_device_code_is_reported_empty(tmp_path):
 
 
 def test_ip_unknown_to_the_catalog_is_reported_with_a_null_name(mat):
-    # REFERENCE.md §2 lists 12.60.1 (pvc-sdv) and 12.60.7 (pvc) for xe-hpc; ocloc also knows
+    # docs/formats.md §2 lists 12.60.1 (pvc-sdv) and 12.60.7 (pvc) for xe-hpc; ocloc also knows
     # pre-production steppings. Build for one of those: it must be listed, with name None.
     listed = {"12.60.1", "12.60.7"}
     words = run(["ocloc", "ids", "xe-hpc"]).stdout.split()

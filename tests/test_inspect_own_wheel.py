@@ -40,7 +40,7 @@ def test_own_fat_wheel_has_pvc_and_acm_g10_natively_and_spirv(wheel):
     (fr,) = [f for f in report.files if f.images]
     assert fr.path.endswith("!aotwheel/_kernels.abi3.so")
     expected = {("pvc", ocloc_ip("pvc")), ("acm-g10", ocloc_ip("ats-m150"))}
-    assert expected == {("pvc", "12.60.7"), ("acm-g10", "12.55.8")}  # REFERENCE.md §2 agrees with ocloc
+    assert expected == {("pvc", "12.60.7"), ("acm-g10", "12.55.8")}  # docs/formats.md §2 agrees with ocloc
     assert {(t.name, t.ip) for t in fr.native_targets} == expected
     assert {t.member for t in fr.native_targets} == {"64." + ip for _, ip in expected}
     assert fr.ir == ["spirv"]

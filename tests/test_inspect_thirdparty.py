@@ -21,7 +21,7 @@ VLLM = DATA / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
 
 
 def _ip_from_u32(v: int) -> str:
-    # REFERENCE.md §2: architecture:10 | release:8 | reserved:8 | revision:6, high to low.
+    # docs/formats.md §2: architecture:10 | release:8 | reserved:8 | revision:6, high to low.
     return f"{v >> 22}.{(v >> 14) & 0xFF}.{v & 0x3F}"
 
 
@@ -77,7 +77,7 @@ def test_vllm_targets_agree_with_readelf_on_every_member_note(vllm_so, tmp_path)
 def test_vllm_member_names_map_to_catalog_names_and_generic(vllm_so):
     (fr,) = inspect(vllm_so).files
     by_member = {t.member: (t.name, t.ip, t.generic, t.format) for t in fr.native_targets}
-    # Independent of the catalog code: REFERENCE.md §2 names for these IP versions.
+    # Independent of the catalog code: docs/formats.md §2 names for these IP versions.
     assert by_member["64.12.60.7"] == ("pvc", "12.60.7", None, "zebin")
     assert by_member["64.20.1.0"] == ("bmg-g21", "20.1.0", None, "zebin")
     assert by_member["64.20.2.0"] == ("bmg-g31", "20.2.0", None, "zebin")

@@ -2,7 +2,7 @@
 
 The local runner builds examples/downstream against an installed aotwheel for two variants;
 its printed sizes and targets are checked against the wheel files (os.stat) and binutils
-(objcopy + ar), with IP versions from REFERENCE.md §2.
+(objcopy + ar), with IP versions from docs/formats.md §2.
 """
 
 from __future__ import annotations

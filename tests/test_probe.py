@@ -12,7 +12,7 @@ import pytest
 
 from _check_util import CACHE, child_env, opencl_cpu_env, run_cli, run_python
 
-# ipVersion values from REFERENCE.md §2/§4 (written by hand): pvc 12.60.7 = 0x030f0007.
+# ipVersion values from docs/formats.md §2/§4 (written by hand): pvc 12.60.7 = 0x030f0007.
 PVC_IP_U32 = 0x030F0007
 
 STUB_LOADER = r"""
@@ -150,7 +150,7 @@ def test_override_names_aliases_ips_groups_and_cpu(monkeypatch):
     devices = detect_devices()
     bmg = [d.name for d in catalog.group("bmg").members]
     assert [d.catalog for d in devices if d.kind == "gpu"] == ["acm-g10", "pvc", *bmg]
-    assert [d.ip for d in devices if d.kind == "gpu"][:2] == ["12.55.8", "12.60.7"]  # REFERENCE.md §2
+    assert [d.ip for d in devices if d.kind == "gpu"][:2] == ["12.55.8", "12.60.7"]  # docs/formats.md §2
     assert [d.kind for d in devices].count("cpu") == 1
     assert all(d.backend == "override" for d in devices)
 

@@ -2,7 +2,7 @@
 
 The project is examples/downstream's CMakeLists.txt, kernel and extension with a setup.py in
 place of its scikit-build-core pyproject. Results are read with binutils and by importing the
-built module; expected ar members come from REFERENCE.md §2 (see tests/_aotdemo_util.py).
+built module; expected ar members come from docs/formats.md §2 (see tests/_aotdemo_util.py).
 """
 
 from __future__ import annotations

@@ -36,8 +36,10 @@ CLANG = Variable("AOTWHEEL_CLANG", None, "the clang that compiles kernels to SPI
 LLVM_SPIRV = Variable("AOTWHEEL_LLVM_SPIRV", None, "the llvm-spirv translator")
 NVCC = Variable("AOTWHEEL_NVCC", None, "the nvcc to build with")
 ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
+OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake)")
 
-VARIABLES: tuple[Variable, ...] = (DEVLIST, JIT_FALLBACK, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER)
+VARIABLES: tuple[Variable, ...] = (DEVLIST, JIT_FALLBACK, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
+                                   OCLOC_JOBS)
 
 DEFAULT_DEVLIST = str(DEVLIST.default)
 JIT_POLICIES = ("warn", "error", "ignore")

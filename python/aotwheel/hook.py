@@ -5,7 +5,7 @@ fail on a machine without a GPU). A package calls it lazily, at first kernel use
 
     from ._aot import ensure; ensure()   # once; cached; warns (JITWarning) or raises as configured
 
-``targets()`` lists the native targets embedded in the extension, ``check()`` returns the
+``targets()`` lists the native targets embedded in the extension (every vendor's), ``check()`` returns the
 verdicts per device, ``ensure()`` additionally raises ``UnsupportedDeviceError`` when no device
 here can run the code. Without aotwheel installed at run time they return empty results.
 
@@ -53,7 +53,7 @@ def _path():
 
 @functools.lru_cache(maxsize=None)
 def targets():
-    """Native targets embedded in the extension (catalog names or IP versions)."""
+    """Native targets embedded in the extension: Intel catalog names or IP versions, NVIDIA sm_XY."""
     try:
         from aotwheel.inspector import inspect
         from aotwheel.backends.intel.rules import target_names
@@ -62,7 +62,14 @@ def targets():
     path = _path()
     if path is None:
         return ()
-    return tuple(n for f in inspect(path).files for n in target_names(f.native_targets))
+    names = []
+    for f in inspect(path).files:
+        # cubins (sm_XY) are native; compute_XY PTX is the NVIDIA JIT form, not a target here.
+        cubins = tuple(t for t in f.cuda if not t.startswith("compute_"))
+        for name in target_names(f.native_targets) + cubins:
+            if name not in names:
+                names.append(name)
+    return tuple(names)
 
 
 def check(devices=None):

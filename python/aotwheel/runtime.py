@@ -137,13 +137,6 @@ def _device_code_of(path: str) -> list[Any]:
     return list(_inspected(path, st.st_size, st.st_mtime_ns))
 
 
-def covering_devlist(verdict: Verdict) -> str | None:
-    """``USE_AOT_DEVLIST`` value that adds the verdict's (Intel) device to the binary's targets."""
-    from aotwheel.backends.intel import BACKEND
-
-    return BACKEND.covering_devlist(verdict)
-
-
 def jit_message(verdict: Verdict, kernels: int | None = None) -> str:
     """One line a user can act on, in the words of the vendor that owns the device."""
     from aotwheel import backends
@@ -185,11 +178,13 @@ def _cross_vendor(backend: Any, file: Any, device: Any, binary: str, compatibili
     others = [b for b in backends.all_backends() if b is not backend and any(b.code_in(file))]
     if not others:
         return None
-    have = "; ".join(f"{b.title}: {', '.join([*native, *ir])}" for b in others for native, ir in [b.code_in(file)])
+    from aotwheel.report import ir_name
+
+    have = "; ".join(f"{b.title}: {', '.join([*native, *map(ir_name, ir)])}" for b in others for native, ir in [b.code_in(file)])
     own = backend.decide(file, device, binary=binary, compatibility=compatibility)
-    owner = backend.title if backend.owns_device(device) else "this device's"
-    reason = f"unsupported: the binary carries only {have}, no {owner} device code and no SPIR-V"
-    v = replace(own, verdict=UNSUPPORTED, image=None, reason=reason, rule="other-vendor", targets=(), remedy="")
+    reason = f"unsupported: the binary carries only {have}, none of which {own.device} can load"
+    # targets: everything the binary carries, so the remedy keeps the other vendors' targets
+    v = replace(own, verdict=UNSUPPORTED, image=None, reason=reason, rule="other-vendor", targets=tuple(file.target_names()), remedy="")
     return replace(v, remedy=backend.remedy(v))
 
 

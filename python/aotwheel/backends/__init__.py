@@ -12,6 +12,7 @@ uses the standard library only (build steps run it inside pip's isolated environ
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -64,17 +65,14 @@ class Backend(Protocol):
 def register(name: str, module: str) -> None:
     """Add (or replace) a backend: ``module`` must define ``BACKEND``; imported on first use."""
     _BUILTIN[name] = module
-    _loaded.pop(name, None)
+    get.cache_clear()
 
 
-_loaded: dict[str, Backend] = {}
-
-
+@functools.lru_cache(maxsize=None)
 def get(name: str) -> Backend:
-    """The backend called ``name`` (``KeyError`` for an unknown one)."""
-    if name not in _loaded:
-        _loaded[name] = importlib.import_module(_BUILTIN[name]).BACKEND
-    return _loaded[name]
+    """The backend called ``name`` (``KeyError`` for an unknown one), imported on first use."""
+    backend: Backend = importlib.import_module(_BUILTIN[name]).BACKEND
+    return backend
 
 
 def names() -> tuple[str, ...]:

@@ -123,7 +123,7 @@ def cmd_embed(a: argparse.Namespace) -> int:
 def cmd_manifest(a: argparse.Namespace) -> int:
     """Write _aot_manifest.json."""
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.manifest import build_manifest
+    from aotwheel.buildsteps.manifest import build_manifest, read_cuda_records
 
     images = []
     for spec in a.image or []:
@@ -137,7 +137,7 @@ def cmd_manifest(a: argparse.Namespace) -> int:
         devlist["jit_fallback"] = a.jit_fallback == "on"
     doc = build_manifest(name=a.name, devlist=devlist,
                          toolchain=_load_toolchain(a.toolchain), options=a.options, images=images,
-                         kernels=kernels)
+                         kernels=kernels, cuda_images=read_cuda_records(a.cuda_images) if a.cuda_images else [])
     atomic_write(Path(a.output), (json.dumps(doc, indent=2) + "\n").encode())
     return 0
 
@@ -209,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tgtsym")
     s.add_argument("--jit-fallback", choices=("on", "off"), help="what was built (overrides the devlist JSON)")
     s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
+    s.add_argument("--cuda-images", metavar="LIST", help="file naming the CUDA image records, one a line")
     s.set_defaults(fn=cmd_manifest)
 
     s = sub.add_parser("cache")

@@ -8,6 +8,9 @@ from pathlib import Path
 
 SCHEMA = 1
 
+# The clang/SYCL triple of NVIDIA device code, for the ``triple`` field of CUDA fat binaries.
+CUDA_TRIPLE = "nvptx64-nvidia-cuda"
+
 
 def fatbin_info(natives: list[tuple[str, str, int]], generic_ir: int | None) -> dict[str, object]:
     """Sidecar facts of one fat binary: ``natives`` is ``(device, member, size)`` in order."""
@@ -15,6 +18,43 @@ def fatbin_info(natives: list[tuple[str, str, int]], generic_ir: int | None) -> 
         "members": [{"device": d, "name": m, "size": s} for d, m, s in natives]
         + ([{"device": None, "name": "generic_ir", "size": generic_ir}] if generic_ir is not None else []),
     }
+
+
+def read_cuda_records(list_file: str) -> list[dict]:
+    """The CUDA image records named in ``list_file`` (one JSON path a line, empty lines skipped).
+
+    aotwheel_add_cuda_device_code() writes one record per call: ``{"images": [{"source", "fatbin",
+    "members": [{"target", "kind", "path"}]}]}``; CMake lists them for the manifest step.
+    """
+    records: list[dict] = []
+    for line in Path(list_file).read_text().splitlines():
+        if line.strip():
+            records.extend(json.loads(Path(line.strip()).read_text())["images"])
+    return records
+
+
+def _digest(path: str) -> tuple[int, str]:
+    data = Path(path).read_bytes()
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+def _intel_image(img: dict) -> dict[str, object]:
+    size, sha = _digest(img["path"])
+    entry: dict[str, object] = {"triple": img["triple"], "vendor": "intel", "source": img["source"],
+                                "size": size, "sha256": sha}
+    if img.get("info"):
+        entry.update(json.loads(Path(img["info"]).read_text()))
+    return entry
+
+
+def _cuda_image(record: dict) -> dict[str, object]:
+    """One CUDA fat binary: cubins (native, ``device`` = sm_XY) and PTX (``device`` None, like
+    an Intel fat binary's generic IR member)."""
+    size, sha = _digest(record["fatbin"])
+    members = [{"device": m["target"] if m["kind"] == "cubin" else None, "name": m["target"], "kind": m["kind"],
+                "size": Path(m["path"]).stat().st_size} for m in record["members"]]
+    return {"triple": CUDA_TRIPLE, "vendor": "nvidia", "source": record["source"], "size": size, "sha256": sha,
+            "members": members}
 
 
 def build_manifest(
@@ -25,22 +65,13 @@ def build_manifest(
     options: str,
     images: list[dict],
     kernels: list[str],
+    cuda_images: list[dict] | None = None,
 ) -> dict[str, object]:
-    """Assemble the manifest. ``images`` entries carry triple, source, path and optional info."""
+    """Assemble the manifest. ``images`` entries carry triple, source, path and optional info;
+    ``cuda_images`` are the records of :func:`read_cuda_records`."""
     from aotwheel import __version__
 
-    out_images = []
-    for img in images:
-        data = Path(img["path"]).read_bytes()
-        entry: dict[str, object] = {
-            "triple": img["triple"],
-            "source": img["source"],
-            "size": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
-        }
-        if img.get("info"):
-            entry.update(json.loads(Path(img["info"]).read_text()))
-        out_images.append(entry)
+    out_images = [_intel_image(img) for img in images] + [_cuda_image(r) for r in cuda_images or []]
     return {
         "schema": SCHEMA,
         "generator": f"aotwheel {__version__}",
@@ -50,6 +81,7 @@ def build_manifest(
             "targets": [{"name": t["name"], "ip": t["ip"]} for t in devlist.get("targets", [])],
             "jit_fallback": devlist.get("jit_fallback", True),
             "ocloc_device": devlist.get("ocloc_device", ""),
+            "cuda": [t["name"] for t in (devlist.get("cuda") or {}).get("targets", [])],
         },
         "toolchain": {k: v for k, v in toolchain.items() if k != "ocloc_names"},
         "ocloc_options": options,

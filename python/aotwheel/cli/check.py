@@ -96,7 +96,7 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"{args.binary}: no devices found (see 'aotwheel devices'), or no device code in the binary")
         for v in verdicts:
             where = f" {v.image}" if v.image else ""
-            fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" else ""
+            fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild" not in v.reason else ""
             print(f"{v.device}{f' ({v.ip})' if v.ip else ''}: {v.verdict}{where} [rule {v.rule}] - {v.reason}{fix}")
     return 1 if any(v.verdict == "unsupported" for v in verdicts) else 0
 

@@ -44,7 +44,7 @@ def _table(fr: FileReport) -> list[str]:
     # Aggregate over images: a library often carries the same targets in hundreds of images.
     rows: dict[tuple[str, ...], list[int]] = {}
     for t in fr.native_targets:
-        key = (t.name or "?", t.ip or "?", t.member or "-", t.format, t.core or "")
+        key = (t.name or "?", t.ip or ("?" if t.vendor == "intel" else "-"), t.member or "-", t.format, t.core or "")
         agg = rows.setdefault(key, [0, 0])
         agg[0] += 1
         agg[1] += t.size

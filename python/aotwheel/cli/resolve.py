@@ -9,12 +9,14 @@ FORMATS = ("ocloc", "sycl-targets", "names", "ips")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from aotwheel.devlist import DEFAULT_DEVLIST
+
     p = sub.add_parser(
         "resolve",
         help="resolve a USE_AOT_DEVLIST value into AOT targets",
-        description="Resolve a device list (default: $USE_AOT_DEVLIST, else pvc,ats-m150) into canonical AOT targets.",
+        description=f"Resolve a device list (default: $USE_AOT_DEVLIST, else {DEFAULT_DEVLIST}) into canonical AOT targets.",
     )
-    p.add_argument("text", nargs="?", metavar="DEVLIST", help="device list, e.g. 'pvc,ats-m150' (default: $USE_AOT_DEVLIST)")
+    p.add_argument("text", nargs="?", metavar="DEVLIST", help="device list, e.g. 'pvc,acm-g11,sm_90' (default: $USE_AOT_DEVLIST)")
     # --devlist=TEXT keeps an empty value visible as one argument (CMake drops empty list items).
     p.add_argument("--devlist", dest="devlist_option", metavar="DEVLIST", help=argparse.SUPPRESS)
     out = p.add_mutually_exclusive_group()

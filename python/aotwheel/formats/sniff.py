@@ -1,4 +1,4 @@
-"""What a blob is, from its first bytes (REFERENCE.md §3 magic numbers)."""
+"""What a blob is, from its first bytes (docs/formats.md §3 magic numbers)."""
 
 from __future__ import annotations
 

@@ -63,7 +63,8 @@ class IntelBackend:
     def remedy(self, verdict: Verdict) -> str:
         devlist = self.covering_devlist(verdict)
         if devlist:
-            return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if verdict.verdict == UNSUPPORTED else "")
+            keep_ir = verdict.verdict == UNSUPPORTED and verdict.rule != "other-vendor"
+            return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if keep_ir else "")
         if verdict.kind == "cpu":
             return "" if verdict.verdict != UNSUPPORTED else "rebuild with JIT fallback on (SPIR-V kept): CPUs only run SPIR-V"
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""

@@ -46,7 +46,7 @@ class NvidiaBackend:
         arch = _device_arch(verdict)
         if arch is None:
             return ""
-        names = [t for t in verdict.targets if t.startswith("sm_")] + [arch]
+        names = [t for t in verdict.targets if not t.startswith("compute_")] + [arch]
         return f"rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))}"
 
     def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:

@@ -1,6 +1,6 @@
 """NVIDIA fat binaries: the ``.nv_fatbin`` section of a CUDA host binary, or a ``.fatbin`` file.
 
-Layout (REFERENCE.md §5, checked against nvcc 13.0 output): a sequence of containers
+Layout (docs/formats.md §5, checked against nvcc 13.0 output): a sequence of containers
 ``{u32 magic 0xBA55ED50; u16 version; u16 header_size; u64 fat_size}``, each followed by
 ``fat_size`` bytes of entries ``{u16 kind; u16 version; u32 header_size; u64 size;
 u32 compressed_size; u32 options_offset; u16 minor; u16 major; u32 arch; u32 obj_name_offset;

@@ -278,7 +278,7 @@ class CudaVerdict(NamedTuple):
 def cuda_verdict(targets_in_binary: Iterable[CudaTarget], device_cc: tuple[int, int], *, force_ptx_jit: bool = False) -> CudaVerdict:
     """What the CUDA driver does with a fat binary on a GPU of compute capability ``device_cc``.
 
-    NVIDIA's rules (REFERENCE.md §5, CUDA C++ Programming Guide "Binary Compatibility"):
+    NVIDIA's rules (docs/formats.md §5, CUDA C++ Programming Guide "Binary Compatibility"):
     a cubin ``sm_XY`` loads natively on the same major with minor >= Y (``cubin-same-major``);
     ``sm_XYa`` only on exactly X.Y (``cubin-arch-specific``); ``sm_XYf`` on the same major with
     minor >= Y (``cubin-family``). Without a matching cubin, PTX ``compute_XY`` is JIT-compiled on
