@@ -18,8 +18,9 @@ import shutil
 import tempfile
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from aotwheel.errors import InspectError
 from aotwheel.model import NVIDIA, Image, NativeTarget, Target
@@ -250,6 +251,9 @@ def _locate_module(name: str) -> Path | None:
 class _Walk:
     report: FileReport
     deep: bool
+    # Per-walk answers that repeat across members (member name -> IP, IP -> catalog entry):
+    # a library of a thousand zebin members has a handful of distinct ones.
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     def add_ir(self, kind: str) -> None:
         if kind not in self.report.ir:
@@ -490,47 +494,87 @@ def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> Non
 
 
 def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: str | None) -> NativeTarget:
-    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog, parse_ip
-    from aotwheel.backends.intel import gfx
-    from aotwheel.formats.ar import member_target
-
-    token = member_target(member)[1] if member else None
-    name_ip = token if token and parse_ip(token) else None
-    generic = token if token and not name_ip else None
+    memo = walk.memo
+    named = memo.get(member)
+    if named is None:
+        named = memo[member] = _member_name_ip(member)
+    name_ip, generic = named
     note_ip = product = None
     rebuildable = False
     if kind == "zebin":
         from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary
 
         z = read_zebin(region) if walk.deep else read_zebin_summary(region)
-        note_ip = format_ip(ip_from_u32(z.ip_u32)) if z.ip_u32 is not None else None
-        core, product, rebuildable = gfx.core_name(z.gfx_core), gfx.product_name(z.product_family), z.has_spirv
+        if z.ip_u32 is not None:
+            note_ip = memo.get(z.ip_u32)
+            if note_ip is None:
+                note_ip = memo[z.ip_u32] = _format_u32_ip(z.ip_u32)
+        core, product, rebuildable = _gfx_core(memo, z.gfx_core), _gfx_product(memo, z.product_family), z.has_spirv
     else:
         from aotwheel.backends.intel.legacy import read_legacy
 
         info = read_legacy(region)
-        core, rebuildable = gfx.core_name(info.gfx_core), info.has_spirv
-    where = f"image {image}" + (f" member {member!r}" if member else "")
+        core, rebuildable = _gfx_core(memo, info.gfx_core), info.has_spirv
     if name_ip and note_ip and name_ip != note_ip:
-        walk.report.warnings.append(f"{where}: member name says {name_ip} but the zebin note says {note_ip}")
+        walk.report.warnings.append(f"{_where(image, member)}: member name says {name_ip} but the zebin note says {note_ip}")
     ip = name_ip or note_ip
-    catalog = load_catalog()
-    device = catalog.by_ip(ip) if ip else None
-    expected_core = gfx.RELEASE_CORE.get(device.release) if device else None
+    key = ("ip", ip)
+    known = memo.get(key)
+    if known is None:
+        known = memo[key] = _catalog_entry(ip)
+    device_name, expected_core = known
     if expected_core and core and core != expected_core:
-        walk.report.warnings.append(f"{where}: {device.name} binaries declare {expected_core} but this one declares {core}")  # type: ignore[union-attr]
-    return NativeTarget(
-        name=device.name if device else None,
-        ip=ip,
-        member=member,
-        format=kind,
-        size=region.size,
-        image=image,
-        generic=generic,
-        core=core,
-        product=product,
-        rebuildable=rebuildable,
-    )
+        walk.report.warnings.append(f"{_where(image, member)}: {device_name} binaries declare {expected_core} but this one declares {core}")
+    return NativeTarget(device_name, ip, member, kind, region.size, image, generic, core, product, rebuildable)
+
+
+def _where(image: int, member: str | None) -> str:
+    return f"image {image}" + (f" member {member!r}" if member else "")
+
+
+def _member_name_ip(member: str | None) -> tuple[str | None, str | None]:
+    """``64.12.60.7`` -> (IP, None); ``64.bmg`` -> (None, "bmg"); no member -> (None, None)."""
+    from aotwheel.backends.intel.catalog import parse_ip
+    from aotwheel.formats.ar import member_target
+
+    token = member_target(member)[1] if member else None
+    name_ip = token if token and parse_ip(token) else None
+    return name_ip, (token if token and not name_ip else None)
+
+
+def _format_u32_ip(value: int) -> str:
+    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32
+
+    return format_ip(ip_from_u32(value))
+
+
+def _gfx_core(memo: dict[Any, Any], gfx_core: int | None) -> str | None:
+    key = ("core", gfx_core)
+    if key not in memo:
+        from aotwheel.backends.intel import gfx
+
+        memo[key] = gfx.core_name(gfx_core)
+    return memo[key]  # type: ignore[no-any-return]
+
+
+def _gfx_product(memo: dict[Any, Any], family: int | None) -> str | None:
+    key = ("product", family)
+    if key not in memo:
+        from aotwheel.backends.intel import gfx
+
+        memo[key] = gfx.product_name(family)
+    return memo[key]  # type: ignore[no-any-return]
+
+
+def _catalog_entry(ip: str | None) -> tuple[str | None, str | None]:
+    """(catalog name, the gfx core its release declares) for an IP version."""
+    from aotwheel.backends.intel import gfx
+    from aotwheel.backends.intel.catalog import load_catalog
+
+    device = load_catalog().by_ip(ip) if ip else None
+    if device is None:
+        return None, None
+    return device.name, gfx.RELEASE_CORE.get(device.release)
 
 
 def _generic_ir_spirv(path: str, img: Image) -> bytes | None:
