@@ -21,12 +21,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import build_cases, report, runtime_cases  # noqa: E402
+from benchmarks import build_cases, inspect_cases, report, runtime_cases  # noqa: E402
 from benchmarks.project import REPO, write_project  # noqa: E402
 from benchmarks.timing import load1, wait_quiet  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-CASES = ("p1", "p2", "p3", "p4", "p5", "p6", "jit")
+CASES = ("p1", "p2", "p3", "p4", "p4n", "env", "cold", "p5", "p6", "jit")
 
 
 def _version(cmd: list[str]) -> str:
@@ -149,6 +149,22 @@ def main(argv: list[str] | None = None) -> int:
             path = runtime_cases.fetch_sycl_binary(cache, log) or path
         cases["p4"] = (runtime_cases.p4_inspect(path, a.runs, log) if path.is_file()
                        else {"skipped": "no ≥300 MB SYCL binary (full runs download mkl-dpcpp 2023.2.0 from PyPI)"})
+    if "p4n" in only:
+        path = HERE / ".cache" / "libattn_kernels_xe_2.so"
+        if not a.quick:
+            path = inspect_cases.fetch_vllm_library(HERE / ".cache", log) or path
+        cases["p4n"] = (inspect_cases.p4_native(path, a.runs, log) if path.is_file()
+                        else {"skipped": "no library with ~1,000 native members (full runs download vllm-xpu-kernels 0.1.16.2)"})
+    if "env" in only or "cold" in only:
+        venv = None if a.quick else inspect_cases.ensure_xpu_env(HERE / ".cache", log)
+        if "env" in only:
+            cases["env"] = (inspect_cases.env_inspect(venv, a.runs, log) if venv
+                            else {"skipped": "no XPU environment (full runs install dpnp, dpctl and onemkl-sycl-* from PyPI)"})
+        if "cold" in only:
+            libs = [venv / "lib" / name for name in inspect_cases.COLD_LIBRARIES] if venv else []
+            libs = [p for p in libs if p.is_file()]
+            cases["cold"] = (inspect_cases.cold_inspect(libs, a.runs, log) if libs
+                             else {"skipped": "no onemkl-sycl libraries (full runs install them from PyPI)"})
     if "p5" in only:
         so = next(reuse_tree.build.glob("_bench*.so"), None) if reuse_tree else None
         cases["p5"] = {"import": runtime_cases.p5_import(a.runs if a.quick else 5 * a.runs),

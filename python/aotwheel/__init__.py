@@ -10,10 +10,6 @@ Public API (imported lazily so that ``import aotwheel`` stays cheap):
 - :mod:`aotwheel.opencl` -- ``build_program``: native image, cached JIT result, else SPIR-V.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
 
 __version__ = "0.1.0"
 
@@ -43,11 +39,12 @@ _LAZY = {
 __all__ = sorted(_LAZY) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # no typing import: `import aotwheel` stays at a few ms
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'aotwheel' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    # __import__ rather than importlib: importlib's package imports `warnings` (~1 ms).
+    return getattr(__import__(module, fromlist=(name,)), name)
 
 
 def __dir__() -> list[str]:

@@ -36,11 +36,9 @@ AOTWHEEL_JIT=warn|error|ignore decides what a JIT-compiling device does (default
 AOTWHEEL_DEVICE=<name|ip|cpu> names the devices instead of probing them.
 """
 
-from __future__ import annotations
-
-import functools
-
 EXTENSION = {extension!r}
+# Answers kept for the process (no functools/typing import: importing this module costs ~nothing).
+_done = {{}}
 
 
 def _path():
@@ -51,9 +49,15 @@ def _path():
     return spec.origin if spec is not None else None
 
 
-@functools.lru_cache(maxsize=None)
 def targets():
     """Native targets embedded in the extension: Intel catalog names or IP versions, NVIDIA sm_XY."""
+    if "targets" in _done:
+        return _done["targets"]
+    _done["targets"] = _targets()
+    return _done["targets"]
+
+
+def _targets():
     try:
         from aotwheel.inspector import inspect
         from aotwheel.backends.intel.rules import target_names
@@ -82,11 +86,16 @@ def check(devices=None):
     return _check(path, devices) if path else []
 
 
-@functools.lru_cache(maxsize=None)
 def ensure():
     """check(), then raise UnsupportedDeviceError if no device here can run the kernels.
 
     Cached: call it at every kernel launch; the work happens once per process."""
+    if "ensure" not in _done:
+        _done["ensure"] = _ensure_once()
+    return _done["ensure"]
+
+
+def _ensure_once():
     try:
         from aotwheel.runtime import ensure as _ensure
     except ImportError:

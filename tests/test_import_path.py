@@ -1,0 +1,52 @@
+"""`import aotwheel` and a package's generated `_aot.py` stay at a few milliseconds because they
+import nothing but themselves: no typing, dataclasses, re, json, functools or importlib (the
+modules that made `import aotwheel` cost 15 ms). Checked by module, not by a wall-clock limit;
+the time itself is in benchmarks (P5)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from aotwheel import hook
+
+REPO = Path(__file__).resolve().parents[1]
+HEAVY = ("typing", "dataclasses", "re", "json", "functools", "importlib", "importlib.util", "enum", "warnings")
+
+
+def _new_modules(statement: str, *paths: Path) -> list[str]:
+    """Modules that ``statement`` loads in a bare interpreter (-S -I: no site, no environment)."""
+    code = (
+        "import sys\n"
+        f"sys.path[:0] = {[str(p) for p in paths]!r}\n"
+        "before = set(sys.modules)\n"
+        f"{statement}\n"
+        "after = sorted(set(sys.modules) - before)\n"
+        "sys.stdout.write(repr(after))\n"
+    )
+    out = subprocess.run([sys.executable, "-S", "-I", "-c", code], capture_output=True, text=True, check=True).stdout
+    return eval(out)  # a list of module names printed by repr()
+
+
+def test_import_aotwheel_loads_only_aotwheel():
+    loaded = _new_modules("import aotwheel", REPO / "python")
+    assert loaded == ["aotwheel"], loaded
+
+
+def test_generated_aot_module_loads_only_itself(tmp_path):
+    pkg = tmp_path / "demo"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_aot.py").write_text(hook.render("_kernels", "demo"))
+    loaded = _new_modules("import demo._aot", tmp_path, REPO / "python")
+    assert set(loaded) == {"demo", "demo._aot"}, loaded
+    assert not set(loaded) & set(HEAVY)
+
+
+def test_lazy_attributes_still_resolve():
+    code = "import aotwheel, json; print(json.dumps([aotwheel.resolve.__module__, aotwheel.Verdict.__name__, aotwheel.__version__]))"
+    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'python')!r}); {code}"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)[:2] == ["aotwheel.devlist", "Verdict"]
