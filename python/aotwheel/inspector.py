@@ -52,6 +52,8 @@ class Image:
     kernels: int | None = None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
     listed_size: int | None = None  # the size the image table claims, when it differs from size
     arch: str | None = None  # OffloadBinary "arch" string (new offload model objects)
+    compile_options: str | None = None  # options the runtime passes when it builds this image
+    link_options: str | None = None
 
 
 @dataclass
@@ -353,10 +355,11 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
 
 
 def _walk_host(walk: _Walk, region: Region) -> None:
-    from aotwheel.formats.elf import open_elf, read_host
+    from aotwheel.formats.elf import DESCRIPTORS_ALWAYS_UP_TO, open_elf, read_host
 
     view = open_elf(region)
-    host = read_host(view, all_descriptors=walk.deep)  # bundle section names give the triples
+    # Bundle section names give the triples; small tables also get their descriptors' build options.
+    host = read_host(view, all_descriptors=walk.deep, descriptors_up_to=DESCRIPTORS_ALWAYS_UP_TO)
     walk.report.kernels = host.kernels
     walk.report.kernels_by_triple = {k.removesuffix("-unknown-unknown"): v for k, v in host.kernels_by_triple.items()}
     fr, buf, start, base = walk.report, region.buf, region.start, region.where(0)
@@ -368,11 +371,19 @@ def _walk_host(walk: _Walk, region: Region) -> None:
         a = start + off
         kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
         if kind in _LEAF_KINDS and not deep:
-            images.append(Image(len(images), base + off, size, kind, img.triple, False, img.section))
+            images.append(Image(len(images), base + off, size, kind, img.triple, False, img.section, listed_size=img.listed_size,
+                                compile_options=img.compile_options, link_options=img.link_options))
             if kind not in ir:
                 ir.append(kind)  # what _note_ir does
         else:
             _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
+            added = images[-1]
+            added.compile_options, added.link_options = img.compile_options, img.link_options
+            if img.listed_size is not None:
+                added.listed_size = img.listed_size
+                if not added.compressed:  # a zstd frame delimits itself; other images were cut at their section
+                    fr.warnings.append(f"image {added.index}: the image table lists {img.listed_size} bytes, past the end of "
+                                       f"{img.section or 'its segment'}; read as the {added.size} bytes there")
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
     nv = view.section(".nv_fatbin")
