@@ -150,3 +150,161 @@ def _first_zstd_frame(window: bytes) -> tuple[int, bytes]:
     content = dobj.decompress(window)
     assert dobj.eof, "the frame does not end inside its section"
     return len(window) - len(dobj.unused_data), content
+
+
+# --------------------------------------------------------------------------------------------
+# AMD: .hip_fatbin with compressed clang offload bundles
+
+ROCM_LIBS = ("libbitsandbytes_rocm64.so", "libbitsandbytes_rocm70.so", "libbitsandbytes_rocm71.so",
+             "libbitsandbytes_rocm714.so", "libbitsandbytes_rocm715.so", "libbitsandbytes_rocm72.so")
+_HIP_ID = "hipv4-amdgcn-amd-amdhsa--"
+
+
+def _bundler() -> str:
+    require("clang-offload-bundler-15")
+    return "clang-offload-bundler-15"
+
+
+def _independent_bundles(so: Path, workdir: Path) -> list[tuple[int, int, Path]]:
+    """(CCOB version, file offset, decompressed bundle) for each bundle the ``.hipFatBinSegment``
+    wrappers point at: the wrapper's binary pointer is a RELATIVE relocation (readelf -r); the CCOB
+    header is read by clang's documented layout; the zstd CLI decompresses the stream."""
+    require("readelf", "zstd")
+    secs = _sections(so)
+    seg_addr, _, seg_size = secs[".hipFatBinSegment"]
+    fat_addr, fat_off, _ = secs[".hip_fatbin"]
+    relocs = {}
+    for line in run(["readelf", "-rW", str(so)]).stdout.splitlines():
+        m = re.match(r"^([0-9a-f]{12,16})\s+[0-9a-f]+\s+R_X86_64_RELATIVE\s+([0-9a-f]+)", line)
+        if m:
+            relocs[int(m[1], 16)] = int(m[2], 16)
+    data = so.read_bytes()
+    out = []
+    for k, wrapper in enumerate(range(seg_addr, seg_addr + seg_size, 24)):  # {u32 magic, u32 version, ptr, ptr}
+        addr = relocs[wrapper + 8]
+        off = fat_off + addr - fat_addr
+        assert data[off : off + 4] == b"CCOB"
+        version, method = struct.unpack_from("<HH", data, off + 4)
+        assert method == 1  # zstd, per the stream's own magic below
+        total, header = (struct.unpack_from("<I", data, off + 8)[0], 24) if version == 2 else (struct.unpack_from("<Q", data, off + 8)[0], 32)
+        stream = data[off + header : off + total]
+        assert stream[:4] == b"\x28\xb5\x2f\xfd"
+        cli = _zstd_d(stream)
+        assert cli.returncode == 0, cli.stderr
+        path = workdir / f"{so.stem}-{k}.bundle"
+        path.write_bytes(cli.stdout)
+        out.append((version, off, path))
+    return out
+
+
+@pytest.mark.parametrize("lib", ROCM_LIBS)
+def test_rocm_targets_agree_with_clang_offload_bundler(bnb, lib, tmp_path):
+    bundler = _bundler()
+    so = bnb / lib
+    bundles = _independent_bundles(so, tmp_path)
+    expected = set()
+    for _, _, path in bundles:
+        ids = run([bundler, "-list", "-type=o", f"-input={path}"]).stdout.split()
+        assert "host-x86_64-unknown-linux-gnu-" in ids
+        expected |= {i.removeprefix(_HIP_ID) for i in ids if i.startswith(_HIP_ID)}
+    (fr,) = inspect(so).files
+    assert sorted(fr.amd) == sorted(expected) and len(expected) >= 14
+    assert [(i.offset, i.kind, i.compressed, i.section) for i in fr.images] == [(off, "bundle", True, ".hip_fatbin") for _, off, _ in bundles]
+    assert [i.decompressed_size for i in fr.images] == [p.stat().st_size for _, _, p in bundles]
+    assert fr.warnings == [] and fr.native_targets == [] and fr.cuda == []
+
+
+def test_rocm_inputs_cover_ccob_versions_2_and_3(bnb, tmp_path):
+    versions = {lib: {v for v, _, _ in _independent_bundles(bnb / lib, tmp_path)} for lib in ("libbitsandbytes_rocm64.so", "libbitsandbytes_rocm72.so")}
+    assert versions == {"libbitsandbytes_rocm64.so": {2}, "libbitsandbytes_rocm72.so": {3}}
+
+
+@pytest.mark.parametrize("lib", ["libbitsandbytes_rocm64.so", "libbitsandbytes_rocm714.so"])
+def test_rocm_code_object_features_agree_with_gnu_readelf(bnb, lib, tmp_path):
+    """Each code object unbundled by clang-offload-bundler; GNU readelf decodes its e_flags
+    (``0x53f, gfx90a, xnack any, sramecc any``)."""
+    from aotwheel.backends.amd.codeobject import read_code_object
+    from aotwheel.formats.bundle import read_bundle
+    from aotwheel.formats.region import Region
+
+    bundler = _bundler()
+    (_, _, path), *_ = _independent_bundles(bnb / lib, tmp_path)
+    ids = [i for i in run([bundler, "-list", "-type=o", f"-input={path}"]).stdout.split() if i.startswith(_HIP_ID)]
+    outs = [tmp_path / f"co{n}" for n in range(len(ids))]
+    run([bundler, "-unbundle", "-type=o", f"-input={path}", "-targets=" + ",".join(ids), *[f"-output={o}" for o in outs]])
+    entries = {e.id: e for e in read_bundle(Region(path.read_bytes(), str(path)))}
+    seen, named = set(), set()
+    for bundle_id, co in zip(ids, outs):
+        flags = re.search(r"Flags:\s+(0x[0-9a-f]+), (gfx\w+|<unknown AMDGPU GPU type: 0x[0-9a-f]+>)(.*)", run(["readelf", "-h", str(co)]).stdout)
+        assert flags, bundle_id
+        if flags[2].startswith("gfx"):  # binutils 2.40 names processors up to gfx1036/gfx1100-ish
+            assert flags[2] == bundle_id.removeprefix(_HIP_ID)  # GNU readelf's processor name = the bundle id's
+            named.add(flags[2])
+        want = dict(re.findall(r"(xnack|sramecc) (any|on|off)", flags[3]))  # readelf omits "unsupported"
+        e = entries[bundle_id]
+        got = read_code_object(Region(path.read_bytes(), str(path)).sub(e.offset, e.size, "co"))
+        assert co.read_bytes() == path.read_bytes()[e.offset : e.offset + e.size]
+        assert got.mach == int(flags[1], 16) & 0xFF
+        assert want.get("xnack", "unsupported") == got.xnack
+        assert want.get("sramecc", "unsupported") == got.sramecc
+        seen.add((got.xnack, got.sramecc))
+    assert ("any", "any") in seen  # gfx90a/gfx942: both features left to the device
+    assert {"gfx90a", "gfx908", "gfx1030"} <= named
+
+
+def _hip_so(workdir: Path, blobs: list[bytes], name: str) -> Path:
+    """A real PIC shared object whose ``.hip_fatbin`` holds ``blobs`` at 4096-byte alignment, as
+    hipcc lays it out (gcc assembles it; the blobs are .incbin-ed)."""
+    require("gcc")
+    lines = ['.section .hip_fatbin,"a"']
+    for k, blob in enumerate(blobs):
+        (workdir / f"{name}{k}.bin").write_bytes(blob)
+        lines += [".balign 4096", f'.incbin "{workdir / f"{name}{k}.bin"}"']
+    lines += [".text", ".globl anchor", ".type anchor,@function", "anchor: ret"]
+    (workdir / f"{name}.s").write_text("\n".join(lines) + "\n")
+    out = workdir / f"{name}.so"
+    run(["gcc", "-shared", "-fPIC", "-nostdlib", "-o", str(out), str(workdir / f"{name}.s")])
+    return out
+
+
+def _ccob(bundle: bytes, version: int, method: int, stream: bytes) -> bytes:
+    """Clang's CCOB header around ``stream`` (test double for clang >= 18's -compress, which no
+    registry here has: Debian 12's newest clang-offload-bundler is 16)."""
+    import hashlib
+
+    digest = hashlib.md5(bundle).digest()[:8]
+    if version == 2:
+        head = b"CCOB" + struct.pack("<HHII", 2, method, 24 + len(stream), len(bundle)) + digest
+    else:
+        head = b"CCOB" + struct.pack("<HHQQ", 3, method, 32 + len(stream), len(bundle)) + digest
+    return head + stream
+
+
+def test_plain_and_handmade_zlib_ccob_bundles_of_real_code_objects(bnb, tmp_path):
+    """The real gfx bundle from rocm64, stored plain, as zlib CCOB v2 and v3 (hand-wrapped), and as
+    zstd CCOB v3 (hand-wrapped), side by side in one .hip_fatbin: every reading lists the same
+    targets clang-offload-bundler lists."""
+    import zlib
+
+    import zstandard
+
+    bundler = _bundler()
+    (_, _, path), *_ = _independent_bundles(bnb / "libbitsandbytes_rocm64.so", tmp_path)
+    bundle = path.read_bytes()
+    ids = {i.removeprefix(_HIP_ID) for i in run([bundler, "-list", "-type=o", f"-input={path}"]).stdout.split() if i.startswith(_HIP_ID)}
+    blobs = [bundle, _ccob(bundle, 2, 0, zlib.compress(bundle, 6)), _ccob(bundle, 3, 0, zlib.compress(bundle, 1)),
+             _ccob(bundle, 3, 1, zstandard.ZstdCompressor(level=1).compress(bundle))]
+    so = _hip_so(tmp_path, blobs, "mixed")
+    (fr,) = inspect(so).files
+    assert set(fr.amd) == ids
+    assert [(i.compressed, i.decompressed_size) for i in fr.images] == [(False, None)] + [(True, len(bundle))] * 3
+    # The plain bundle is read in place: its stored size is the furthest entry's end.
+    assert fr.images[0].size == len(bundle)
+    # A wrong hash is a corrupt file, said in one line with the offset.
+    bad = bytearray(blobs[1])
+    bad[16] ^= 0xFF
+    so2 = _hip_so(tmp_path, [bytes(bad)], "badhash")
+    from aotwheel.errors import InspectError
+
+    with pytest.raises(InspectError, match=r"does not match its hash at offset 0x[0-9a-f]+"):
+        inspect(so2)

@@ -85,6 +85,7 @@ class FileReport:
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
+    amd: list[str] = field(default_factory=list)  # AMD code objects by target id: "gfx90a", "gfx90a:xnack-"
 
     def target_names(self) -> list[str]:
         """Distinct native targets in order: catalog names, else IP versions, else generic names."""
@@ -386,6 +387,9 @@ def _walk_host(walk: _Walk, region: Region) -> None:
                                        f"{img.section or 'its segment'}; read as the {added.size} bytes there")
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
+    hip = view.section(".hip_fatbin")
+    if hip is not None and hip.type != "SHT_NOBITS" and hip.size:
+        _walk_hip(walk, region.sub(hip.offset, hip.size, "section '.hip_fatbin'"), ".hip_fatbin")
     nv = view.section(".nv_fatbin")
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
@@ -403,6 +407,43 @@ def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
         walk.report.images.append(Image(
             index=len(walk.report.images), offset=e.payload_offset, size=e.stored_size, kind=e.kind, triple="nvptx64",
             compressed=e.compressed, section=section, decompressed_size=e.decompressed_size or None, arch=e.target))
+
+
+def _walk_hip(walk: _Walk, region: Region, section: str) -> None:
+    """AMD: one Image per clang offload bundle (plain or CCOB), its entries as members, and each
+    code object's target id in ``FileReport.amd``."""
+    from aotwheel.backends.amd.codeobject import read_code_object
+    from aotwheel.formats.bundle import read_hip_fatbin
+
+    fr = walk.report
+    for b in read_hip_fatbin(region):
+        img = Image(index=len(fr.images), offset=region.where(b.offset), size=b.stored_size, kind="bundle", triple=None,
+                    compressed=b.compressed is not None, section=section, content="bundle",
+                    decompressed_size=b.compressed.uncompressed_size if b.compressed else None,
+                    members=[e.id for e in b.entries])
+        if walk.deep:
+            img.sha256 = hashlib.sha256(region.view(b.offset, b.stored_size, "offload bundle")).hexdigest()
+        fr.images.append(img)
+        for e in b.entries:
+            if e.kind == "host" or not e.size:
+                continue
+            if not e.triple.startswith("amdgcn"):
+                fr.warnings.append(f"image {img.index}: bundle entry {e.id!r} is not AMD GPU code")
+                continue
+            code = read_code_object(b.bundle.sub(e.offset, e.size, f"code object {e.id!r}"))
+            for feature in ("xnack", "sramecc"):
+                said = {"+": "on", "-": "off"}.get(_feature_sign(e.target_id, feature), "any")
+                if said != "any" and code.__getattribute__(feature) not in (said, "unsupported"):
+                    fr.warnings.append(f"image {img.index}: {e.id!r} says {feature} {said} but its code object says {code.__getattribute__(feature)}")
+            if e.target_id and e.target_id not in fr.amd:
+                fr.amd.append(e.target_id)
+
+
+def _feature_sign(target_id: str, feature: str) -> str | None:
+    for part in target_id.split(":")[1:]:
+        if part[:-1] == feature:
+            return part[-1]
+    return None
 
 
 def _walk_offloading(walk: _Walk, region: Region, section: str | None) -> None:
