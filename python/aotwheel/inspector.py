@@ -431,10 +431,10 @@ def _walk_hip(walk: _Walk, region: Region, section: str) -> None:
                 fr.warnings.append(f"image {img.index}: bundle entry {e.id!r} is not AMD GPU code")
                 continue
             code = read_code_object(b.bundle.sub(e.offset, e.size, f"code object {e.id!r}"))
-            for feature in ("xnack", "sramecc"):
-                said = {"+": "on", "-": "off"}.get(_feature_sign(e.target_id, feature), "any")
-                if said != "any" and code.__getattribute__(feature) not in (said, "unsupported"):
-                    fr.warnings.append(f"image {img.index}: {e.id!r} says {feature} {said} but its code object says {code.__getattribute__(feature)}")
+            for feature, recorded in (("xnack", code.xnack), ("sramecc", code.sramecc)):
+                said = {"+": "on", "-": "off"}.get(_feature_sign(e.target_id, feature) or "", "any")
+                if said != "any" and recorded not in (said, "unsupported"):
+                    fr.warnings.append(f"image {img.index}: {e.id!r} says {feature} {said} but its code object says {recorded}")
             if e.target_id and e.target_id not in fr.amd:
                 fr.amd.append(e.target_id)
 
