@@ -99,8 +99,8 @@ def cuobjdump_listing(so: Path, tool: str | None) -> tuple[str | None, list[tupl
 
 
 def parser_view(so: Path) -> tuple[object, list[tuple[str, str]], list[object]]:
-    from aotwheel.cuda_targets import CudaTarget
-    from aotwheel.formats.cuda import read_fatbin
+    from aotwheel.backends.nvidia.targets import CudaTarget
+    from aotwheel.backends.nvidia.fatbin import read_fatbin
 
     fat = read_fatbin(so)
     assert fat is not None, f"{so}: no .nv_fatbin"
@@ -124,11 +124,11 @@ def extract_containers(so: Path, fat, dest: Path) -> list[Path]:  # type: ignore
     return files
 
 
-# ---- 4/5. kernels and first-use timing (aotwheel.selftest_cuda drives the CUDA driver) -----------
+# ---- 4/5. kernels and first-use timing (aotwheel.backends.nvidia.selftest drives the CUDA driver) -----------
 
 def run_kernels(so: Path) -> dict[str, object]:
     """aotwheel's CUDA selftest on the library: every kernel vs NumPy (float64)."""
-    from aotwheel.selftest_cuda import run_cuda
+    from aotwheel.backends.nvidia.selftest import run_cuda
 
     results, why = run_cuda(so)
     if not results:
@@ -145,7 +145,7 @@ def child_load(files: list[str]) -> None:
     """One fresh process: time context creation, cuModuleLoadData of every module, looking up
     every kernel (with lazy loading, CUDA 12+'s default, work can move here) and the first
     launch of vector_add; prints JSON. first_use_ms = load + lookup + first launch."""
-    from aotwheel.selftest_cuda import CudaError, Driver
+    from aotwheel.backends.nvidia.selftest import CudaError, Driver
 
     t0 = time.perf_counter()
     drv = Driver()
@@ -292,7 +292,7 @@ def main() -> int:
         child_load(args.child_load)
         return 0
     sys.path.insert(0, str(REPO / "python"))
-    from aotwheel.cuda_targets import cuda_verdict
+    from aotwheel.backends.nvidia.targets import cuda_verdict
     from aotwheel.probe.cuda import probe_cuda
 
     out = Path(args.out)
@@ -325,10 +325,10 @@ def main() -> int:
         v["verdict"] = {"verdict": verdict.verdict, "image": verdict.image.name if verdict.image else None, "rule": verdict.rule, "reason": verdict.reason}
         v["verdict_ok"] = verdict.verdict == EXPECTED[name]
         v["check_cli"] = aotwheel_cli(["check", str(so)])  # the Intel-side CLI, once NVIDIA is wired in
-        p = sh([sys.executable, "-m", "aotwheel.cuda_check", str(so), "--json", "--jit", "ignore"], env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+        p = sh([sys.executable, "-m", "aotwheel.backends.nvidia.rules", str(so), "--json", "--jit", "ignore"], env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
         v["cuda_check_cli"] = {"rc": p.returncode, "stdout": p.stdout[-3000:], "stderr": p.stderr[-1500:]}
         if probe.devices:
-            from aotwheel.cuda_check import check_cuda
+            from aotwheel.backends.nvidia.rules import check_cuda
 
             v["cuda_check"] = [x.to_dict() for x in check_cuda(so, policy="ignore")]
         if probe.devices and not args.no_gpu:

@@ -302,13 +302,13 @@ def parse_ar(data: bytes, scratch: Path) -> None:
 
 
 def parse_zebin(data: bytes, scratch: Path) -> None:
-    from aotwheel.formats.zebin import read_zebin
+    from aotwheel.backends.intel.zebin import read_zebin
 
     _each(lambda: read_zebin(_region(data)), lambda: parse_inspect(data, scratch))
 
 
 def parse_legacy(data: bytes, scratch: Path) -> None:
-    from aotwheel.formats.legacy import ir_payload, read_legacy
+    from aotwheel.backends.intel.legacy import ir_payload, read_legacy
 
     from aotwheel.formats.sniff import sniff
 
@@ -347,7 +347,7 @@ def parse_wheel(data: bytes, scratch: Path) -> None:
 
 
 def parse_cuda(data: bytes, scratch: Path) -> None:
-    from aotwheel.formats.cuda import entry_payload, read_fatbin
+    from aotwheel.backends.nvidia.fatbin import entry_payload, read_fatbin
 
     scratch.write_bytes(data)
     fat = read_fatbin(scratch)

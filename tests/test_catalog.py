@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from aotwheel.catalog import format_ip, ip_from_u32, ip_to_u32, load_catalog
+from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, ip_to_u32, load_catalog
 
 # REFERENCE.md §2, one row per IP: every name on a row must resolve to one target with that IP.
 REFERENCE_TABLE = {
@@ -93,7 +93,7 @@ def test_groups_hold_shipping_products_only() -> None:
 @pytest.mark.skipif(shutil.which("ocloc") is None, reason="ocloc not installed (apt-get install intel-opencl-icd)")
 def test_catalog_agrees_with_ocloc_ids() -> None:
     """Every name the installed ocloc knows maps to the IP ocloc itself reports."""
-    from aotwheel.toolchain.ocloc import find_ocloc
+    from aotwheel.backends.intel.ocloc import find_ocloc
 
     ocloc = find_ocloc()
     checked = 0

@@ -199,8 +199,11 @@ def test_nvidia_devices_follow_cuda_rules() -> None:
 
     verdicts = check(H100_DATA / "libkern_sm_80-ptx.so", "sm_90,sm_86,pvc", policy="ignore")
     got = sorted((v.device, v.verdict, v.image) for v in verdicts)
-    # pvc: the library has no Intel device code at all, so no Intel verdict is produced.
-    assert got == [("sm_86", "native", "sm_80"), ("sm_90", "jit", "compute_80")]
+    # pvc: the library has no Intel device code at all: every (device, binary) pair still gets
+    # a verdict (issue 12), unsupported, saying which vendor's code it carries.
+    assert got == [("pvc", "unsupported", None), ("sm_86", "native", "sm_80"), ("sm_90", "jit", "compute_80")]
+    [pvc] = [v for v in verdicts if v.device == "pvc"]
+    assert pvc.rule == "other-vendor" and "NVIDIA: sm_80" in pvc.reason and pvc.vendor == "intel"
 
 
 def test_nvidia_override_rejects_typos() -> None:

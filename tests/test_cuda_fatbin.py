@@ -1,4 +1,4 @@
-""".nv_fatbin parser (aotwheel.formats.cuda) on real nvcc 13 output and a real NVIDIA library.
+""".nv_fatbin parser (aotwheel.backends.nvidia.fatbin) on real nvcc 13 output and a real NVIDIA library.
 
 Expectations come from nvcc's own -cubin/-ptx files, from NVIDIA's cuobjdump (pinned PyPI wheel)
 and from the ELF header of each cubin, never from the parser itself.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _cuda_util import CACHE, NVJPEG_WHEEL, VADD, VSCALE, listing, nvcc_out, source, wheel_member
 from aotwheel.errors import InspectError
-from aotwheel.formats.cuda import MAGIC, entry_payload, lz4_block_decompress, read_fatbin
+from aotwheel.backends.nvidia.fatbin import MAGIC, entry_payload, lz4_block_decompress, read_fatbin
 from aotwheel.formats.region import Region
 
 EM_CUDA = 190  # ELF e_machine of NVIDIA cubins (elf.h)
@@ -233,14 +233,23 @@ def test_decompression_is_capped(tmp_path: Path) -> None:
 def test_lz4_rejects_matches_before_the_start() -> None:
     # token: 1 literal, match len 4; offset 5 points before the single byte of output.
     bad = bytes([0x10, ord("a"), 5, 0])
-    with pytest.raises(InspectError, match="distance 5"):
+    with pytest.raises(InspectError, match="LZ4 block is corrupt"):
         lz4_block_decompress(Region(bad, "bad.lz4"), 64)
-    good = bytes([0x13, ord("a"), 1, 0, 0x10, ord("b")])  # "a" + 7 x "a" (overlap copy) + "b"
-    assert lz4_block_decompress(Region(good, "good.lz4"), 9) == b"a" * 8 + b"b"
-    pattern = bytes([0x24, ord("x"), ord("y"), 2, 0, 0x10, ord("z")])  # "xy" + 8 overlapping + "z"
-    assert lz4_block_decompress(Region(pattern, "p.lz4"), 11) == b"xyxyxyxyxy" + b"z"
-    far = bytes([0x40, *b"abcd", 4, 0, 0x10, ord("!")])  # 4 literals, non-overlapping copy of 4
-    assert lz4_block_decompress(Region(far, "f.lz4"), 9) == b"abcdabcd!"
+
+
+def test_lz4_blocks_from_the_real_compressor_round_trip() -> None:
+    # Blocks from the lz4 library's own compressor (what nvcc --compress-mode=speed writes: raw
+    # blocks, no frame): overlapping copies, long literal runs, NUL padding after the block.
+    import lz4.block
+
+    for data in (b"a" * 8 + b"b" * 40 + b"tail-literals", b"xy" * 500 + bytes(range(256)) * 3, bytes(range(256)) * 2):
+        block = lz4.block.compress(data, store_size=False)
+        assert lz4_block_decompress(Region(block, "b.lz4"), len(data)) == data
+        assert lz4_block_decompress(Region(block + bytes(7), "padded.lz4"), len(data)) == data
+        with pytest.raises(InspectError, match=f"not the declared {len(data) + 1}"):
+            lz4_block_decompress(Region(block, "short.lz4"), len(data) + 1)
+        with pytest.raises(InspectError, match="LZ4 block is corrupt"):
+            lz4_block_decompress(Region(block[: len(block) // 2], "cut.lz4"), len(data))
 
 
 def test_magic_constant_matches_reference() -> None:

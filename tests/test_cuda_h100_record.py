@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from _cuda_util import parse_listing
-from aotwheel.cuda_check import check_cuda
-from aotwheel.formats.cuda import read_fatbin
+from aotwheel.backends.nvidia.rules import check_cuda
+from aotwheel.backends.nvidia.fatbin import read_fatbin
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "cuda-h100"

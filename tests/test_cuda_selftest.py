@@ -1,4 +1,4 @@
-"""CUDA selftest (aotwheel.selftest_cuda) without a GPU: what it loads, and how it fails.
+"""CUDA selftest (aotwheel.backends.nvidia.selftest) without a GPU: what it loads, and how it fails.
 
 The kernels themselves ran on the H100 (benchmarks/results/cuda_h100.json); here the fat
 binaries it would load are checked against the parser's containers and cuobjdump, the absent
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from _cuda_util import REPO, listing, run
-from aotwheel.formats.cuda import MAGIC, parse_fatbin
+from aotwheel.backends.nvidia.fatbin import MAGIC, parse_fatbin
 from aotwheel.formats.region import Region
-from aotwheel.selftest_cuda import fatbinaries, max_error, run_cuda
+from aotwheel.backends.nvidia.selftest import fatbinaries, max_error, run_cuda
 
 H100 = REPO / "tests" / "data" / "cuda-h100"
 

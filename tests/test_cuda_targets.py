@@ -1,4 +1,4 @@
-"""NVIDIA devlist grammar, nvcc flags and the driver's loading rules (aotwheel.cuda_targets).
+"""NVIDIA devlist grammar, nvcc flags and the driver's loading rules (aotwheel.backends.nvidia.targets).
 
 The verdict tables are written by hand from NVIDIA's documented rules (CUDA C++ Programming
 Guide, "Binary Compatibility" / "PTX Compatibility"; REFERENCE.md §5). The -gencode flags are
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from _cuda_util import CACHE, VADD, listing, nvcc_path, run, source
-from aotwheel.cuda_targets import CudaTarget, cuda_verdict, is_cuda_token, parse_cuda_target, plan
+from aotwheel.backends.nvidia.targets import CudaTarget, cuda_verdict, is_cuda_token, parse_cuda_target, plan
 from aotwheel.errors import DevlistError
 
 
@@ -76,7 +76,7 @@ def test_newer_archs_need_a_newer_nvcc_but_are_valid_devices() -> None:
     # sm_107 images ship in libnvjpeg 13.2.3 (read by test_cuda_fatbin); nvcc 13.0 cannot build it.
     with pytest.raises(DevlistError, match="needs a newer nvcc"):
         parse_cuda_target("sm_107")
-    from aotwheel.cuda_targets import DEVICE_ARCHS
+    from aotwheel.backends.nvidia.targets import DEVICE_ARCHS
 
     assert parse_cuda_target("sm_107", supported=DEVICE_ARCHS).cc == (10, 7)
 

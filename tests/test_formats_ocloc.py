@@ -10,7 +10,8 @@ import re
 import pytest
 
 from _inspect_util import KERNEL_NAMES, ar_names, ocloc_fat, ocloc_single, run, spirv
-from aotwheel.formats import ar, gfx, legacy, spirv as spirv_fmt
+from aotwheel.backends.intel import gfx, legacy
+from aotwheel.formats import ar, spirv as spirv_fmt
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
 

@@ -110,7 +110,7 @@ _HOSTILE = textwrap.dedent("""
             read_all(Region(bytes(data), "x"))
         elif case == "cuda-size":
             struct.pack_into("<Q", data, 8, 1 << 50)
-            from aotwheel.formats.cuda import parse_fatbin
+            from aotwheel.backends.nvidia.fatbin import parse_fatbin
             parse_fatbin(Region(bytes(data), "x"))
     except InspectError as exc:
         print("InspectError:", exc)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aotwheel.catalog import load_catalog
+from aotwheel.backends.intel.catalog import load_catalog
 from aotwheel.devlist import DevList, resolve
 from aotwheel.errors import DevlistError
 

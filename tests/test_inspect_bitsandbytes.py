@@ -208,10 +208,12 @@ def test_rocm_targets_agree_with_clang_offload_bundler(bnb, lib, tmp_path):
         assert "host-x86_64-unknown-linux-gnu-" in ids
         expected |= {i.removeprefix(_HIP_ID) for i in ids if i.startswith(_HIP_ID)}
     (fr,) = inspect(so).files
-    assert sorted(fr.amd) == sorted(expected) and len(expected) >= 14
+    amd = {t.name for t in fr.native_targets if t.vendor == "amd"}
+    assert amd == expected and len(expected) >= 14
+    assert all(t.format == "code-object" and t.name.startswith(t.arch) for t in fr.native_targets)
     assert [(i.offset, i.kind, i.compressed, i.section) for i in fr.images] == [(off, "bundle", True, ".hip_fatbin") for _, off, _ in bundles]
     assert [i.decompressed_size for i in fr.images] == [p.stat().st_size for _, _, p in bundles]
-    assert fr.warnings == [] and fr.native_targets == [] and fr.cuda == []
+    assert fr.warnings == [] and fr.cuda == [] and {t.vendor for t in fr.native_targets} == {"amd"}
 
 
 def test_rocm_inputs_cover_ccob_versions_2_and_3(bnb, tmp_path):
@@ -296,7 +298,7 @@ def test_plain_and_handmade_zlib_ccob_bundles_of_real_code_objects(bnb, tmp_path
              _ccob(bundle, 3, 1, zstandard.ZstdCompressor(level=1).compress(bundle))]
     so = _hip_so(tmp_path, blobs, "mixed")
     (fr,) = inspect(so).files
-    assert set(fr.amd) == ids
+    assert {t.name for t in fr.native_targets} == ids
     assert [(i.compressed, i.decompressed_size) for i in fr.images] == [(False, None)] + [(True, len(bundle))] * 3
     # The plain bundle is read in place: its stored size is the furthest entry's end.
     assert fr.images[0].size == len(bundle)

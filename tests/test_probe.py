@@ -142,7 +142,7 @@ def test_import_is_cheap_and_probes_nothing():
 
 
 def test_override_names_aliases_ips_groups_and_cpu(monkeypatch):
-    from aotwheel.catalog import load_catalog
+    from aotwheel.backends.intel.catalog import load_catalog
     from aotwheel.probe import detect_devices
 
     catalog = load_catalog()

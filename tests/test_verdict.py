@@ -20,7 +20,7 @@ def _dev(text: str):
 
 def _decide(path, device: str, **kw):
     from aotwheel.inspector import inspect
-    from aotwheel.verdict import decide
+    from aotwheel.backends.intel.rules import decide
 
     (f,) = [f for f in inspect(path).files if f.native_targets or f.ir]
     return decide(f.native_targets, f.ir, _dev(device), binary=str(path), **kw)
@@ -90,7 +90,7 @@ def _zebin(ip, member, generic=None, name=None):
 
 
 def test_zebin_generic_member_serves_other_products_through_compatibility_mapping():
-    from aotwheel.verdict import decide
+    from aotwheel.backends.intel.rules import decide
 
     bmg = [_zebin("20.1.0", "64.bmg", generic="bmg", name="bmg-g21")]  # BMG_G21_A0 image named by generic name
     # bmg-g31: filter 4 "64.bmg" matches; BMG_G21_A0 lists BMG_G31_A0 in compatibilityMapping.
@@ -105,7 +105,7 @@ def test_zebin_generic_member_serves_other_products_through_compatibility_mappin
 
 
 def test_zebin_product_config_mismatch_rejects_prefix_match():
-    from aotwheel.verdict import decide
+    from aotwheel.backends.intel.rules import decide
 
     dg1 = [_zebin("12.10.0", "64.12.10.0", name="dg1")]
     # rkl (12.1.0): filter "64.12.1" is a prefix of "64.12.10.0", but a zebin's product config
@@ -115,7 +115,7 @@ def test_zebin_product_config_mismatch_rejects_prefix_match():
 
 
 def test_legacy_prefix_match_is_accepted_on_same_core():
-    from aotwheel.verdict import decide
+    from aotwheel.backends.intel.rules import decide
 
     dg1 = [NS(ip="12.10.0", member="64.12.10.0", name="dg1", generic=None, format="legacy", core=None, image=0)]
     v = decide(dg1, [], _dev("rkl"))  # both gen12lp: patch-token validation checks the core only
@@ -124,14 +124,14 @@ def test_legacy_prefix_match_is_accepted_on_same_core():
 
 @pytest.mark.parametrize("product, expected", [("lnl", ["bmg"]), ("dg2", []), ("bmg", []), ("pvc", []), ("ptl", [])])
 def test_compatibility_fallbacks_follow_platforms_h(product, expected):
-    from aotwheel.verdict import compatibility_fallbacks
+    from aotwheel.backends.intel.rules import compatibility_fallbacks
 
     assert compatibility_fallbacks(product) == expected
 
 
 def test_device_without_ip_is_unknown_unless_binary_is_jit_only():
     from aotwheel.probe import ProbedDevice
-    from aotwheel.verdict import decide
+    from aotwheel.backends.intel.rules import decide
 
     gpu = ProbedDevice("Some Intel GPU", "sycl")
     assert decide([_zebin("12.60.7", PVC_MEMBER, name="pvc")], ["spirv"], gpu).verdict == "unknown"
@@ -141,7 +141,7 @@ def test_device_without_ip_is_unknown_unless_binary_is_jit_only():
 
 def test_non_intel_gpu_uses_spirv_only():
     from aotwheel.probe import ProbedDevice
-    from aotwheel.verdict import decide
+    from aotwheel.backends.intel.rules import decide
 
     other = ProbedDevice("Other GPU", "opencl", vendor="Other Corp", spirv=False)
     v = decide([_zebin("12.60.7", PVC_MEMBER, name="pvc")], ["spirv"], other)

@@ -19,7 +19,7 @@ _LAZY = {
     "resolve": "aotwheel.devlist",
     "DevList": "aotwheel.devlist",
     "DEFAULT_DEVLIST": "aotwheel.devlist",
-    "load_catalog": "aotwheel.catalog",
+    "load_catalog": "aotwheel.backends.intel.catalog",
     "AotwheelError": "aotwheel.errors",
     "DevlistError": "aotwheel.errors",
     "InspectError": "aotwheel.errors",
@@ -33,7 +33,7 @@ _LAZY = {
     "UnsupportedDeviceError": "aotwheel.runtime",
     "detect_devices": "aotwheel.probe",
     "ProbedDevice": "aotwheel.probe",
-    "Verdict": "aotwheel.verdict",
+    "Verdict": "aotwheel.model",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -13,7 +13,7 @@ Grammar (case-insensitive; tokens separated by commas and/or whitespace)::
     native   := the devices found on this machine (error if none)
     no-jit   := do not keep SPIR-V for JIT (same as USE_AOT_JIT_FALLBACK=OFF)
     nvidia   := sm_XY | sm_XYa | sm_XYf | compute_XY | nvidia_gpu_sm_XY | ptx
-                (see aotwheel.cuda_targets; ``ptx`` keeps PTX of the newest sm_XY listed)
+                (see aotwheel.backends.nvidia.targets; ``ptx`` keeps PTX of the newest sm_XY listed)
 
 Duplicates and aliases collapse; order is stable (first mention wins). Anything else is a
 :class:`~aotwheel.errors.DevlistError` with one line naming the bad token and the closest names.
@@ -21,15 +21,16 @@ Duplicates and aliases collapse; order is stable (first mention wins). Anything 
 
 from __future__ import annotations
 
-import difflib
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from aotwheel import cuda_targets as cuda
-from aotwheel.catalog import Catalog, Device, format_ip, load_catalog, parse_ip
+from aotwheel.backends.nvidia import targets as cuda
+from aotwheel.backends.intel.catalog import Catalog, Device, format_ip, load_catalog
+from aotwheel.backends.intel import grammar as intel_grammar
 from aotwheel.errors import DevlistError
+from aotwheel.model import NVIDIA
 
 DEFAULT_DEVLIST = "pvc,ats-m150"
 MAX_LENGTH = 4096
@@ -43,7 +44,6 @@ _KEYWORDS = (NONE_TOKEN, NATIVE_TOKEN, NO_JIT_TOKEN)
 _SEPARATORS = re.compile(r"[,\s]+")
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-, \t\r\n")
 _TOKEN_SHAPE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_IP_SHAPE = re.compile(r"^\d+\.\d+\.\d+$")
 
 # Look-alike characters people paste from documents; used only to suggest a fix, never to accept.
 _CONFUSABLES = str.maketrans({
@@ -153,7 +153,7 @@ def resolve(
             continue
         if not _TOKEN_SHAPE.match(token):
             raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a device name; names start with a letter or digit", raw, ())
-        if cuda.is_cuda_token(token):
+        if _owner(token) == NVIDIA:
             if token == cuda.PTX_TOKEN:
                 keep_newest_ptx = True
             else:
@@ -183,32 +183,16 @@ def _lookup(
 ) -> tuple[str, tuple[Device, ...], tuple[cuda.CudaTarget, ...]]:
     if token == NATIVE_TOKEN:
         return ("native", *_native(catalog, detect))
-    kind, devices = _lookup_intel(token, raw, rest, catalog)
+    kind, devices = intel_grammar.lookup(token, raw, rest, catalog)
     return kind, devices, ()
 
 
-def _lookup_intel(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, tuple[Device, ...]]:
-    dev = catalog.by_name(token)
-    if dev is not None:
-        if token == dev.name:
-            kind = "device"
-        elif token == dev.sycl_arch.lower():
-            kind = "sycl-arch"
-        else:
-            kind = "alias"
-        return kind, (dev,)
-    if _IP_SHAPE.match(token):
-        ip = parse_ip(token)
-        dev = catalog.by_ip(ip) if ip else None
-        if dev is None:
-            raise DevlistError(_unknown_ip_message(raw, catalog), raw, ())
-        return "ip", (dev,)
-    group = catalog.group(token)
-    if group is not None:
-        return "group", group.members
-    suggestions = _suggest(token, rest, catalog)
-    hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; run 'aotwheel resolve --list' for valid names"
-    raise DevlistError(f"USE_AOT_DEVLIST: unknown device '{raw}'{hint}", raw, suggestions)
+def _owner(token: str) -> str | None:
+    """The backend whose grammar owns ``token`` (the resolver dispatches on it)."""
+    from aotwheel import backends
+
+    owner = backends.for_token(token)
+    return owner.name if owner is not None else None
 
 
 def _native(catalog: Catalog, detect: Detector | None) -> tuple[tuple[Device, ...], tuple[cuda.CudaTarget, ...]]:
@@ -260,7 +244,7 @@ def _reject_bad_characters(text: str, catalog: Catalog) -> None:
         token = _token_around(text, pos)
         folded = token.translate(_CONFUSABLES).lower()
         exact = catalog.by_name(folded) or catalog.group(folded) or folded in _KEYWORDS
-        suggestions = (folded,) if exact else _suggest(folded, (), catalog)
+        suggestions = (folded,) if exact else intel_grammar.suggest(folded, (), catalog)
         if ord(char) > 127:
             what = f"non-ASCII character '{char}' (U+{ord(char):04X})"
         else:
@@ -287,27 +271,6 @@ def _printable(char: str) -> str:
 
 def _printable_token(token: str) -> str:
     return repr("".join(c if c.isprintable() else "?" for c in token))
-
-
-def _suggest(token: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, ...]:
-    vocabulary = catalog.vocabulary() + list(_KEYWORDS)
-    # "ats m150": a space inside a name splits it in two; offer the joined name.
-    if rest:
-        for joiner in ("-", ""):
-            joined = f"{token}{joiner}{rest[0].lower()}"
-            if catalog.by_name(joined) or catalog.group(joined):
-                return (joined,)
-    return tuple(difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6))
-
-
-def _unknown_ip_message(raw: str, catalog: Catalog) -> str:
-    ip = parse_ip(raw)
-    near = [d for d in catalog.devices if ip and d.ip_tuple[:2] == ip[:2]]
-    if not near and ip:
-        near = [d for d in catalog.devices if d.ip_tuple[0] == ip[0]]
-    known = ", ".join(f"{d.ip} ({d.name})" for d in near[:4])
-    hint = f"; known nearby: {known}" if known else "; run 'aotwheel resolve --list' for known IP versions"
-    return f"USE_AOT_DEVLIST: IP version {raw} is not a known product{hint}"
 
 
 def describe(devlist: DevList) -> str:

@@ -56,7 +56,7 @@ def targets():
     """Native targets embedded in the extension (catalog names or IP versions)."""
     try:
         from aotwheel.inspector import inspect
-        from aotwheel.verdict import target_names
+        from aotwheel.backends.intel.rules import target_names
     except ImportError:
         return ()
     path = _path()

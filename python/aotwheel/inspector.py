@@ -18,11 +18,12 @@ import shutil
 import tempfile
 import zipfile
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from aotwheel.errors import InspectError
+from aotwheel.model import AMD, NVIDIA, Image, NativeTarget, Target
+from aotwheel.report import FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 
@@ -32,79 +33,6 @@ _MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _WHEEL_SEP = "!"
 _LEAF_KINDS = frozenset({"spirv", "llvmbc"})  # kinds the default mode notes without walking into
 _MAX_WHEEL_MEMBER = 16 << 30
-
-
-@dataclass(slots=True)  # no per-instance __dict__: large libraries carry 14k images
-class Image:
-    """One embedded device image (or the whole file for raw inputs)."""
-
-    index: int
-    offset: int  # file offset of the stored bytes
-    size: int  # stored (possibly compressed) size
-    kind: str  # "ar" | "zebin" | "legacy" | "ir-elf" | "spirv" | "llvmbc" | "zstd" | "offload" | "cubin" | "ptx" | "unknown"
-    triple: str | None  # "spir64_gen", "spir64", ... when known
-    compressed: bool
-    section: str | None = None  # host section holding it
-    content: str | None = None  # kind of the decompressed bytes for zstd images
-    decompressed_size: int | None = None  # from the zstd frame header, or measured with deep
-    members: list[str] = field(default_factory=list)  # ar member names, padding excluded
-    sha256: str | None = None  # of the stored bytes; deep mode only
-    kernels: int | None = None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
-    listed_size: int | None = None  # the size the image table claims, when it differs from size
-    arch: str | None = None  # OffloadBinary "arch" string (new offload model objects)
-    compile_options: str | None = None  # options the runtime passes when it builds this image
-    link_options: str | None = None
-
-
-@dataclass
-class NativeTarget:
-    """A device binary for one target, found in an ar member or a bare image."""
-
-    name: str | None  # catalog name via the IP version; None if unknown to the catalog
-    ip: str | None  # "12.60.7"
-    member: str | None  # ar member name ("64.12.60.7", "64.bmg"), None for a bare binary
-    format: str  # "zebin" | "legacy" | other image kind when a member is neither
-    size: int
-    image: int  # Image.index it came from
-    generic: str | None = None  # "bmg" for a `64.bmg` member
-    core: str | None = None  # gfx core family, e.g. "XE_HPC_CORE", when known
-    product: str | None = None  # zebin product family, e.g. "PVC", when known
-    rebuildable: bool = False  # carries its own SPIR-V the driver can rebuild from
-
-
-@dataclass
-class FileReport:
-    """What one binary carries."""
-
-    path: str
-    native_targets: list[NativeTarget]
-    ir: list[str]  # ["spirv", ...]: code the driver can JIT for any device
-    images: list[Image]
-    kernels: int | None  # distinct kernel names when known
-    kind: str = "unknown"  # "elf" (host binary), "ar", "zebin", "legacy", "spirv", ...
-    kernels_by_triple: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
-    amd: list[str] = field(default_factory=list)  # AMD code objects by target id: "gfx90a", "gfx90a:xnack-"
-
-    def target_names(self) -> list[str]:
-        """Distinct native targets in order: catalog names, else IP versions, else generic names."""
-        seen: dict[str, None] = {}
-        for t in self.native_targets:
-            seen.setdefault(t.name or t.ip or t.generic or t.core or "unknown")
-        return list(seen)
-
-
-@dataclass
-class Report:
-    """``inspect()``'s answer: the input and one :class:`FileReport` per binary inside it."""
-
-    path: str
-    files: list[FileReport]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the ``aotwheel inspect --json`` contract)."""
-        return {"path": self.path, "files": [asdict(f) for f in self.files]}
 
 
 # --------------------------------------------------------------------------------------------
@@ -332,7 +260,7 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
     kind = sniff(region.head(64))
     fr = FileReport(path=label, native_targets=[], ir=[], images=[], kernels=None, kind=kind)
     walk = _Walk(fr, deep)
-    from aotwheel.formats.cuda import is_fatbin
+    from aotwheel.backends.nvidia.fatbin import is_fatbin
 
     if kind == "unknown" and is_fatbin(region.head(4)):
         fr.kind = "fatbin"
@@ -349,7 +277,7 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
         if kind == "spirv":
             fr.kernels = fr.images[0].kernels
         elif kind == "legacy":
-            from aotwheel.formats.legacy import read_legacy
+            from aotwheel.backends.intel.legacy import read_legacy
 
             fr.kernels = read_legacy(region).kernels
     return fr
@@ -396,22 +324,30 @@ def _walk_host(walk: _Walk, region: Region) -> None:
 
 
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
-    """NVIDIA fat binaries: one Image per cubin/PTX entry, their targets in ``FileReport.cuda``."""
-    from aotwheel.formats.cuda import parse_fatbin
+    """NVIDIA fat binaries: one Image per cubin/PTX entry; cubins are native targets (vendor
+    ``nvidia``), PTX an IR form ``ptx compute_XY``; all loadable targets also in ``FileReport.cuda``."""
+    from aotwheel.backends.nvidia.fatbin import parse_fatbin
 
     fat = parse_fatbin(region, section=section)
+    fr = walk.report
     for e in sorted(fat.entries, key=lambda e: (e.arch, e.kind, e.target)):
-        if e.target not in walk.report.cuda and e.kind in ("cubin", "ptx"):
-            walk.report.cuda.append(e.target)
+        if e.target not in fr.cuda and e.kind in ("cubin", "ptx"):
+            fr.cuda.append(e.target)
+            if e.kind == "ptx":
+                walk.add_ir(f"ptx {e.target}")
     for e in fat.entries:
-        walk.report.images.append(Image(
-            index=len(walk.report.images), offset=e.payload_offset, size=e.stored_size, kind=e.kind, triple="nvptx64",
+        index = len(fr.images)
+        fr.images.append(Image(
+            index=index, offset=e.payload_offset, size=e.stored_size, kind=e.kind, triple="nvptx64",
             compressed=e.compressed, section=section, decompressed_size=e.decompressed_size or None, arch=e.target))
+        if e.kind == "cubin":
+            fr.native_targets.append(Target(name=e.target, ip=None, member=None, format="cubin", size=e.stored_size,
+                                            image=index, vendor=NVIDIA, arch=e.target))
 
 
 def _walk_hip(walk: _Walk, region: Region, section: str) -> None:
-    """AMD: one Image per clang offload bundle (plain or CCOB), its entries as members, and each
-    code object's target id in ``FileReport.amd``."""
+    """AMD: one Image per clang offload bundle (plain or CCOB), its entries as members, and one
+    native target (vendor ``amd``) per code object, named by its bundle entry's target id."""
     from aotwheel.backends.amd.codeobject import read_code_object
     from aotwheel.formats.bundle import read_hip_fatbin
 
@@ -435,8 +371,8 @@ def _walk_hip(walk: _Walk, region: Region, section: str) -> None:
                 said = {"+": "on", "-": "off"}.get(_feature_sign(e.target_id, feature) or "", "any")
                 if said != "any" and recorded not in (said, "unsupported"):
                     fr.warnings.append(f"image {img.index}: {e.id!r} says {feature} {said} but its code object says {recorded}")
-            if e.target_id and e.target_id not in fr.amd:
-                fr.amd.append(e.target_id)
+            fr.native_targets.append(Target(name=e.target_id or None, ip=None, member=e.id, format="code-object", size=e.size,
+                                            image=img.index, vendor=AMD, arch=e.target_id.split(":")[0] or None))
 
 
 def _feature_sign(target_id: str, feature: str) -> str | None:
@@ -523,7 +459,7 @@ def _walk_content(walk: _Walk, region: Region, kind: str | None, img: Image, dep
     elif kind in ("zebin", "legacy"):
         walk.report.native_targets.append(_native_target(walk, region, kind, img.index, member))
     elif kind == "ir-elf":
-        from aotwheel.formats.legacy import ir_payload
+        from aotwheel.backends.intel.legacy import ir_payload
 
         payload = ir_payload(region)
         _note_ir(walk, sniff(payload.head(64)) if payload is not None else None)
@@ -562,8 +498,8 @@ def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> Non
 
 
 def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: str | None) -> NativeTarget:
-    from aotwheel.catalog import format_ip, ip_from_u32, load_catalog, parse_ip
-    from aotwheel.formats import gfx
+    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog, parse_ip
+    from aotwheel.backends.intel import gfx
     from aotwheel.formats.ar import member_target
 
     token = member_target(member)[1] if member else None
@@ -572,13 +508,13 @@ def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: s
     note_ip = product = None
     rebuildable = False
     if kind == "zebin":
-        from aotwheel.formats.zebin import read_zebin
+        from aotwheel.backends.intel.zebin import read_zebin
 
         z = read_zebin(region)
         note_ip = format_ip(ip_from_u32(z.ip_u32)) if z.ip_u32 is not None else None
         core, product, rebuildable = gfx.core_name(z.gfx_core), gfx.product_name(z.product_family), z.has_spirv
     else:
-        from aotwheel.formats.legacy import read_legacy
+        from aotwheel.backends.intel.legacy import read_legacy
 
         info = read_legacy(region)
         core, rebuildable = gfx.core_name(info.gfx_core), info.has_spirv
@@ -607,7 +543,7 @@ def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: s
 
 def _generic_ir_spirv(path: str, img: Image) -> bytes | None:
     from aotwheel.formats.ar import read_ar
-    from aotwheel.formats.legacy import ir_payload
+    from aotwheel.backends.intel.legacy import ir_payload
 
     data = image_bytes(path, img)
     region = Region(data, f"{path} (image {img.index})")

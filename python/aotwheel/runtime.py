@@ -1,7 +1,7 @@
 """Run-time check: for each device here, will a binary's device code run native, JIT or not at all?
 
 :func:`check` inspects the binary (``aotwheel.inspector``), asks the device probes (or takes
-``devices``), applies :mod:`aotwheel.verdict` and, when a device will JIT-compile, acts on the
+``devices``), applies :mod:`aotwheel.model` and, when a device will JIT-compile, acts on the
 ``AOTWHEEL_JIT`` policy once per (device, binary) per process:
 
 - ``warn`` (default): a :class:`JITWarning` (a ``RuntimeWarning``; filter it with
@@ -23,10 +23,11 @@ import os
 import types
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from aotwheel.errors import AotwheelError
-from aotwheel.verdict import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict, decide, target_names
+from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
 
 POLICY_ENV = "AOTWHEEL_JIT"
 POLICIES = ("warn", "error", "ignore")
@@ -111,7 +112,7 @@ def _no_device_verdicts(files: list[Any], path: str, devices: Any) -> list[Verdi
     """One ``unknown`` verdict per file with device code (or for ``path``), saying why."""
     reason = f"no device found, so whether the code runs native or JIT is unknown ({_no_device_reason(devices)})"
     return [Verdict("no device", None, UNKNOWN, None, reason, "no-device", f.path or path, "none",
-                    target_names(f.native_targets)) for f in files] or [
+                    tuple(f.target_names())) for f in files] or [
         Verdict("no device", None, UNKNOWN, None, reason, "no-device", path, "none")]
 
 
@@ -135,30 +136,18 @@ def _device_code_of(path: str) -> list[Any]:
 
 
 def covering_devlist(verdict: Verdict) -> str | None:
-    """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets."""
-    from aotwheel.catalog import load_catalog
+    """``USE_AOT_DEVLIST`` value that adds the verdict's (Intel) device to the binary's targets."""
+    from aotwheel.backends.intel import BACKEND
 
-    dev = load_catalog().by_ip(verdict.ip) if verdict.ip else None
-    if dev is None:
-        return None
-    names = [n for n in verdict.targets if n]
-    if dev.name not in names:
-        names.append(dev.name)
-    return ",".join(names)
+    return BACKEND.covering_devlist(verdict)
 
 
 def jit_message(verdict: Verdict, kernels: int | None = None) -> str:
-    """One line a user can act on: which device, what is embedded, what to rebuild with."""
-    what = f"{kernels} kernel{'s' if kernels != 1 else ''}" if kernels else "its kernels"
-    binary = os.path.basename(verdict.binary or "") or "the binary"
-    embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
-    line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
-    devlist = covering_devlist(verdict)
-    if devlist:
-        line += f"; rebuild with USE_AOT_DEVLIST={devlist} to ship native code for it"
-    elif verdict.kind == "cpu":
-        line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
-    return line + f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
+    """One line a user can act on, in the words of the vendor that owns the device."""
+    from aotwheel import backends
+
+    backend = backends.get(verdict.vendor) if verdict.vendor in backends.names() else backends.get(backends.names()[0])
+    return backend.jit_message(verdict, kernels) + f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
 
 
 def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Sequence[int | None], policy: str) -> None:
@@ -168,7 +157,7 @@ def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Seq
     for verdict, key, count in zip(verdicts, keys, kernels):
         if verdict.verdict != JIT:
             continue
-        ident = (key, os.path.realpath(verdict.binary or ""))
+        ident = (key, os.path.realpath((verdict.binary or "").split("!")[0]) + _member(verdict.binary))
         message = jit_message(verdict, count)
         if policy == "error":
             raise JITError(message)  # every time: an error policy must keep failing
@@ -178,18 +167,46 @@ def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Seq
         warnings.warn(message, JITWarning, stacklevel=3)  # points at check()'s caller
 
 
+def _member(binary: str | None) -> str:
+    """``!member`` of a wheel member path, else ``""``."""
+    _, sep, member = (binary or "").partition("!")
+    return sep + member
+
+
+def _cross_vendor(backend: Any, file: Any, device: Any, binary: str) -> Verdict | None:
+    """``unsupported`` when ``file`` carries code only for other vendors than ``device``'s."""
+    from aotwheel import backends
+
+    if any(backend.code_in(file)):
+        return None
+    others = [b for b in backends.all_backends() if b is not backend and any(b.code_in(file))]
+    if not others:
+        return None
+    have = "; ".join(f"{b.title}: {', '.join([*native, *ir])}" for b in others for native, ir in [b.code_in(file)])
+    label = str(getattr(device, "label", None) or getattr(device, "name", "device"))
+    owner = backend.title if backend.owns_device(device) else "this"
+    reason = f"unsupported: {label} is not a device the embedded code is for (it carries only {have}); no {owner} device code and no SPIR-V"
+    v = Verdict(label, getattr(device, "ip", None), UNSUPPORTED, None, reason, "other-vendor", binary,
+                getattr(device, "kind", "gpu"), (), backend.name)
+    return replace(v, remedy=backend.remedy(v))
+
+
 def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None,
           compatibility: bool = True) -> list[Verdict]:
     """Verdicts for every (device, file with device code) pair, applying the JIT policy.
 
     ``module_or_path``: a module, a module name (``"pkg._kernels"``), or a path to a .so, wheel,
     fat binary, zebin or .spv. ``devices``: ``None`` (probe, or ``AOTWHEEL_DEVICE``), a string in
-    ``AOTWHEEL_DEVICE`` syntax (``"pvc,cpu"``), or probed devices. ``policy`` overrides
-    ``AOTWHEEL_JIT``. Raises :class:`JITError` under policy ``error``; never raises for an
-    unsupported device (see :func:`ensure`). With no device at all (no GPU, no driver, a broken
-    runtime) it returns ``unknown`` verdicts (rule ``no-device``) whose reason names each probe's
-    problem.
+    ``AOTWHEEL_DEVICE`` syntax (``"pvc,cpu"``, ``"sm_90"``), or probed devices. ``policy`` overrides
+    ``AOTWHEEL_JIT``. Every device of every vendor goes through the same loop: the backend that owns
+    the device decides, with its driver's rules; a binary that carries only another vendor's code
+    is ``unsupported`` (rule ``other-vendor``). Raises :class:`JITError` under policy ``error``;
+    never raises for an unsupported device (see :func:`ensure`). With no device at all (no GPU, no
+    driver, a broken runtime) it returns ``unknown`` verdicts (rule ``no-device``) whose reason
+    names each probe's problem.
     """
+    from aotwheel import backends
+
     mode = jit_policy(policy)
     path = resolve_binary(module_or_path)
     files = _device_code_of(path)
@@ -199,21 +216,24 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
     verdicts: list[Verdict] = []
     keys: list[str] = []
     counts: list[int | None] = []
-    # NVIDIA GPUs (CUDA probe or sm_XY override) follow NVIDIA's rules on the .nv_fatbin images.
-    nvidia = [d for d in found if str(getattr(d, "catalog", "") or "").startswith("sm_") and str(getattr(d, "vendor", "")).lower() == "nvidia"]
     for dev in found:
-        if dev in nvidia:
-            continue
+        backend = backends.for_device(dev)
         for f in files:
-            verdicts.append(decide(f.native_targets, f.ir, dev, binary=f.path or path, compatibility=compatibility))
-            keys.append(getattr(dev, "key", None) or verdicts[-1].device)
+            binary = f.path or path
+            verdicts.append(_cross_vendor(backend, f, dev, binary)
+                            or backend.decide(f, dev, binary=binary, compatibility=compatibility))
+            keys.append(_device_key(dev, verdicts[-1]))
             counts.append(getattr(f, "kernels", None))
     _apply_policy(verdicts, keys, counts, mode)
-    if nvidia:
-        from aotwheel.cuda_check import check_cuda
-
-        verdicts += check_cuda(path, nvidia, policy=mode)
     return verdicts
+
+
+def _device_key(device: Any, verdict: Verdict) -> str:
+    """Identity to warn once per device: the probe's key, or the CUDA target for NVIDIA GPUs."""
+    key = getattr(device, "key", None) or verdict.device
+    if verdict.vendor == "nvidia":
+        key = f"{getattr(device, 'backend', 'cuda')}:{getattr(device, 'index', 0)}:{getattr(device, 'catalog', '')}"
+    return str(key)
 
 
 def _matches(verdict: Verdict, device: Any) -> bool:
@@ -234,7 +254,7 @@ def ensure(module_or_path: Any, device: Any = None, *, devices: Any = None, poli
     runnable = [v for v in chosen if v.verdict in (NATIVE, JIT)]
     if bad and (device is not None or not runnable):
         v = bad[0]
-        devlist = covering_devlist(v)
-        fix = f"rebuild with USE_AOT_DEVLIST={devlist} (or keep JIT fallback on)" if devlist else "rebuild with JIT fallback on (SPIR-V kept)"
-        raise UnsupportedDeviceError(f"{os.path.basename(v.binary or '')}: {v.device} cannot run this device code (embedded: {', '.join(v.targets) or 'none'}, no SPIR-V); {fix}")
+        fix = v.remedy or "rebuild with JIT fallback on (SPIR-V kept)"
+        embedded = ", ".join(v.targets) or "none"
+        raise UnsupportedDeviceError(f"{os.path.basename((v.binary or '').split('!')[-1])}: {v.device} cannot run this device code (embedded: {embedded}; {v.reason}); {fix}")
     return verdicts

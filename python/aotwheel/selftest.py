@@ -252,7 +252,8 @@ def run(modules: list[Module]) -> list[DeviceResult]:
     except ImportError as exc:
         raise AotwheelError(f"selftest needs numpy and pyopencl ({exc.name} missing); pip install 'aotwheel[selftest]'") from None
     from aotwheel.probe.opencl import describe
-    from aotwheel.verdict import NATIVE, decide
+    from aotwheel.backends.intel.rules import decide
+    from aotwheel.model import NATIVE
 
     try:
         pairs = _opencl_devices(cl)

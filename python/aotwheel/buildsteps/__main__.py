@@ -49,7 +49,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
 def cmd_spirv(a: argparse.Namespace) -> int:
     """Compile one kernel source to SPIR-V."""
     from aotwheel.buildsteps.spirv import compile_to_spirv
-    from aotwheel.toolchain.clang import SpirvToolchain
+    from aotwheel.backends.intel.clang import SpirvToolchain
 
     t = _load_toolchain(a.toolchain)
     tc = SpirvToolchain(t["clang"], t["clang_version"], t["llvm_spirv"], t["llvm_spirv_version"])

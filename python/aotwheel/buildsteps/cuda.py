@@ -29,7 +29,7 @@ _TIMEOUT = 600
 
 
 def _targets(text: str, supported: frozenset[int]) -> tuple[list[dict[str, object]], list[str]]:
-    from aotwheel.cuda_targets import PTX_TOKEN, parse_cuda_target, plan
+    from aotwheel.backends.nvidia.targets import PTX_TOKEN, parse_cuda_target, plan
 
     tokens = [t for t in text.replace(";", ",").replace(" ", ",").split(",") if t]
     parsed = [parse_cuda_target(t, supported=supported) for t in tokens if t.lower() != PTX_TOKEN]
@@ -39,7 +39,7 @@ def _targets(text: str, supported: frozenset[int]) -> tuple[list[dict[str, objec
 
 def configure(args: argparse.Namespace) -> int:
     """Find nvcc, check every target against what it builds, write the toolchain JSON."""
-    from aotwheel.toolchain.nvcc import find_nvcc
+    from aotwheel.backends.nvidia.nvcc import find_nvcc
 
     nvcc = find_nvcc(args.nvcc or None)
     targets, gencode = _targets(args.targets, nvcc.real_archs)
@@ -76,7 +76,7 @@ def _cache_key(tc: dict, source: bytes, target: str, options: list[str]):  # typ
 def compile_image(args: argparse.Namespace) -> int:
     """One nvcc job: ``-cubin`` for ``sm_XY``, ``-ptx`` for ``compute_XY``; cached."""
     from aotwheel.buildsteps.cache import DeviceCodeCache, atomic_write
-    from aotwheel.cuda_targets import parse_cuda_target
+    from aotwheel.backends.nvidia.targets import parse_cuda_target
 
     tc = json.loads(Path(args.toolchain).read_text())
     target = parse_cuda_target(args.target)
@@ -120,7 +120,7 @@ def _write_depfile(depfile: Path, output: Path, inputs: list[Path]) -> None:
 
 def fatbin(args: argparse.Namespace) -> int:
     """``fatbinary --create`` over one source's images (``--image sm_90=file``)."""
-    from aotwheel.cuda_targets import parse_cuda_target
+    from aotwheel.backends.nvidia.targets import parse_cuda_target
 
     tc = json.loads(Path(args.toolchain).read_text())
     cmd = [tc["fatbinary"], "--64", f"--create={args.output}"]

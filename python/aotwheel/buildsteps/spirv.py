@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from aotwheel.errors import AotwheelError, ToolchainError
-from aotwheel.toolchain.clang import SpirvToolchain
+from aotwheel.backends.intel.clang import SpirvToolchain
 
 SPIRV_MAGIC = 0x07230203
 _OP_ENTRY_POINT = 15

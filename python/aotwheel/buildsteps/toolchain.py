@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
-from aotwheel.toolchain.clang import SpirvToolchain, find_spirv_toolchain
+from aotwheel.backends.intel.clang import SpirvToolchain, find_spirv_toolchain
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class OpenToolchain:
 
 def ocloc_facts(cache: DeviceCodeCache) -> tuple[str, str, frozenset[str]]:
     """``(path, version, acronyms)`` of the ocloc in use, from the cache when its binary is unchanged."""
-    from aotwheel.toolchain.ocloc import INSTALL_HINT, find_ocloc
+    from aotwheel.backends.intel.ocloc import INSTALL_HINT, find_ocloc
 
     candidate = os.environ.get("AOTWHEEL_OCLOC") or shutil.which("ocloc")
     if not candidate:
@@ -57,7 +57,7 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None) -> OpenTo
     spirv = find_spirv_toolchain()
     if not devices:
         return OpenToolchain(spirv=spirv)
-    from aotwheel.catalog import load_catalog
+    from aotwheel.backends.intel.catalog import load_catalog
 
     path, version, acronyms = ocloc_facts(cache)
     catalog = load_catalog()

@@ -106,7 +106,7 @@ def run_selftest(args: argparse.Namespace) -> int:
         results, opencl_error = [], exc
     # NVIDIA GPUs: the same kernels from the binaries' .nv_fatbin, through the CUDA driver.
     from aotwheel.runtime import resolve_binary
-    from aotwheel.selftest_cuda import run_cuda
+    from aotwheel.backends.nvidia.selftest import run_cuda
 
     for binary in args.sources or ["aotwheel._kernels"]:
         try:

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 def check_ocloc(devlist, explicit: str | None) -> None:
     """Fail with one line if the installed ocloc cannot build a target of ``devlist``."""
     from aotwheel.errors import ToolchainError
-    from aotwheel.toolchain.ocloc import find_ocloc
+    from aotwheel.backends.intel.ocloc import find_ocloc
 
     ocloc = find_ocloc(explicit)
     missing = [t for t in devlist.targets if not ocloc.supports((t.name, *t.aliases))]
@@ -80,7 +80,7 @@ def check_ocloc(devlist, explicit: str | None) -> None:
 
 
 def _catalog_listing() -> str:
-    from aotwheel.catalog import load_catalog
+    from aotwheel.backends.intel.catalog import load_catalog
 
     cat = load_catalog()
     lines = ["devices (name  IP  aliases  SYCL arch):"]

@@ -99,7 +99,7 @@ def probe(library: str | None = None) -> ProbeResult:
     if rc != 0:
         # 0x78000001 = ZE_RESULT_ERROR_UNINITIALIZED: loader present, no driver or no device.
         return ProbeResult("levelzero", [], f"zeInit failed with 0x{rc:08x} (no Level Zero driver or no GPU)")
-    from aotwheel.catalog import format_ip, ip_from_u32, load_catalog
+    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog
 
     catalog = load_catalog()
     devices: list[ProbedDevice] = []

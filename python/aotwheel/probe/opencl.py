@@ -64,7 +64,7 @@ def _kind(cl, device) -> str:
 
 def describe(cl, platform, device, index: int = 0, lib_cache: list | None = None) -> ProbedDevice:
     """A :class:`ProbedDevice` for one pyopencl device (IP version read through ctypes)."""
-    from aotwheel.catalog import format_ip, ip_from_u32, load_catalog
+    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog
 
     kind = _kind(cl, device)
     intel = device.vendor_id == INTEL_VENDOR_ID

@@ -24,7 +24,9 @@ _SPLIT = re.compile(r"[,\s]+")
 
 def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
     """Devices named by ``text``; raises :class:`DevlistError` naming the bad token."""
-    from aotwheel.devlist import resolve
+    from aotwheel import backends
+    from aotwheel.backends.intel import grammar
+    from aotwheel.backends.intel.catalog import load_catalog
 
     devices: list[ProbedDevice] = []
     for token in (t for t in _SPLIT.split(text.strip()) if t):
@@ -33,8 +35,11 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
             if not any(d.kind == "cpu" for d in devices):
                 devices.append(ProbedDevice(name="cpu", backend="override", kind="cpu", vendor="any", spirv=True))
             continue
+        owner = backends.for_token(low)
+        if owner is not None and owner.name == "nvidia" and not low.startswith(("sm_", "nvidia_gpu_sm_")):
+            raise DevlistError(f"{source}: '{token}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. {ENV}=sm_90", token)
         if low.startswith(("sm_", "nvidia_gpu_sm_")):
-            from aotwheel.cuda_targets import DEVICE_ARCHS, parse_cuda_target
+            from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
 
             try:
                 target = parse_cuda_target(low, supported=DEVICE_ARCHS)
@@ -47,10 +52,10 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
         if low in _REJECTED:
             raise DevlistError(f"{source}: '{token}' does not name a device; use a device name, IP version or 'cpu', e.g. {ENV}=pvc", token)
         try:
-            devlist = resolve(token, detect=lambda: [])
+            _, targets = grammar.lookup(low, token, (), load_catalog())
         except DevlistError as exc:
             raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
-        for dev in devlist.targets:
+        for dev in targets:
             if not any(d.catalog == dev.name for d in devices):
                 devices.append(ProbedDevice(name=dev.name, backend="override", kind="gpu", ip=dev.ip,
                                             catalog=dev.name, index=len(devices), spirv=True))

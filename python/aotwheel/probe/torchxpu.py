@@ -13,7 +13,7 @@ from aotwheel.probe import ProbeResult, ProbedDevice
 
 def ip_from_sycl_architecture(value: int) -> str | None:
     """``"12.60.7"`` for an Intel GPU architecture enum value, else ``None``."""
-    from aotwheel.catalog import format_ip, ip_from_u32
+    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32
 
     if value <= 0:
         return None
@@ -37,7 +37,7 @@ def probe() -> ProbeResult:
         count = int(xpu.device_count())
     except Exception as exc:
         return ProbeResult("torchxpu", [], f"torch.xpu failed: {exc}")
-    from aotwheel.catalog import load_catalog
+    from aotwheel.backends.intel.catalog import load_catalog
 
     catalog = load_catalog()
     devices = []

@@ -105,6 +105,16 @@ def cc_to_arch(cc: tuple[int, int]) -> int:
     return cc[0] * 10 + cc[1]
 
 
+def target_from_name(name: str) -> CudaTarget | None:
+    """The target a fat binary entry names (``sm_90a``, ``compute_90``), unvalidated: a binary
+    may carry archs this aotwheel's nvcc table does not list. ``None`` for another spelling."""
+    m = _TOKEN.match(name.lower())
+    if not m:
+        return None
+    prefix, digits, suffix = m.groups()
+    return CudaTarget(int(digits), "cubin" if prefix == "sm" else "ptx", suffix == "a", suffix == "f")
+
+
 def is_cuda_token(token: str) -> bool:
     """True for tokens the NVIDIA grammar owns (valid or not): the resolver sends them here
     instead of the Intel catalog, so that ``sm90`` gets an NVIDIA suggestion."""
@@ -330,4 +340,5 @@ __all__ = [
     "is_cuda_token",
     "parse_cuda_target",
     "plan",
+    "target_from_name",
 ]

@@ -164,5 +164,5 @@ def _load(raw: dict) -> Catalog:
 @functools.lru_cache(maxsize=1)
 def load_catalog() -> Catalog:
     """The catalog shipped with aotwheel (parsed once, on first use)."""
-    text = resources.files("aotwheel").joinpath("catalog.json").read_text(encoding="utf-8")
+    text = resources.files("aotwheel.backends.intel").joinpath("catalog.json").read_text(encoding="utf-8")
     return _load(json.loads(text))

@@ -1,32 +1,33 @@
 """The run-time check for NVIDIA GPUs: native / JIT / unsupported for a binary's ``.nv_fatbin``.
 
 The same contract as :func:`aotwheel.runtime.check` for Intel devices -- one
-:class:`aotwheel.verdict.Verdict` per (NVIDIA GPU, file with CUDA images), the same
+:class:`aotwheel.model.Verdict` per (NVIDIA GPU, file with CUDA images), the same
 ``AOTWHEEL_JIT`` policy (``warn`` -> :class:`aotwheel.runtime.JITWarning` once per device and
 binary per process, ``error`` -> :class:`aotwheel.runtime.JITError`, ``ignore``) -- with NVIDIA's
-rules from :func:`aotwheel.cuda_targets.cuda_verdict`. ``CUDA_FORCE_PTX_JIT=1`` is honoured
+rules from :func:`aotwheel.backends.nvidia.targets.cuda_verdict`. :func:`check_cuda` runs through
+:func:`aotwheel.runtime.check`, the one loop for every vendor. ``CUDA_FORCE_PTX_JIT=1`` is honoured
 because the driver honours it.
 
-    python -m aotwheel.cuda_check BINARY [--json] [--device sm_90,...]
+    python -m aotwheel.backends.nvidia.rules BINARY [--json] [--device sm_90,...]
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import sys
 import tempfile
-import warnings
 import zipfile
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aotwheel.cuda_targets import DEVICE_ARCHS, CudaTarget, cuda_verdict, parse_cuda_target
-from aotwheel.verdict import JIT, Verdict
+from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, CudaTarget, cc_to_arch, cuda_verdict, parse_cuda_target, target_from_name
+from aotwheel.model import NVIDIA, Verdict
+
+if TYPE_CHECKING:
+    from aotwheel.report import FileReport
 
 _MAX_MEMBER = 4 << 30  # a wheel member larger than this is not read
 
@@ -55,7 +56,7 @@ class NvidiaDevice:
 
 def cuda_files(path: str | os.PathLike[str]) -> list[CudaFile]:
     """Every file with a fat binary in ``path``: the file itself, or the ``.so`` members of a wheel."""
-    from aotwheel.formats.cuda import read_fatbin
+    from aotwheel.backends.nvidia.fatbin import read_fatbin
 
     text = os.fspath(path)
     if zipfile.is_zipfile(text):
@@ -72,7 +73,7 @@ def _as_file(name: str, fat) -> CudaFile:  # type: ignore[no-untyped-def]
 
 
 def _wheel_files(wheel: str) -> list[CudaFile]:
-    from aotwheel.formats.cuda import read_fatbin
+    from aotwheel.backends.nvidia.fatbin import read_fatbin
 
     out: list[CudaFile] = []
     with zipfile.ZipFile(wheel) as zf, tempfile.TemporaryDirectory(prefix="aotwheel-cuda-") as tmp:
@@ -98,6 +99,8 @@ def nvidia_devices(devices: Any = None) -> list[NvidiaDevice]:
         from aotwheel.probe.cuda import probe_cuda
 
         return [NvidiaDevice(f"{d.name} (cuda:{d.index})", d.cc, f"cuda:{d.index}:{d.arch}") for d in probe_cuda().devices]
+    if isinstance(devices, NvidiaDevice):
+        return [devices]
     if isinstance(devices, str):
         devices = [t for t in devices.replace(";", ",").split(",") if t.strip()]
     out: list[NvidiaDevice] = []
@@ -109,7 +112,8 @@ def nvidia_devices(devices: Any = None) -> list[NvidiaDevice]:
             out.append(NvidiaDevice(str(getattr(dev, "name", "GPU")), tuple(dev.cc), f"cuda:{getattr(dev, 'index', 0)}:{dev.cc}"))  # type: ignore[arg-type]
         elif str(getattr(dev, "vendor", "")).lower() == "nvidia" and str(getattr(dev, "catalog", "")).startswith("sm_"):
             t = parse_cuda_target(dev.catalog, supported=DEVICE_ARCHS)
-            out.append(NvidiaDevice(str(getattr(dev, "label", dev.name)), t.cc, str(getattr(dev, "key", dev.catalog))))
+            label = dev.name if getattr(dev, "backend", "") == "cuda" else str(getattr(dev, "label", dev.name))
+            out.append(NvidiaDevice(label, t.cc, f"{getattr(dev, 'backend', 'cuda')}:{getattr(dev, 'index', 0)}:{dev.catalog}"))
     return out
 
 
@@ -128,65 +132,55 @@ def decide_cuda(file: CudaFile, device: NvidiaDevice, *, force_ptx_jit: bool | N
         binary=file.path,
         kind="gpu",
         targets=tuple(t.name for t in file.targets),
+        vendor=NVIDIA,
     )
 
 
 def jit_message(verdict: Verdict) -> str:
-    """One line a user can act on (the NVIDIA wording of :func:`aotwheel.runtime.jit_message`)."""
-    binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
-    cubins = ", ".join(t for t in verdict.targets if t.startswith("sm_")) or "none (PTX only)"
-    line = f"{binary}: {verdict.device} ({verdict.ip}) will JIT-compile its kernels from {verdict.image} PTX at first use (embedded cubins: {cubins})"
-    cc = (verdict.ip or "").removeprefix("cc ").split(".")
-    if len(cc) == 2 and all(p.isdigit() for p in cc):
-        names = [t for t in verdict.targets if t.startswith("sm_")] + [f"sm_{cc[0]}{cc[1]}", "ptx"]
-        line += f"; rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))} to ship native code for it"
-    return line + "; set AOTWHEEL_JIT=ignore to silence or AOTWHEEL_JIT=error to fail"
+    """One line a user can act on (the NVIDIA wording of the JIT warning)."""
+    from aotwheel.backends.nvidia import BACKEND
+
+    return BACKEND.jit_message(verdict) + "; set AOTWHEEL_JIT=ignore to silence or AOTWHEEL_JIT=error to fail"
 
 
-@functools.lru_cache(maxsize=1)
-def _memo() -> set[tuple[str, str]]:
-    return set()
+def file_of(file: FileReport, binary: str) -> CudaFile:
+    """The CUDA view of an inspected binary: its cubins (``native_targets`` of vendor nvidia)
+    and PTX (``ir`` forms ``ptx compute_XY``)."""
+    names = [t.name for t in file.native_targets if t.vendor == NVIDIA and t.name]
+    names += [k.removeprefix("ptx ") for k in file.ir if k.startswith("ptx ")]
+    targets = tuple(sorted({t for n in names if (t := target_from_name(n)) is not None}))
+    return CudaFile(binary, targets, False)
 
 
-def apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], policy: str) -> None:
-    """``AOTWHEEL_JIT`` for CUDA verdicts: warn once per (device, binary), or raise, or nothing."""
-    from aotwheel.runtime import JITError, JITWarning
-
-    if policy == "ignore":
-        return
-    for verdict, key in zip(verdicts, keys):
-        if verdict.verdict != JIT:
-            continue
-        message = jit_message(verdict)
-        if policy == "error":
-            raise JITError(message)
-        ident = (key, verdict.binary or "")
-        if ident not in _memo():
-            _memo().add(ident)
-            warnings.warn(message, JITWarning, stacklevel=3)
+def device_of(device: Any) -> NvidiaDevice:
+    """An :class:`NvidiaDevice` for a probed device (``catalog`` ``sm_XY``) or a CUDA probe's device."""
+    if isinstance(device, NvidiaDevice):
+        return device
+    [gpu] = nvidia_devices([device])
+    return gpu
 
 
 def check_cuda(module_or_path: Any, devices: Any = None, *, policy: str | None = None) -> list[Verdict]:
-    """Verdicts for every (NVIDIA GPU, file with CUDA images) pair, applying the JIT policy.
+    """The NVIDIA part of :func:`aotwheel.runtime.check`: verdicts for every (NVIDIA GPU, file
+    with CUDA images) pair, through the same loop, JIT policy and memo.
 
     ``devices``: ``None`` (probe the CUDA driver), ``"sm_90,sm_80"`` (assume these), or device
     objects. Never raises for an unsupported GPU; raises ``JITError`` under policy ``error``.
     """
-    from aotwheel.runtime import jit_policy, resolve_binary
+    from aotwheel.probe import ProbedDevice
+    from aotwheel.runtime import check
 
-    mode = jit_policy(policy)
-    path = resolve_binary(module_or_path)
-    files = cuda_files(path)
-    gpus = nvidia_devices(devices)
-    verdicts = [decide_cuda(f, d) for d in gpus for f in files]
-    apply_policy(verdicts, [d.key for d in gpus for _ in files], mode)
-    return verdicts
+    gpus = [ProbedDevice(name=g.name, backend="cuda", kind="gpu", vendor=NVIDIA, catalog=f"sm_{cc_to_arch(g.cc)}", index=i)
+            for i, g in enumerate(nvidia_devices(devices))]
+    if not gpus:
+        return []
+    return [v for v in check(module_or_path, gpus, policy=policy) if v.rule not in ("other-vendor", "no-device")]
 
 
 def main(argv: list[str] | None = None) -> int:
     from aotwheel.errors import AotwheelError
 
-    ap = argparse.ArgumentParser(prog="python -m aotwheel.cuda_check", description="native, JIT or unsupported on this machine's NVIDIA GPUs")
+    ap = argparse.ArgumentParser(prog="python -m aotwheel.backends.nvidia.rules", description="native, JIT or unsupported on this machine's NVIDIA GPUs")
     ap.add_argument("binary")
     ap.add_argument("--device", help="assume these GPUs instead of probing: sm_90,sm_80")
     ap.add_argument("--json", action="store_true")

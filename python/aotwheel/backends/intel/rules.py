@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
-NATIVE, JIT, UNSUPPORTED, UNKNOWN = "native", "jit", "unsupported", "unknown"
+from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
+
 POINTER_BITS = "64"
 
 # compute-runtime HwMapper<IGFX_...>::abbreviation per catalog device (hw_info_<platform>.cpp).
@@ -90,31 +90,6 @@ RULES = {
 }
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """What happens when ``binary`` runs on ``device``.
-
-    ``verdict`` is ``native`` | ``jit`` | ``unsupported`` | ``unknown``; ``image`` names the archive
-    member, ``generic_ir``/``spirv`` or bare image used; ``rule`` is a key of :data:`RULES`
-    (``compat:<product>`` for a compatibility fallback); ``reason`` is one readable sentence.
-    """
-
-    device: str
-    ip: str | None
-    verdict: str
-    image: str | None
-    reason: str
-    rule: str
-    binary: str | None = None
-    kind: str = "gpu"
-    targets: tuple[str, ...] = ()  # native targets embedded in the binary (catalog names or IPs)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["targets"] = list(self.targets)
-        return data
-
-
 def _ip_tuple(ip: str | None) -> tuple[int, int, int] | None:
     m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", ip or "")
     return (int(m[1]), int(m[2]), int(m[3])) if m else None
@@ -129,7 +104,7 @@ def _core_key(text: str | None) -> str | None:
 
 
 def _catalog_device(ip: str | None):
-    from aotwheel.catalog import load_catalog
+    from aotwheel.backends.intel.catalog import load_catalog
 
     return load_catalog().by_ip(ip) if ip else None
 

@@ -336,57 +336,26 @@ def entry_payload(path: str | os.PathLike[str], entry: FatbinEntry, *, decompres
 
 
 def lz4_block_decompress(region: Region, limit: int) -> bytes:
-    """Decode one LZ4 block (no frame) into exactly ``limit`` bytes, bounds-checked throughout.
+    """Decode one LZ4 block (no frame) into exactly ``limit`` bytes with the ``lz4`` package.
 
     nvcc's ``--compress-mode=speed`` stores payloads this way; the block may be followed by
-    zero padding, which is ignored once the declared size has been produced.
+    zero padding up to the entry's alignment, which LZ4 does not allow, so up to 64 trailing
+    NUL bytes are dropped until the block decodes. ``lz4.block`` never writes past ``limit``.
     """
+    try:
+        import lz4.block
+    except ImportError:  # pragma: no cover - lz4 is a dependency; a broken install says how to fix it
+        raise region.error(0, "LZ4-compressed entry needs the 'lz4' package; pip install lz4") from None
     src = region.read(0, len(region), "LZ4 block")
-    out = bytearray()
-    i, n = 0, len(src)
-    while i < n and len(out) < limit:
-        token = src[i]
-        i += 1
-        lit = token >> 4
-        if lit == 15:
-            while True:
-                if i >= n:
-                    raise region.error(i, "LZ4 literal length runs past the block")
-                b = src[i]
-                i += 1
-                lit += b
-                if b != 255:
-                    break
-        if i + lit > n or len(out) + lit > limit:
-            raise region.error(i, f"LZ4 literal run of {lit} bytes runs past the block or the {limit}-byte limit")
-        out += src[i : i + lit]
-        i += lit
-        if i >= n or len(out) >= limit:
-            break  # the last sequence has literals only
-        if i + 2 > n:
-            raise region.error(i, "LZ4 match offset runs past the block")
-        dist = src[i] | (src[i + 1] << 8)
-        i += 2
-        mlen = (token & 15) + 4
-        if token & 15 == 15:
-            while True:
-                if i >= n:
-                    raise region.error(i, "LZ4 match length runs past the block")
-                b = src[i]
-                i += 1
-                mlen += b
-                if b != 255:
-                    break
-        if dist == 0 or dist > len(out):
-            raise region.error(i, f"LZ4 match distance {dist} points before the start of the output")
-        if len(out) + mlen > limit:
-            raise region.error(i, f"LZ4 data expands beyond the {limit}-byte limit")
-        start = len(out) - dist
-        if dist >= mlen:
-            out += out[start : start + mlen]
-        else:  # an overlapping copy repeats the last `dist` bytes
-            pattern = bytes(out[start:])
-            out += (pattern * (mlen // dist + 1))[:mlen]
-    if len(out) != limit:
-        raise region.error(0, f"LZ4 block decodes to {len(out)} bytes, not the declared {limit}")
-    return bytes(out)
+    padding = len(src) - len(src.rstrip(b"\0"))
+    error = "empty block"
+    for drop in range(min(padding, 64) + 1):
+        try:
+            out = lz4.block.decompress(src[: len(src) - drop], uncompressed_size=limit)
+        except lz4.block.LZ4BlockError as exc:
+            error = str(exc).split(":")[0]
+            continue
+        if len(out) == limit:
+            return out
+        error = f"decodes to {len(out)} bytes, not the declared {limit}"
+    raise region.error(0, f"LZ4 block is corrupt or truncated ({error})")

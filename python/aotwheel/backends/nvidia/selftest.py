@@ -90,7 +90,7 @@ class Driver:
 
 def fatbinaries(path: str | os.PathLike[str]) -> list[bytes]:
     """Each loadable fat binary (one container of ``.nv_fatbin``) of ``path``, as bytes."""
-    from aotwheel.formats.cuda import read_fatbin
+    from aotwheel.backends.nvidia.fatbin import read_fatbin
 
     fat = read_fatbin(path)
     if fat is None:
@@ -182,7 +182,7 @@ def run_cuda(path: str | os.PathLike[str], *, library: str = LIBRARY, seed: int 
     """
     import numpy as np
 
-    from aotwheel.cuda_check import cuda_files, decide_cuda, nvidia_devices
+    from aotwheel.backends.nvidia.rules import cuda_files, decide_cuda, nvidia_devices
     from aotwheel.errors import InspectError
     from aotwheel.probe.cuda import probe_cuda
 

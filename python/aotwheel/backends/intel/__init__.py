@@ -1,0 +1,84 @@
+"""Intel backend: GPUs through Level Zero / OpenCL, and any OpenCL device that takes SPIR-V.
+
+Modules: ``catalog`` (+ ``catalog.json``: devices, aliases, families, IP versions), ``grammar``
+(devlist tokens), ``zebin`` / ``legacy`` / ``gfx`` (native image readers), ``rules`` (the
+compute-runtime's image lookup), ``ocloc`` / ``clang`` (the open toolchain). This module is the
+:class:`aotwheel.backends.Backend` the core calls; it imports its helpers lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, Verdict
+
+if TYPE_CHECKING:
+    from aotwheel.model import Device
+    from aotwheel.report import FileReport
+
+IR_FORMS = ("spirv", "llvmbc")  # what an OpenCL / Level Zero driver can JIT-compile
+
+
+class IntelBackend:
+    name = INTEL
+    title = "Intel"
+
+    def owns_token(self, token: str) -> bool:
+        from aotwheel.backends.intel.grammar import owns_token
+
+        return owns_token(token)
+
+    def owns_device(self, device: Device) -> bool:
+        return str(getattr(device, "vendor", "")).lower() == INTEL
+
+    def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
+        names = [t.name or t.ip or t.generic or t.core or "unknown" for t in file.native_targets if t.vendor == INTEL]
+        return list(dict.fromkeys(names)), [k for k in file.ir if k in IR_FORMS]
+
+    def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
+        from aotwheel.backends.intel.rules import decide
+
+        targets = [t for t in file.native_targets if t.vendor == INTEL]
+        v = decide(targets, [k for k in file.ir if k in IR_FORMS], device, binary=binary, compatibility=compatibility)
+        return self._finish(v)
+
+    def _finish(self, v: Verdict) -> Verdict:
+        from dataclasses import replace
+
+        return replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v))
+
+    def covering_devlist(self, verdict: Verdict) -> str | None:
+        """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets."""
+        from aotwheel.backends.intel.catalog import load_catalog
+
+        dev = load_catalog().by_ip(verdict.ip) if verdict.ip else None
+        if dev is None:
+            return None
+        names = [n for n in verdict.targets if n]
+        if dev.name not in names:
+            names.append(dev.name)
+        return ",".join(names)
+
+    def remedy(self, verdict: Verdict) -> str:
+        devlist = self.covering_devlist(verdict)
+        if devlist:
+            return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if verdict.verdict == UNSUPPORTED else "")
+        if verdict.kind == "cpu":
+            return "" if verdict.verdict != UNSUPPORTED else "rebuild with JIT fallback on (SPIR-V kept): CPUs only run SPIR-V"
+        return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
+
+    def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
+        what = f"{kernels} kernel{'s' if kernels != 1 else ''}" if kernels else "its kernels"
+        binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
+        embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
+        line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
+        devlist = self.covering_devlist(verdict)
+        if devlist:
+            line += f"; rebuild with USE_AOT_DEVLIST={devlist} to ship native code for it"
+        elif verdict.kind == "cpu":
+            line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
+        return line
+
+
+BACKEND = IntelBackend()

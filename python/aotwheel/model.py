@@ -1,0 +1,102 @@
+"""The vendor-neutral model every layer speaks: targets, images, devices and verdicts.
+
+The resolver, the inspector, the probes, the run-time check and the CLI exchange these types;
+what differs between vendors (token grammar, how a binary is read, the driver's loading rules)
+lives behind :class:`aotwheel.backends.Backend`. Standard library only: build steps import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+NATIVE, JIT, UNSUPPORTED, UNKNOWN = "native", "jit", "unsupported", "unknown"
+
+INTEL, NVIDIA, AMD = "intel", "nvidia", "amd"
+
+
+@dataclass(slots=True)  # no per-instance __dict__: large libraries carry 14k images
+class Image:
+    """One embedded device image (or the whole file for raw inputs)."""
+
+    index: int
+    offset: int  # file offset of the stored bytes
+    size: int  # stored (possibly compressed) size
+    kind: str  # "ar" | "zebin" | "legacy" | "ir-elf" | "spirv" | "llvmbc" | "zstd" | "offload" | "cubin" | "ptx" | "unknown"
+    triple: str | None  # "spir64_gen", "spir64", "nvptx64", ... when known
+    compressed: bool
+    section: str | None = None  # host section holding it
+    content: str | None = None  # kind of the decompressed bytes for zstd images
+    decompressed_size: int | None = None  # from the zstd frame header, or measured with deep
+    members: list[str] = field(default_factory=list)  # ar member names, padding excluded
+    sha256: str | None = None  # of the stored bytes; deep mode only
+    kernels: int | None = None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
+    listed_size: int | None = None  # the size the image table claims, when it differs from size
+    arch: str | None = None  # OffloadBinary "arch" string, or the CUDA target ("sm_90", "compute_90")
+    compile_options: str | None = None  # options the runtime passes when it builds this image
+    link_options: str | None = None  # (from the SYCL image descriptor; None when empty or not found)
+
+
+@dataclass
+class Target:
+    """A native device binary for one target, whatever the vendor.
+
+    Intel: an ar member or a bare zebin/legacy image (``ip``, ``member``, ``core``...). NVIDIA: a
+    cubin in a fat binary (``name`` and ``arch`` ``sm_90a``, ``format`` ``cubin``). AMD: a code
+    object in a clang offload bundle (``name`` the target id ``gfx90a:xnack-``, ``arch`` the
+    processor ``gfx90a``, ``member`` the bundle entry id, ``format`` ``code-object``).
+    """
+
+    name: str | None  # catalog name ("pvc") or CUDA arch ("sm_90"); None if unknown to the catalog
+    ip: str | None  # "12.60.7"; None for NVIDIA
+    member: str | None  # ar member name ("64.12.60.7", "64.bmg"), None for a bare binary
+    format: str  # "zebin" | "legacy" | "cubin" | other image kind when a member is neither
+    size: int
+    image: int  # Image.index it came from
+    generic: str | None = None  # "bmg" for a `64.bmg` member
+    core: str | None = None  # gfx core family, e.g. "XE_HPC_CORE", when known
+    product: str | None = None  # zebin product family, e.g. "PVC", when known
+    rebuildable: bool = False  # carries its own SPIR-V the driver can rebuild from
+    vendor: str = INTEL  # the backend that reads and runs it
+    arch: str | None = None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"
+
+
+NativeTarget = Target  # the name the inspector's API used before the vendor-neutral model
+
+
+class Device(Protocol):
+    """What the rules need to know about a device (``aotwheel.probe.ProbedDevice`` is one)."""
+
+    name: str
+    kind: str  # "gpu" | "cpu"
+    vendor: str  # "intel" | "nvidia" | "any" (the CPU override) | ...
+    ip: str | None  # Intel IP version ("12.60.7")
+    catalog: str | None  # catalog name ("pvc") or CUDA arch ("sm_90")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What happens when ``binary`` runs on ``device``.
+
+    ``verdict`` is ``native`` | ``jit`` | ``unsupported`` | ``unknown``; ``image`` names the archive
+    member, ``generic_ir``/``spirv`` or bare image used; ``rule`` is one of the backend's rule keys (Intel's: ``aotwheel.backends.intel.rules.RULES``)
+    (``compat:<product>`` for a compatibility fallback); ``vendor`` names the backend
+    that owns the device and ``remedy`` its advice; ``reason`` is one readable sentence.
+    """
+
+    device: str
+    ip: str | None
+    verdict: str
+    image: str | None
+    reason: str
+    rule: str
+    binary: str | None = None
+    kind: str = "gpu"
+    targets: tuple[str, ...] = ()  # native targets embedded in the binary (catalog names or IPs)
+    vendor: str = ""  # the backend whose rules decided (the device's vendor): "intel", "nvidia"
+    remedy: str = ""  # what to rebuild with so the device runs native code, from that backend
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["targets"] = list(self.targets)
+        return data

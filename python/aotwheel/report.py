@@ -1,0 +1,47 @@
+"""The inspection report: what device code each binary carries, for every vendor (schema 2).
+
+:func:`aotwheel.inspector.inspect` fills it from the bytes; ``aotwheel inspect --json`` prints
+:meth:`Report.to_dict`, documented in docs/report-schema.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from aotwheel.model import Image, Target
+
+SCHEMA = 2
+
+@dataclass
+class FileReport:
+    """What one binary carries."""
+
+    path: str
+    native_targets: list[Target]
+    ir: list[str]  # ["spirv", ...]: code the driver can JIT for any device
+    images: list[Image]
+    kernels: int | None  # distinct kernel names when known
+    kind: str = "unknown"  # "elf" (host binary), "ar", "zebin", "legacy", "spirv", ...
+    kernels_by_triple: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
+
+    def target_names(self) -> list[str]:
+        """Distinct native targets in order: catalog names, else IP versions, else generic names."""
+        seen: dict[str, None] = {}
+        for t in self.native_targets:
+            seen.setdefault(t.name or t.ip or t.generic or t.core or "unknown")
+        return list(seen)
+
+
+@dataclass
+class Report:
+    """``inspect()``'s answer: the input and one :class:`FileReport` per binary inside it."""
+
+    path: str
+    files: list[FileReport]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the ``aotwheel inspect --json`` contract)."""
+        return {"path": self.path, "files": [asdict(f) for f in self.files]}

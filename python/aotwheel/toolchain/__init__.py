@@ -1,1 +1,0 @@
-"""Finding the external tools aotwheel drives, and asking them what they can do."""
