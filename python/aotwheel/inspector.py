@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aotwheel.errors import InspectError
-from aotwheel.model import AMD, NVIDIA, Image, NativeTarget, Target
+from aotwheel.model import AMD, INTEL, NVIDIA, Image, NativeTarget, Target
 from aotwheel.report import FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
@@ -33,6 +33,7 @@ _MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _WHEEL_SEP = "!"
 _LEAF_KINDS = frozenset({"spirv", "llvmbc"})  # kinds the default mode notes without walking into
 _MAX_WHEEL_MEMBER = 16 << 30
+CPU_TRIPLE = "spir64_x86_64"  # the name a CPU AOT image's native target carries
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,8 +271,10 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
         _walk_host(walk, region)
     elif kind == "ar" and not _is_fat_binary(region):
         _walk_static_archive(walk, region)
+    elif kind == "bundle":
+        _walk_hip(walk, region, None)
     elif kind == "unknown":
-        raise InspectError(f"{label}: not an ELF, wheel, ar, zebin, SPIR-V or zstd image (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
+        raise InspectError(f"{label}: not an ELF, wheel, ar, zebin, SPIR-V, zstd image or offload bundle (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
     else:
         _add_image(walk, region, triple=None, section=None)
         if kind == "spirv":
@@ -345,7 +348,7 @@ def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
                                             image=index, vendor=NVIDIA, arch=e.target))
 
 
-def _walk_hip(walk: _Walk, region: Region, section: str) -> None:
+def _walk_hip(walk: _Walk, region: Region, section: str | None) -> None:
     """AMD: one Image per clang offload bundle (plain or CCOB), its entries as members, and one
     native target (vendor ``amd``) per code object, named by its bundle entry's target id."""
     from aotwheel.backends.amd.codeobject import read_code_object
@@ -429,7 +432,7 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
         img.decompressed_size = zstd.content_size(region)
         img.content = sniff(zstd.peek(region, 64))
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.
-        if img.content in ("ar", "zebin", "legacy", "ir-elf", "offload") or walk.deep:
+        if img.content in ("ar", "zebin", "legacy", "cpu-aot", "ir-elf", "offload") or walk.deep:
             data = zstd.decompress(region)
             img.decompressed_size = len(data)
             inner = Region(data, f"{region.label} (image {index}, decompressed)")
@@ -458,6 +461,12 @@ def _walk_content(walk: _Walk, region: Region, kind: str | None, img: Image, dep
         _walk_fat_binary(walk, region, img, depth)
     elif kind in ("zebin", "legacy"):
         walk.report.native_targets.append(_native_target(walk, region, kind, img.index, member))
+    elif kind == "cpu-aot":
+        from aotwheel.backends.intel.cpu_aot import read_cpu_aot
+
+        info = read_cpu_aot(region)
+        walk.report.native_targets.append(Target(name=CPU_TRIPLE, ip=None, member=member, format="cpu-aot", size=region.size,
+                                                 image=img.index, vendor=INTEL, arch=info.machine, rebuildable=info.has_ir))
     elif kind == "ir-elf":
         from aotwheel.backends.intel.legacy import ir_payload
 
