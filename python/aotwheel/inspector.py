@@ -366,6 +366,9 @@ def _walk_hip(walk: _Walk, region: Region, section: str | None) -> None:
         for e in b.entries:
             if e.kind == "host" or not e.size:
                 continue
+            if e.triple.startswith("spirv64-amd"):  # AMD SPIR-V: the HIP runtime compiles it at load
+                walk.add_ir("amdgcnspirv")
+                continue
             if not e.triple.startswith("amdgcn"):
                 fr.warnings.append(f"image {img.index}: bundle entry {e.id!r} is not AMD GPU code")
                 continue
