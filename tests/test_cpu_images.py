@@ -142,3 +142,28 @@ def test_gpu_only_options_fail_the_cpu_build_and_the_spirv_builds_without_them(b
     kept = [o for o in split_options(img.compile_options) if not any(o in f.split() for f in flagged)]
     kept_ok = _child(_BUILD, cpu_env, str(path), " ".join(kept + ["-cl-fast-relaxed-math"]))
     assert kept_ok["ok"], (kept, kept_ok)
+
+
+def test_cpu_verdicts_follow_the_runtimes_image_selection(cpu_aot, bnb_spirv, tmp_path):
+    """spir64_x86_64 -> native; spir64 SPIR-V -> JIT; GPU-only options -> unsupported with the
+    options named (the refusal measured above); a GPU fat binary -> unsupported, never generic_ir."""
+    from _check_util import fat_binary
+    from _inspect_util import build_so
+    from aotwheel.runtime import check
+
+    path, _ = cpu_aot
+    spv = spirv(tmp_path)
+    both = build_so(tmp_path, [("spir64_x86_64", path), ("spir64", spv)], {"spir64_x86_64": ["add"], "spir64": ["add"]}, name="both.so")
+    ((v,),) = [check(both, "cpu", policy="ignore")]
+    assert (v.verdict, v.rule, v.kind) == ("native", "cpu-aot", "cpu")
+    (v,) = check(spv, "cpu", policy="ignore")
+    assert (v.verdict, v.rule, v.image) == ("jit", "cpu-ir", "spirv")
+    lib, _, _ = bnb_spirv
+    (v,) = check(lib, "cpu", policy="ignore")
+    assert (v.verdict, v.rule) == ("unsupported", "cpu-options")
+    assert "-device pvc,xe-lpg,ats-m150" in v.reason and "CL_INVALID_BUILD_OPTIONS" in v.reason
+    (v,) = check(fat_binary("pvc,acm-g10"), "cpu", policy="ignore")
+    assert (v.verdict, v.rule) == ("unsupported", "cpu-no-image") and "generic_ir" in v.reason
+    # The CPU image never serves a GPU.
+    (v,) = check(path, "pvc", policy="ignore")
+    assert v.verdict == "unsupported"

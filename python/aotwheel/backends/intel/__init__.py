@@ -39,8 +39,19 @@ class IntelBackend:
     def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
         from aotwheel.backends.intel.rules import decide
 
-        targets = [t for t in file.native_targets if t.vendor == INTEL]
-        v = decide(targets, [k for k in file.ir if k in IR_FORMS], device, binary=binary, compatibility=compatibility)
+        if getattr(device, "kind", "gpu") == "cpu":
+            from aotwheel.backends.intel.cpu_rules import decide_cpu
+
+            return self._finish(decide_cpu(file, device, binary=binary))
+        # CPU AOT images never serve a GPU.
+        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != "cpu-aot"]
+        ir = [k for k in file.ir if k in IR_FORMS]
+        if not targets and not ir and any(t.vendor == INTEL for t in file.native_targets):
+            label = str(getattr(device, "label", None) or getattr(device, "name", "device"))
+            return self._finish(Verdict(label, getattr(device, "ip", None), UNSUPPORTED, None,
+                                   "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
+                                   getattr(device, "kind", "gpu"), ("spir64_x86_64",)))
+        v = decide(targets, ir, device, binary=binary, compatibility=compatibility)
         return self._finish(v)
 
     def _finish(self, v: Verdict) -> Verdict:
@@ -65,7 +76,9 @@ class IntelBackend:
         if devlist:
             return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if verdict.verdict == UNSUPPORTED else "")
         if verdict.kind == "cpu":
-            return "" if verdict.verdict != UNSUPPORTED else "rebuild with JIT fallback on (SPIR-V kept): CPUs only run SPIR-V"
+            if verdict.rule == "cpu-options":
+                return "rebuild without GPU-only options for the spir64 target (pass them to spir64_gen only: -Xs applies to every SPIR-V target), or add -fsycl-targets=spir64_x86_64"
+            return "" if verdict.verdict == NATIVE else "rebuild with -fsycl-targets=spir64_x86_64 (native CPU code) or keep a spir64 SPIR-V image"
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
 
     def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
@@ -77,7 +90,7 @@ class IntelBackend:
         if devlist:
             line += f"; rebuild with USE_AOT_DEVLIST={devlist} to ship native code for it"
         elif verdict.kind == "cpu":
-            line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
+            line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
 
 
