@@ -56,7 +56,7 @@ def inspect(path: str | os.PathLike[str], *, deep: bool = False) -> Report:
             raise InspectError(f"{text}: no such file, directory or installed module; pass a .so, .whl, device binary or importable name")
         target = located
     if target.is_dir():
-        return Report(text, [r for p in _candidates(target) if (r := _inspect_file_if_binary(p, str(p), deep))])
+        return Report(text, [r for p in _candidates(target) if (r := _inspect_or_error(p, str(p), deep))])
     if zipfile.is_zipfile(target) and target.suffix in (".whl", ".zip"):
         return Report(text, list(_inspect_wheel(target, deep)))
     with _mapped(target) as region, _cyclic_gc_paused():
@@ -201,11 +201,30 @@ def _inspect_wheel(wheel: Path, deep: bool) -> Iterator[FileReport]:
             if not info.filename or info.is_dir() or not _CANDIDATE_RE.search(info.filename):
                 continue  # (an empty name made ZipInfo.is_dir() raise IndexError)
             dest = Path(tmp, "member")
-            _extract(zf, info, dest)
-            report = _inspect_file_if_binary(dest, f"{wheel}{_WHEEL_SEP}{_printable(info.filename)}", deep)
+            label = f"{wheel}{_WHEEL_SEP}{_printable(info.filename)}"
+            try:
+                _extract(zf, info, dest)
+            except InspectError as exc:
+                yield _unreadable(label, exc)
+                continue
+            report = _inspect_or_error(dest, label, deep)
             if report is not None:
                 yield report
             dest.unlink()
+
+
+def _unreadable(label: str, exc: InspectError) -> FileReport:
+    return FileReport(path=label, native_targets=[], ir=[], images=[], kernels=None, kind="error", error=str(exc))
+
+
+def _inspect_or_error(path: Path, label: str, deep: bool) -> FileReport | None:
+    """One member of a wheel or directory: an unreadable file is reported, not fatal, so that the
+    other binaries still get their report (issue 14: one corrupt library ended the whole report)."""
+    try:
+        with _cyclic_gc_paused():
+            return _inspect_file_if_binary(path, label, deep)
+    except InspectError as exc:
+        return _unreadable(label, exc)
 
 
 def _inspect_file_if_binary(path: Path, label: str, deep: bool) -> FileReport | None:

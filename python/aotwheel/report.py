@@ -26,6 +26,7 @@ class FileReport:
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
+    error: str | None = None  # one-line reason this file could not be read (wheels/directories go on past it)
 
     def target_names(self) -> list[str]:
         """Distinct native targets in order: catalog names, else IP versions, else generic names."""
@@ -41,6 +42,11 @@ class Report:
 
     path: str
     files: list[FileReport]
+
+    @property
+    def errors(self) -> list[FileReport]:
+        """Files that could not be read (their ``error`` says why)."""
+        return [f for f in self.files if f.error]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the ``aotwheel inspect --json`` contract)."""

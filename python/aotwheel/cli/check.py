@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="For each device here (or --device), say whether BINARY's device code runs native, "
                                    "is JIT-compiled from SPIR-V at first use, or cannot run, and which rule decided it. "
                                    "Exit status 1 when a device is unsupported.")
-    p.add_argument("binary", metavar="BINARY", help="a .so, wheel, fat binary, .bin or .spv; or a module name such as aotwheel._kernels")
+    p.add_argument("binary", metavar="BINARY", help="a .so, wheel, directory, fat binary, .bin or .spv; or a module or package name such as aotwheel._kernels or dpnp")
     p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
     p.add_argument("--json", action="store_true", help='print {"verdicts": [...]} as JSON')
     p.add_argument("--jit", choices=("warn", "error", "ignore"), help="JIT policy (default: $AOTWHEEL_JIT, else warn)")
@@ -86,9 +86,22 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         if not verdicts:
             print(f"{args.binary}: no devices found (see 'aotwheel devices'), or no device code in the binary")
-        for v in verdicts:
-            where = f" {v.image}" if v.image else ""
-            print(f"{v.device}{f' ({v.ip})' if v.ip else ''}: {v.verdict}{where} [rule {v.rule}] - {v.reason}")
+        binaries = list(dict.fromkeys(v.binary or args.binary for v in verdicts))
+        for binary in binaries:
+            indent = ""
+            if len(binaries) > 1:  # a package, directory or wheel: name each binary
+                print(binary)
+                indent = "  "
+            for v in verdicts:
+                if (v.binary or args.binary) == binary:
+                    where = f" {v.image}" if v.image else ""
+                    print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.verdict}{where} [rule {v.rule}] - {v.reason}")
+        if len(binaries) > 1:
+            from aotwheel.runtime import summarize
+
+            print(f"{args.binary}: {summarize(verdicts)}")
+    if any(v.rule == "unreadable" for v in verdicts):
+        return 2
     return 1 if any(v.verdict == "unsupported" for v in verdicts) else 0
 
 
