@@ -313,6 +313,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     host = read_host(view, all_descriptors=walk.deep, descriptors_up_to=DESCRIPTORS_ALWAYS_UP_TO)
     walk.report.kernels = host.kernels
     walk.report.kernels_by_triple = {k.removesuffix("-unknown-unknown"): v for k, v in host.kernels_by_triple.items()}
+    walk.report.ir_kernels_missing_from = host.ir_kernels_missing_from
     fr, buf, start, base = walk.report, region.buf, region.start, region.where(0)
     images, ir, deep = fr.images, fr.ir, walk.deep
     for img in host.images:

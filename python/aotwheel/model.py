@@ -95,6 +95,14 @@ class Verdict:
     targets: tuple[str, ...] = ()  # native targets embedded in the binary (catalog names or IPs)
     vendor: str = ""  # the backend whose rules decided (the device's vendor): "intel", "nvidia"
     remedy: str = ""  # what to rebuild with so the device runs native code, from that backend
+    jit_kernels: int = 0  # a native verdict's kernels that only SPIR-V images carry: JIT-compiled all the same
+
+    @property
+    def summary(self) -> str:
+        """``native``, ``native, 5 kernels JIT``, ``jit``, ..."""
+        if self.verdict == NATIVE and self.jit_kernels:
+            return f"native, {self.jit_kernels} kernel{'s' if self.jit_kernels != 1 else ''} JIT"
+        return self.verdict
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -26,6 +26,7 @@ class FileReport:
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
+    ir_kernels_missing_from: dict[str, int] = field(default_factory=dict)  # {"spir64_gen": 5}: kernels only SPIR-V serves there
     error: str | None = None  # one-line reason this file could not be read (wheels/directories go on past it)
 
     def target_names(self) -> list[str]:

@@ -180,7 +180,7 @@ def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Seq
         return
     memo = _memo()
     for verdict, key, count in zip(verdicts, keys, kernels):
-        if verdict.verdict != JIT:
+        if verdict.verdict != JIT and not verdict.jit_kernels:
             continue
         ident = (key, os.path.realpath((verdict.binary or "").split("!")[0]) + _member(verdict.binary))
         message = jit_message(verdict, count)

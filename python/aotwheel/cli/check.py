@@ -95,7 +95,7 @@ def run_check(args: argparse.Namespace) -> int:
             for v in verdicts:
                 if (v.binary or args.binary) == binary:
                     where = f" {v.image}" if v.image else ""
-                    print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.verdict}{where} [rule {v.rule}] - {v.reason}")
+                    print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.summary}{where} [rule {v.rule}] - {v.reason}")
         if len(binaries) > 1:
             from aotwheel.runtime import summarize
 

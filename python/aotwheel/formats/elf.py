@@ -237,6 +237,8 @@ class HostOffload:
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     kernels: int | None = None
     offloading_sections: list[Section] = field(default_factory=list)  # .llvm.offloading (objects)
+    # For each native triple: how many kernels the IR triple (spir64) has that it lacks.
+    ir_kernels_missing_from: dict[str, int] = field(default_factory=dict)
 
 
 def read_host(view: ElfView, *, all_descriptors: bool = True, descriptors_up_to: int = 0) -> HostOffload:
@@ -255,7 +257,10 @@ def read_host(view: ElfView, *, all_descriptors: bool = True, descriptors_up_to:
         out.images = _tgtimg_images(view, tgtimg, all_descriptors)
     tgtsym = view.section(".tgtsym")
     if tgtsym is not None and 0 < tgtsym.size <= _MAX_SMALL_SECTION:
-        out.kernels_by_triple, out.kernels = _count_tgtsym(bytes(view.data(tgtsym)))
+        data = bytes(view.data(tgtsym))
+        out.kernels_by_triple, out.kernels = _count_tgtsym(data)
+        if len(out.kernels_by_triple) > 1:  # only then can a kernel lack a native image
+            out.ir_kernels_missing_from = _ir_only_kernels(data)
     out.offloading_sections = [s for s in view.sections if s.name == ".llvm.offloading" and s.size]
     return out
 
@@ -270,6 +275,23 @@ def _count_tgtsym(data: bytes) -> tuple[dict[str, int], int]:
         triple = prefix.decode("utf-8", "replace")
         per[triple[5:] if triple.startswith("sycl-") else triple] += n
     return dict(per), len({e.partition(b".")[2] or (e if b"." not in e else b"") for e in entries})
+
+
+_IR_TRIPLE = "spir64"
+_NATIVE_TRIPLES = ("spir64_gen", "spir64_x86_64")
+
+
+def _ir_only_kernels(data: bytes) -> dict[str, int]:
+    """``{native triple: kernels named under spir64 but not under it}`` from ``.tgtsym`` names
+    (a vllm-xpu-kernels build had 151 kernels only as spir64_gen images and 5 only as spir64)."""
+    names: dict[str, set[bytes]] = {}
+    for entry in data.split(b"\0"):
+        prefix, dot, kernel = entry.partition(b".")
+        if dot:
+            triple = prefix.decode("utf-8", "replace").removeprefix("sycl-").removesuffix("-unknown-unknown")
+            names.setdefault(triple, set()).add(kernel)
+    ir = names.get(_IR_TRIPLE, set())
+    return {t: len(ir - names[t]) for t in _NATIVE_TRIPLES if t in names and ir}
 
 
 def _bundle_triple(sec: Section | None) -> str | None:

@@ -42,7 +42,7 @@ class IntelBackend:
         if getattr(device, "kind", "gpu") == "cpu":
             from aotwheel.backends.intel.cpu_rules import decide_cpu
 
-            return self._finish(decide_cpu(file, device, binary=binary))
+            return self._finish(decide_cpu(file, device, binary=binary), file)
         # CPU AOT images never serve a GPU.
         targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != "cpu-aot"]
         ir = [k for k in file.ir if k in IR_FORMS]
@@ -52,12 +52,19 @@ class IntelBackend:
                                    "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
                                    getattr(device, "kind", "gpu"), ("spir64_x86_64",)))
         v = decide(targets, ir, device, binary=binary, compatibility=compatibility)
-        return self._finish(v)
+        return self._finish(v, file)
 
-    def _finish(self, v: Verdict) -> Verdict:
+    def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
 
-        return replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v))
+        v = replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v))
+        if file is not None and v.verdict == NATIVE:
+            # Kernels that exist only as spir64 SPIR-V are compiled at first use even here.
+            missing = file.ir_kernels_missing_from.get("spir64_x86_64" if v.kind == "cpu" else "spir64_gen", 0)
+            if missing:
+                v = replace(v, jit_kernels=missing, reason=f"{v.reason}; {missing} kernel{'s' if missing != 1 else ''} exist only as "
+                            "spir64 SPIR-V images and are JIT-compiled at first use")
+        return v
 
     def covering_devlist(self, verdict: Verdict) -> str | None:
         """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets."""
@@ -82,6 +89,11 @@ class IntelBackend:
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
 
     def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
+        if verdict.jit_kernels:
+            kernels = verdict.jit_kernels
+            binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
+            return (f"{binary}: {verdict.device} runs native code but will JIT-compile {kernels} kernel{'s' if kernels != 1 else ''} "
+                    "that exist only as spir64 SPIR-V images; build them for the native target too")
         what = f"{kernels} kernel{'s' if kernels != 1 else ''}" if kernels else "its kernels"
         binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
         embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
