@@ -52,6 +52,8 @@ class IntelBackend:
                                    "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
                                    getattr(device, "kind", "gpu"), ("spir64_x86_64",)))
         v = decide(targets, ir, device, binary=binary, compatibility=compatibility)
+        if compatibility and v.verdict == NATIVE and _by_compatibility(v):
+            v = _per_driver_version(v, decide(targets, ir, device, binary=binary, compatibility=False), getattr(device, "driver", None))
         return self._finish(v, file)
 
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
@@ -104,6 +106,42 @@ class IntelBackend:
         elif verdict.kind == "cpu":
             line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
+
+
+# compute-runtime releases (year.week) since which the compatibility mapping is honoured: for a
+# single-device binary since 24.45, for a member chosen inside a fat binary (ar) since 25.44.
+COMPAT_SINGLE_SINCE = (24, 45)
+COMPAT_FAT_SINCE = (25, 44)
+
+
+def driver_release(text: str | None) -> tuple[int, int] | None:
+    """``(25, 44)`` from a compute-runtime version such as ``25.44.36015.5`` (OpenCL's
+    driver_version); None for anything else (Level Zero's packed numbers, other vendors)."""
+    import re
+
+    m = re.match(r"\s*(\d{2})\.(\d{2})\.\d+", text or "")
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def _by_compatibility(v: Verdict) -> bool:
+    return v.rule.startswith("compat") or "compatibility mapping" in v.reason
+
+
+def _per_driver_version(v: Verdict, strict: Verdict, driver: str | None) -> Verdict:
+    """A native verdict that rests on the compatibility mapping holds only on drivers that honour it."""
+    from dataclasses import replace
+
+    fat = v.rule != "single-binary"
+    since = COMPAT_FAT_SINCE if fat else COMPAT_SINGLE_SINCE
+    need = f"{since[0]}.{since[1]}"
+    where = "inside a fat binary " if fat else ""
+    release = driver_release(driver)
+    if release is None:
+        return replace(v, reason=f"{v.reason}; this needs compute-runtime {need} or newer (compatibility fallback {where}honoured since "
+                                 f"{need}); with an older or unknown driver: {strict.verdict} ({strict.reason})")
+    if release >= since:
+        return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
+    return replace(strict, reason=f"{strict.reason}; driver {driver} predates {need}, which first honours the compatibility fallback {where}".rstrip())
 
 
 BACKEND = IntelBackend()
