@@ -325,12 +325,12 @@ def main() -> int:
         v["verdict"] = {"verdict": verdict.verdict, "image": verdict.image.name if verdict.image else None, "rule": verdict.rule, "reason": verdict.reason}
         v["verdict_ok"] = verdict.verdict == EXPECTED[name]
         v["check_cli"] = aotwheel_cli(["check", str(so)])  # the Intel-side CLI, once NVIDIA is wired in
-        p = sh([sys.executable, "-m", "aotwheel.backends.nvidia.rules", str(so), "--json", "--jit", "ignore"], env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+        p = sh([sys.executable, "-m", "aotwheel", "check", str(so), "--json", "--jit", "ignore"], env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
         v["cuda_check_cli"] = {"rc": p.returncode, "stdout": p.stdout[-3000:], "stderr": p.stderr[-1500:]}
         if probe.devices:
-            from aotwheel.backends.nvidia.rules import check_cuda
+            from aotwheel.runtime import check
 
-            v["cuda_check"] = [x.to_dict() for x in check_cuda(so, policy="ignore")]
+            v["cuda_check"] = [x.to_dict() for x in check(so, policy="ignore", vendor="nvidia")]
         if probe.devices and not args.no_gpu:
             files = extract_containers(so, fat, work / f"containers_{name}")
             try:

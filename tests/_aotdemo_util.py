@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
+
 EXAMPLE = REPO / "examples" / "downstream"
 
 #: IP versions from REFERENCE.md §2 (written by hand): the ar member names ocloc gives them.

@@ -11,25 +11,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO, require  # noqa: F401 (re-exported to the build tests)
+from conftest import run_tool as run
+
 PYTHONPATH = str(REPO / "python")
-
-
-def require(*tools: str) -> None:
-    """Skip (with the reason) when a tool the test drives is not installed."""
-    missing = [t for t in tools if not shutil.which(t)]
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} (CI installs it)")
-
-
-def run(cmd: list[str], **kw) -> subprocess.CompletedProcess[str]:
-    kw.setdefault("text", True)
-    proc = subprocess.run(cmd, capture_output=True, **kw)
-    if proc.returncode != 0:
-        raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 def compile_spirv(source: Path, out: Path) -> bytes:

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO, require
+from conftest import run_tool as _run
+
 CACHE = REPO / "tests" / ".cache" / "check"
 KERNELS = REPO / "csrc" / "kernels"
 
@@ -29,18 +31,6 @@ TINY_KERNEL = """
 __kernel void scale(__global float *x, const float a) { x[get_global_id(0)] *= a; }
 __kernel void add_one(__global int *x) { x[get_global_id(0)] += 1; }
 """
-
-
-def require(*tools: str) -> None:
-    missing = [t for t in tools if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} (installed by ci/setup.sh)")
-
-
-def _run(args: list[str], cwd: Path | None = None) -> None:
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise AssertionError(f"{args[0]} failed ({proc.returncode}): {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
 
 
 def spirv(source: str | Path, name: str) -> Path:

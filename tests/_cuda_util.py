@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO, run_tool
+
 CACHE = REPO / "tests" / ".cache" / "cuda"
 KERNELS = REPO / "csrc" / "kernels"
 HEADER = REPO / "csrc" / "aotwheel_portable.h"
@@ -49,10 +50,8 @@ def nvcc_path() -> str:
 
 
 def run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False, timeout=300)
-    if proc.returncode != 0:
-        raise AssertionError(f"{args[0]} failed ({proc.returncode}): {proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    return proc
+    """A real NVIDIA tool, 5 minutes at most."""
+    return run_tool(args, cwd, timeout=300)
 
 
 def source(name: str, text: str) -> Path:

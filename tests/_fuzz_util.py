@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
 CACHE = REPO / "tests" / ".cache" / "fuzz"
 KERNEL = """
 __kernel void add(__global float *a, __global const float *b) { size_t i = get_global_id(0); a[i] += b[i]; }

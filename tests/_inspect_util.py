@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import require
+from conftest import run_tool as run
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -23,19 +25,6 @@ kernel void mul(global float* a, global const float* b) { size_t i = get_global_
 kernel void neg(global float* a) { size_t i = get_global_id(0); a[i] = -a[i]; }
 """
 KERNEL_NAMES = ("add", "mul", "neg")
-
-
-def require(*tools: str) -> None:
-    missing = [t for t in tools if not shutil.which(t)]
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} (CI installs it)")
-
-
-def run(cmd: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 def spirv(workdir: Path) -> Path:

@@ -15,8 +15,13 @@ from pathlib import Path
 
 import pytest
 from _cuda_util import REPO, VADD, nvcc_out, source
-from aotwheel.backends.nvidia.rules import check_cuda, cuda_files, jit_message
-from aotwheel.runtime import JITError, JITWarning
+from aotwheel.backends.nvidia.rules import cuda_files
+from aotwheel.runtime import JITError, JITWarning, check, jit_message
+
+
+def check_cuda(path, devices=None, *, policy=None):  # type: ignore[no-untyped-def]
+    """The NVIDIA-only view of the one run-time loop (what cuda_check.check_cuda was)."""
+    return check(path, devices, policy=policy, vendor="nvidia")
 
 
 def lib(name: str, *gencode: str) -> Path:
@@ -104,16 +109,16 @@ def test_no_cuda_images_and_no_gpu(libs: dict[str, Path]) -> None:
 
 def test_cli_exit_status_and_json(libs: dict[str, Path]) -> None:
     env = {"PYTHONPATH": str(REPO / "python"), "PATH": "/usr/bin:/bin"}
-    ok = subprocess.run([sys.executable, "-m", "aotwheel.backends.nvidia.rules", str(libs["sm_90"]), "--device", "sm_90", "--json"], capture_output=True, text=True, env=env, check=False)
+    ok = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm_90", "--json"], capture_output=True, text=True, env=env, check=False)
     assert ok.returncode == 0 and '"verdict": "native"' in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "aotwheel.backends.nvidia.rules", str(libs["sm_90"]), "--device", "sm_120"], capture_output=True, text=True, env=env, check=False)
+    bad = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm_120"], capture_output=True, text=True, env=env, check=False)
     assert bad.returncode == 1 and "unsupported" in bad.stdout and "sm_120" in bad.stdout
-    typo = subprocess.run([sys.executable, "-m", "aotwheel.backends.nvidia.rules", str(libs["sm_90"]), "--device", "sm90"], capture_output=True, text=True, env=env, check=False)
+    typo = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm90"], capture_output=True, text=True, env=env, check=False)
     assert typo.returncode == 2 and typo.stderr.startswith("aotwheel: error: ") and "sm_90" in typo.stderr
 
 
 def test_jit_message_names_the_rebuild() -> None:
     from aotwheel.model import Verdict
 
-    v = Verdict("NVIDIA H100", "cc 9.0", "jit", "compute_80", "r", "ptx-jit", "/x/lib.so", "gpu", ("sm_80", "compute_80"))
+    v = Verdict("NVIDIA H100", "cc 9.0", "jit", "compute_80", "r", "ptx-jit", "/x/lib.so", "gpu", ("sm_80", "compute_80"), "nvidia")
     assert "USE_AOT_DEVLIST=sm_80,sm_90,ptx" in jit_message(v)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from _cuda_util import parse_listing
-from aotwheel.backends.nvidia.rules import check_cuda
+from aotwheel.runtime import check
 from aotwheel.backends.nvidia.fatbin import read_fatbin
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ def test_parser_reads_what_the_h100_cuobjdump_listed(variant: str) -> None:
 
 @pytest.mark.parametrize("variant", sorted(EXPECTED))
 def test_h100_verdicts(variant: str) -> None:
-    [v] = check_cuda(DATA / f"libkern_{variant}.so", "sm_90", policy="ignore")
+    [v] = check(DATA / f"libkern_{variant}.so", "sm_90", policy="ignore", vendor="nvidia")
     assert v.verdict == EXPECTED[variant]
 
 

@@ -34,6 +34,7 @@ _LAZY = {
     "detect_devices": "aotwheel.probe",
     "ProbedDevice": "aotwheel.probe",
     "Verdict": "aotwheel.model",
+    "Target": "aotwheel.model",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from aotwheel.backends.nvidia import targets as cuda
 from aotwheel.backends.intel.catalog import Catalog, Device, format_ip, load_catalog
 from aotwheel.backends.intel import grammar as intel_grammar
+from aotwheel.config import DEFAULT_DEVLIST
+from aotwheel.config import flag as env_flag
 from aotwheel.errors import DevlistError
 from aotwheel.model import NVIDIA
 
-DEFAULT_DEVLIST = "pvc,ats-m150"
 MAX_LENGTH = 4096
 MAX_TOKENS = 256
 
@@ -303,18 +304,6 @@ def describe(devlist: DevList) -> str:
         lines.append(f"ocloc -device {devlist.ocloc_device}")
     lines.append(f"-fsycl-targets={devlist.sycl_targets}")
     return "\n".join(lines)
-
-
-def env_flag(value: str | None, default: bool = True) -> bool:
-    """Read a CMake-style boolean (``ON``/``OFF``/``1``/``0``/``TRUE``/``FALSE``/``YES``/``NO``)."""
-    if value is None or value.strip() == "":
-        return default
-    v = value.strip().upper()
-    if v in ("1", "ON", "TRUE", "YES", "Y"):
-        return True
-    if v in ("0", "OFF", "FALSE", "NO", "N"):
-        return False
-    raise DevlistError(f"USE_AOT_JIT_FALLBACK={value!r} is not a boolean; use ON or OFF")
 
 
 __all__ = ["DEFAULT_DEVLIST", "DevList", "Expansion", "describe", "env_flag", "resolve", "format_ip"]

@@ -19,7 +19,7 @@ class FileReport:
 
     path: str
     native_targets: list[Target]
-    ir: list[str]  # ["spirv", ...]: code the driver can JIT for any device
+    ir: list[str]  # JIT-able forms: "spirv", "llvmbc", "ptx compute_90"
     images: list[Image]
     kernels: int | None  # distinct kernel names when known
     kind: str = "unknown"  # "elf" (host binary), "ar", "zebin", "legacy", "spirv", ...
@@ -30,7 +30,8 @@ class FileReport:
     error: str | None = None  # one-line reason this file could not be read (wheels/directories go on past it)
 
     def target_names(self) -> list[str]:
-        """Distinct native targets in order: catalog names, else IP versions, else generic names."""
+        """Distinct native targets in order, every vendor: catalog names (else IP versions, else
+        generic names) and CUDA archs (``sm_90a``)."""
         seen: dict[str, None] = {}
         for t in self.native_targets:
             seen.setdefault(t.name or t.ip or t.generic or t.core or "unknown")
@@ -50,5 +51,23 @@ class Report:
         return [f for f in self.files if f.error]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (the ``aotwheel inspect --json`` contract)."""
-        return {"path": self.path, "files": [asdict(f) for f in self.files]}
+        """JSON-ready form: the ``aotwheel inspect --json`` contract, schema 2 (docs/report-schema.md)."""
+        return {"schema": SCHEMA, "path": self.path, "files": [asdict(f) for f in self.files]}
+
+
+IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode"}
+
+
+def ir_name(form: str) -> str:
+    """How people write an IR form: ``SPIR-V``, ``PTX compute_90``."""
+    kind, _, arch = form.partition(" ")
+    return IR_NAMES.get(form) or (f"PTX {arch}" if kind == "ptx" and arch else form)
+
+
+def summary(fr: FileReport) -> str:
+    """One true line for every vendor: ``native: pvc, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 kernels``."""
+    parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
+    parts.append(f"JIT fallback: {', '.join(ir_name(k) for k in fr.ir) or 'none'}")
+    if fr.kernels is not None:
+        parts.append(f"{fr.kernels} kernel{'s' if fr.kernels != 1 else ''}")
+    return " · ".join(parts)

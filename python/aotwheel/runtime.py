@@ -22,14 +22,14 @@ import importlib.util
 import os
 import types
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from aotwheel.errors import AotwheelError
 from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
 
-POLICY_ENV = "AOTWHEEL_JIT"
+POLICY_ENV = "AOTWHEEL_JIT"  # aotwheel.config.JIT
 POLICIES = ("warn", "error", "ignore")
 
 
@@ -45,12 +45,14 @@ class UnsupportedDeviceError(AotwheelError, RuntimeError):
     """The device being used has neither a native image nor SPIR-V it can compile."""
 
 
-def jit_policy(value: str | None = None) -> str:
-    """The JIT policy: ``value``, else ``$AOTWHEEL_JIT``, else ``warn``."""
-    text = (value if value is not None else os.environ.get(POLICY_ENV, "")).strip().lower() or "warn"
-    if text not in POLICIES:
-        raise AotwheelError(f"{POLICY_ENV}={text!r} is not a policy; use one of warn, error, ignore")
-    return text
+def jit_policy(value: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The JIT policy: ``value``, else ``AOTWHEEL_JIT`` from ``env`` (default: this process's
+    environment), else ``warn``."""
+    from aotwheel import config
+
+    if value is not None:
+        return config.jit_policy(value)
+    return config.jit_policy((os.environ if env is None else env).get(config.JIT.name))
 
 
 @functools.lru_cache(maxsize=1)
@@ -160,13 +162,6 @@ def _device_code_of(path: str) -> list[Any]:
     return list(_inspected(path, st.st_size, st.st_mtime_ns))
 
 
-def covering_devlist(verdict: Verdict) -> str | None:
-    """``USE_AOT_DEVLIST`` value that adds the verdict's (Intel) device to the binary's targets."""
-    from aotwheel.backends.intel import BACKEND
-
-    return BACKEND.covering_devlist(verdict)
-
-
 def jit_message(verdict: Verdict, kernels: int | None = None) -> str:
     """One line a user can act on, in the words of the vendor that owns the device."""
     from aotwheel import backends
@@ -198,8 +193,9 @@ def _member(binary: str | None) -> str:
     return sep + member
 
 
-def _cross_vendor(backend: Any, file: Any, device: Any, binary: str) -> Verdict | None:
-    """``unsupported`` when ``file`` carries code only for other vendors than ``device``'s."""
+def _cross_vendor(backend: Any, file: Any, device: Any, binary: str, compatibility: bool) -> Verdict | None:
+    """``unsupported`` (rule ``other-vendor``) when ``file`` carries code only for other vendors
+    than ``device``'s; the device's backend still fills in the device's identity and remedy."""
     from aotwheel import backends
 
     if any(backend.code_in(file)):
@@ -207,17 +203,18 @@ def _cross_vendor(backend: Any, file: Any, device: Any, binary: str) -> Verdict 
     others = [b for b in backends.all_backends() if b is not backend and any(b.code_in(file))]
     if not others:
         return None
-    have = "; ".join(f"{b.title}: {', '.join([*native, *ir])}" for b in others for native, ir in [b.code_in(file)])
-    label = str(getattr(device, "label", None) or getattr(device, "name", "device"))
-    owner = backend.title if backend.owns_device(device) else "this"
-    reason = f"unsupported: {label} is not a device the embedded code is for (it carries only {have}); no {owner} device code and no SPIR-V"
-    v = Verdict(label, getattr(device, "ip", None), UNSUPPORTED, None, reason, "other-vendor", binary,
-                getattr(device, "kind", "gpu"), (), backend.name)
+    from aotwheel.report import ir_name
+
+    have = "; ".join(f"{b.title}: {', '.join([*native, *map(ir_name, ir)])}" for b in others for native, ir in [b.code_in(file)])
+    own = backend.decide(file, device, binary=binary, compatibility=compatibility)
+    reason = f"unsupported: the binary carries only {have}, none of which {own.device} can load"
+    # targets: everything the binary carries, so the remedy keeps the other vendors' targets
+    v = replace(own, verdict=UNSUPPORTED, image=None, reason=reason, rule="other-vendor", targets=tuple(file.target_names()), remedy="")
     return replace(v, remedy=backend.remedy(v))
 
 
 def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None,
-          compatibility: bool = True) -> list[Verdict]:
+          compatibility: bool = True, vendor: str | None = None) -> list[Verdict]:
     """Verdicts for every (device, file with device code) pair, applying the JIT policy.
 
     ``module_or_path``: a module, a module name (``"pkg._kernels"``), or a path to a .so, wheel,
@@ -229,6 +226,10 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
     never raises for an unsupported device (see :func:`ensure`). With no device at all (no GPU, no
     driver, a broken runtime) it returns ``unknown`` verdicts (rule ``no-device``) whose reason
     names each probe's problem.
+
+    ``vendor`` (``"nvidia"``, ``"intel"``) narrows the check to that backend: its devices only
+    (with ``devices=None``, those the probes report) and the files that carry its code; pairs
+    with no such device or file give no verdict.
     """
     from aotwheel import backends
 
@@ -236,6 +237,12 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
     path = resolve_binary(module_or_path)
     files = _device_code_of(path)
     found = _devices(devices)
+    if vendor is not None:
+        owner = backends.get(vendor)
+        files = [f for f in files if any(owner.code_in(f))]
+        found = [d for d in found if owner.owns_device(d)]
+        if not found or not files:
+            return []
     if not found:
         return _no_device_verdicts(files, path, devices)
     verdicts: list[Verdict] = []
@@ -249,7 +256,7 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
         backend = backends.for_device(dev)
         for f in files:
             binary = f.path or path
-            verdicts.append(_cross_vendor(backend, f, dev, binary)
+            verdicts.append(_cross_vendor(backend, f, dev, binary, compatibility)
                             or backend.decide(f, dev, binary=binary, compatibility=compatibility))
             keys.append(_device_key(dev, verdicts[-1]))
             counts.append(getattr(f, "kernels", None))

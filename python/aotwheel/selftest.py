@@ -285,7 +285,7 @@ def run(modules: list[Module]) -> list[DeviceResult]:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # pyopencl's CompilerWarning for any build log
                     if verdict.verdict == NATIVE and mod.fatbinary:
-                        # The driver does the ar lookup itself (the same rules verdict.py models).
+                        # The driver does the ar lookup itself (the same rules backends/intel/rules.py models).
                         program = cl.Program(ctx, [cdev], [mod.fatbinary]).build()
                     elif mod.spirv:
                         program = cl.Program(ctx, mod.spirv).build()

@@ -111,12 +111,14 @@ def _devlist_defines(ext: CMakeExtension) -> list[str]:
 
     An unset value is removed from the cache (-U) so a previous build's list does not linger.
     """
-    from aotwheel.devlist import env_flag, resolve
+    from aotwheel import config
+    from aotwheel.devlist import resolve
 
-    devlist = ext.devlist if ext.devlist is not None else (os.environ.get("USE_AOT_DEVLIST") or None)
+    env = os.environ  # read only: unset values stay unset so that CMake applies its default
+    devlist = ext.devlist if ext.devlist is not None else (env.get(config.DEVLIST.name, "").strip() or None)
     jit = ext.jit_fallback
-    if jit is None and os.environ.get("USE_AOT_JIT_FALLBACK"):
-        jit = env_flag(os.environ["USE_AOT_JIT_FALLBACK"])
+    if jit is None and env.get(config.JIT_FALLBACK.name, "").strip():
+        jit = config.flag(env[config.JIT_FALLBACK.name])
     if devlist is not None:
         resolve(devlist, jit_fallback=True if jit is None else jit)  # one-line DevlistError before CMake runs
     args = [f"-DUSE_AOT_DEVLIST={devlist}"] if devlist is not None else ["-UUSE_AOT_DEVLIST"]

@@ -12,9 +12,10 @@ uses the standard library only (build steps run it inside pip's isolated environ
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aotwheel.model import Device, Verdict
@@ -55,21 +56,23 @@ class Backend(Protocol):
         """What to rebuild with so that the verdict's device runs native code (``""`` if nothing)."""
         ...
 
+    def selftest(self, binary: str) -> list[Any]:
+        """Run ``binary``'s kernels on this vendor's devices that OpenCL does not reach
+        (:class:`aotwheel.selftest.DeviceResult` each); ``[]`` when OpenCL covers them all."""
+        ...
+
 
 def register(name: str, module: str) -> None:
     """Add (or replace) a backend: ``module`` must define ``BACKEND``; imported on first use."""
     _BUILTIN[name] = module
-    _loaded.pop(name, None)
+    get.cache_clear()
 
 
-_loaded: dict[str, Backend] = {}
-
-
+@functools.lru_cache(maxsize=None)
 def get(name: str) -> Backend:
-    """The backend called ``name`` (``KeyError`` for an unknown one)."""
-    if name not in _loaded:
-        _loaded[name] = importlib.import_module(_BUILTIN[name]).BACKEND
-    return _loaded[name]
+    """The backend called ``name`` (``KeyError`` for an unknown one), imported on first use."""
+    backend: Backend = importlib.import_module(_BUILTIN[name]).BACKEND
+    return backend
 
 
 def names() -> tuple[str, ...]:

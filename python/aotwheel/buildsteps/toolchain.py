@@ -10,6 +10,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
+from aotwheel.config import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
 from aotwheel.backends.intel.clang import SpirvToolchain, find_spirv_toolchain
@@ -35,7 +36,7 @@ def ocloc_facts(cache: DeviceCodeCache) -> tuple[str, str, frozenset[str]]:
     """``(path, version, acronyms)`` of the ocloc in use, from the cache when its binary is unchanged."""
     from aotwheel.backends.intel.ocloc import INSTALL_HINT, find_ocloc
 
-    candidate = os.environ.get("AOTWHEEL_OCLOC") or shutil.which("ocloc")
+    candidate = os.environ.get(OCLOC.name) or shutil.which("ocloc")
     if not candidate:
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
     path = shutil.which(candidate) or candidate

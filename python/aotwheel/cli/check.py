@@ -2,21 +2,22 @@
 
 When ``OCL_ICD_VENDORS`` is unset and Intel's CPU OpenCL runtime is installed from PyPI in this
 environment, these commands point the OpenCL loader at it (library calls never touch the
-environment). ``--device`` overrides the probes exactly like ``AOTWHEEL_DEVICE``.
+environment). ``--device`` overrides the probes exactly like ``AOTWHEEL_DEVICE``; it is passed
+down as an argument, never written to the environment.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import sys
 
-DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions or 'cpu', "
-               "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu)")
+DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions, NVIDIA sm_XY or 'cpu', "
+               "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("devices", help="list the devices this machine has (Level Zero, OpenCL, SYCL, torch.xpu)",
+    p = sub.add_parser("devices", help="list the devices this machine has (Level Zero, OpenCL, SYCL, torch.xpu, CUDA)",
                        description="Probe every runtime for devices; runtimes that are missing say why.")
     p.add_argument("--json", action="store_true", help="print the probes' results as JSON")
     p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
@@ -24,8 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("check", help="native, JIT or unsupported: a binary's device code on this machine's devices",
                        description="For each device here (or --device), say whether BINARY's device code runs native, "
-                                   "is JIT-compiled from SPIR-V at first use, or cannot run, and which rule decided it. "
-                                   "Exit status 1 when a device is unsupported.")
+                                   "is JIT-compiled (SPIR-V, PTX) at first use, or cannot run, and which rule decided it; "
+                                   "every device of every vendor gets a verdict for every binary. Exit status 1 when a "
+                                   "device is unsupported or --jit error meets a JIT verdict, 2 for bad input (an unreadable binary included).")
     p.add_argument("binary", metavar="BINARY", help="a .so, wheel, directory, fat binary, .bin or .spv; or a module or package name such as aotwheel._kernels or dpnp")
     p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
     p.add_argument("--json", action="store_true", help='print {"verdicts": [...]} as JSON')
@@ -34,9 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="model a driver without compatibility mode (a product-config mismatch is never accepted)")
     p.set_defaults(handler=run_check)
 
-    p = sub.add_parser("selftest", help="run aotwheel's own kernels on every OpenCL device and compare with NumPy",
-                       description="Build aotwheel's kernels (native on Intel GPUs, SPIR-V JIT elsewhere) on every OpenCL "
-                                   "device, run each against a NumPy reference and print verdict, build time and max error.")
+    p = sub.add_parser("selftest", help="run aotwheel's own kernels on every OpenCL and CUDA device and compare with NumPy",
+                       description="Build aotwheel's kernels (native on Intel GPUs, SPIR-V JIT elsewhere; cubin or PTX on "
+                                   "NVIDIA GPUs) on every device found, run each against a NumPy reference and print "
+                                   "verdict, build time and max error. Exit status 1 when a kernel fails.")
     p.add_argument("sources", nargs="*", metavar="SOURCE",
                    help="device code to test instead of aotwheel._kernels: .spv files or binaries with SPIR-V")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -46,17 +49,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _prepare(args: argparse.Namespace) -> None:
     from aotwheel.probe.opencl import use_cpu_runtime_if_installed
 
-    if getattr(args, "device", None):
-        os.environ["AOTWHEEL_DEVICE"] = args.device  # this process only: the CLI owns it
+    del args  # --device travels as an argument (check(devices=...)), never through os.environ
     use_cpu_runtime_if_installed()
 
 
 def run_devices(args: argparse.Namespace) -> int:
     from aotwheel.probe import merge, probe_all
-    from aotwheel.probe.override import from_environment
+    from aotwheel.probe.override import from_environment, parse
 
     _prepare(args)
-    forced = from_environment()
+    forced = parse(args.device, source="--device") if args.device else from_environment()
     results = probe_all(heavy=True)
     devices = forced if forced is not None else merge(results)
     if args.json:
@@ -64,7 +66,7 @@ def run_devices(args: argparse.Namespace) -> int:
                           "probes": [r.to_dict() for r in results]}, indent=2))
         return 0
     if forced is not None:
-        print("AOTWHEEL_DEVICE override (probes not used):")
+        print(f"{'--device' if args.device else 'AOTWHEEL_DEVICE'} override (probes not used):")
     for d in devices:
         extra = ", ".join(x for x in (f"IP {d.ip}" if d.ip else "IP unknown", d.catalog or "", d.vendor) if x)
         print(f"  {d.kind:<5} {d.name} [{d.backend}] ({extra})")
@@ -77,10 +79,16 @@ def run_devices(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from aotwheel.runtime import check
+    from aotwheel.runtime import JITError, check
 
     _prepare(args)
-    verdicts = check(args.binary, policy=args.jit, compatibility=not args.strict_compat)
+    try:
+        verdicts = check(args.binary, args.device or None, policy=args.jit, compatibility=not args.strict_compat)
+    except JITError as exc:  # the policy rejects a verdict: exit 1, not the bad-input 2
+        if args.json:
+            print(json.dumps({"binary": args.binary, "error": str(exc)}, indent=2))
+        print(f"aotwheel: error: {exc}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps({"binary": args.binary, "verdicts": [v.to_dict() for v in verdicts]}, indent=2))
     else:
@@ -95,7 +103,8 @@ def run_check(args: argparse.Namespace) -> int:
             for v in verdicts:
                 if (v.binary or args.binary) == binary:
                     where = f" {v.image}" if v.image else ""
-                    print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.summary}{where} [rule {v.rule}] - {v.reason}")
+                    fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild" not in v.reason else ""
+                    print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.summary}{where} [rule {v.rule}] - {v.reason}{fix}")
         if len(binaries) > 1:
             from aotwheel.runtime import summarize
 
@@ -117,16 +126,18 @@ def run_selftest(args: argparse.Namespace) -> int:
         results = run(modules)
     except AotwheelError as exc:  # e.g. no pyopencl on a CUDA-only machine: the CUDA part may still run
         results, opencl_error = [], exc
-    # NVIDIA GPUs: the same kernels from the binaries' .nv_fatbin, through the CUDA driver.
+    # Devices outside OpenCL (NVIDIA GPUs through the CUDA driver): each backend runs the same
+    # kernels from the binaries' own images.
+    from aotwheel import backends
     from aotwheel.runtime import resolve_binary
-    from aotwheel.backends.nvidia.selftest import run_cuda
 
     for binary in args.sources or ["aotwheel._kernels"]:
         try:
             path = resolve_binary(binary)
-        except Exception:
+        except AotwheelError:
             continue
-        results += run_cuda(path)[0]
+        for backend in backends.all_backends():
+            results += backend.selftest(path)
     if not results and opencl_error is not None:
         raise opencl_error
     if args.json:

@@ -7,10 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aotwheel.inspector import FileReport, Report
-
-_IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode"}
-
+    from aotwheel.report import FileReport, Report
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
@@ -37,21 +34,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(fr: FileReport) -> str:
-    """One line: ``native: pvc, acm-g10 · JIT fallback: SPIR-V · 37 kernels``."""
-    parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
-    parts.append(f"JIT fallback: {', '.join(_IR_NAMES.get(k, k) for k in fr.ir) or 'none'}")
-    if fr.kernels is not None:
-        parts.append(f"{fr.kernels} kernel{'s' if fr.kernels != 1 else ''}")
-    if fr.cuda:
-        parts.append(f"NVIDIA: {', '.join(fr.cuda)}")
-    return " · ".join(parts)
+    """One line: ``native: pvc, acm-g10, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 kernels``."""
+    from aotwheel.report import summary as line
+
+    return line(fr)
 
 
 def _table(fr: FileReport) -> list[str]:
     # Aggregate over images: a library often carries the same targets in hundreds of images.
     rows: dict[tuple[str, ...], list[int]] = {}
     for t in fr.native_targets:
-        key = (t.name or "?", t.ip or "?", t.member or "-", t.format, t.core or "")
+        key = (t.name or "?", t.ip or ("?" if t.vendor == "intel" else "-"), t.member or "-", t.format, t.core or "")
         agg = rows.setdefault(key, [0, 0])
         agg[0] += 1
         agg[1] += t.size

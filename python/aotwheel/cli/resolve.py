@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 FORMATS = ("ocloc", "sycl-targets", "names", "ips")
 
@@ -31,18 +30,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aotwheel.devlist import DEFAULT_DEVLIST, describe, env_flag, resolve
+    from aotwheel.config import read
+    from aotwheel.devlist import describe, resolve
 
     if args.list:
         print(_catalog_listing())
         return 0
+    config = read()  # an empty variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`)
     text = args.text if args.devlist_option is None else args.devlist_option
     if text is None:
-        # An empty environment variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`).
-        text = os.environ.get("USE_AOT_DEVLIST") or DEFAULT_DEVLIST
-    jit_fallback = args.jit_fallback
-    if jit_fallback is None:
-        jit_fallback = env_flag(os.environ.get("USE_AOT_JIT_FALLBACK"), default=True)
+        text = config.devlist
+    jit_fallback = config.jit_fallback if args.jit_fallback is None else args.jit_fallback
 
     devlist = resolve(text, jit_fallback=jit_fallback)
     if args.toolchain == "ocloc":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 
+from aotwheel.config import ZE_LOADER
 from aotwheel.probe import ProbeResult, ProbedDevice
 
 LIBRARY = "libze_loader.so.1"
@@ -88,7 +89,7 @@ class _ZeError(Exception):
 
 def probe(library: str | None = None) -> ProbeResult:
     """Devices from every Level Zero driver; an empty result with a reason when unusable."""
-    library = library or os.environ.get("AOTWHEEL_ZE_LOADER") or LIBRARY
+    library = library or os.environ.get(ZE_LOADER.name) or LIBRARY
     try:
         lib = _load(library)
     except OSError as exc:

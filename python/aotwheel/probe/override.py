@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
 from aotwheel.errors import DevlistError
 from aotwheel.probe import ProbeResult, ProbedDevice
 
-ENV = "AOTWHEEL_DEVICE"
+ENV = "AOTWHEEL_DEVICE"  # aotwheel.config.DEVICE
 CPU_TOKEN = "cpu"
 # Resolver keywords that make no sense as "the device I have" ("native" would even recurse).
 _REJECTED = ("none", "native", "no-jit")
@@ -71,9 +72,10 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
     return devices
 
 
-def from_environment() -> list[ProbedDevice] | None:
-    """The override from ``AOTWHEEL_DEVICE``, or ``None`` when it is unset or empty."""
-    text = os.environ.get(ENV, "").strip()
+def from_environment(env: Mapping[str, str] | None = None) -> list[ProbedDevice] | None:
+    """The override from ``AOTWHEEL_DEVICE`` in ``env`` (default: this process's environment),
+    or ``None`` when it is unset or empty."""
+    text = (os.environ if env is None else env).get(ENV, "").strip()
     return parse(text) if text else None
 
 

@@ -9,7 +9,7 @@ compute-runtime's image lookup), ``ocloc`` / ``clang`` (the open toolchain). Thi
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, Verdict
 
@@ -83,7 +83,8 @@ class IntelBackend:
     def remedy(self, verdict: Verdict) -> str:
         devlist = self.covering_devlist(verdict)
         if devlist:
-            return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if verdict.verdict == UNSUPPORTED else "")
+            keep_ir = verdict.verdict == UNSUPPORTED and verdict.rule != "other-vendor"
+            return f"rebuild with USE_AOT_DEVLIST={devlist}" + (" (or keep JIT fallback on)" if keep_ir else "")
         if verdict.kind == "cpu":
             if verdict.rule == "cpu-options":
                 return "rebuild without GPU-only options for the spir64 target (pass them to spir64_gen only: -Xs applies to every SPIR-V target), or add -fsycl-targets=spir64_x86_64"
@@ -106,6 +107,9 @@ class IntelBackend:
         elif verdict.kind == "cpu":
             line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
+
+    def selftest(self, binary: str) -> list[Any]:
+        return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
 
 
 # compute-runtime releases (year.week) since which the compatibility mapping is honoured: for a

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from aotwheel.config import CLANG, LLVM_SPIRV
 from aotwheel.errors import ToolchainError
 
 #: LLVM majors we try, newest first (clang-N with llvm-spirv-N).
@@ -65,8 +66,8 @@ def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None
     ``clang-N`` + ``llvm-spirv-N`` on ``PATH`` for N in :data:`SUPPORTED_MAJORS`.
     Raises :class:`ToolchainError` naming the missing tool and the package to install.
     """
-    clang = clang or os.environ.get("AOTWHEEL_CLANG") or None
-    llvm_spirv = llvm_spirv or os.environ.get("AOTWHEEL_LLVM_SPIRV") or None
+    clang = clang or os.environ.get(CLANG.name) or None
+    llvm_spirv = llvm_spirv or os.environ.get(LLVM_SPIRV.name) or None
     if clang and llvm_spirv:
         return _pair(_which(clang, "clang"), _which(llvm_spirv, "llvm-spirv"))
 

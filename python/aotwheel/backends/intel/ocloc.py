@@ -11,6 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aotwheel.config import OCLOC
 from aotwheel.errors import ToolchainError
 
 INSTALL_HINT = "Try: apt-get install intel-opencl-icd (Debian/Ubuntu) or install the oneAPI Base Toolkit"
@@ -32,7 +33,7 @@ def find_ocloc(explicit: str | None = None) -> Ocloc:
 
     Raises :class:`ToolchainError` with an install hint when it is missing or unusable.
     """
-    candidate = explicit or os.environ.get("AOTWHEEL_OCLOC") or shutil.which("ocloc")
+    candidate = explicit or os.environ.get(OCLOC.name) or shutil.which("ocloc")
     if not candidate:
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
     path = str(Path(candidate).resolve()) if os.path.sep in candidate else (shutil.which(candidate) or candidate)

@@ -9,7 +9,7 @@ This module is the :class:`aotwheel.backends.Backend` the core calls.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.model import NATIVE, NVIDIA, Verdict
 
@@ -46,7 +46,7 @@ class NvidiaBackend:
         arch = _device_arch(verdict)
         if arch is None:
             return ""
-        names = [t for t in verdict.targets if t.startswith("sm_")] + [arch]
+        names = [t for t in verdict.targets if not t.startswith("compute_")] + [arch]
         return f"rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))}"
 
     def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
@@ -58,6 +58,11 @@ class NvidiaBackend:
             names = [t for t in verdict.targets if t.startswith("sm_")] + [arch, "ptx"]
             line += f"; rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))} to ship native code for it"
         return line
+
+    def selftest(self, binary: str) -> list[Any]:
+        from aotwheel.backends.nvidia.selftest import run_cuda
+
+        return list(run_cuda(binary)[0])
 
 
 def _device_arch(verdict: Verdict) -> str | None:

@@ -4,19 +4,15 @@ The same contract as :func:`aotwheel.runtime.check` for Intel devices -- one
 :class:`aotwheel.model.Verdict` per (NVIDIA GPU, file with CUDA images), the same
 ``AOTWHEEL_JIT`` policy (``warn`` -> :class:`aotwheel.runtime.JITWarning` once per device and
 binary per process, ``error`` -> :class:`aotwheel.runtime.JITError`, ``ignore``) -- with NVIDIA's
-rules from :func:`aotwheel.backends.nvidia.targets.cuda_verdict`. :func:`check_cuda` runs through
-:func:`aotwheel.runtime.check`, the one loop for every vendor. ``CUDA_FORCE_PTX_JIT=1`` is honoured
-because the driver honours it.
-
-    python -m aotwheel.backends.nvidia.rules BINARY [--json] [--device sm_90,...]
+rules from :func:`aotwheel.backends.nvidia.targets.cuda_verdict`, called by the backend from
+:func:`aotwheel.runtime.check`, the one loop for every vendor (``check(..., vendor="nvidia")`` is
+the NVIDIA-only view; ``aotwheel check --device sm_90`` the command). ``CUDA_FORCE_PTX_JIT=1`` is
+honoured because the driver honours it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -136,13 +132,6 @@ def decide_cuda(file: CudaFile, device: NvidiaDevice, *, force_ptx_jit: bool | N
     )
 
 
-def jit_message(verdict: Verdict) -> str:
-    """One line a user can act on (the NVIDIA wording of the JIT warning)."""
-    from aotwheel.backends.nvidia import BACKEND
-
-    return BACKEND.jit_message(verdict) + "; set AOTWHEEL_JIT=ignore to silence or AOTWHEEL_JIT=error to fail"
-
-
 def file_of(file: FileReport, binary: str) -> CudaFile:
     """The CUDA view of an inspected binary: its cubins (``native_targets`` of vendor nvidia)
     and PTX (``ir`` forms ``ptx compute_XY``)."""
@@ -158,48 +147,3 @@ def device_of(device: Any) -> NvidiaDevice:
         return device
     [gpu] = nvidia_devices([device])
     return gpu
-
-
-def check_cuda(module_or_path: Any, devices: Any = None, *, policy: str | None = None) -> list[Verdict]:
-    """The NVIDIA part of :func:`aotwheel.runtime.check`: verdicts for every (NVIDIA GPU, file
-    with CUDA images) pair, through the same loop, JIT policy and memo.
-
-    ``devices``: ``None`` (probe the CUDA driver), ``"sm_90,sm_80"`` (assume these), or device
-    objects. Never raises for an unsupported GPU; raises ``JITError`` under policy ``error``.
-    """
-    from aotwheel.probe import ProbedDevice
-    from aotwheel.runtime import check
-
-    gpus = [ProbedDevice(name=g.name, backend="cuda", kind="gpu", vendor=NVIDIA, catalog=f"sm_{cc_to_arch(g.cc)}", index=i)
-            for i, g in enumerate(nvidia_devices(devices))]
-    if not gpus:
-        return []
-    return [v for v in check(module_or_path, gpus, policy=policy) if v.rule not in ("other-vendor", "no-device")]
-
-
-def main(argv: list[str] | None = None) -> int:
-    from aotwheel.errors import AotwheelError
-
-    ap = argparse.ArgumentParser(prog="python -m aotwheel.backends.nvidia.rules", description="native, JIT or unsupported on this machine's NVIDIA GPUs")
-    ap.add_argument("binary")
-    ap.add_argument("--device", help="assume these GPUs instead of probing: sm_90,sm_80")
-    ap.add_argument("--json", action="store_true")
-    ap.add_argument("--jit", choices=("warn", "error", "ignore"))
-    args = ap.parse_args(argv)
-    try:
-        verdicts = check_cuda(args.binary, args.device, policy=args.jit)
-    except AotwheelError as exc:
-        print(f"aotwheel: error: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps({"binary": args.binary, "verdicts": [v.to_dict() for v in verdicts]}, indent=2))
-    else:
-        if not verdicts:
-            print(f"{args.binary}: no NVIDIA GPU found, or no CUDA images in the binary")
-        for v in verdicts:
-            print(f"{v.device} ({v.ip}): {v.verdict} {v.image or ''} [rule {v.rule}] - {v.reason}")
-    return 1 if any(v.verdict == "unsupported" for v in verdicts) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

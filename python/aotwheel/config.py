@@ -1,0 +1,109 @@
+"""Every ``USE_AOT_*`` / ``AOTWHEEL_*`` variable aotwheel reads, with its default, defined once.
+
+Callers read a :class:`Config` from a mapping they pass in (``os.environ`` by default) and hand
+it down; nothing here or downstream writes to ``os.environ``. Standard library only: build steps
+import it inside pip's isolated build environment.
+
+CMake reads ``USE_AOT_DEVLIST`` / ``USE_AOT_JIT_FALLBACK`` itself at configure time and passes the
+values to the Python resolver; the names and defaults here are the ones it must agree with.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aotwheel.errors import AotwheelError, DevlistError
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: its name, its default (``None``: unset) and what it does."""
+
+    name: str
+    default: str | None
+    help: str
+
+
+DEVLIST = Variable("USE_AOT_DEVLIST", "pvc,ats-m150", "devices to compile native code for (aotwheel resolve --list)")
+JIT_FALLBACK = Variable("USE_AOT_JIT_FALLBACK", "ON", "keep SPIR-V / PTX for devices without native code (ON/OFF)")
+JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
+DEVICE = Variable("AOTWHEEL_DEVICE", None, "devices to assume instead of probing: pvc, 12.60.7, sm_90, cpu")
+CACHE_DIR = Variable("AOTWHEEL_CACHE_DIR", None, "build cache folder ('off' disables it)")
+OCLOC = Variable("AOTWHEEL_OCLOC", None, "the ocloc to build with")
+CLANG = Variable("AOTWHEEL_CLANG", None, "the clang that compiles kernels to SPIR-V")
+LLVM_SPIRV = Variable("AOTWHEEL_LLVM_SPIRV", None, "the llvm-spirv translator")
+NVCC = Variable("AOTWHEEL_NVCC", None, "the nvcc to build with")
+ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
+OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake)")
+
+VARIABLES: tuple[Variable, ...] = (DEVLIST, JIT_FALLBACK, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
+                                   OCLOC_JOBS)
+
+DEFAULT_DEVLIST = str(DEVLIST.default)
+JIT_POLICIES = ("warn", "error", "ignore")
+_TRUE = ("1", "on", "yes", "true", "y")
+_FALSE = ("0", "off", "no", "false", "n")
+
+
+def flag(value: str | None, default: bool = True, *, name: str = JIT_FALLBACK.name) -> bool:
+    """A CMake-style boolean (ON/OFF, 1/0, yes/no, true/false); empty or unset gives ``default``."""
+    text = (value or "").strip().lower()
+    if not text:
+        return default
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise DevlistError(f"{name}={value!r} is not a boolean; use ON or OFF")
+
+
+def jit_policy(value: str | None) -> str:
+    """A JIT policy; empty or unset gives ``warn``."""
+    text = (value or "").strip().lower() or str(JIT.default)
+    if text not in JIT_POLICIES:
+        raise AotwheelError(f"{JIT.name}={text!r} is not a policy; use one of warn, error, ignore")
+    return text
+
+
+@dataclass(frozen=True)
+class Config:
+    """The values of :data:`VARIABLES`; empty strings count as unset (``USE_AOT_DEVLIST= cmd``)."""
+
+    devlist: str = DEFAULT_DEVLIST
+    jit_fallback: bool = True
+    jit: str = "warn"
+    device: str | None = None
+    cache_dir: str | None = None
+    ocloc: str | None = None
+    clang: str | None = None
+    llvm_spirv: str | None = None
+    nvcc: str | None = None
+    ze_loader: str | None = None
+
+    @classmethod
+    def from_mapping(cls, env: Mapping[str, str]) -> Config:
+        """Read every variable from ``env`` (validated: a bad value raises one clear error)."""
+
+        def get(var: Variable) -> str | None:
+            value = env.get(var.name, "").strip()
+            return value or var.default
+
+        return cls(
+            devlist=get(DEVLIST) or DEFAULT_DEVLIST,
+            jit_fallback=flag(get(JIT_FALLBACK)),
+            jit=jit_policy(get(JIT)),
+            device=get(DEVICE),
+            cache_dir=get(CACHE_DIR),
+            ocloc=get(OCLOC),
+            clang=get(CLANG),
+            llvm_spirv=get(LLVM_SPIRV),
+            nvcc=get(NVCC),
+            ze_loader=get(ZE_LOADER),
+        )
+
+
+def read(env: Mapping[str, str] | None = None) -> Config:
+    """The configuration from ``env``, else from this process's environment (read, never written)."""
+    return Config.from_mapping(os.environ if env is None else env)

@@ -1,0 +1,59 @@
+"""Shared test helpers and markers.
+
+Helpers every ``tests/_*_util.py`` used to define for itself: :data:`REPO`, :func:`require`
+(skip, saying why, when a tool is missing) and :func:`run_tool` (run a real tool, fail the test
+with its output when it fails). Markers:
+
+- ``slow``: builds wheels or CMake projects, fuzzes, or downloads and walks large third-party
+  binaries; ``pytest -m "not slow"`` runs the fast unit half alone (a couple of minutes);
+- ``cuda``: needs nvcc (real NVIDIA binaries); ``pytest -m "not cuda"`` leaves them out.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+
+# Modules that build, fuzz or walk large downloads (measured: each takes tens of seconds or more).
+SLOW_MODULES = frozenset({
+    "test_benchmarks", "test_build_cache", "test_build_cmake", "test_build_wheel", "test_cache_concurrency",
+    "test_cmake_entry", "test_cuda_build", "test_downstream", "test_fuzz_parsers", "test_fuzz_regressions",
+    "test_inspect_large", "test_inspect_own_wheel", "test_inspect_thirdparty", "test_matrix", "test_setuptools",
+    "test_broken_tools", "test_typing",
+})
+CUDA_MODULES = frozenset({
+    "test_cuda_build", "test_cuda_check", "test_cuda_fatbin", "test_cuda_h100_record", "test_cuda_probe",
+    "test_cuda_selftest", "test_model",
+})
+
+
+def require(*tools: str) -> None:
+    """Skip (only) when a tool the test drives is not installed; CI installs them all."""
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (installed by ci/setup.sh)")
+
+
+def run_tool(cmd: list[str], cwd: Path | None = None, *, timeout: float = 600, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """Run a real tool (argument list, no shell); a failure fails the test with its output."""
+    kw.setdefault("text", True)
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, check=False, timeout=timeout, **kw)
+    if proc.returncode != 0:
+        raise AssertionError(f"{cmd[0]} failed ({proc.returncode}):\n{str(proc.stdout)[-2000:]}\n{str(proc.stderr)[-2000:]}")
+    return proc
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        if module in CUDA_MODULES:
+            item.add_marker(pytest.mark.cuda)
