@@ -109,3 +109,14 @@ def test_cpu_vendor_from_the_name_then_cpuid(tmp_path):
     assert cpu_vendor("Intel(R) Xeon(R) Platinum 8480+", "Intel(R) Corporation", str(info)) == "intel"
     assert cpu_vendor("Generic x86 CPU", "Intel(R) Corporation", str(info)) == "amd"
     assert cpu_vendor("Generic x86 CPU", "Intel(R) Corporation", str(tmp_path / "missing")) == "intel(r) corporation"
+
+
+def test_inspect_summary_says_generic_ir_serves_intel_gpus_only(tmp_path):
+    from aotwheel.report import summary
+
+    (fat,) = inspect(fat_binary("pvc,acm-g10")).files
+    assert "JIT fallback: SPIR-V (generic_ir: Intel GPUs only)" in summary(fat)
+    from _inspect_util import spirv
+
+    (spv,) = inspect(spirv(tmp_path)).files
+    assert "JIT fallback: SPIR-V ·" in summary(spv) + " ·"

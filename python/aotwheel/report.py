@@ -67,7 +67,11 @@ def ir_name(form: str) -> str:
 def summary(fr: FileReport) -> str:
     """One true line for every vendor: ``native: pvc, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 kernels``."""
     parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
-    parts.append(f"JIT fallback: {', '.join(ir_name(k) for k in fr.ir) or 'none'}")
+    names = [ir_name(k) for k in fr.ir]
+    if "spirv" in fr.ir and not any("spirv" in (i.kind, i.content) for i in fr.images):
+        # Only a GPU fat binary's generic_ir: the runtime never hands it to a CPU (issue 14).
+        names[fr.ir.index("spirv")] += " (generic_ir: Intel GPUs only)"
+    parts.append(f"JIT fallback: {', '.join(names) or 'none'}")
     if fr.kernels is not None:
         parts.append(f"{fr.kernels} kernel{'s' if fr.kernels != 1 else ''}")
     return " · ".join(parts)
