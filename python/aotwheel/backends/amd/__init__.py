@@ -11,7 +11,7 @@ probes AMD devices (no ROCm here); AMD devices are named with ``--device gfx90a`
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.model import AMD, NATIVE, Verdict
 
@@ -46,6 +46,10 @@ class AmdBackend:
         native, ir = self.code_in(file)
         v = decide(native, ir, device, binary=binary)
         return v if v.verdict == NATIVE else replace(v, remedy=self.remedy(v))
+
+    def selftest(self, binary: str) -> list[Any]:
+        """Nothing to run: aotwheel has no HIP runtime binding and no AMD GPU is reachable here."""
+        return []
 
     def remedy(self, verdict: Verdict) -> str:
         from aotwheel.backends.amd.targets import parse_target_id
