@@ -12,8 +12,9 @@ import argparse
 import json
 import sys
 
-DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions, NVIDIA sm_XY or 'cpu', "
-               "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90)")
+DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions, NVIDIA sm_XY, AMD target ids "
+               "(gfx90a, gfx90a:xnack-; AMD GPUs are never probed: no ROCm here) or 'cpu', "
+               "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90, gfx942)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
