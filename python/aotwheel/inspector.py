@@ -327,6 +327,8 @@ def _walk_host(walk: _Walk, region: Region) -> None:
                                 compile_options=img.compile_options, link_options=img.link_options))
             if kind not in ir:
                 ir.append(kind)  # what _note_ir does
+            if img.listed_size is not None:
+                fr.warnings.append(_cut_warning(len(images) - 1, img.listed_size, img.section, size))
         else:
             _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
             added = images[-1]
@@ -334,8 +336,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
             if img.listed_size is not None:
                 added.listed_size = img.listed_size
                 if not added.compressed:  # a zstd frame delimits itself; other images were cut at their section
-                    fr.warnings.append(f"image {added.index}: the image table lists {img.listed_size} bytes, past the end of "
-                                       f"{img.section or 'its segment'}; read as the {added.size} bytes there")
+                    fr.warnings.append(_cut_warning(added.index, img.listed_size, img.section, added.size))
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
     hip = view.section(".hip_fatbin")
@@ -344,6 +345,10 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     nv = view.section(".nv_fatbin")
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
+
+
+def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str:
+    return f"image {index}: the image table lists {listed} bytes, past the end of {section or 'its segment'}; read as the {size} bytes there"
 
 
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
