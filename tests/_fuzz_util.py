@@ -194,6 +194,106 @@ def icpx_so_seed() -> Path:
     return _cached("xpumem_allocator.abi3.so", make)
 
 
+AMD_KERNEL = "kernel void add(global float* a, global const float* b) { size_t i = get_global_id(0); a[i] += b[i]; }\n"
+
+
+def amd_bundle_seed() -> Path:
+    """A real clang offload bundle: clang-15 code objects for gfx90a:xnack- and gfx1030 (AMDGPU
+    relocatable objects), bundled by clang-offload-bundler-15 with a host entry."""
+
+    def make(tmp: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix="fuzz-amd-") as work:
+            src = Path(work, "a.cl")
+            src.write_text(AMD_KERNEL)
+            for cpu in ("gfx90a:xnack-", "gfx1030"):
+                _run(["clang-15", "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-nogpulib", "-O2",
+                      "-c", str(src), "-o", str(Path(work, cpu.split(":")[0] + ".co"))])
+            Path(work, "host.bin").write_bytes(b"")
+            _run(["clang-offload-bundler-15", "-type=bc",
+                  "-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-,hipv4-amdgcn-amd-amdhsa--gfx1030",
+                  f"-input={Path(work, 'host.bin')}", f"-input={Path(work, 'gfx90a.co')}", f"-input={Path(work, 'gfx1030.co')}",
+                  f"-output={tmp}"])
+
+    return _cached("amd.bundle", make)
+
+
+def ccob(bundle: bytes, version: int, method: int) -> bytes:
+    """A CCOB (compressed offload bundle) as clang's OffloadBundler.cpp writes it: magic, u16
+    version, u16 method (0 zlib, 1 zstd), sizes (v2: u32 total, u32 uncompressed; v3: u64 each),
+    u64 MD5 prefix, stream. Packed here: Debian 12's newest bundler (16) cannot compress."""
+    import hashlib
+    import zlib
+
+    import zstandard
+
+    stream = zstandard.ZstdCompressor(level=3).compress(bundle) if method == 1 else zlib.compress(bundle)
+    digest = hashlib.md5(bundle).digest()[:8]
+    if version == 2:
+        return b"CCOB" + struct.pack("<HHII", 2, method, 24 + len(stream), len(bundle)) + digest + stream
+    return b"CCOB" + struct.pack("<HHQQ", 3, method, 32 + len(stream), len(bundle)) + digest + stream
+
+
+def hip_fatbin_seed() -> Path:
+    """A .hip_fatbin section's bytes: the plain bundle, a zstd CCOB v2 and a zlib CCOB v3, each
+    at a 4096-byte boundary as hipcc aligns them."""
+    bundle = amd_bundle_seed().read_bytes()
+
+    def make(tmp: Path) -> None:
+        out = bytearray()
+        for blob in (bundle, ccob(bundle, 2, 1), ccob(bundle, 3, 0)):
+            out += b"\0" * (-len(out) % 4096) + blob
+        tmp.write_bytes(bytes(out))
+
+    return _cached("hip_fatbin.bin", make)
+
+
+_CPU_AOT = """
+import sys
+import pyopencl as cl
+dev = [d for p in cl.get_platforms() for d in p.get_devices(cl.device_type.CPU)][0]
+prg = cl.Program(cl.Context([dev]), open(sys.argv[1], "rb").read()).build()
+open(sys.argv[2], "wb").write(prg.get_info(cl.program_info.BINARIES)[0])
+"""
+
+
+def cpu_aot_seed() -> Path:
+    """A CPU AOT image (ELF 0xff04, x86-64, .ocl.*): Intel's CPU OpenCL runtime's own program
+    binary for the SPIR-V seed (pyopencl; intel-opencl-rt from PyPI)."""
+    spv = spirv_seed()
+
+    def make(tmp: Path) -> None:
+        lib = next((Path(p, "lib", "libintelocl.so") for p in (sys.prefix, sys.base_prefix) if Path(p, "lib", "libintelocl.so").is_file()), None)
+        if lib is None:
+            raise MissingTool("needs Intel's CPU OpenCL runtime (ci/install-opencl-cpu.sh) to make the CPU AOT seed")
+        with tempfile.TemporaryDirectory(prefix="fuzz-cpu-") as work:
+            Path(work, "intel-cpu.icd").write_text(f"{lib}\n")
+            env = dict(os.environ, OCL_ICD_VENDORS=work)
+            _run([sys.executable, "-c", _CPU_AOT, str(spv), str(tmp)], env=env)
+
+    return _cached("k_cpu.bin", make)
+
+
+def listed_size_so_seed() -> Path:
+    """A host .so laid out as bitsandbytes 0.50.2's icpx builds: zstd images whose .tgtimg entry
+    lists the decompressed size, past the end of the loaded segment (gcc assembles it)."""
+    import zstandard
+
+    images = [fat_seed().read_bytes(), spirv_seed().read_bytes()]
+
+    def make(tmp: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix="fuzz-listed-") as work:
+            lines = []
+            for i, (triple, data) in enumerate(zip(("spir64_gen", "spir64"), images)):
+                Path(work, f"img{i}.zst").write_bytes(zstandard.ZstdCompressor(level=19, write_content_size=True).compress(data))
+                lines += [f'.section __CLANG_OFFLOAD_BUNDLE__sycl-{triple},"a"', ".balign 16", f"img{i}:", f'.incbin "{work}/img{i}.zst"']
+            lines += ['.section .tgtimg,"aw"', ".balign 16"] + [f".quad img{i}, {len(d)}" for i, d in enumerate(images)]
+            lines += [".text", ".globl anchor", ".type anchor,@function", "anchor: ret"]
+            Path(work, "s.s").write_text("\n".join(lines) + "\n")
+            _run(["gcc", "-shared", "-fPIC", "-nostdlib", "-o", str(tmp), str(Path(work, "s.s"))])
+
+    return _cached("listed-size.so", make)
+
+
 def offload_binary(image: bytes, strings: dict[str, str], image_kind: int = 6, offload_kind: int = 8) -> bytes:
     """An OffloadBinary (version 1) laid out as llvm/Object/OffloadBinary.h writes it: header
     {magic, u32 version, u64 size, u64 entry offset, u64 entry size}, one entry {u16 image kind,
@@ -361,6 +461,32 @@ def parse_cuda(data: bytes, scratch: Path) -> None:
         entry_payload(scratch, entry, cap=ZSTD_CAP)
 
 
+def parse_hip_fatbin(data: bytes, scratch: Path) -> None:
+    from aotwheel.backends.amd.codeobject import read_code_object
+    from aotwheel.formats.bundle import read_hip_fatbin
+
+    def walk() -> None:
+        for b in read_hip_fatbin(_region(data), cap=ZSTD_CAP):
+            for e in b.entries:
+                if e.size:
+                    read_code_object(b.bundle.sub(e.offset, e.size, "code object"))
+
+    _each(walk, lambda: parse_inspect(data, scratch))
+
+
+def parse_bundle(data: bytes, scratch: Path) -> None:
+    from aotwheel.backends.amd.targets import parse_target_id
+    from aotwheel.formats.bundle import read_bundle
+
+    _each(lambda: [parse_target_id(e.target_id) for e in read_bundle(_region(data))], lambda: parse_inspect(data, scratch))
+
+
+def parse_cpu_aot(data: bytes, scratch: Path) -> None:
+    from aotwheel.backends.intel.cpu_aot import read_cpu_aot
+
+    _each(lambda: read_cpu_aot(_region(data)), lambda: parse_inspect(data, scratch))
+
+
 @dataclass(frozen=True)
 class Target:
     """One parser and the real binaries its fuzzing starts from."""
@@ -381,6 +507,10 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("offload", parse_offload, (offload_seed,)),
     Target("wheel", parse_wheel, (wheel_seed,)),
     Target("cuda", parse_cuda, (cuda_fatbin_seed, cuda_so_seed)),
+    Target("elf-listed-size", parse_elf, (listed_size_so_seed,)),
+    Target("hip-fatbin", parse_hip_fatbin, (hip_fatbin_seed,)),
+    Target("bundle", parse_bundle, (amd_bundle_seed,)),
+    Target("cpu-aot", parse_cpu_aot, (cpu_aot_seed,)),
 )}
 
 

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from _check_util import ACM_G10_MEMBER, CACHE, PVC_MEMBER, ar_members, child_env, fat_binary, opencl_cpu_env, run_cli, run_python, single_binary
+from _check_util import ACM_G10_MEMBER, CACHE, PVC_MEMBER, TINY_KERNEL, ar_members, child_env, fat_binary, opencl_cpu_env, run_cli, run_python, single_binary, spirv
 
 
 @pytest.fixture()
@@ -109,27 +109,39 @@ def test_check_accepts_module_name_and_reports_missing_binary(fresh):
 # --- the command line on the real CPU runtime ------------------------------------------------
 
 def test_cli_check_lists_cpu_as_jit_and_warns_once():
+    """A SPIR-V (spir64) binary: the CPU runtime builds it at first use (issue 14: the runtime gives
+    a CPU spir64 images, never a GPU fat binary's generic_ir)."""
     env = opencl_cpu_env()
-    fat = fat_binary("pvc,acm-g10")
-    proc = run_cli(["check", str(fat), "--json"], env)
+    spv = spirv(TINY_KERNEL, "tiny")
+    proc = run_cli(["check", str(spv), "--json"], env)
     assert proc.returncode == 0, proc.stderr
     verdicts = json.loads(proc.stdout)["verdicts"]
     cpus = [v for v in verdicts if v["kind"] == "cpu"]
-    assert cpus and all(v["verdict"] == "jit" and v["image"] == "generic_ir" for v in cpus)
+    assert cpus and all(v["verdict"] == "jit" and v["image"] == "spirv" and v["rule"] == "cpu-ir" for v in cpus)
     # One clean line per warning (issue 12): no Python warning machinery (category, file:line).
     lines = proc.stderr.splitlines()
     assert len(lines) == len(cpus) and all(line.startswith("aotwheel: warning: ") for line in lines)
     assert "JITWarning" not in proc.stderr and ".py:" not in proc.stderr
 
 
+def test_cli_check_gpu_fat_binary_is_unsupported_on_the_cpu_runtime():
+    """Only spir64_gen code (a GPU fat binary with generic_ir): nothing the runtime gives a CPU."""
+    env = opencl_cpu_env()
+    proc = run_cli(["check", str(fat_binary("pvc,acm-g10")), "--json"], env)
+    assert proc.returncode == 1, proc.stderr
+    cpus = [v for v in json.loads(proc.stdout)["verdicts"] if v["kind"] == "cpu"]
+    assert cpus and all((v["verdict"], v["rule"]) == ("unsupported", "cpu-no-image") for v in cpus)
+    assert "JITWarning" not in proc.stderr
+
+
 def test_cli_check_policy_error_and_ignore_on_cpu_runtime():
     env = opencl_cpu_env()
-    fat = str(fat_binary("pvc,acm-g10"))
-    proc = run_cli(["check", fat], {**env, "AOTWHEEL_JIT": "error"})
+    spv = str(spirv(TINY_KERNEL, "tiny"))
+    proc = run_cli(["check", spv], {**env, "AOTWHEEL_JIT": "error"})
     # Exit 1: a verdict the policy rejects (2 is for bad input; issue 12's documented exit codes).
     assert proc.returncode == 1 and proc.stderr.startswith("aotwheel: error: ") and proc.stderr.count("\n") == 1
-    proc = run_cli(["check", fat], {**env, "AOTWHEEL_JIT": "ignore"})
-    assert proc.returncode == 0 and "JITWarning" not in proc.stderr and ": jit generic_ir" in proc.stdout
+    proc = run_cli(["check", spv], {**env, "AOTWHEEL_JIT": "ignore"})
+    assert proc.returncode == 0 and "JITWarning" not in proc.stderr and ": jit spirv" in proc.stdout
 
 
 @pytest.mark.parametrize("device, verdict, rule, rc", [

@@ -327,8 +327,12 @@ def test_backends_registry_is_the_only_vendor_switch() -> None:
     from aotwheel import backends
     from aotwheel.probe import ProbedDevice
 
-    assert backends.names() == ("intel", "nvidia")
-    intel, nvidia = backends.get("intel"), backends.get("nvidia")
+    assert backends.names() == ("intel", "nvidia", "amd")
+    intel, nvidia, amd = backends.get("intel"), backends.get("nvidia"), backends.get("amd")
+    assert backends.for_token("gfx90a") is amd and backends.for_token("gfx90a:xnack-") is amd
+    assert backends.for_device(ProbedDevice(name="AMD gfx90a", backend="override", vendor="amd", catalog="gfx90a")) is amd
+    # An AMD CPU seen through Intel's CPU OpenCL runtime runs SPIR-V by the Intel/OpenCL rules.
+    assert backends.for_device(ProbedDevice(name="AMD EPYC", backend="opencl", kind="cpu", vendor="amd")) is intel
     assert backends.for_token("sm_90") is nvidia and backends.for_token("pvc") is intel
     assert backends.for_token("12.60.7") is intel and backends.for_token("bogus") is None
     gpu = ProbedDevice(name="H100", backend="cuda", vendor="nvidia", catalog="sm_90")

@@ -154,6 +154,9 @@ def resolve(
             continue
         if not _TOKEN_SHAPE.match(token):
             raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a device name; names start with a letter or digit", raw, ())
+        if _owner(token) == "amd":
+            raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is an AMD GPU target; aotwheel inspects and checks HIP code but does not "
+                               "build it: pass --offload-arch to hipcc, and list Intel/NVIDIA devices here", raw)
         if _owner(token) == NVIDIA:
             if token == cuda.PTX_TOKEN:
                 keep_newest_ptx = True

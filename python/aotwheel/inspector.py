@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from aotwheel.errors import InspectError
-from aotwheel.model import NVIDIA, Image, NativeTarget, Target
+from aotwheel.model import AMD, INTEL, NVIDIA, Image, NativeTarget, Target
 from aotwheel.report import FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
@@ -34,6 +34,7 @@ _MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _WHEEL_SEP = "!"
 _LEAF_KINDS = frozenset({"spirv", "llvmbc"})  # kinds the default mode notes without walking into
 _MAX_WHEEL_MEMBER = 16 << 30
+CPU_TRIPLE = "spir64_x86_64"  # the name a CPU AOT image's native target carries
 
 
 # --------------------------------------------------------------------------------------------
@@ -56,7 +57,7 @@ def inspect(path: str | os.PathLike[str], *, deep: bool = False) -> Report:
             raise InspectError(f"{text}: no such file, directory or installed module; pass a .so, .whl, device binary or importable name")
         target = located
     if target.is_dir():
-        return Report(text, [r for p in _candidates(target) if (r := _inspect_file_if_binary(p, str(p), deep))])
+        return Report(text, [r for p in _candidates(target) if (r := _inspect_or_error(p, str(p), deep))])
     if zipfile.is_zipfile(target) and target.suffix in (".whl", ".zip"):
         return Report(text, list(_inspect_wheel(target, deep)))
     with _mapped(target) as region, _cyclic_gc_paused():
@@ -201,11 +202,30 @@ def _inspect_wheel(wheel: Path, deep: bool) -> Iterator[FileReport]:
             if not info.filename or info.is_dir() or not _CANDIDATE_RE.search(info.filename):
                 continue  # (an empty name made ZipInfo.is_dir() raise IndexError)
             dest = Path(tmp, "member")
-            _extract(zf, info, dest)
-            report = _inspect_file_if_binary(dest, f"{wheel}{_WHEEL_SEP}{_printable(info.filename)}", deep)
+            label = f"{wheel}{_WHEEL_SEP}{_printable(info.filename)}"
+            try:
+                _extract(zf, info, dest)
+            except InspectError as exc:
+                yield _unreadable(label, exc)
+                continue
+            report = _inspect_or_error(dest, label, deep)
             if report is not None:
                 yield report
             dest.unlink()
+
+
+def _unreadable(label: str, exc: InspectError) -> FileReport:
+    return FileReport(path=label, native_targets=[], ir=[], images=[], kernels=None, kind="error", error=str(exc))
+
+
+def _inspect_or_error(path: Path, label: str, deep: bool) -> FileReport | None:
+    """One member of a wheel or directory: an unreadable file is reported, not fatal, so that the
+    other binaries still get their report (issue 14: one corrupt library ended the whole report)."""
+    try:
+        with _cyclic_gc_paused():
+            return _inspect_file_if_binary(path, label, deep)
+    except InspectError as exc:
+        return _unreadable(label, exc)
 
 
 def _inspect_file_if_binary(path: Path, label: str, deep: bool) -> FileReport | None:
@@ -274,8 +294,10 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
         _walk_host(walk, region)
     elif kind == "ar" and not _is_fat_binary(region):
         _walk_static_archive(walk, region)
+    elif kind == "bundle":
+        _walk_hip(walk, region, None)
     elif kind == "unknown":
-        raise InspectError(f"{label}: not an ELF, wheel, ar, zebin, SPIR-V or zstd image (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
+        raise InspectError(f"{label}: not an ELF, wheel, ar, zebin, SPIR-V, zstd image or offload bundle (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
     else:
         _add_image(walk, region, triple=None, section=None)
         if kind == "spirv":
@@ -288,16 +310,18 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
 
 
 def _walk_host(walk: _Walk, region: Region) -> None:
-    from aotwheel.formats.elf import open_elf, read_host
+    from aotwheel.formats.elf import DESCRIPTORS_ALWAYS_UP_TO, open_elf, read_host
 
     view = open_elf(region)
     for name in (".tgtimg", ".tgtsym"):  # read whole: one sweep, not a fault per page
         sec = view.section(name)
         if sec is not None and sec.type != "SHT_NOBITS" and sec.size > mmap.PAGESIZE:
             _will_need(region.buf, region.start + sec.offset, sec.size)
-    host = read_host(view, all_descriptors=walk.deep)  # bundle section names give the triples
+    # Bundle section names give the triples; small tables also get their descriptors' build options.
+    host = read_host(view, all_descriptors=walk.deep, descriptors_up_to=DESCRIPTORS_ALWAYS_UP_TO)
     walk.report.kernels = host.kernels
     walk.report.kernels_by_triple = {k.removesuffix("-unknown-unknown"): v for k, v in host.kernels_by_triple.items()}
+    walk.report.ir_kernels_missing_from = host.ir_kernels_missing_from
     fr, buf, start, base = walk.report, region.buf, region.start, region.where(0)
     images, ir, deep = fr.images, fr.ir, walk.deep
     all_images = host.images
@@ -311,13 +335,25 @@ def _walk_host(walk: _Walk, region: Region) -> None:
             a = start + off
             kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
             if kind in _LEAF_KINDS and not deep:
-                images.append(Image(len(images), base + off, size, kind, img.triple, False, img.section))
+                images.append(Image(len(images), base + off, size, kind, img.triple, False, img.section, listed_size=img.listed_size,
+                                    compile_options=img.compile_options, link_options=img.link_options))
                 if kind not in ir:
                     ir.append(kind)  # what _note_ir does
+                if img.listed_size is not None:
+                    fr.warnings.append(_cut_warning(len(images) - 1, img.listed_size, img.section, size))
             else:
                 _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
+                added = images[-1]
+                added.compile_options, added.link_options = img.compile_options, img.link_options
+                if img.listed_size is not None:
+                    added.listed_size = img.listed_size
+                    if not added.compressed:  # a zstd frame delimits itself; other images were cut at their section
+                        fr.warnings.append(_cut_warning(added.index, img.listed_size, img.section, added.size))
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
+    hip = view.section(".hip_fatbin")
+    if hip is not None and hip.type != "SHT_NOBITS" and hip.size:
+        _walk_hip(walk, region.sub(hip.offset, hip.size, "section '.hip_fatbin'"), ".hip_fatbin")
     nv = view.section(".nv_fatbin")
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
@@ -356,6 +392,10 @@ def _will_need(buf: object, at: int, size: int) -> None:
         pass
 
 
+def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str:
+    return f"image {index}: the image table lists {listed} bytes, past the end of {section or 'its segment'}; read as the {size} bytes there"
+
+
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
     """NVIDIA fat binaries: one Image per cubin/PTX entry; cubins are native targets (vendor
     ``nvidia``), PTX an IR form ``ptx compute_XY``; all loadable targets also in ``FileReport.cuda``."""
@@ -376,6 +416,46 @@ def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
         if e.kind == "cubin":
             fr.native_targets.append(Target(name=e.target, ip=None, member=None, format="cubin", size=e.stored_size,
                                             image=index, vendor=NVIDIA, arch=e.target))
+
+
+def _walk_hip(walk: _Walk, region: Region, section: str | None) -> None:
+    """AMD: one Image per clang offload bundle (plain or CCOB), its entries as members, and one
+    native target (vendor ``amd``) per code object, named by its bundle entry's target id."""
+    from aotwheel.backends.amd.codeobject import read_code_object
+    from aotwheel.formats.bundle import read_hip_fatbin
+
+    fr = walk.report
+    for b in read_hip_fatbin(region):
+        img = Image(index=len(fr.images), offset=region.where(b.offset), size=b.stored_size, kind="bundle", triple=None,
+                    compressed=b.compressed is not None, section=section, content="bundle",
+                    decompressed_size=b.compressed.uncompressed_size if b.compressed else None,
+                    members=[e.id for e in b.entries])
+        if walk.deep:
+            img.sha256 = hashlib.sha256(region.view(b.offset, b.stored_size, "offload bundle")).hexdigest()
+        fr.images.append(img)
+        for e in b.entries:
+            if e.kind == "host" or not e.size:
+                continue
+            if e.triple.startswith("spirv64-amd"):  # AMD SPIR-V: the HIP runtime compiles it at load
+                walk.add_ir("amdgcnspirv")
+                continue
+            if not e.triple.startswith("amdgcn"):
+                fr.warnings.append(f"image {img.index}: bundle entry {e.id!r} is not AMD GPU code")
+                continue
+            code = read_code_object(b.bundle.sub(e.offset, e.size, f"code object {e.id!r}"))
+            for feature, recorded in (("xnack", code.xnack), ("sramecc", code.sramecc)):
+                said = {"+": "on", "-": "off"}.get(_feature_sign(e.target_id, feature) or "", "any")
+                if said != "any" and recorded not in (said, "unsupported"):
+                    fr.warnings.append(f"image {img.index}: {e.id!r} says {feature} {said} but its code object says {recorded}")
+            fr.native_targets.append(Target(name=e.target_id or None, ip=None, member=e.id, format="code-object", size=e.size,
+                                            image=img.index, vendor=AMD, arch=e.target_id.split(":")[0] or None))
+
+
+def _feature_sign(target_id: str, feature: str) -> str | None:
+    for part in target_id.split(":")[1:]:
+        if part[:-1] == feature:
+            return part[-1]
+    return None
 
 
 def _walk_offloading(walk: _Walk, region: Region, section: str | None) -> None:
@@ -425,7 +505,7 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
         img.decompressed_size = zstd.content_size(region)
         img.content = sniff(zstd.peek(region, 64))
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.
-        if img.content in ("ar", "zebin", "legacy", "ir-elf", "offload") or walk.deep:
+        if img.content in ("ar", "zebin", "legacy", "cpu-aot", "ir-elf", "offload") or walk.deep:
             data = zstd.decompress(region)
             img.decompressed_size = len(data)
             inner = Region(data, f"{region.label} (image {index}, decompressed)")
@@ -454,6 +534,12 @@ def _walk_content(walk: _Walk, region: Region, kind: str | None, img: Image, dep
         _walk_fat_binary(walk, region, img, depth)
     elif kind in ("zebin", "legacy"):
         walk.report.native_targets.append(_native_target(walk, region, kind, img.index, member))
+    elif kind == "cpu-aot":
+        from aotwheel.backends.intel.cpu_aot import read_cpu_aot
+
+        info = read_cpu_aot(region)
+        walk.report.native_targets.append(Target(name=CPU_TRIPLE, ip=None, member=member, format="cpu-aot", size=region.size,
+                                                 image=img.index, vendor=INTEL, arch=info.machine, rebuildable=info.has_ir))
     elif kind == "ir-elf":
         from aotwheel.backends.intel.legacy import ir_payload
 

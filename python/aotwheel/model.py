@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 NATIVE, JIT, UNSUPPORTED, UNKNOWN = "native", "jit", "unsupported", "unknown"
 
-INTEL, NVIDIA = "intel", "nvidia"
+INTEL, NVIDIA, AMD = "intel", "nvidia", "amd"
 
 
 @dataclass(slots=True)  # no per-instance __dict__: large libraries carry 14k images
@@ -33,6 +33,8 @@ class Image:
     kernels: int | None = None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
     listed_size: int | None = None  # the size the image table claims, when it differs from size
     arch: str | None = None  # OffloadBinary "arch" string, or the CUDA target ("sm_90", "compute_90")
+    compile_options: str | None = None  # options the runtime passes when it builds this image
+    link_options: str | None = None  # (from the SYCL image descriptor; None when empty or not found)
 
 
 @dataclass
@@ -40,7 +42,9 @@ class Target:
     """A native device binary for one target, whatever the vendor.
 
     Intel: an ar member or a bare zebin/legacy image (``ip``, ``member``, ``core``...). NVIDIA: a
-    cubin in a fat binary (``name`` and ``arch`` ``sm_90a``, ``format`` ``cubin``).
+    cubin in a fat binary (``name`` and ``arch`` ``sm_90a``, ``format`` ``cubin``). AMD: a code
+    object in a clang offload bundle (``name`` the target id ``gfx90a:xnack-``, ``arch`` the
+    processor ``gfx90a``, ``member`` the bundle entry id, ``format`` ``code-object``).
     """
 
     name: str | None  # catalog name ("pvc") or CUDA arch ("sm_90"); None if unknown to the catalog
@@ -54,7 +58,7 @@ class Target:
     product: str | None = None  # zebin product family, e.g. "PVC", when known
     rebuildable: bool = False  # carries its own SPIR-V the driver can rebuild from
     vendor: str = INTEL  # the backend that reads and runs it
-    arch: str | None = None  # NVIDIA: "sm_90a"
+    arch: str | None = None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"
 
 
 NativeTarget = Target  # the name the inspector's API used before the vendor-neutral model
@@ -91,6 +95,14 @@ class Verdict:
     targets: tuple[str, ...] = ()  # native targets embedded in the binary (catalog names or IPs)
     vendor: str = ""  # the backend whose rules decided (the device's vendor): "intel", "nvidia"
     remedy: str = ""  # what to rebuild with so the device runs native code, from that backend
+    jit_kernels: int = 0  # a native verdict's kernels that only SPIR-V images carry: JIT-compiled all the same
+
+    @property
+    def summary(self) -> str:
+        """``native``, ``native, 5 kernels JIT``, ``jit``, ..."""
+        if self.verdict == NATIVE and self.jit_kernels:
+            return f"native, {self.jit_kernels} kernel{'s' if self.jit_kernels != 1 else ''} JIT"
+        return self.verdict
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

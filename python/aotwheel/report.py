@@ -26,6 +26,8 @@ class FileReport:
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
+    ir_kernels_missing_from: dict[str, int] = field(default_factory=dict)  # {"spir64_gen": 5}: kernels only SPIR-V serves there
+    error: str | None = None  # one-line reason this file could not be read (wheels/directories go on past it)
 
     def target_names(self) -> list[str]:
         """Distinct native targets in order, every vendor: catalog names (else IP versions, else
@@ -42,6 +44,11 @@ class Report:
 
     path: str
     files: list[FileReport]
+
+    @property
+    def errors(self) -> list[FileReport]:
+        """Files that could not be read (their ``error`` says why)."""
+        return [f for f in self.files if f.error]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: the ``aotwheel inspect --json`` contract, schema 2 (docs/report-schema.md)."""
@@ -60,7 +67,11 @@ def ir_name(form: str) -> str:
 def summary(fr: FileReport) -> str:
     """One true line for every vendor: ``native: pvc, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 distinct kernel functions``."""
     parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
-    parts.append(f"JIT fallback: {', '.join(ir_name(k) for k in fr.ir) or 'none'}")
+    names = [ir_name(k) for k in fr.ir]
+    if "spirv" in fr.ir and not any("spirv" in (i.kind, i.content) for i in fr.images):
+        # Only a GPU fat binary's generic_ir: the runtime never hands it to a CPU (issue 14).
+        names[fr.ir.index("spirv")] += " (generic_ir: Intel GPUs only)"
+    parts.append(f"JIT fallback: {', '.join(names) or 'none'}")
     if fr.kernels is not None:
         parts.append(f"{fr.kernels} distinct kernel function{'s' if fr.kernels != 1 else ''}")
     return " · ".join(parts)

@@ -81,6 +81,10 @@ def resolve_binary(module_or_path: Any) -> str:
             spec = importlib.util.find_spec(text)
         except (ImportError, ValueError):
             spec = None
+        if spec is not None and spec.submodule_search_locations:  # a package: every binary in it
+            for location in spec.submodule_search_locations:
+                if os.path.isdir(location):
+                    return str(location)
         if spec is not None and spec.origin and os.path.exists(spec.origin):
             return spec.origin
     raise AotwheelError(f"{text}: no such file or importable module; pass a path to a .so, wheel or fat binary")
@@ -110,6 +114,27 @@ def _no_device_reason(devices: Any) -> str:
     return "; ".join(reasons) or "no runtime reported a device"
 
 
+def summarize(verdicts: Sequence[Verdict]) -> str:
+    """The package-level answer over every device: ``native on: pvc; JIT on: cpu; unsupported on:
+    acm-g11``. A device counts as native when every binary with code for it runs native there;
+    binaries for another vendor (rule ``other-vendor``) do not count against it."""
+    order = {NATIVE: 0, JIT: 1, UNKNOWN: 2, UNSUPPORTED: 3}
+    per: dict[str, str] = {}
+    for v in verdicts:
+        if v.rule in ("unreadable", "no-device"):
+            continue
+        if v.rule == "other-vendor":
+            per.setdefault(v.device, "")
+            continue
+        now = per.get(v.device) or NATIVE
+        per[v.device] = v.verdict if order.get(v.verdict, 2) > order[now] else now
+    groups: dict[str, list[str]] = {}
+    for dev, verdict in per.items():
+        groups.setdefault(verdict or UNSUPPORTED, []).append(dev)
+    words = ((NATIVE, "native on"), (JIT, "JIT on"), (UNKNOWN, "unknown on"), (UNSUPPORTED, "unsupported on"))
+    return "; ".join(f"{label}: {', '.join(groups[k])}" for k, label in words if groups.get(k)) or "no device checked"
+
+
 def _no_device_verdicts(files: list[Any], path: str, devices: Any) -> list[Verdict]:
     """One ``unknown`` verdict per file with device code (or for ``path``), saying why."""
     reason = f"no device found, so whether the code runs native or JIT is unknown ({_no_device_reason(devices)})"
@@ -119,8 +144,8 @@ def _no_device_verdicts(files: list[Any], path: str, devices: Any) -> list[Verdi
 
 
 def _device_code(report: Any) -> list[Any]:
-    """The inspected files that carry device code."""
-    return [f for f in report.files if f.native_targets or f.ir]
+    """The inspected files that carry device code, and those that could not be read."""
+    return [f for f in report.files if f.native_targets or f.ir or f.error]
 
 
 @functools.lru_cache(maxsize=32)
@@ -168,7 +193,7 @@ def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Seq
         return
     memo = _memo()
     for verdict, key, count in zip(verdicts, keys, kernels):
-        if verdict.verdict != JIT:
+        if verdict.verdict != JIT and not verdict.jit_kernels:
             continue
         ident = (key, os.path.realpath((verdict.binary or "").split("!")[0]) + _member(verdict.binary))
         message = jit_message(verdict, count, policy)
@@ -241,6 +266,10 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
     verdicts: list[Verdict] = []
     keys: list[str] = []
     counts: list[int | None] = []
+    for f in files:
+        if f.error:  # said once, not per device: no verdict can be given for it
+            verdicts.append(Verdict("no device", None, UNKNOWN, None, f"unreadable: {f.error}", "unreadable", f.path, "none"))
+    files = [f for f in files if not f.error]
     for dev in found:
         backend = backends.for_device(dev)
         for f in files:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from aotwheel.report import FileReport
 
 # name -> module defining BACKEND; order is the order backends are asked.
-_BUILTIN = {"intel": "aotwheel.backends.intel", "nvidia": "aotwheel.backends.nvidia"}
+_BUILTIN = {"intel": "aotwheel.backends.intel", "nvidia": "aotwheel.backends.nvidia", "amd": "aotwheel.backends.amd"}
 
 
 class Backend(Protocol):

@@ -12,8 +12,9 @@ import argparse
 import json
 import sys
 
-DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions, NVIDIA sm_XY or 'cpu', "
-               "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90)")
+DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions, NVIDIA sm_XY, AMD target ids "
+               "(gfx90a, gfx90a:xnack-; AMD GPUs are never probed: no ROCm here) or 'cpu', "
+               "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90, gfx942)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="For each device here (or --device), say whether BINARY's device code runs native, "
                                    "is JIT-compiled (SPIR-V, PTX) at first use, or cannot run, and which rule decided it; "
                                    "every device of every vendor gets a verdict for every binary. Exit status 1 when a "
-                                   "device is unsupported or --jit error meets a JIT verdict, 2 for bad input.")
-    p.add_argument("binary", metavar="BINARY", help="a .so, wheel, fat binary, .bin or .spv; or a module name such as aotwheel._kernels")
+                                   "device is unsupported or --jit error meets a JIT verdict, 2 for bad input (an unreadable binary included).")
+    p.add_argument("binary", metavar="BINARY", help="a .so, wheel, directory, fat binary, .bin or .spv; or a module or package name such as aotwheel._kernels or dpnp")
     p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
     p.add_argument("--json", action="store_true", help='print {"verdicts": [...]} as JSON')
     p.add_argument("--jit", choices=("warn", "error", "ignore"), help="JIT policy (default: $AOTWHEEL_JIT, else warn)")
@@ -97,13 +98,26 @@ def run_check(args: argparse.Namespace) -> int:
     else:
         if not verdicts:
             print(f"{args.binary}: no devices found (see 'aotwheel devices'), or no device code in the binary")
-        for i, v in enumerate(verdicts):
-            where = f" {v.image}" if v.image else ""
-            fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild" not in v.reason else ""
-            print(f"{v.device}{f' ({v.ip})' if v.ip else ''}: {v.verdict}{_cached_label(cached.get(i))}{where} "
-                  f"[rule {v.rule}] - {v.reason}{fix}")
+        binaries = list(dict.fromkeys(v.binary or args.binary for v in verdicts))
+        for binary in binaries:
+            indent = ""
+            if len(binaries) > 1:  # a package, directory or wheel: name each binary
+                print(binary)
+                indent = "  "
+            for i, v in enumerate(verdicts):
+                if (v.binary or args.binary) == binary:
+                    where = f" {v.image}" if v.image else ""
+                    fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild" not in v.reason else ""
+                    print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.summary}{_cached_label(cached.get(i))}{where} "
+                          f"[rule {v.rule}] - {v.reason}{fix}")
+        if len(binaries) > 1:
+            from aotwheel.runtime import summarize
+
+            print(f"{args.binary}: {summarize(verdicts)}")
         if sycl:
             print(f"SYCL: {sycl['advice']}")
+    if any(v.rule == "unreadable" for v in verdicts):
+        return 2
     return 1 if any(v.verdict == "unsupported" for v in verdicts) else 0
 
 

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(render(report, show_all=args.all))
-    return 0
+    return 2 if report.errors else 0
 
 
 def summary(fr: FileReport) -> str:
@@ -65,8 +65,11 @@ def _size(n: int) -> str:
 def render(report: Report, *, show_all: bool = False) -> str:
     """Human output: a compact table and a summary line per binary with device code."""
     out: list[str] = []
-    quiet = [f for f in report.files if not f.images]
+    quiet = [f for f in report.files if not f.images and not f.error]
     for fr in report.files:
+        if fr.error:
+            out.append(f"{fr.path}\n  error: {fr.error}")
+            continue
         if not fr.images and not show_all:
             continue
         out.append(fr.path)
@@ -85,4 +88,6 @@ def render(report: Report, *, show_all: bool = False) -> str:
         out.append(f"{len(quiet)} other binar{'ies' if len(quiet) != 1 else 'y'} without device code (--all lists them)")
     if not report.files:
         out.append(f"{report.path}: no binaries found")
+    if report.errors:
+        out.append(f"{len(report.errors)} file{'s' if len(report.errors) != 1 else ''} could not be read (listed above with the reason)")
     return "\n".join(out)

@@ -24,6 +24,13 @@ _TGTIMG_ENTRY = 16  # {u64 image_vaddr, u64 image_size}
 # CompileOptions, LinkOptions, [ManifestStart, ManifestEnd: version <= 2 only], BinaryStart, ...
 # Version 3 (dpctl 0.22.1, measured) has no manifest pointers, so BinaryStart sits at +32.
 _DESC_TARGET_SPEC = 8
+_DESC_COMPILE_OPTIONS = 16
+_DESC_LINK_OPTIONS = 24
+_MAX_OPTIONS = 4096  # option strings longer than this are cut (real ones are ~100 bytes)
+# Callers read every descriptor (and so every image's build options) of tables up to this many
+# entries even in the default mode; finding descriptors scans every relocation, ~0.1 s in a
+# 14k-image library.
+DESCRIPTORS_ALWAYS_UP_TO = 256
 _DESC_BINARY_START = {3: 32, 2: 48, 1: 48}
 _DESC_KIND_SYCL = 4
 _DESC_FORMATS = {0: "none", 1: "native", 2: "spirv", 3: "llvmbc", 4: "zstd"}
@@ -219,6 +226,9 @@ class HostImage:
     section: str | None
     triple: str | None  # from the descriptor's DeviceTargetSpec, else the bundle section name
     desc_format: str | None  # the descriptor's Format field, when the descriptor was found
+    listed_size: int | None = None  # the table's size when it cannot be the stored size (see _bounded_image)
+    compile_options: str | None = None  # the descriptor's CompileOptions, when found and not empty
+    link_options: str | None = None  # the descriptor's LinkOptions, when found and not empty
 
 
 @dataclass
@@ -227,22 +237,30 @@ class HostOffload:
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     kernels: int | None = None
     offloading_sections: list[Section] = field(default_factory=list)  # .llvm.offloading (objects)
+    # For each native triple: how many kernels the IR triple (spir64) has that it lacks.
+    ir_kernels_missing_from: dict[str, int] = field(default_factory=dict)
 
 
-def read_host(view: ElfView, *, all_descriptors: bool = True) -> HostOffload:
+def read_host(view: ElfView, *, all_descriptors: bool = True, descriptors_up_to: int = 0) -> HostOffload:
     """Everything the host side records about embedded device images.
 
     With ``all_descriptors=False`` an image inside a ``__CLANG_OFFLOAD_BUNDLE__<triple>`` section
     takes its triple from that name and its descriptor is not looked for (``desc_format`` None):
-    finding descriptors means scanning every relocation, ~0.1 s on a 650 MB library.
+    finding descriptors means scanning every relocation, ~0.1 s on a 650 MB library. Tables of at
+    most ``descriptors_up_to`` entries get all their descriptors read all the same.
     """
     out = HostOffload()
     tgtimg = view.section(".tgtimg")
     if tgtimg is not None and tgtimg.type != "SHT_NOBITS":
+        if descriptors_up_to and tgtimg.size // _TGTIMG_ENTRY <= descriptors_up_to:
+            all_descriptors = True
         out.images = _tgtimg_images(view, tgtimg, all_descriptors)
     tgtsym = view.section(".tgtsym")
     if tgtsym is not None and 0 < tgtsym.size <= _MAX_SMALL_SECTION:
-        out.kernels_by_triple, out.kernels = _count_tgtsym(bytes(view.data(tgtsym)))
+        data = bytes(view.data(tgtsym))
+        out.kernels_by_triple, out.kernels = _count_tgtsym(data)
+        if len(out.kernels_by_triple) > 1:  # only then can a kernel lack a native image
+            out.ir_kernels_missing_from = _ir_only_kernels(data)
     out.offloading_sections = [s for s in view.sections if s.name == ".llvm.offloading" and s.size]
     return out
 
@@ -257,6 +275,23 @@ def _count_tgtsym(data: bytes) -> tuple[dict[str, int], int]:
         triple = prefix.decode("utf-8", "replace")
         per[triple[5:] if triple.startswith("sycl-") else triple] += n
     return dict(per), len({e.partition(b".")[2] or (e if b"." not in e else b"") for e in entries})
+
+
+_IR_TRIPLE = "spir64"
+_NATIVE_TRIPLES = ("spir64_gen", "spir64_x86_64")
+
+
+def _ir_only_kernels(data: bytes) -> dict[str, int]:
+    """``{native triple: kernels named under spir64 but not under it}`` from ``.tgtsym`` names
+    (a vllm-xpu-kernels build had 151 kernels only as spir64_gen images and 5 only as spir64)."""
+    names: dict[str, set[bytes]] = {}
+    for entry in data.split(b"\0"):
+        prefix, dot, kernel = entry.partition(b".")
+        if dot:
+            triple = prefix.decode("utf-8", "replace").removeprefix("sycl-").removesuffix("-unknown-unknown")
+            names.setdefault(triple, set()).add(kernel)
+    ir = names.get(_IR_TRIPLE, set())
+    return {t: len(ir - names[t]) for t in _NATIVE_TRIPLES if t in names and ir}
 
 
 def _bundle_triple(sec: Section | None) -> str | None:
@@ -298,8 +333,12 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
             hit = view.load_segment(vaddr, size) if disjoint else None
             if hit is not None:
                 seg_lo, seg_hi, seg_delta = hit[0], hit[0] + hit[2], hit[1] - hit[0]
+        listed = None
         if off is None:
-            raise region.error(tgtimg.offset + i * _TGTIMG_ENTRY, f".tgtimg entry points at {vaddr:#x}+{size} outside every loaded segment")
+            # The listed size may be the image's size *before* compression (bitsandbytes 0.50.2's
+            # icpx builds): read the image within the section or segment that holds its start.
+            off, stored = _bounded_image(view, vaddr, size, tgtimg.offset + i * _TGTIMG_ENTRY)
+            listed, size = size, stored
         if off < 0 or off + size > limit:
             region.check(off, size, f"image {i} of .tgtimg")
         sec = view.section_at(off)
@@ -309,15 +348,51 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
         triple = triples[name]
         if all_descriptors or triple is None:
             pending.append(len(images))
-        images.append(HostImage(off, size, vaddr, name, triple, None))
+        images.append(HostImage(off, size, vaddr, name, triple, None, listed))
     if pending:
         descs = _descriptors(view, {images[k].vaddr for k in pending}, skip=(tgtimg.addr, tgtimg.addr + tgtimg.size))
         for k in pending:
             img = images[k]
-            triple, fmt = descs.get(img.vaddr, (None, None))
-            if triple is not None or fmt is not None:  # the descriptor's target wins over the section name
-                img.triple, img.desc_format = triple if triple is not None else img.triple, fmt
+            desc = descs.get(img.vaddr)
+            if desc is not None:  # the descriptor's target wins over the section name
+                img.triple = desc.triple if desc.triple is not None else img.triple
+                img.desc_format, img.compile_options, img.link_options = desc.format, desc.compile_options, desc.link_options
     return images
+
+
+def _bounded_image(view: ElfView, vaddr: int, listed: int, entry_offset: int) -> tuple[int, int]:
+    """``(file offset, stored size)`` of an image whose listed size runs past every loaded segment.
+
+    The bytes from the image's start to the end of the section (else the PT_LOAD segment) holding
+    that start are all it can occupy. A zstd frame is self-delimiting: it is read by its frame
+    header and block headers and must end inside that bound (its declared content size is then
+    what the table listed). Other images are cut at the bound. Only when the start lies outside
+    every segment, or the frame runs past its bound, is no reading consistent: then the file is
+    corrupt.
+    """
+    region = view.region
+    start = view.vaddr_to_offset(vaddr, 1)
+    if start is None:
+        raise region.error(entry_offset, f".tgtimg entry points at {vaddr:#x}+{listed} outside every loaded segment")
+    sec = view.section_at(start)
+    if sec is not None:
+        end = sec.offset + sec.size
+    else:
+        seg = view.load_segment(vaddr, 1)
+        end = seg[1] + seg[2] if seg is not None else region.size
+    end = min(end, region.size, start + listed)
+    from aotwheel.formats.sniff import ZSTD_MAGIC
+
+    window = region.sub(start, end - start, f".tgtimg image at {start:#x}")
+    if window.head(4) == ZSTD_MAGIC:
+        from aotwheel.formats import zstd
+
+        try:
+            return start, zstd.frame_size(window)
+        except InspectError:
+            raise region.error(entry_offset, f".tgtimg entry lists {listed} bytes at {vaddr:#x}, past the end of "
+                               f"{'section ' + repr(sec.name) if sec else 'its segment'}, and the zstd frame there does not end inside it") from None
+    return start, end - start
 
 
 def _rela_tables(view: ElfView) -> list[Section]:
@@ -390,9 +465,10 @@ def _pointer_at(view: ElfView, vaddr: int, relocs: dict[int, int]) -> int:
     return int(relocs.get(vaddr, value))
 
 
-def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -> dict[int, tuple[str | None, str | None]]:
+def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -> dict[int, _Descriptor]:
     """Find each image's ``sycl_device_binary_struct`` (the one whose BinaryStart points at it) and
-    read DeviceTargetSpec and Format. Best effort: images without a valid descriptor are omitted."""
+    read DeviceTargetSpec, Format and the compile/link options the runtime passes to the build.
+    Best effort: images without a valid descriptor are omitted."""
     if not image_vaddrs:
         return {}
     slots: dict[int, list[int]] = {}
@@ -410,9 +486,24 @@ def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -
                 if ver == version and kind == _DESC_KIND_SYCL and fmt in _DESC_FORMATS:
                     candidates[img] = (slot - start, fmt)
                     break
-    spec_slots = {d + _DESC_TARGET_SPEC for d, _ in candidates.values()}
-    relocs = _relative_relocs(view, want_offsets=spec_slots, want_addends=set())
-    return {img: (_cstring(view, _pointer_at(view, d + _DESC_TARGET_SPEC, relocs)), _DESC_FORMATS[fmt]) for img, (d, fmt) in candidates.items()}
+    string_slots = {d + f for d, _ in candidates.values() for f in (_DESC_TARGET_SPEC, _DESC_COMPILE_OPTIONS, _DESC_LINK_OPTIONS)}
+    relocs = _relative_relocs(view, want_offsets=string_slots, want_addends=set())
+    return {
+        img: _Descriptor(
+            _cstring(view, _pointer_at(view, d + _DESC_TARGET_SPEC, relocs)), _DESC_FORMATS[fmt],
+            _cstring(view, _pointer_at(view, d + _DESC_COMPILE_OPTIONS, relocs), _MAX_OPTIONS),
+            _cstring(view, _pointer_at(view, d + _DESC_LINK_OPTIONS, relocs), _MAX_OPTIONS),
+        )
+        for img, (d, fmt) in candidates.items()
+    }
+
+
+@dataclass(frozen=True)
+class _Descriptor:
+    triple: str | None
+    format: str | None
+    compile_options: str | None
+    link_options: str | None
 
 
 def _cstring(view: ElfView, vaddr: int, limit: int = 64) -> str | None:

@@ -11,16 +11,20 @@ AR_MAGIC = b"!<arch>\n"
 OFFLOAD_MAGIC = b"\x10\xff\x10\xad"
 ELF_MAGIC = b"\x7fELF"
 BITCODE_MAGICS = (b"\xde\xc0\x17\x0b", b"BC\xc0\xde")
+BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
+CCOB_MAGIC = b"CCOB"
 
 EM_INTELGT = 205
 ET_OPENCL_OBJECTS = 0xFF02  # IR-only ELF (SPIR-V / LLVM IR)
-ET_OPENCL_EXECUTABLE = 0xFF04  # legacy patch-token device binary
+ET_OPENCL_EXECUTABLE = 0xFF04  # legacy patch-token GPU binary, or (x86-64) a CPU AOT image
+EM_X86_64 = 62
 ET_ZEBIN_EXE = 0xFF12
 
 
 def sniff(head: bytes) -> str:
     """Classify by magic: ``spirv``, ``llvmbc``, ``zstd``, ``ar``, ``offload``, ``zebin``, ``legacy``,
-    ``ir-elf``, ``elf`` (a host ELF), or ``unknown``. ``head`` needs at least 20 bytes for ELFs."""
+    ``cpu-aot`` (Intel CPU AOT image), ``ir-elf``, ``elf`` (a host ELF), ``bundle`` (clang offload
+    bundle, plain or ``CCOB``), or ``unknown``. ``head`` needs at least 20 bytes for ELFs."""
     if head[:4] in (SPIRV_MAGIC, SPIRV_MAGIC_BE):
         return "spirv"
     if head[:4] in BITCODE_MAGICS:
@@ -31,11 +35,13 @@ def sniff(head: bytes) -> str:
         return "ar"
     if head[:4] == OFFLOAD_MAGIC:
         return "offload"
+    if head[:24] == BUNDLE_MAGIC or head[:4] == CCOB_MAGIC:
+        return "bundle"
     if head[:4] == ELF_MAGIC and len(head) >= 20:
         endian = "<" if head[5] == 1 else ">"
         e_type, e_machine = struct.unpack_from(endian + "HH", head, 16)
         if e_type == ET_OPENCL_EXECUTABLE:
-            return "legacy"
+            return "cpu-aot" if e_machine == EM_X86_64 else "legacy"
         if e_type == ET_OPENCL_OBJECTS:
             return "ir-elf"
         if e_machine == EM_INTELGT or e_type == ET_ZEBIN_EXE:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -62,6 +63,29 @@ def _kind(cl, device) -> str:
     return "other"
 
 
+# CPUID vendor strings (/proc/cpuinfo "vendor_id") and the names CPU devices carry.
+_CPU_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd", "HygonGenuine": "hygon", "CentaurHauls": "centaur"}
+
+
+def cpu_vendor(name: str, runtime_vendor: str, cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The maker of a CPU device. A CPU OpenCL runtime reports *its own* vendor (Intel's runtime
+    says "Intel(R) Corporation", vendor id 0x8086, on an AMD EPYC): the device name, else the
+    host's CPUID vendor, says whose CPU it is."""
+    low = name.lower()
+    for word, vendor in (("amd", "amd"), ("intel", "intel")):
+        if re.search(rf"\b{word}\b", low):
+            return vendor
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("vendor_id"):
+                    ident = line.partition(":")[2].strip()
+                    return _CPU_VENDORS.get(ident, ident.lower())
+    except OSError:
+        pass
+    return runtime_vendor.strip().lower()
+
+
 def describe(cl, platform, device, index: int = 0, lib_cache: list | None = None) -> ProbedDevice:
     """A :class:`ProbedDevice` for one pyopencl device (IP version read through ctypes)."""
     from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog
@@ -84,7 +108,7 @@ def describe(cl, platform, device, index: int = 0, lib_cache: list | None = None
         name=device.name.strip(),
         backend="opencl",
         kind=kind,
-        vendor="intel" if intel else device.vendor.strip(),
+        vendor=cpu_vendor(device.name, device.vendor) if kind == "cpu" else "intel" if intel else device.vendor.strip(),
         ip=ip,
         catalog=catalog_name,
         pci_id=pci_id,

@@ -3,8 +3,8 @@
 For tests and for users who know better (a container without device nodes, a machine being
 planned for). The value is a comma/space separated list of anything the device catalog knows
 (``pvc``, ``ats-m150``, ``intel_gpu_bmg_g21``, ``12.60.7``, family names such as ``bmg``), NVIDIA
-GPUs by compute capability (``sm_90``), plus ``cpu`` for an OpenCL CPU device. Example:
-``AOTWHEEL_DEVICE=acm-g11,sm_90,cpu``.
+GPUs by compute capability (``sm_90``), AMD GPUs by target id (``gfx90a``, ``gfx90a:xnack-``),
+plus ``cpu`` for an OpenCL CPU device. Example: ``AOTWHEEL_DEVICE=acm-g11,sm_90,gfx942,cpu``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,13 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
         owner = backends.for_token(low)
         if owner is not None and owner.name == "nvidia" and not low.startswith(("sm_", "nvidia_gpu_sm_")):
             raise DevlistError(f"{source}: '{token}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. {ENV}=sm_90", token)
+        if owner is not None and owner.name == "amd":
+            from aotwheel.backends.amd.targets import require_target_id
+
+            tid = str(require_target_id(low))
+            if not any(d.catalog == tid for d in devices):
+                devices.append(ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor="amd", catalog=tid, index=len(devices)))
+            continue
         if low.startswith(("sm_", "nvidia_gpu_sm_")):
             from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
 

@@ -39,14 +39,34 @@ class IntelBackend:
     def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
         from aotwheel.backends.intel.rules import decide
 
-        targets = [t for t in file.native_targets if t.vendor == INTEL]
-        v = decide(targets, [k for k in file.ir if k in IR_FORMS], device, binary=binary, compatibility=compatibility)
-        return self._finish(v)
+        if getattr(device, "kind", "gpu") == "cpu":
+            from aotwheel.backends.intel.cpu_rules import decide_cpu
 
-    def _finish(self, v: Verdict) -> Verdict:
+            return self._finish(decide_cpu(file, device, binary=binary), file)
+        # CPU AOT images never serve a GPU.
+        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != "cpu-aot"]
+        ir = [k for k in file.ir if k in IR_FORMS]
+        if not targets and not ir and any(t.vendor == INTEL for t in file.native_targets):
+            label = str(getattr(device, "label", None) or getattr(device, "name", "device"))
+            return self._finish(Verdict(label, getattr(device, "ip", None), UNSUPPORTED, None,
+                                   "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
+                                   getattr(device, "kind", "gpu"), ("spir64_x86_64",)))
+        v = decide(targets, ir, device, binary=binary, compatibility=compatibility)
+        if compatibility and v.verdict == NATIVE and _by_compatibility(v):
+            v = _per_driver_version(v, decide(targets, ir, device, binary=binary, compatibility=False), getattr(device, "driver", None))
+        return self._finish(v, file)
+
+    def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
 
-        return replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v))
+        v = replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v))
+        if file is not None and v.verdict == NATIVE:
+            # Kernels that exist only as spir64 SPIR-V are compiled at first use even here.
+            missing = file.ir_kernels_missing_from.get("spir64_x86_64" if v.kind == "cpu" else "spir64_gen", 0)
+            if missing:
+                v = replace(v, jit_kernels=missing, reason=f"{v.reason}; {missing} kernel{'s' if missing != 1 else ''} exist only as "
+                            "spir64 SPIR-V images and are JIT-compiled at first use")
+        return v
 
     def covering_devlist(self, verdict: Verdict) -> str | None:
         """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets."""
@@ -68,10 +88,17 @@ class IntelBackend:
             keep_ir = verdict.verdict == UNSUPPORTED and verdict.rule != "other-vendor"
             return f"rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))}" + (" (or keep JIT fallback on)" if keep_ir else "")
         if verdict.kind == "cpu":
-            return "" if verdict.verdict != UNSUPPORTED else "rebuild with JIT fallback on (SPIR-V kept): CPUs only run SPIR-V"
+            if verdict.rule == "cpu-options":
+                return "rebuild without GPU-only options for the spir64 target (pass them to spir64_gen only: -Xs applies to every SPIR-V target), or add -fsycl-targets=spir64_x86_64"
+            return "" if verdict.verdict == NATIVE else "rebuild with -fsycl-targets=spir64_x86_64 (native CPU code) or keep a spir64 SPIR-V image"
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
 
     def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
+        if verdict.jit_kernels:
+            kernels = verdict.jit_kernels
+            binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
+            return (f"{binary}: {verdict.device} runs native code but will JIT-compile {kernels} kernel{'s' if kernels != 1 else ''} "
+                    "that exist only as spir64 SPIR-V images; build them for the native target too")
         what = f"{kernels} kernel{'s' if kernels != 1 else ''}" if kernels else "its kernels"
         binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
         embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
@@ -82,11 +109,47 @@ class IntelBackend:
 
             line += f"; rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))} to ship native code for it"
         elif verdict.kind == "cpu":
-            line += "; CPU devices always compile SPIR-V, no USE_AOT_DEVLIST covers them"
+            line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
 
     def selftest(self, binary: str) -> list[Any]:
         return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
+
+
+# compute-runtime releases (year.week) since which the compatibility mapping is honoured: for a
+# single-device binary since 24.45, for a member chosen inside a fat binary (ar) since 25.44.
+COMPAT_SINGLE_SINCE = (24, 45)
+COMPAT_FAT_SINCE = (25, 44)
+
+
+def driver_release(text: str | None) -> tuple[int, int] | None:
+    """``(25, 44)`` from a compute-runtime version such as ``25.44.36015.5`` (OpenCL's
+    driver_version); None for anything else (Level Zero's packed numbers, other vendors)."""
+    import re
+
+    m = re.match(r"\s*(\d{2})\.(\d{2})\.\d+", text or "")
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def _by_compatibility(v: Verdict) -> bool:
+    return v.rule.startswith("compat") or "compatibility mapping" in v.reason
+
+
+def _per_driver_version(v: Verdict, strict: Verdict, driver: str | None) -> Verdict:
+    """A native verdict that rests on the compatibility mapping holds only on drivers that honour it."""
+    from dataclasses import replace
+
+    fat = v.rule != "single-binary"
+    since = COMPAT_FAT_SINCE if fat else COMPAT_SINGLE_SINCE
+    need = f"{since[0]}.{since[1]}"
+    where = "inside a fat binary " if fat else ""
+    release = driver_release(driver)
+    if release is None:
+        return replace(v, reason=f"{v.reason}; this needs compute-runtime {need} or newer (compatibility fallback {where}honoured since "
+                                 f"{need}); with an older or unknown driver: {strict.verdict} ({strict.reason})")
+    if release >= since:
+        return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
+    return replace(strict, reason=f"{strict.reason}; driver {driver} predates {need}, which first honours the compatibility fallback {where}".rstrip())
 
 
 BACKEND = IntelBackend()

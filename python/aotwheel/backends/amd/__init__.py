@@ -1,0 +1,70 @@
+"""AMD backend: GPUs running HIP code objects from clang offload bundles (``.hip_fatbin``).
+
+Modules: ``targets`` (target ids ``gfx90a:xnack-`` and the processor/feature rule), ``codeobject``
+(the code object's ELF header: processor number, xnack/sramecc settings), ``rules`` (the HIP
+runtime's choice of code object, as verdicts). The bundle reader is vendor-free
+(``aotwheel.formats.bundle``). Inspection and verdicts only: aotwheel neither builds HIP code nor
+probes AMD devices (no ROCm here); AMD devices are named with ``--device gfx90a`` /
+``AOTWHEEL_DEVICE``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from aotwheel.model import AMD, NATIVE, Verdict
+
+if TYPE_CHECKING:
+    from aotwheel.model import Device
+    from aotwheel.report import FileReport
+
+
+class AmdBackend:
+    name = AMD
+    title = "AMD"
+
+    def owns_token(self, token: str) -> bool:
+        # Every gfx* token, valid or not, so that a typo gets this backend's message.
+        return token.startswith("gfx")
+
+    def owns_device(self, device: Device) -> bool:
+        # A GPU only: an AMD CPU seen through Intel's OpenCL CPU runtime runs SPIR-V by Intel's rules.
+        return str(getattr(device, "vendor", "")).lower() == AMD and getattr(device, "kind", "gpu") == "gpu"
+
+    def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
+        from aotwheel.backends.amd.rules import SPIRV_IR
+
+        names = [t.name or "" for t in file.native_targets if t.vendor == AMD]
+        return list(dict.fromkeys(names)), [k for k in file.ir if k == SPIRV_IR]
+
+    def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
+        from dataclasses import replace
+
+        from aotwheel.backends.amd.rules import decide
+
+        native, ir = self.code_in(file)
+        v = decide(native, ir, device, binary=binary)
+        return v if v.verdict == NATIVE else replace(v, remedy=self.remedy(v))
+
+    def selftest(self, binary: str) -> list[Any]:
+        """Nothing to run: aotwheel has no HIP runtime binding and no AMD GPU is reachable here."""
+        return []
+
+    def remedy(self, verdict: Verdict) -> str:
+        from aotwheel.backends.amd.targets import parse_target_id
+
+        dev = parse_target_id(verdict.device.split(" ")[0])
+        if dev is None:
+            return ""
+        archs = list(dict.fromkeys([*verdict.targets, str(dev)]))
+        return f"rebuild the HIP code with --offload-arch={','.join(archs)}"
+
+    def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
+        binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
+        line = f"{binary}: {verdict.device} will compile its kernels from AMD SPIR-V at load (embedded code objects: {', '.join(verdict.targets) or 'none'})"
+        fix = self.remedy(verdict)
+        return line + (f"; {fix} to ship native code for it" if fix else "")
+
+
+BACKEND = AmdBackend()

@@ -1,0 +1,73 @@
+"""Verdicts for AMD GPUs: how the HIP runtime picks a code object from a clang offload bundle.
+
+The runtime (CLR's code object lookup through comgr) takes the bundle entry whose target id
+matches the device's ISA: the same processor (or a generic processor that lists it) and every
+feature the entry fixes (``xnack±``, ``sramecc±``) equal to the device's; features the entry
+leaves out match either setting. There is no fallback to another processor: without a match the
+launch fails ("no kernel image is available" / hipErrorNoBinaryForGpu) -- unless the bundle also
+carries AMD's SPIR-V (``spirv64-amd-amdhsa--amdgcnspirv``), which the runtime compiles at load.
+
+No AMD GPU or ROCm runtime is reachable here: these rules are exercised with ``--device gfx90a``
+style overrides only; aotwheel has no AMD device probe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aotwheel.backends.amd.targets import FEATURES, GENERIC, TargetId, parse_target_id, runs_on
+from aotwheel.model import AMD, JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
+
+SPIRV_IR = "amdgcnspirv"  # the IR form a bundle's spirv64-amd-amdhsa entry gives
+
+RULES = {
+    "amd-exact": "a code object for the device's processor whose features match the device",
+    "amd-generic": "a code object for a generic processor that covers the device",
+    "amd-feature": "a code object for the processor, but built for a feature setting the device may not run",
+    "amd-spirv": "no code object for the device; the bundle's AMD SPIR-V is compiled at load",
+    "amd-no-match": "no code object for the device's processor (HIP has no other fallback)",
+}
+
+
+def decide(targets: Sequence[str], ir: Sequence[str], device: Any, *, binary: str | None = None) -> Verdict:
+    """The HIP runtime's verdict for a binary carrying code objects ``targets`` (target ids)."""
+    label = str(getattr(device, "label", None) or getattr(device, "catalog", None) or getattr(device, "name", "device"))
+    dev = parse_target_id(str(getattr(device, "catalog", None) or ""))
+    names = tuple(dict.fromkeys(targets))
+    embedded = ", ".join(names) or "none"
+
+    def make(verdict: str, image: str | None, rule: str, reason: str) -> Verdict:
+        return Verdict(label, None, verdict, image, reason, rule, binary, "gpu", names, AMD)
+
+    if dev is None:
+        return make(UNKNOWN, None, "amd-no-match", f"{label}'s AMD target (gfx…) is unknown; native if it is one of {embedded}")
+    codes = [(t, c) for t in names if (c := parse_target_id(t)) is not None]
+    exact = [(t, c) for t, c in codes if c.processor == dev.processor]
+    generic = [(t, c) for t, c in codes if dev.processor in GENERIC.get(c.processor, ())]
+    for rule, group in (("amd-exact", exact), ("amd-generic", generic)):
+        fits = [(t, c) for t, c in group if runs_on(c, dev) is None]
+        certain = [(t, c) for t, c in fits if all(f in dev.features or f not in c.features for f in FEATURES)]
+        if certain:
+            t, _ = certain[0]
+            return make(NATIVE, t, rule, f"native: code object {t} {'is for' if rule == 'amd-exact' else 'covers'} {dev}")
+        if fits:
+            return _depends(make, fits, dev, group, ir)
+    why = f"no code object for {dev} among {embedded}"
+    rejected = [f"{t} ({runs_on(c, dev)})" for t, c in exact]
+    if rejected:
+        why += "; rejected: " + "; ".join(rejected)
+    if SPIRV_IR in ir:
+        return make(JIT, "spirv64-amd-amdhsa--amdgcnspirv", "amd-spirv", f"JIT: {why}; the runtime compiles the bundle's AMD SPIR-V at load")
+    return make(UNSUPPORTED, None, "amd-no-match", f"unsupported: {why}; HIP code objects have no fallback to another processor (hipErrorNoBinaryForGpu)")
+
+
+def _depends(make: Any, fits: list[tuple[str, TargetId]], dev: TargetId, group: list[tuple[str, TargetId]], ir: Sequence[str]) -> Verdict:
+    """Code objects exist only for feature settings the device was not named with: the answer
+    depends on how the device runs (``HSA_XNACK``; sramecc is a board setting)."""
+    settings = sorted({f"{f}{'+' if v else '-'}" for _, c in fits for f, v in c.features.items() if f not in dev.features})
+    other = "JIT from the bundle's AMD SPIR-V" if SPIRV_IR in ir else "unsupported"
+    t = fits[0][0]
+    return make(UNKNOWN, None, "amd-feature",
+                f"native only if {dev.processor} runs with {' and '.join(settings)} (code object {t}; name the device as e.g. "
+                f"{dev.processor}:{settings[0]} to decide), else {other}")

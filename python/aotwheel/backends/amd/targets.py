@@ -1,0 +1,74 @@
+"""AMD target ids (``gfx90a``, ``gfx90a:xnack-``, ``gfx942:sramecc+:xnack+``) and the rule the HIP
+runtime applies when it picks a code object for a device (LLVM AMDGPUUsage, "Target ID"): the
+processor must match, and each feature the code object fixes (``+``/``-``) must equal the device's
+setting; a feature it leaves out ("any") runs either way. Generic processors (code object v6)
+cover the processors listed for them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from aotwheel.errors import AotwheelError
+
+_TARGET_RE = re.compile(r"(gfx[0-9a-f]+|gfx[0-9]+(?:-[0-9]+)*-generic)((?::[a-z]+[+-])*)")
+FEATURES = ("sramecc", "xnack")
+
+# LLVM AMDGPUUsage, "Generic processors" table: which processors each generic one runs on.
+GENERIC: dict[str, tuple[str, ...]] = {
+    "gfx9-generic": ("gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"),
+    "gfx9-4-generic": ("gfx942", "gfx950"),
+    "gfx10-1-generic": ("gfx1010", "gfx1011", "gfx1012", "gfx1013"),
+    "gfx10-3-generic": ("gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"),
+    "gfx11-generic": ("gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"),
+    "gfx12-generic": ("gfx1200", "gfx1201"),
+}
+
+
+@dataclass(frozen=True)
+class TargetId:
+    processor: str
+    features: dict[str, bool] = field(default_factory=dict)  # "xnack" -> True (+) / False (-); absent = any
+
+    def __str__(self) -> str:
+        return self.processor + "".join(f":{k}{'+' if v else '-'}" for k, v in sorted(self.features.items()))
+
+    def setting(self, feature: str) -> str:
+        return {True: "on", False: "off"}.get(self.features.get(feature), "any")  # type: ignore[arg-type]
+
+
+def parse_target_id(text: str) -> TargetId | None:
+    """``gfx90a:xnack-`` -> TargetId; None when ``text`` is not an AMD target id."""
+    m = _TARGET_RE.fullmatch(text.strip().lower())
+    if m is None:
+        return None
+    features: dict[str, bool] = {}
+    for part in filter(None, m[2].split(":")):
+        name, sign = part[:-1], part[-1]
+        if name in features:
+            return None
+        features[name] = sign == "+"
+    return TargetId(m[1], features)
+
+
+def require_target_id(text: str) -> TargetId:
+    target = parse_target_id(text)
+    if target is None:
+        raise AotwheelError(f"{text!r} is not an AMD target id; use e.g. gfx90a, gfx90a:xnack- or gfx942:sramecc+:xnack+")
+    return target
+
+
+def runs_on(code: TargetId, device: TargetId) -> str | None:
+    """Why a code object for ``code`` does not load on ``device`` (None when it does).
+
+    A device whose feature setting is unknown (named without ``:xnack±``) takes code objects
+    built for either setting -- the caller says so in its verdict.
+    """
+    if code.processor != device.processor and device.processor not in GENERIC.get(code.processor, ()):
+        return f"built for {code.processor}, not {device.processor}"
+    for name, want in code.features.items():
+        have = device.features.get(name)
+        if have is not None and have != want:
+            return f"built with {name}{'+' if want else '-'}, the device runs {name}{'+' if have else '-'}"
+    return None
