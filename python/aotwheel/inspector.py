@@ -30,6 +30,7 @@ from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
 _CANDIDATE_RE = re.compile(r"(\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar|\.zebin)$")
+_DIST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a pip distribution name (PEP 508)
 _MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _WHEEL_SEP = "!"
 _LEAF_KINDS = frozenset({"spirv", "llvmbc"})  # kinds the default mode notes without walking into
@@ -54,7 +55,11 @@ def inspect(path: str | os.PathLike[str], *, deep: bool = False) -> Report:
                 return Report(text, [_inspect_region(region, text, deep)])
         located = _locate_module(text)
         if located is None:
-            raise InspectError(f"{text}: no such file, directory or installed module; pass a .so, .whl, device binary or importable name")
+            files = _distribution_files(text)
+            if files is None:
+                raise InspectError(f"{text}: no such file, directory, installed module or distribution; "
+                                   "pass a .so, .whl, device binary, importable name or pip package name")
+            return Report(text, [r for p in files if (r := _inspect_or_error(p, str(p), deep))])
         target = located
     if target.is_dir():
         return Report(text, [r for p in _candidates(target) if (r := _inspect_or_error(p, str(p), deep))])
@@ -241,6 +246,26 @@ def _inspect_file_if_binary(path: Path, label: str, deep: bool) -> FileReport | 
 
 def _candidates(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and _CANDIDATE_RE.search(p.name))
+
+
+def _distribution_files(name: str) -> list[Path] | None:
+    """Binaries an installed distribution's RECORD lists (``onemkl-sycl-blas`` keeps its library in
+    ``<prefix>/lib``, outside any importable package); ``None`` if no such distribution."""
+    if not _DIST_RE.fullmatch(name):
+        return None
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    found: dict[Path, None] = {}
+    for entry in dist.files or ():
+        if _CANDIDATE_RE.search(entry.name):
+            p = Path(str(dist.locate_file(entry))).resolve()
+            if p.is_file() and not p.is_symlink():
+                found[p] = None
+    return sorted(found)
 
 
 def _locate_module(name: str) -> Path | None:
