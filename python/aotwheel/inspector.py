@@ -346,7 +346,6 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     host = read_host(view, all_descriptors=walk.deep, descriptors_up_to=DESCRIPTORS_ALWAYS_UP_TO)
     walk.report.kernels = host.kernels
     walk.report.kernels_by_triple = {k.removesuffix("-unknown-unknown"): v for k, v in host.kernels_by_triple.items()}
-    walk.report.ir_kernels_missing_from = host.ir_kernels_missing_from
     fr, buf, start, base = walk.report, region.buf, region.start, region.where(0)
     images, ir, deep = fr.images, fr.ir, walk.deep
     all_images = host.images
@@ -360,12 +359,15 @@ def _walk_host(walk: _Walk, region: Region) -> None:
             a = start + off
             kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
             if kind in _LEAF_KINDS and not deep:
-                images.append(Image(len(images), base + off, size, kind, img.triple, False, img.section, listed_size=img.listed_size,
-                                    compile_options=img.compile_options, link_options=img.link_options))
+                leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
+                images.append(leaf)
                 if kind not in ir:
                     ir.append(kind)  # what _note_ir does
+                if img.compile_options is not None or img.link_options is not None:  # positional above: 14k images in mkl
+                    leaf.compile_options, leaf.link_options = img.compile_options, img.link_options
                 if img.listed_size is not None:
-                    fr.warnings.append(_cut_warning(len(images) - 1, img.listed_size, img.section, size))
+                    leaf.listed_size = img.listed_size
+                    fr.warnings.append(_cut_warning(leaf.index, img.listed_size, img.section, size))
             else:
                 _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
                 added = images[-1]
@@ -376,6 +378,8 @@ def _walk_host(walk: _Walk, region: Region) -> None:
                         fr.warnings.append(_cut_warning(added.index, img.listed_size, img.section, added.size))
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
+    if any(t.vendor == INTEL for t in fr.native_targets):  # kernels only the IR serves matter only then
+        fr.ir_kernels_missing_from = host.ir_only_kernels()
     hip = view.section(".hip_fatbin")
     if hip is not None and hip.type != "SHT_NOBITS" and hip.size:
         _walk_hip(walk, region.sub(hip.offset, hip.size, "section '.hip_fatbin'"), ".hip_fatbin")
