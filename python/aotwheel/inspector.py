@@ -532,7 +532,12 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
         img.sha256 = hashlib.sha256(region.view(0, region.size, "image")).hexdigest()
     if kind == "zstd":
         img.decompressed_size = zstd.content_size(region)
-        img.content = sniff(zstd.peek(region, 64))
+        dctx = walk.memo.get("zstd-dctx")
+        if dctx is None:
+            import zstandard
+
+            dctx = walk.memo["zstd-dctx"] = zstandard.ZstdDecompressor()
+        img.content = sniff(zstd.peek(region, 64, dctx))
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.
         if img.content in ("ar", "zebin", "legacy", "cpu-aot", "ir-elf", "offload") or walk.deep:
             data = zstd.decompress(region)
