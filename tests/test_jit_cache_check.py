@@ -19,6 +19,15 @@ VLLM = REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_x
 
 
 @pytest.fixture(scope="module")
+def spv(tmp_path_factory) -> Path:
+    """A SPIR-V module: what a CPU JIT-compiles (a GPU fat binary's generic_ir is for GPU drivers)."""
+    require("clang-15", "llvm-spirv-15")
+    d = tmp_path_factory.mktemp("spv")
+    compile_spirv(REPO / "csrc" / "kernels" / "elementwise.cl", d / "k.spv")
+    return d / "k.spv"
+
+
+@pytest.fixture(scope="module")
 def fatbin(tmp_path_factory) -> Path:
     require("clang-15", "llvm-spirv-15", "ocloc")
     d = tmp_path_factory.mktemp("fat")
@@ -43,32 +52,33 @@ def _cpu_verdict(proc: subprocess.CompletedProcess[str]) -> dict:
     return cpu
 
 
-def test_check_says_cached_native_build_after_the_loader_stored_one(fatbin, tmp_path):
+def test_check_says_cached_native_build_after_the_loader_stored_one(spv, tmp_path):
     env = {**opencl_cpu_env(), "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "jit"), "AOTWHEEL_JIT": "ignore"}
-    before = run_cli(["check", str(fatbin)], env)
-    assert before.returncode == 0 and "[opencl]: jit generic_ir" in before.stdout, before.stdout
+    before = run_cli(["check", str(spv)], env)
+    assert before.returncode == 0 and "[opencl]: jit spirv" in before.stdout, before.stdout
     assert "cached native build" not in before.stdout
-    assert _cpu_verdict(run_cli(["check", "--json", str(fatbin)], env))["cached_native_build"] == {"modules": 1, "cached": 0}
+    assert _cpu_verdict(run_cli(["check", "--json", str(spv)], env))["cached_native_build"] == {"modules": 1, "cached": 0}
 
     load = run_python("import pyopencl as cl\nfrom aotwheel.opencl import load_program\n"
                       "d = next(d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.CPU)\n"
-                      f"print(load_program(cl.Context([d]), d, {str(fatbin)!r}).source)", env)
+                      f"print(load_program(cl.Context([d]), d, {str(spv)!r}).source)", env)
     assert load.returncode == 0 and load.stdout.strip() == "jit", load.stderr
 
-    after = run_cli(["check", str(fatbin)], env)
-    assert "[opencl]: jit (cached native build) generic_ir" in after.stdout, after.stdout
-    assert _cpu_verdict(run_cli(["check", "--json", str(fatbin)], env))["cached_native_build"] == {"modules": 1, "cached": 1}
+    after = run_cli(["check", str(spv)], env)
+    assert "[opencl]: jit (cached native build) spirv" in after.stdout, after.stdout
+    assert _cpu_verdict(run_cli(["check", "--json", str(spv)], env))["cached_native_build"] == {"modules": 1, "cached": 1}
     # another cache folder (or none) holds nothing for it
-    other = run_cli(["check", str(fatbin)], {**env, "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "empty")})
+    other = run_cli(["check", str(spv)], {**env, "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "empty")})
     assert "cached native build" not in other.stdout
-    off = run_cli(["check", str(fatbin)], {**env, "AOTWHEEL_JIT_CACHE_DIR": "off"})
+    off = run_cli(["check", str(spv)], {**env, "AOTWHEEL_JIT_CACHE_DIR": "off"})
     assert "cached native build" not in off.stdout
 
 
 def test_sycl_binary_jit_warning_and_check_advise_the_persistent_cache(sycl_binary, tmp_path):
     env = {k: v for k, v in opencl_cpu_env().items() if not k.startswith("SYCL_CACHE")}
     env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME="")
-    proc = run_cli(["check", "--device", "cpu", str(sycl_binary)], env)
+    # acm-g10 is not among its targets and dg2 has no compatibility fallback: the driver JITs generic_ir
+    proc = run_cli(["check", "--device", "acm-g10", str(sycl_binary)], env)
     assert proc.returncode == 0, proc.stderr
     default = str(tmp_path / "home" / ".cache" / "libsycl_cache")
     advice = [line for line in proc.stdout.splitlines() if line.startswith("SYCL: ")]
@@ -78,7 +88,7 @@ def test_sycl_binary_jit_warning_and_check_advise_the_persistent_cache(sycl_bina
     assert len(warning) == 1 and "SYCL_CACHE_PERSISTENT=1 keeps the result" in warning[0]
 
     on = {**env, "SYCL_CACHE_PERSISTENT": "1", "SYCL_CACHE_DIR": str(tmp_path / "sycl")}
-    js = run_cli(["check", "--json", "--device", "cpu", str(sycl_binary)], on)
+    js = run_cli(["check", "--json", "--device", "acm-g10", str(sycl_binary)], on)
     assert json.loads(js.stdout)["sycl_cache"] == {"persistent": True, "folder": str(tmp_path / "sycl"),
                                                    "advice": syclcache.state(on).advice()}
     assert "keeps JIT results" in json.loads(js.stdout)["sycl_cache"]["advice"]
@@ -87,7 +97,7 @@ def test_sycl_binary_jit_warning_and_check_advise_the_persistent_cache(sycl_bina
 def test_advice_never_sets_the_variables(sycl_binary):
     env = {k: v for k, v in opencl_cpu_env().items() if not k.startswith("SYCL_CACHE")}
     code = ("import os, warnings, aotwheel\nwarnings.simplefilter('ignore')\n"
-            f"v = aotwheel.check({str(sycl_binary)!r}, devices='cpu')\n"
+            f"v = aotwheel.check({str(sycl_binary)!r}, devices='acm-g10')\n"
             "print(v[0].verdict, os.environ.get('SYCL_CACHE_PERSISTENT'), os.environ.get('SYCL_CACHE_DIR'))")
     proc = run_python(code, env)
     assert proc.returncode == 0, proc.stderr
@@ -96,8 +106,8 @@ def test_advice_never_sets_the_variables(sycl_binary):
 
 def test_non_sycl_binary_gets_no_sycl_advice(fatbin):
     env = {**opencl_cpu_env(), "AOTWHEEL_JIT": "warn"}
-    proc = run_cli(["check", "--device", "cpu", str(fatbin)], env)
-    assert proc.returncode == 0 and "SYCL" not in proc.stdout + proc.stderr
+    proc = run_cli(["check", "--device", "acm-g11", str(fatbin)], env)  # JIT: generic_ir, dg2 has no fallback
+    assert proc.returncode == 0 and "will JIT-compile" in proc.stderr and "SYCL" not in proc.stdout + proc.stderr
     assert not syclcache.links_sycl(str(fatbin))
 
 
