@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 
 from aotwheel.buildsteps.shard import DEVICE_COST
+from aotwheel.config import OCLOC_GROUPS
 from aotwheel.errors import AotwheelError
 
-ENV = "AOTWHEEL_OCLOC_GROUPS"
+ENV = OCLOC_GROUPS.name
 
 
 def usable_cores() -> int:
