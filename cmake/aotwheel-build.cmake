@@ -42,10 +42,11 @@
 #   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
 include_guard(GLOBAL)
 
-# `python -m aotwheel.buildsteps` of the aotwheel that owns this file.
-set(_AOTWHEEL_BUILD_COMMAND ${_AOTWHEEL_PYTHON_COMMAND})
-list(POP_BACK _AOTWHEEL_BUILD_COMMAND)
-list(APPEND _AOTWHEEL_BUILD_COMMAND aotwheel.buildsteps)
+# The build steps (`python -m aotwheel.buildsteps`) of the aotwheel that owns this file, run as
+# its __main__.py, which puts this aotwheel first on sys.path itself: no `cmake -E env
+# PYTHONPATH=...` wrapper process around every build edge (that process alone costs ~85 ms of
+# CPU, more than the step's own imports; measured for docs/performance.md's P1).
+set(_AOTWHEEL_BUILD_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/buildsteps/__main__.py")
 
 # _aotwheel_build_step(<fn> <step> <args>...): run one build step at configure time or stop with
 # its one-line error prefixed by the public function's name.

@@ -1,4 +1,5 @@
-"""``python -m aotwheel.buildsteps <step> ...``: the steps CMake's ``aotwheel_add_device_code`` runs.
+"""``python -m aotwheel.buildsteps <step> ...``: the steps CMake's ``aotwheel_add_device_code`` runs
+(as ``python <...>/aotwheel/buildsteps/__main__.py <step> ...``, which needs no PYTHONPATH).
 
 configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
            device groups of the ocloc edges)
@@ -20,7 +21,10 @@ import json
 import sys
 from pathlib import Path
 
-from aotwheel.errors import AotwheelError, run_command
+if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwheel around it, first
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+
+from aotwheel.errors import AotwheelError, run_command  # noqa: E402
 
 
 def _write_if_changed(path: str, text: str) -> None:
