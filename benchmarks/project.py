@@ -3,8 +3,9 @@
 ``write_project`` lays out ``CMakeLists.txt`` (``aotwheel_add_device_code`` over ``ops_*.cl``),
 a stable-ABI C extension and a ``pyproject.toml`` for scikit-build-core wheels. ``BuildTree``
 configures one build directory and runs ninja on chosen outputs, counting the ocloc edges ninja
-ran (from its edge descriptions) and the ocloc processes started (cache misses in
-``events.log``, or one per edge when the cache is off).
+ran and the (source, device) pairs they covered (from the edge descriptions, one edge per source
+and group of devices) and the ocloc processes started (per-device cache misses in ``events.log``;
+with the cache off, one per edge: each runs one ``ocloc -device <its group>``).
 """
 
 from __future__ import annotations
@@ -129,8 +130,9 @@ class NinjaRun:
 
     seconds: float
     cpu: float  # user + system CPU of ninja and everything it ran
-    ocloc_edges: list[tuple[str, str]]  # (source, device)
+    ocloc_edges: list[tuple[str, str]]  # (source, device) covered by the ocloc edges that ran
     ocloc_runs: int
+    ocloc_edge_count: int = 0  # ninja edges (one per source and group of devices)
 
 
 class BuildTree:
@@ -169,9 +171,10 @@ class BuildTree:
         out = _check(cmd, tool_env(cache_dir))  # type: ignore[arg-type]
         dt = time.perf_counter() - t0
         cpu = child_cpu() - c0
-        edges = [(m.group(1), m.group(2)) for m in _OCLOC_EDGE.finditer(out)]
-        runs = cache_misses(cache_dir) - before if cache_dir is not None else len(edges)  # type: ignore[arg-type]
-        return NinjaRun(dt, cpu, edges, runs)
+        groups = [(m.group(1), m.group(2)) for m in _OCLOC_EDGE.finditer(out)]
+        edges = [(src, dev) for src, group in groups for dev in group.split(",")]
+        runs = cache_misses(cache_dir) - before if cache_dir is not None else len(groups)  # type: ignore[arg-type]
+        return NinjaRun(dt, cpu, edges, runs, len(groups))
 
     def remove_device_outputs(self) -> None:
         """Delete the native images and fat binaries so ninja must redo exactly those edges."""

@@ -17,16 +17,14 @@ _WHY = {
         "work between devices: one `ocloc -device pvc,acm-g10,tgllp,dg1,acm-g11,adl-p` on the linked module "
         "took 11.45 s CPU, the six single-device calls 11.36 s in sum (pvc 2.54 s, the others ≈1.76 s each; "
         "measured once with `/usr/bin/time ocloc compile -file all.spv -spirv_input -device <d>` on a quiet "
-        "machine). The extra CPU is ours: {edges} ocloc edges, each a `cmake -E env` + `python -m "
-        "aotwheel.buildsteps ocloc` process around ocloc (≈0.05 s CPU per edge: interpreter start, imports, "
-        "hashing the SPIR-V — see the overhead table; `python -S` gains nothing measurable), one Python "
-        "`fatbin` step per source, and a few percent of CPU inflation when two compiles share the cores. "
-        "Fix (owner of `cmake/aotwheel-build.cmake` and `aotwheel/buildsteps/ocloc_job.py`): fewer Python "
-        "processes — one ocloc edge per (source, group of devices) with min(N, cores) groups (S·min(N, C) "
-        "edges instead of S·N) that runs `ocloc -device <the group's cache misses> -exclude_ir` once and "
-        "splits the ar into per-device members stored under the same per-(source, device) cache keys "
-        "(members equal single-device builds, as ocloc_job.py already relies on); with one group per source "
-        "the same process can also write the fat binary."
+        "machine). The extra CPU is ours: {edges} ocloc edges, one per (source, group of devices) with "
+        "min(N, cores) groups (S·min(N, C) edges instead of S·N), each a `python …/buildsteps/__main__.py "
+        "ocloc` process (interpreter start and imports, ≈0.09 s CPU; the `cmake -E env` wrapper that cost "
+        "≈0.085 s more per step is gone) around one `ocloc -device <the group's cache misses> -exclude_ir` "
+        "split into per-device members; one Python `fatbin` step per source; and the CPU inflation of two "
+        "compiles sharing the cores. With N = cores the grouping cannot help (one device per group), so N=2 "
+        "keeps 2·S edges. What is left: fewer Python processes still (with one group per source the edge "
+        "could also write the fat binary), or lighter imports in the ocloc step."
     ),
     "P4": (
         "Fixed in `aotwheel/formats/elf.py`/`aotwheel/inspector.py` (was 431 ms): struct-read ELF headers, "
@@ -137,7 +135,7 @@ def render(res: dict) -> str:
     if "p3" in c:
         d = c["p3"]
         lines.append(f"| P3 no-op rebuild | {_mm(d['noop_s'], 's', '{:.3f}')} | ≤ 1 s | {_ok(d['noop_s']['median'] <= 1.0)} |")
-        lines.append(f"| P3 edit one file | {len(d['edit_ocloc_edges'])} ocloc edges, {d['edit_ocloc_runs']} ocloc runs "
+        lines.append(f"| P3 edit one file | {d.get('edit_ocloc_edge_count', len(d['edit_ocloc_edges']))} ocloc edges, {d['edit_ocloc_runs']} ocloc runs "
                      f"({len(d['devices'])} devices) | only that file's images | {_ok(d['met'])} |")
     if "p4" in c and "skipped" not in c["p4"]:
         d = c["p4"]
@@ -196,8 +194,8 @@ def _details(res: dict) -> list[str]:
     if "p1" in c:
         out += ["## P1 — parallel AOT", "",
                 "(a) one `ocloc compile -file all.spv -spirv_input -device a,b,…` over all kernels linked into one "
-                "SPIR-V module (what icpx/ocloc do: one serial process), vs (b) `ninja -j<cores>` of our per-(source, "
-                "device) edges with the device-code cache off, from the same SPIR-V (our build's modules, linked for (a)). "
+                "SPIR-V module (what icpx/ocloc do: one serial process), vs (b) `ninja -j<cores>` of our edges, one per "
+                "(source, group of devices) with min(N, cores) groups, each one `ocloc -device <group>`, with the device-code cache off, from the same SPIR-V (our build's modules, linked for (a)). "
                 "Both produce ocloc fat binaries with the same members. \"CPU ours/serial\" is user+system CPU "
                 "(getrusage of the children): the per-process overhead of our edges, which other people's load "
                 "does not move; the wall ratio can reach 1.0 only if it is ~1.", "",
@@ -235,9 +233,9 @@ def _details(res: dict) -> list[str]:
         out += ["## P3 — incremental", "",
                 f"- no-op `ninja`: {_mm(d['noop_s'], 's', '{:.3f}')}, ocloc edges run: {d['noop_ocloc_edges']}",
                 f"- `touch kernels/ops_0.cl` (same content): {_mm(d['touch_s'])}; ocloc edges re-run "
-                f"{len(d['touch_ocloc_edges'])} (all for ops_0.cl: {all(e[0] == 'ops_0.cl' for e in d['touch_ocloc_edges'])}), "
+                f"{d.get('touch_ocloc_edge_count', len(d['touch_ocloc_edges']))} (all for ops_0.cl: {all(e[0] == 'ops_0.cl' for e in d['touch_ocloc_edges'])}), "
                 f"ocloc processes {d['touch_ocloc_runs']} (the SPIR-V is unchanged, so the cache answers)",
-                f"- edit ops_0.cl (one kernel appended): {_mm(d['edit_s'])}; ocloc edges {len(d['edit_ocloc_edges'])} "
+                f"- edit ops_0.cl (one kernel appended): {_mm(d['edit_s'])}; ocloc edges {d.get('edit_ocloc_edge_count', len(d['edit_ocloc_edges']))} "
                 f"({', '.join(sorted({e[0] for e in d['edit_ocloc_edges']}))}), ocloc processes {d['edit_ocloc_runs']}", ""]
     if "p4" in c and "skipped" not in c["p4"]:
         d = c["p4"]

@@ -13,8 +13,12 @@
 # AOTWHEEL_OCLOC_JOBS (CMake variable or environment): at most this many ocloc edges at once
 # (a Ninja job pool), for big kernels whose ocloc runs need many GB each; default: ninja's -j.
 #
-# Per kernel source: clang + llvm-spirv -> SPIR-V; one ocloc edge per (source, device), each
-# looked up in aotwheel's device-code cache first; one ocloc-compatible fat binary (ar) per source;
+# AOTWHEEL_OCLOC_GROUPS (CMake variable or environment): ocloc edges per kernel source; default
+# min(devices, cores). Each edge runs one ocloc for its group's devices that no cache holds.
+#
+# Per kernel source: clang + llvm-spirv -> SPIR-V; one ocloc edge per (source, group of devices),
+# each device looked up in aotwheel's device-code cache first (per-device entries, the same as
+# `aotwheel compile` uses); one ocloc-compatible fat binary (ar) per source;
 # all images embedded in <target> through a generated C file (.incbin, .tgtimg, .tgtsym).
 # The generated header "<NAME>_aot.h" (on the target's include path) declares
 #   aotwheel_<NAME>_images[], aotwheel_<NAME>_image_count, aotwheel_<NAME>_tgtsym[_end].
@@ -27,21 +31,22 @@
 #   _aotwheel_embed_language    C or C++ for the generated embedding file
 #   _aotwheel_device_list       the resolved devices (DEVLIST, DEVICES or USE_AOT_DEVLIST)
 #   _aotwheel_check_sources     kernel file names usable as build outputs
-#   _aotwheel_toolchain         configure-time toolchain check, devlist.json
+#   _aotwheel_toolchain         configure-time toolchain check, devlist.json, device groups
 #   _aotwheel_ocloc_command     the ocloc edges' command and job pool (one place for both)
 #   _aotwheel_scale_out         remote-cache/shard settings and the job list for the ocloc edges
 #   _aotwheel_kernel_edges      per kernel source:
 #   _aotwheel_spirv_edge          source -> SPIR-V
-#   _aotwheel_ocloc_edges         SPIR-V -> one native image per device -> fat binary
+#   _aotwheel_ocloc_edges         SPIR-V -> native images, one edge per group of devices -> fat binary
 #   _aotwheel_tgtsym_edge       kernel names (.tgtsym)
 #   _aotwheel_manifest_edge     _aot_manifest.json
 #   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
 include_guard(GLOBAL)
 
-# `python -m aotwheel.buildsteps` of the aotwheel that owns this file.
-set(_AOTWHEEL_BUILD_COMMAND ${_AOTWHEEL_PYTHON_COMMAND})
-list(POP_BACK _AOTWHEEL_BUILD_COMMAND)
-list(APPEND _AOTWHEEL_BUILD_COMMAND aotwheel.buildsteps)
+# The build steps (`python -m aotwheel.buildsteps`) of the aotwheel that owns this file, run as
+# its __main__.py, which puts this aotwheel first on sys.path itself: no `cmake -E env
+# PYTHONPATH=...` wrapper process around every build edge (that process alone costs ~85 ms of
+# CPU, more than the step's own imports; measured for docs/performance.md's P1).
+set(_AOTWHEEL_BUILD_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/buildsteps/__main__.py")
 
 # _aotwheel_build_step(<fn> <step> <args>...): run one build step at configure time or stop with
 # its one-line error prefixed by the public function's name.
@@ -164,12 +169,18 @@ function(_aotwheel_check_sources fn)
 endfunction()
 
 # _aotwheel_toolchain(<fn> <work> <devices> <devlist json>): find and check the tools now
-# (configure fails here, with one line, when one is missing) into <work>/toolchain.json, and
-# keep the devlist in <work>/devlist.json (touched only when it changes).
+# (configure fails here, with one line, when one is missing) into <work>/toolchain.json, keep the
+# devlist in <work>/devlist.json (touched only when it changes), and split the devices into the
+# ocloc edges' groups, <work>/ocloc-groups.txt (one comma-separated group a line):
+# AOTWHEEL_OCLOC_GROUPS (CMake variable or environment) groups per source, else min(N, cores).
 function(_aotwheel_toolchain fn work devices json)
   file(MAKE_DIRECTORY "${work}")
   list(JOIN devices "," csv)
-  _aotwheel_build_step(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json")
+  if(NOT DEFINED AOTWHEEL_OCLOC_GROUPS AND DEFINED ENV{AOTWHEEL_OCLOC_GROUPS})
+    set(AOTWHEEL_OCLOC_GROUPS "$ENV{AOTWHEEL_OCLOC_GROUPS}")
+  endif()
+  _aotwheel_build_step(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json"
+                       --groups-out "${work}/ocloc-groups.txt" "--groups=${AOTWHEEL_OCLOC_GROUPS}")
   file(WRITE "${work}/devlist.json.in" "${json}\n")
   configure_file("${work}/devlist.json.in" "${work}/devlist.json" COPYONLY)
 endfunction()
@@ -254,10 +265,11 @@ function(_aotwheel_spirv_edge work src out)
   set(${out} "${spv}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_ocloc_edges(<work> <source> <spv> <out>): one ocloc edge per device of the caller's
-# `dev` (ninja runs the devices of a source in parallel), then the fat binary of them all (plus
-# the SPIR-V when dev_JIT); sets <out> to the fat binary. Reads the caller's ocloc_command,
-# ocloc_pool (from _aotwheel_ocloc_command) and ARG_OPTIONS.
+# _aotwheel_ocloc_edges(<work> <source> <spv> <out>): one ocloc edge per group of the caller's
+# `dev` (<work>/ocloc-groups.txt; ninja runs a source's groups in parallel), each writing one
+# native image per device of its group, then the fat binary of them all (plus the SPIR-V when
+# dev_JIT); sets <out> to the fat binary. Reads the caller's ocloc_command, ocloc_pool (from
+# _aotwheel_ocloc_command) and ARG_OPTIONS.
 function(_aotwheel_ocloc_edges work src spv out)
   get_filename_component(base "${src}" NAME)
   get_filename_component(stem "${src}" NAME_WE)
@@ -265,16 +277,28 @@ function(_aotwheel_ocloc_edges work src spv out)
   set(native_args "")
   foreach(device ip IN ZIP_LISTS dev dev_IPS)
     set(bin "${work}/${stem}.${device}.bin")
-    add_custom_command(
-      OUTPUT "${bin}"
-      COMMAND ${ocloc_command} --toolchain "${work}/toolchain.json" --spirv "${spv}" --device "${device}"
-              --ip "${ip}" --output "${bin}" "--options=${ARG_OPTIONS}"
-      DEPENDS "${spv}" "${work}/toolchain.json" ${ocloc_depends}
-      COMMENT "aotwheel: ocloc ${base} -device ${device}"
-      ${ocloc_pool}
-      VERBATIM)
+    set(_aotw_bin_${device} "${bin}")
+    set(_aotw_ip_${device} "${ip}")
     list(APPEND natives "${bin}")
     list(APPEND native_args --native "${device}=${ip}=${bin}")
+  endforeach()
+  file(STRINGS "${work}/ocloc-groups.txt" groups)
+  foreach(group IN LISTS groups)
+    string(REPLACE "," ";" members "${group}")
+    set(outputs "")
+    set(job_args "")
+    foreach(device IN LISTS members)
+      list(APPEND outputs "${_aotw_bin_${device}}")
+      list(APPEND job_args --job "${device}=${_aotw_ip_${device}}=${_aotw_bin_${device}}")
+    endforeach()
+    add_custom_command(
+      OUTPUT ${outputs}
+      COMMAND ${ocloc_command} --toolchain "${work}/toolchain.json" --spirv "${spv}" ${job_args}
+              "--options=${ARG_OPTIONS}"
+      DEPENDS "${spv}" "${work}/toolchain.json" ${ocloc_depends}
+      COMMENT "aotwheel: ocloc ${base} -device ${group}"
+      ${ocloc_pool}
+      VERBATIM)
   endforeach()
   set(fatbin "${work}/${stem}.fatbin")
   set(ir_args "")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -101,7 +102,9 @@ def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
     assert res["workload"] == {"kernels": 6, "files": 2, "one_device_s": res["workload"]["one_device_s"]}
     p1 = res["cases"]["p1"]["by_n"]["2"]
     assert p1["devices"] == ["pvc", "acm-g10"]
-    assert p1["ocloc_runs"] == 2 * 2  # quick: 2 sources x 2 devices, cache off
+    # quick: 2 sources x min(2 devices, cores) edges, cache off: one ocloc per edge for its group
+    groups = min(2, len(os.sched_getaffinity(0)))
+    assert p1["ocloc_runs"] == p1["ocloc_edges"] == 2 * groups
     ips = {_ocloc_ip("pvc"), _ocloc_ip("acm-g10")}
     # the serial reference and our fat binary carry the same device members (plus padding/IR)
     for members in (p1["serial_members"], p1["ours_members_ops_0"]):
@@ -113,7 +116,8 @@ def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
     p3 = res["cases"]["p3"]
     assert p3["noop_ocloc_edges"] == [0]
     assert sorted(map(tuple, p3["edit_ocloc_edges"])) == [("ops_0.cl", "acm-g10"), ("ops_0.cl", "pvc")]
-    assert p3["edit_ocloc_runs"] == 2 and p3["touch_ocloc_runs"] == 0
+    assert p3["edit_ocloc_runs"] == 2 and p3["touch_ocloc_runs"] == 0  # per-device cache misses
+    assert p3["edit_ocloc_edge_count"] == groups and p3["touch_ocloc_edge_count"] == groups
     # the summary renders from this JSON and keeps a section appended by someone else
     doc = tmp_path / "performance.md"
     doc.write_text("# old\n\n## NVIDIA (H100)\n\nkept text\n")

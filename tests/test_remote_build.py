@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,16 @@ def logged_runs(log: Path) -> list[str]:
     return [r for r in _logged(log, "compile") if " -file " in f" {r} "]
 
 
+def compiled_jobs(log: Path) -> list[tuple[str, str]]:
+    """(SPIR-V file, device) of every job ocloc compiled: one ocloc run covers the devices of its
+    edge's group (`-device a,b`)."""
+    jobs = []
+    for r in logged_runs(log):
+        spv, devices = re.search(r"-file (\S+)", r).group(1), re.search(r"-device (\S+)", r).group(1)
+        jobs += [(Path(spv).name, d) for d in devices.split(",")]
+    return jobs
+
+
 def _build(src: Path, machine: Path, env: dict[str, str], *defs: str, target: list[str] | None = None) -> str:
     """Configure + build in ``machine/build`` with ``machine/cache`` as the local cache; both outputs."""
     env = {**env, "AOTWHEEL_CACHE_DIR": str(machine / "cache")}
@@ -88,7 +99,8 @@ def test_two_machines_second_runs_zero_ocloc_and_embeds_the_same_images(project,
     env = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper), AOTWHEEL_REMOTE_CACHE=nginx.url())
     _build(project, tmp_path / "m1", env)
     jobs = len(KERNELS) * len(DEVICES.split(","))
-    assert len(logged_runs(log)) == jobs and len(nginx.objects()) == jobs + 1  # + ocloc's facts
+    assert len(compiled_jobs(log)) == jobs and len(nginx.objects()) == jobs + 1  # + ocloc's facts
+    assert sorted(compiled_jobs(log)) == sorted((f"{k.stem}.spv", d) for k in KERNELS for d in DEVICES.split(","))
     assert set(_provenance(tmp_path / "m1")) == {"compiled"}
     every_run = log.read_text().splitlines()
     _build(project, tmp_path / "m2", env)
@@ -136,18 +148,18 @@ def test_shard_builds_then_assemble_runs_zero_ocloc_and_matches_one_machine(proj
     wrapper, log = ocloc_logger(tmp_path / "bin")
     base = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))
     _build(project, tmp_path / "one", base)  # the one-machine reference, no remote
-    jobs = len(logged_runs(log))
+    jobs = len(compiled_jobs(log))
     remote = {**base, "AOTWHEEL_REMOTE_CACHE": nginx.url()}
     per_shard = []
     for i in (1, 2, 3):
-        before = len(logged_runs(log))
+        before = len(compiled_jobs(log))
         _build(project, tmp_path / f"s{i}", {**remote, "AOTWHEEL_SHARD": f"{i}/3"})
-        per_shard.append(len(logged_runs(log)) - before)
+        per_shard.append(len(compiled_jobs(log)) - before)
     assert sum(per_shard) == jobs and all(n >= 1 for n in per_shard), per_shard
     assert len(nginx.objects()) == jobs + 1  # + ocloc's facts
-    before = len(logged_runs(log))
+    before = len(compiled_jobs(log))
     _build(project, tmp_path / "asm", remote)
-    assert len(logged_runs(log)) == before  # the assembling build ran zero ocloc
+    assert len(compiled_jobs(log)) == before  # the assembling build ran zero ocloc
     assert _images(tmp_path / "asm") == _images(tmp_path / "one")
     assert _provenance(tmp_path / "asm") == ["remote"] * jobs
 
@@ -159,7 +171,7 @@ def test_warm_cli_pushes_one_shard_and_builds_no_extension(project, nginx, tmp_p
     proc = _cli("warm", "--shard", "1/2", "--devlist", DEVICES, "--build-dir", str(build), "--json", str(project), env=env)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    runs = len(logged_runs(log))
+    runs = len(compiled_jobs(log))
     assert doc["shard"] == "1/2" and doc["remote_stores"] == runs + 1 == len(nginx.objects()) >= 2  # + ocloc's facts
     assert not list(build.glob("librcext*.so"))  # device code only
     proc = _cli("warm", "--shard", "2/2", "--devlist", DEVICES, "--json", str(project), env=env)
@@ -182,5 +194,5 @@ def test_server_unreachable_for_a_whole_build_gives_one_warning(project, nginx, 
     # CMake shows a configure step's stderr only when the step fails.)
     assert len(warnings) == 1, out
     assert "remote cache" in warnings[0] and "the remote never fails a build" in warnings[0]
-    assert len(logged_runs(log)) == len(KERNELS) * len(DEVICES.split(","))
+    assert len(compiled_jobs(log)) == len(KERNELS) * len(DEVICES.split(","))
     assert _images(tmp_path / "m1")

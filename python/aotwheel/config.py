@@ -37,11 +37,13 @@ LLVM_SPIRV = Variable("AOTWHEEL_LLVM_SPIRV", None, "the llvm-spirv translator")
 NVCC = Variable("AOTWHEEL_NVCC", None, "the nvcc to build with")
 ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
 OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake and aotwheel compile)")
+OCLOC_GROUPS = Variable("AOTWHEEL_OCLOC_GROUPS", None,
+                        "ocloc edges per kernel source in a CMake build (default min(devices, cores); read at configure time)")
 JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
                          "per-user cache of JIT results for aotwheel.opencl ('off' disables it; default ~/.cache/aotwheel/jit)")
 
 VARIABLES: tuple[Variable, ...] = (DEVLIST, JIT_FALLBACK, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
-                                   OCLOC_JOBS, JIT_CACHE_DIR)
+                                   OCLOC_JOBS, OCLOC_GROUPS, JIT_CACHE_DIR)
 
 DEFAULT_DEVLIST = str(DEVLIST.default)
 JIT_POLICIES = ("warn", "error", "ignore")

@@ -1,8 +1,10 @@
-"""``python -m aotwheel.buildsteps <step> ...``: the steps CMake's ``aotwheel_add_device_code`` runs.
+"""``python -m aotwheel.buildsteps <step> ...``: the steps CMake's ``aotwheel_add_device_code`` runs
+(as ``python <...>/aotwheel/buildsteps/__main__.py <step> ...``, which needs no PYTHONPATH).
 
-configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON
+configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
+           device groups of the ocloc edges)
 spirv      one kernel source -> SPIR-V (with a ninja depfile)
-ocloc      one (SPIR-V, device) -> native binary, through the device-code cache
+ocloc      one SPIR-V -> native binaries for a group of devices, through the device-code cache
 fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest)
 tgtsym     SPIR-V modules -> the .tgtsym names file
 embed      write the C file + header that embed the images (configure time)
@@ -19,7 +21,10 @@ import json
 import sys
 from pathlib import Path
 
-from aotwheel.errors import AotwheelError, run_command
+if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwheel around it, first
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+
+from aotwheel.errors import AotwheelError, run_command  # noqa: E402
 
 
 def _write_if_changed(path: str, text: str) -> None:
@@ -37,12 +42,18 @@ def _load_toolchain(path: str) -> dict:
 
 
 def cmd_configure(a: argparse.Namespace) -> int:
-    """Find the tools and check the devices; write the toolchain JSON."""
+    """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' groups)."""
     from aotwheel.buildsteps.toolchain import discover
 
     devices = [d for d in a.devices.split(",") if d]
+    if a.groups_out:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
+        from aotwheel.buildsteps.groups import device_groups, group_count
+
+        groups = device_groups(devices, group_count(a.groups, len(devices)))
     tc = discover(devices, build_dir=Path(a.out).parent)
     _write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
+    if a.groups_out:
+        _write_if_changed(a.groups_out, "".join(",".join(g) + "\n" for g in groups))
     return 0
 
 
@@ -58,42 +69,61 @@ def cmd_spirv(a: argparse.Namespace) -> int:
 
 
 def cmd_ocloc(a: argparse.Namespace) -> int:
-    """Build one (SPIR-V, device) binary: local cache, remote stores, else ocloc (this shard's jobs)."""
+    """Build one SPIR-V's binaries for one device or a group (``--job``): per device the local
+    cache, the remote stores, else one ocloc run for all the misses (this shard's jobs only)."""
     import os
 
     from aotwheel.buildsteps.remote import load_settings
-    from aotwheel.buildsteps.shard import in_slice, parse_shard
+    from aotwheel.buildsteps.shard import assign, parse_shard, read_jobs
 
+    specs = [tuple(j.split("=", 2)) for j in a.job or []]
+    if a.device:
+        specs.append((a.device, a.ip or "", a.output or ""))
+    if not specs or any(len(s) != 3 or not s[0] or not s[2] for s in specs):
+        raise AotwheelError("give --device and --output, or --job DEVICE=IP=OUTPUT (repeatable)")
     settings = load_settings(a.settings)
     shard = parse_shard(settings.get("AOTWHEEL_SHARD") or os.environ.get("AOTWHEEL_SHARD"))
+    stem = Path(a.spirv).stem
     if shard is not None:
         if not a.jobs:
             raise AotwheelError("AOTWHEEL_SHARD is set but this build has no job list; re-run CMake configure")
-        if not in_slice(shard, Path(a.jobs), Path(a.spirv).stem, a.device):
+        plan = assign(read_jobs(Path(a.jobs)), shard.count)
+        mine = []
+        for spec in specs:
+            if (stem, spec[0]) not in plan:
+                raise AotwheelError(f"{stem} -device {spec[0]} is not in {a.jobs}; re-run CMake configure")
+            if plan[(stem, spec[0])] == shard.index:
+                mine.append(spec)
+                continue
             # Another runner's job: nothing to do here (the fat binary leaves it out).
             from aotwheel.buildsteps.ocloc_job import skip_job
 
-            skip_job(a.output)
-            print(f"aotwheel: {Path(a.spirv).name} -device {a.device}: skipped (shard {shard})")
+            skip_job(spec[2])
+            print(f"aotwheel: {Path(a.spirv).name} -device {spec[0]}: skipped (shard {shard})")
+        specs = mine
+        if not specs:
             return 0
-    from aotwheel.buildsteps.ocloc_job import run_job
+    from aotwheel.buildsteps.ocloc_job import GroupJob, run_group
     from aotwheel.buildsteps.tiers import Tiers
 
     t = _load_toolchain(a.toolchain)
     if not t.get("ocloc"):
         raise AotwheelError("no ocloc in the toolchain file; re-run CMake configure")
-    device = t.get("ocloc_names", {}).get(a.device, a.device)
-    ip = a.ip
-    if not ip:
-        from aotwheel.backends.intel.catalog import load_catalog
+    names = t.get("ocloc_names", {})
+    jobs = []
+    for device, ip, output in specs:
+        if not ip:
+            from aotwheel.backends.intel.catalog import load_catalog
 
-        dev = load_catalog().by_name(a.device)
-        ip = dev.ip if dev else a.device
-    tiers = Tiers.for_build(Path(a.output).parent, settings)
-    res = run_job(spirv=a.spirv, device=device, output=a.output, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
-                  options=a.options, target=ip, tiers=tiers)
+            dev = load_catalog().by_name(device)
+            ip = dev.ip if dev else device
+        jobs.append(GroupJob(device=device, ocloc_name=names.get(device, device), ip=ip, output=Path(output)))
+    tiers = Tiers.for_build(jobs[0].output.parent, settings)
+    results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
+                        options=a.options, tiers=tiers)
     # ninja prints this only with -v or on failure; the cache's events.log is the record.
-    print(f"aotwheel: {Path(a.spirv).name} -device {device}: {res.provenance} ({res.size} bytes)")
+    for job, res in zip(jobs, results):
+        print(f"aotwheel: {Path(a.spirv).name} -device {job.ocloc_name}: {res.provenance} ({res.size} bytes)")
     return 0
 
 
@@ -191,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("configure")
     s.add_argument("--devices", default="", help="comma-separated canonical device names")
     s.add_argument("--out", required=True)
+    s.add_argument("--groups-out", help="write the ocloc edges' device groups here, one comma-separated group a line")
+    s.add_argument("--groups", help="AOTWHEEL_OCLOC_GROUPS: groups per source (default: min(devices, cores))")
     s.set_defaults(fn=cmd_configure)
 
     s = sub.add_parser("spirv")
@@ -204,8 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ocloc")
     s.add_argument("--toolchain", required=True)
     s.add_argument("--spirv", required=True)
-    s.add_argument("--device", required=True)
-    s.add_argument("--output", required=True)
+    s.add_argument("--job", action="append", metavar="DEVICE=IP=OUTPUT",
+                   help="one device of this edge's group (repeatable; IP may be empty: from the catalog)")
+    s.add_argument("--device", help="one device (with --output, --ip): the same as one --job")
+    s.add_argument("--output")
     s.add_argument("--options", default="")
     s.add_argument("--ip", help="the device's IP version (the cache key's target; default: from the catalog)")
     s.add_argument("--settings", help="remote-cache/shard settings CMake wrote (NAME=value lines)")

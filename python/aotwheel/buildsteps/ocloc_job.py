@@ -1,4 +1,12 @@
-"""One ninja edge: SPIR-V -> native binary for ONE device, through the local cache and remote stores."""
+"""SPIR-V -> native binaries for one device or a group of devices, through the local cache and remote stores.
+
+One ninja edge runs :func:`run_group` for one kernel source and a group of devices: each device is
+looked up under its own portable per-(SPIR-V, device) key (the same entries ``aotwheel compile``
+and one-device builds use), and the misses are compiled by ONE ``ocloc -device a,b -exclude_ir``
+whose fat binary is split into per-device binaries: with Debian's ocloc 22.43 its members are
+byte-identical to single-device builds (checked on every kernel of this repository, and by
+tests/test_ocloc_groups.py). A member that is not where expected is compiled on its own.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write
-from aotwheel.buildsteps.tiers import LOCAL, REMOTE, Tiers
+from aotwheel.buildsteps.tiers import COMPILED, LOCAL, REMOTE, Tiers
 from aotwheel.errors import ToolchainError
 
 # The SPIR-V travels once, in the fat binary's generic_ir member; per-device members omit it,
@@ -86,6 +94,102 @@ def run_job(
     atomic_write(provenance_file(out), provenance.encode())
     atomic_write(out, data)
     return JobResult(output=out, size=len(data), cache_hit=provenance in (LOCAL, REMOTE), provenance=provenance)
+
+
+@dataclass(frozen=True)
+class GroupJob:
+    """One device of a group: the catalog name, ocloc's name for it, its IP (the key's target and
+    the fat-binary member's name) and the output path."""
+
+    device: str
+    ocloc_name: str
+    ip: str
+    output: Path
+
+
+def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: str, options: str,
+              tiers: Tiers) -> list[JobResult]:
+    """Produce every job's output: per-device cache lookups, then one ocloc run for the misses.
+
+    Each result is stored under its own key and written with its provenance, as :func:`run_job`
+    does for one device. On an ocloc failure the failing device's log is printed and
+    :class:`ToolchainError` names it; outputs of devices that did compile are kept.
+    """
+    blob = Path(spirv).read_bytes()
+    tool_sha = tiers.local.tool_sha256(ocloc)
+    found: dict[GroupJob, tuple[bytes, str]] = {}
+    missing: list[tuple[GroupJob, CacheKey, list]] = []
+    for job in jobs:
+        key = ocloc_key(spirv=blob, target=job.ip, ocloc=ocloc, ocloc_version=ocloc_version,
+                        ocloc_sha256=tool_sha, options=options)
+        data, provenance, writable = tiers.lookup(key, f"{Path(spirv).name}:{job.ocloc_name}")
+        if data is None:
+            missing.append((job, key, writable))
+        else:
+            found[job] = (data, provenance)
+    if missing:
+        built = compile_devices(ocloc=ocloc, spirv=spirv, devices=[(j.ocloc_name, j.ip) for j, _, _ in missing],
+                                options=options)
+        for job, key, writable in missing:
+            data = built[job.ocloc_name]
+            tiers.store(key, data, f"{Path(spirv).name}:{job.ocloc_name}", writable)
+            found[job] = (data, COMPILED)
+    results = []
+    for job in jobs:
+        data, provenance = found[job]
+        atomic_write(provenance_file(job.output), provenance.encode())
+        atomic_write(job.output, data)
+        results.append(JobResult(output=job.output, size=len(data), cache_hit=provenance in (LOCAL, REMOTE),
+                                 provenance=provenance))
+    return results
+
+
+def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], options: str = "") -> dict[str, bytes]:
+    """Binaries for ``(ocloc name, IP)`` pairs, keyed by ocloc name: one ``ocloc -device a,b`` split
+    into its ``64.<ip>`` members (one device: a plain single-device run).
+
+    Should the multi-device run fail, each device is compiled on its own, so that the failure
+    names the device that fails (with its log printed) and the others are still produced.
+    """
+    if len(devices) == 1:
+        return {devices[0][0]: compile_device(ocloc=ocloc, spirv=spirv, device=devices[0][0], options=options)}
+    out: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
+        names = ",".join(name for name, _ in devices)
+        cmd = ocloc_command(ocloc, str(Path(spirv).resolve()), names, "fat", tmp, options)
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
+        except OSError as exc:
+            raise ToolchainError(f"Cannot run ocloc at {ocloc}: {exc.strerror}. Try: apt-get install intel-opencl-icd") from None
+        produced = Path(tmp, "fat")
+        if proc.returncode == 0 and produced.is_file():
+            out = _split_members(produced.read_bytes(), devices)
+    for name, _ in devices:  # failed run, or a member not found: that device on its own
+        if name not in out:
+            out[name] = compile_device(ocloc=ocloc, spirv=spirv, device=name, options=options)
+    return out
+
+
+def _split_members(fat: bytes, devices: list[tuple[str, str]]) -> dict[str, bytes]:
+    """The ``64.<ip>`` member of each device in an ocloc fat binary (devices whose member is
+    absent or ambiguous are left out)."""
+    from aotwheel.errors import InspectError
+    from aotwheel.formats.ar import read_ar
+    from aotwheel.formats.region import Region
+
+    try:
+        members = [m for m in read_ar(Region(fat, "ocloc fat binary")) if not m.is_padding]
+    except InspectError:
+        return {}
+    by_name: dict[str, list] = {}
+    for m in members:
+        by_name.setdefault(m.name, []).append(m)
+    out = {}
+    for name, ip in devices:
+        hits = by_name.get(f"64.{ip}", [])
+        if len(hits) == 1:
+            out[name] = fat[hits[0].offset : hits[0].offset + hits[0].size]
+    return out
 
 
 def compile_device(*, ocloc: str, spirv: str, device: str, options: str = "") -> bytes:

@@ -1,0 +1,261 @@
+"""One ocloc edge per (kernel source, group of devices): the grouping, the split of one
+`ocloc -device a,b` into per-device binaries (checked against real single-device ocloc runs),
+per-device cache entries shared with one-device jobs and `aotwheel compile`, and real CMake +
+ninja builds counted through a logging ocloc wrapper and .ninja_log."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _build_util import (
+    PYTHONPATH, REPO, ar_extract, build_env, compile_spirv, logged_runs, ocloc_ip, ocloc_logger, require, run,
+)
+from aotwheel.buildsteps.cache import DeviceCodeCache
+from aotwheel.buildsteps.groups import device_groups, group_count, usable_cores
+from aotwheel.buildsteps.ocloc_job import GroupJob, compile_devices, run_group, run_job
+from aotwheel.buildsteps.shard import DEVICE_COST
+from aotwheel.buildsteps.tiers import Tiers
+from aotwheel.errors import AotwheelError, ToolchainError
+
+KERNELS = REPO / "csrc" / "kernels"
+SIX = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]
+TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
+
+
+# ---- the plan ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 6, 9])
+def test_groups_partition_the_devlist_in_order_and_balance_cost(count):
+    groups = device_groups(SIX, count)
+    assert len(groups) == min(count, len(SIX)) and all(groups)
+    assert sorted(itertools.chain(*groups)) == sorted(SIX)  # every device exactly once
+    for g in groups:
+        assert g == [d for d in SIX if d in g]  # devlist order within a group
+    loads = [sum(DEVICE_COST[d] for d in g) for g in groups]
+    # Longest-cost-first onto the least-loaded group: no group exceeds another by more than one device's cost.
+    assert max(loads) - min(loads) <= max(DEVICE_COST[d] for d in SIX) + 1e-9
+    best = min(max(sum(DEVICE_COST[d] for d, k in zip(SIX, a) if k == i) for i in range(len(groups)))
+               for a in itertools.product(range(len(groups)), repeat=len(SIX)) if len(set(a)) == len(groups))
+    assert max(loads) <= best * 4 / 3
+
+
+def test_group_count_is_min_of_devices_and_cores_or_the_setting():
+    assert group_count(None, 6, cores=2) == 2
+    assert group_count("", 1, cores=8) == 1
+    assert group_count(None, 6) == min(6, len(os.sched_getaffinity(0))) == min(6, usable_cores())
+    assert group_count("3", 6, cores=2) == 3
+    assert group_count("9", 4, cores=2) == 4  # never an empty group
+    for bad in ("0", "-1", "two", "1.5"):
+        with pytest.raises(AotwheelError, match="AOTWHEEL_OCLOC_GROUPS='.*' is not a positive integer; set it to"):
+            group_count(bad, 4)
+
+
+# ---- one ocloc for a group's misses --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def spvs(tmp_path_factory) -> dict[str, Path]:
+    require("clang-15", "llvm-spirv-15", "ocloc", "ar")
+    d = tmp_path_factory.mktemp("spv")
+    return {p.stem: (compile_spirv(p, d / f"{p.stem}.spv"), d / f"{p.stem}.spv")[1] for p in sorted(KERNELS.glob("*.cl"))}
+
+
+def _single(spv: Path, device: str, cwd: Path, options: str = "") -> bytes:
+    """A single-device `ocloc -exclude_ir` build, run here directly (not through aotwheel)."""
+    extra = ["-options", options] if options else []
+    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", f"one_{device}",
+         "-output_no_suffix", "-exclude_ir", *extra], cwd=cwd)
+    return (cwd / f"one_{device}").read_bytes()
+
+
+def test_split_members_equal_single_device_builds_for_every_kernel(spvs, tmp_path):
+    """What the grouped edge relies on, with Debian's ocloc on this repository's kernels."""
+    devices = ["pvc", "acm-g10", "tgllp"]
+    for stem, spv in spvs.items():
+        got = compile_devices(ocloc="ocloc", spirv=str(spv), devices=[(d, ocloc_ip(d)) for d in devices])
+        assert sorted(got) == sorted(devices)
+        for d in devices:
+            assert got[d] == _single(spv, d, tmp_path), f"{stem} -device {d}"
+    opts = "-cl-fast-relaxed-math"
+    got = compile_devices(ocloc="ocloc", spirv=str(spvs["gemm"]), devices=[("acm-g11", ocloc_ip("acm-g11")), ("dg1", ocloc_ip("dg1"))],
+                          options=opts)
+    assert got["acm-g11"] == _single(spvs["gemm"], "acm-g11", tmp_path, opts)
+    assert got["dg1"] == _single(spvs["gemm"], "dg1", tmp_path, opts)
+
+
+def test_a_failing_device_in_a_group_is_named_and_the_others_still_build(tmp_path, capfd):
+    require("clang-15", "llvm-spirv-15", "ocloc")
+    (tmp_path / "k.cl").write_text("__kernel void halve(__global double *x) { x[get_global_id(0)] *= 0.5; }\n")
+    spv = tmp_path / "k.spv"
+    compile_spirv(tmp_path / "k.cl", spv)
+    cache = DeviceCodeCache(tmp_path / "cache")
+    jobs = [GroupJob("pvc", "pvc", ocloc_ip("pvc"), tmp_path / "k.pvc.bin"),
+            GroupJob("acm-g10", "acm-g10", ocloc_ip("acm-g10"), tmp_path / "k.acm-g10.bin")]
+    with pytest.raises(ToolchainError) as err:
+        run_group(spirv=str(spv), jobs=jobs, ocloc="ocloc", ocloc_version="v", options="",
+                  tiers=Tiers(local=cache, build_dir=tmp_path))
+    assert "-device acm-g10" in str(err.value) and "\n" not in str(err.value)
+    assert "Double type is not supported on this platform" in capfd.readouterr().err  # ocloc's own log
+    assert not jobs[1].output.exists()
+
+
+def _ocloc_version(work: Path) -> str:
+    """ocloc's own version string (`ocloc query OCL_DRIVER_VERSION` writes it into the cwd)."""
+    work.mkdir(parents=True, exist_ok=True)
+    run(["ocloc", "query", "OCL_DRIVER_VERSION"], cwd=work)
+    return (work / "OCL_DRIVER_VERSION").read_text().strip(" \0\n")
+
+
+def _group(spv: Path, out: Path, cache: Path, ocloc: str, devices: list[str]) -> list:
+    jobs = [GroupJob(d, d, ocloc_ip(d), out / f"{spv.stem}.{d}.bin") for d in devices]
+    tiers = Tiers(local=DeviceCodeCache(cache), build_dir=out)
+    return run_group(spirv=str(spv), jobs=jobs, ocloc=ocloc, ocloc_version=_ocloc_version(out / "q"), options="",
+                     tiers=tiers)
+
+
+def test_group_caches_per_device_and_runs_ocloc_only_for_misses(spvs, tmp_path):
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    spv, cache, out = spvs["reduce"], tmp_path / "cache", tmp_path / "out"
+    devices = ["pvc", "acm-g10", "tgllp"]
+    cold = _group(spv, out, cache, str(wrapper), devices)
+    runs = logged_runs(log)
+    assert len(runs) == 1 and re.search(r"-device pvc,acm-g10,tgllp ", runs[0]) and "-exclude_ir" in runs[0]
+    assert [r.provenance for r in cold] == ["compiled"] * 3
+    objects = sorted((cache / "v2" / "objects").rglob("*.bin"))
+    assert len(objects) == 3  # one entry per (source, device)
+    for d in devices:
+        assert (out / f"reduce.{d}.bin").read_bytes() == _single(spv, d, tmp_path)
+        assert (out / f"reduce.{d}.bin.provenance").read_text() == "compiled"
+    # The same entries serve a one-device job (the key is per (SPIR-V, device)), without ocloc.
+    one = run_job(spirv=str(spv), device="acm-g10", output=str(tmp_path / "one.bin"), ocloc=str(wrapper),
+                  ocloc_version=_ocloc_version(tmp_path / "q"), target=ocloc_ip("acm-g10"), cache=DeviceCodeCache(cache))
+    assert one.cache_hit and one.output.read_bytes() == (out / "reduce.acm-g10.bin").read_bytes()
+    # Warm: no ocloc at all.
+    warm = _group(spv, tmp_path / "out2", cache, str(wrapper), devices)
+    assert len(logged_runs(log)) == 1 and [r.provenance for r in warm] == ["local"] * 3
+    # One entry gone: ocloc runs for that device only, as a single-device build.
+    key_of_tgllp = [line.split()[1] for line in (cache / "v2" / "events.log").read_text().splitlines()
+                    if line.startswith("store ") and line.split()[2] == ocloc_ip("tgllp")]
+    assert len(key_of_tgllp) == 1
+    next((cache / "v2" / "objects").rglob(f"{key_of_tgllp[0]}.bin")).unlink()
+    mixed = _group(spv, tmp_path / "out3", cache, str(wrapper), devices)
+    runs = logged_runs(log)
+    assert len(runs) == 2 and re.search(r"-device tgllp ", runs[1])
+    assert [r.provenance for r in mixed] == ["local", "local", "compiled"]
+    assert (tmp_path / "out3" / "reduce.tgllp.bin").read_bytes() == (out / "reduce.tgllp.bin").read_bytes()
+
+
+def test_entries_of_aotwheel_compile_serve_a_group(spvs, tmp_path):
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    spv, cache = spvs["softmax"], tmp_path / "cache"
+    env = build_env(cache, PYTHONPATH=PYTHONPATH, AOTWHEEL_OCLOC=str(wrapper))
+    run([sys.executable, "-m", "aotwheel", "compile", str(spv), "-d", "pvc,acm-g11", "-o", str(tmp_path / "c.ar")], env=env)
+    compiled = len(logged_runs(log, "compile"))
+    assert compiled >= 2
+    got = _group(spv, tmp_path / "out", cache, str(wrapper), ["pvc", "acm-g11"])
+    assert len(logged_runs(log, "compile")) == compiled and [r.provenance for r in got] == ["local", "local"]
+    for d in ("pvc", "acm-g11"):
+        ar_extract(tmp_path / "c.ar", f"64.{ocloc_ip(d)}", tmp_path / f"m.{d}")
+        assert (tmp_path / f"m.{d}").read_bytes() == (tmp_path / "out" / f"softmax.{d}.bin").read_bytes()
+
+
+# ---- real CMake + ninja builds ----------------------------------------------------------------------
+
+PROJECT = """
+cmake_minimum_required(VERSION 3.21)
+project(grp LANGUAGES C)
+add_library(grpext MODULE ext.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_add_device_code(grpext SOURCES a.cl b.cl DEVICES pvc acm-g10 tgllp NAME grp)
+"""
+
+
+def _project(root: Path) -> Path:
+    src = root / "src"
+    src.mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(PROJECT)
+    (src / "ext.c").write_text("int grp(void) { return 0; }\n")
+    (src / "a.cl").write_text((KERNELS / "elementwise.cl").read_text())
+    (src / "b.cl").write_text((KERNELS / "reduce.cl").read_text())
+    return src
+
+
+def _build(src: Path, build: Path, env: dict[str, str]) -> str:
+    run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), f"-Daotwheel_DIR={REPO / 'cmake'}",
+         f"-DPython_EXECUTABLE={sys.executable}"], env=env)
+    return run(["ninja", "-C", str(build), "-j2"], env=env).stdout
+
+
+def _edges(ninja_out: str) -> list[tuple[str, str]]:
+    return re.findall(r"aotwheel: ocloc (\S+) -device (\S+)", ninja_out)
+
+
+def _files(runs: list[str]) -> list[tuple[str, str]]:
+    """(kernel file stem, -device list) of each logged ocloc compile of a kernel (not the tool probes)."""
+    return [(re.search(r"-file \S*/(\w+)\.spv", r).group(1), re.search(r"-device (\S+)", r).group(1))
+            for r in runs if " -file " in f" {r} "]
+
+
+@pytest.mark.parametrize("setting", ["", "2", "1"])
+def test_build_has_one_ocloc_edge_per_source_and_group(tmp_path, setting):
+    require(*TOOLS)
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    src = _project(tmp_path)
+    env = build_env(tmp_path / "cache", AOTWHEEL_OCLOC=str(wrapper))
+    env.pop("AOTWHEEL_OCLOC_GROUPS", None)
+    if setting:
+        env["AOTWHEEL_OCLOC_GROUPS"] = setting
+    groups = int(setting) if setting else min(3, len(os.sched_getaffinity(0)))
+    edges = _edges(_build(src, tmp_path / "b", env))
+    assert sorted(s for s, _ in edges) == ["a.cl"] * groups + ["b.cl"] * groups
+    for source in ("a.cl", "b.cl"):
+        devs = [d for s, g in edges if s == source for d in g.split(",")]
+        assert sorted(devs) == ["acm-g10", "pvc", "tgllp"]
+    # One ocloc process per edge (cold cache), each covering its whole group.
+    assert sorted(_files(logged_runs(log))) == sorted((s[:-3], g) for s, g in edges)
+    # Per-device cache entries: 2 sources x 3 devices.
+    assert len(list((tmp_path / "cache" / "v2" / "objects").rglob("*.bin"))) == 6
+    # Same members as a one-device-per-edge build would have: each equals a single-device ocloc build.
+    spv = tmp_path / "b" / "aotwheel" / "grp" / "a.spv"
+    for d in ("pvc", "tgllp"):
+        assert (tmp_path / "b" / "aotwheel" / "grp" / f"a.{d}.bin").read_bytes() == _single(spv, d, tmp_path)
+    # A fresh build tree on the warm cache: no ocloc at all.
+    before = len(_files(logged_runs(log)))
+    _build(src, tmp_path / "b2", env)
+    assert len(_files(logged_runs(log))) == before
+
+
+def test_touch_and_edit_rerun_only_that_sources_edges(tmp_path):
+    require(*TOOLS)
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    src = _project(tmp_path)
+    env = build_env(tmp_path / "cache", AOTWHEEL_OCLOC=str(wrapper), AOTWHEEL_OCLOC_GROUPS="2")
+    _build(src, tmp_path / "b", env)
+    ninja = ["ninja", "-C", str(tmp_path / "b"), "-j2"]
+    assert "no work to do" in run(ninja, env=env).stdout
+    before = len(_files(logged_runs(log)))
+    os.utime(src / "a.cl")  # same SPIR-V: its edges rerun and the cache answers
+    edges = _edges(run(ninja, env=env).stdout)
+    assert sorted(s for s, _ in edges) == ["a.cl", "a.cl"] and len(_files(logged_runs(log))) == before
+    (src / "a.cl").write_text((src / "a.cl").read_text() + "\n__kernel void extra(__global float *x) { x[0] = 1.0f; }\n")
+    edges = _edges(run(ninja, env=env).stdout)
+    assert sorted(s for s, _ in edges) == ["a.cl", "a.cl"]
+    new = _files(logged_runs(log))[before:]
+    assert {f for f, _ in new} == {"a"} and sorted(d for _, g in new for d in g.split(",")) == ["acm-g10", "pvc", "tgllp"]
+
+
+def test_bad_group_setting_fails_configure_with_one_line(tmp_path):
+    require("cmake", "ninja", "cc", "ocloc")
+    src = _project(tmp_path)
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}",
+                           f"-DPython_EXECUTABLE={sys.executable}", "-DAOTWHEEL_OCLOC_GROUPS=many"],
+                          env=build_env(tmp_path / "cache"), capture_output=True, text=True)
+    assert proc.returncode != 0
+    text = " ".join(proc.stderr.split())
+    assert "aotwheel_add_device_code: AOTWHEEL_OCLOC_GROUPS='many' is not a positive integer" in text
