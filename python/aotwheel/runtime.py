@@ -195,14 +195,13 @@ def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Seq
     for verdict, key, count in zip(verdicts, keys, kernels):
         if verdict.verdict != JIT and not verdict.jit_kernels:
             continue
-        ident = (key, os.path.realpath((verdict.binary or "").split("!")[0]) + _member(verdict.binary))
-        message = jit_message(verdict, count, policy)
         if policy == "error":
-            raise JITError(message)  # every time: an error policy must keep failing
+            raise JITError(jit_message(verdict, count, policy))  # every time: an error policy must keep failing
+        ident = (key, os.path.realpath((verdict.binary or "").split("!")[0]) + _member(verdict.binary))
         if ident in memo:
-            continue
+            continue  # warned already: no message to build (it reads the binary's ELF for SYCL advice)
         memo.add(ident)
-        warnings.warn(message, JITWarning, stacklevel=3)  # points at check()'s caller
+        warnings.warn(jit_message(verdict, count, policy), JITWarning, stacklevel=3)  # points at check()'s caller
 
 
 def _member(binary: str | None) -> str:
