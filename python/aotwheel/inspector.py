@@ -519,7 +519,9 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
     fr = walk.report
     index = len(fr.images)
     kind = sniff(_head(region, 64))
-    img = Image(index=index, offset=region.where(0), size=region.size, kind=kind, triple=triple, compressed=kind == "zstd", section=section, arch=offload_arch)
+    img = Image(index, region.where(0), region.size, kind, triple, kind == "zstd", section)  # positional: 13k calls in an XPU env
+    if offload_arch is not None:
+        img.arch = offload_arch
     fr.images.append(img)
     if kind == "zstd":
         from aotwheel.formats import zstd
