@@ -16,11 +16,9 @@ Downloads are cached under ``benchmarks/.cache`` (never committed).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,21 +41,9 @@ def _aotwheel():
 
 
 def fetch_vllm_library(cache: Path, log: Callable[[str], None]) -> Path | None:
-    target = cache / Path(VLLM_MEMBER).name
-    if target.is_file():
-        return target
-    cache.mkdir(parents=True, exist_ok=True)
-    log(f"p4n: pip download {VLLM_WHEEL} (150 MB) into {cache}")
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--only-binary=:all:", "-d", str(cache), VLLM_WHEEL],
-                          capture_output=True, text=True)
-    wheels = list(cache.glob("vllm_xpu_kernels-0.1.16.2-*.whl"))
-    if proc.returncode != 0 or not wheels:
-        log(f"p4n skipped: pip download failed: {proc.stderr.strip()[-300:]}")
-        return None
-    with zipfile.ZipFile(wheels[0]) as z, z.open(VLLM_MEMBER) as src, open(f"{target}.part", "wb") as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    os.replace(f"{target}.part", target)
-    return target
+    from benchmarks.runtime_cases import fetch_wheel_member
+
+    return fetch_wheel_member(cache, VLLM_WHEEL, "vllm_xpu_kernels-0.1.16.2-*.whl", VLLM_MEMBER, "p4n", log)
 
 
 def p4_native(path: Path, runs: int, log: Callable[[str], None]) -> dict:

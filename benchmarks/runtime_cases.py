@@ -44,21 +44,27 @@ def opencl_cpu_env() -> dict[str, str]:
 
 def fetch_sycl_binary(cache: Path, log: Callable[[str], None]) -> Path | None:
     """The ≥300 MB third-party SYCL library (downloaded once with pip into ``cache``)."""
-    target = cache / Path(SYCL_MEMBER).name
+    return fetch_wheel_member(cache, SYCL_WHEEL, "mkl_dpcpp-2023.2.0-*.whl", SYCL_MEMBER, "P4", log)
+
+
+def fetch_wheel_member(cache: Path, spec: str, wheel_glob: str, member: str, case: str,
+                       log: Callable[[str], None]) -> Path | None:
+    """``member`` of the wheel ``spec`` from PyPI, downloaded once with pip into ``cache``."""
+    target = cache / Path(member).name
     if target.is_file():
         return target
     cache.mkdir(parents=True, exist_ok=True)
-    log(f"P4: pip download {SYCL_WHEEL} (136 MB) into {cache}")
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache), SYCL_WHEEL],
+    log(f"{case}: pip download {spec} into {cache}")
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--only-binary=:all:", "-d", str(cache), spec],
                           capture_output=True, text=True)
-    wheels = list(cache.glob("mkl_dpcpp-2023.2.0-*.whl"))
+    wheels = list(cache.glob(wheel_glob))
     if proc.returncode != 0 or not wheels:
-        log(f"P4 skipped: pip download failed: {proc.stderr.strip()[-300:]}")
+        log(f"{case} skipped: pip download failed: {proc.stderr.strip()[-300:]}")
         return None
     import shutil
     import zipfile
 
-    with zipfile.ZipFile(wheels[0]) as z, z.open(SYCL_MEMBER) as src, open(f"{target}.part", "wb") as dst:
+    with zipfile.ZipFile(wheels[0]) as z, z.open(member) as src, open(f"{target}.part", "wb") as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     os.replace(f"{target}.part", target)
     return target

@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PY_SOURCES = sorted((REPO / "python").rglob("*.py")) + sorted((REPO / "benchmarks").rglob("*.py")) + sorted((REPO / "ci").rglob("*.py"))
+# Our sources only: benchmarks/.cache and .work hold third-party venvs and build trees (gitignored).
+PY_SOURCES = [p for p in sorted((REPO / "python").rglob("*.py")) + sorted((REPO / "benchmarks").rglob("*.py")) + sorted((REPO / "ci").rglob("*.py"))
+              if not {".cache", ".work", ".venv"} & set(p.relative_to(REPO).parts)]
 CMAKE_SOURCES = sorted((REPO / "cmake").glob("*.cmake")) + [p for p in [REPO / "CMakeLists.txt"] if p.exists()]
 
 SPAWNERS = {"run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}

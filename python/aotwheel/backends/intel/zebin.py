@@ -53,13 +53,17 @@ def read_zebin(region: Region) -> ZebinInfo:
     view = open_elf(region)
     sec = view.section(NOTE_SECTION)
     notes = read_notes(region, sec.offset, sec.size) if sec is not None else {}
+    return _info(notes, any(s.type == _SPV_SECTION_TYPE or s.name == ".spv" for s in view.sections))
+
+
+def _info(notes: dict[int, bytes], has_spirv: bool) -> ZebinInfo:
     version = notes.get(NT_ZEBIN_VERSION)
     return ZebinInfo(
         ip_u32=_u32(notes.get(NT_PRODUCT_CONFIG)),
         product_family=_u32(notes.get(NT_PRODUCT_FAMILY)),
         gfx_core=_u32(notes.get(NT_GFX_CORE_FAMILY)),
         version=version.rstrip(b"\0").decode("ascii", "replace") if version else None,
-        has_spirv=any(s.type == _SPV_SECTION_TYPE or s.name == ".spv" for s in view.sections),
+        has_spirv=has_spirv,
     )
 
 
@@ -102,15 +106,7 @@ def read_zebin_summary(region: Region) -> ZebinInfo:
             has_spirv = True
         if note_off < 0 and strtab.startswith(_NOTE_NAME, sh_name):
             note_off, note_size = offset, sec_size
-    notes = _summary_notes(region, note_off, note_size) if note_off >= 0 else {}
-    version = notes.get(NT_ZEBIN_VERSION)
-    return ZebinInfo(
-        ip_u32=_u32(notes.get(NT_PRODUCT_CONFIG)),
-        product_family=_u32(notes.get(NT_PRODUCT_FAMILY)),
-        gfx_core=_u32(notes.get(NT_GFX_CORE_FAMILY)),
-        version=version.rstrip(b"\0").decode("ascii", "replace") if version else None,
-        has_spirv=has_spirv,
-    )
+    return _info(_summary_notes(region, note_off, note_size) if note_off >= 0 else {}, has_spirv)
 
 
 _SUMMARY_NOTES = frozenset((NT_PRODUCT_CONFIG, NT_PRODUCT_FAMILY, NT_GFX_CORE_FAMILY, NT_ZEBIN_VERSION))
