@@ -67,7 +67,22 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port}")
 
 
-class NginxDav:
+class _Server:
+    """A server process the tests started; ``stop()`` ends it (SIGTERM, then SIGKILL after 10 s)."""
+
+    proc: subprocess.Popen[bytes]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class NginxDav(_Server):
     """nginx + WebDAV on 127.0.0.1:<port>, files under ``<root>/store``."""
 
     def __init__(self, root: Path, *, bearer: str | None = None) -> None:
@@ -97,17 +112,9 @@ class NginxDav:
         log = self.root / "access.log"
         return [line.split('"')[1].split(" ")[0] for line in log.read_text().splitlines() if '"' in line] if log.exists() else []
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
-class RedisServer:
+class RedisServer(_Server):
     """redis-server on 127.0.0.1:<port>, in memory only."""
 
     def __init__(self, root: Path, *, password: str | None = None) -> None:
@@ -126,26 +133,17 @@ class RedisServer:
     def url(self, db: int = 0) -> str:
         return f"redis://127.0.0.1:{self.port}/{db}"
 
-    def command(self, *args: str) -> str:
-        """Run one command through redis-cli (independent of aotwheel's RESP client)."""
+    def _cli(self, *args: str) -> bytes:
+        """redis-cli's output for one command (independent of aotwheel's RESP client)."""
         cli = shutil.which("redis-cli") or "redis-cli"
         auth = ["-a", self.password, "--no-auth-warning"] if self.password else []
-        return subprocess.run([cli, "-p", str(self.port), *auth, *args], capture_output=True, text=True,
-                              check=True).stdout
+        return subprocess.run([cli, "-p", str(self.port), *auth, *args], capture_output=True, check=True).stdout
+
+    def command(self, *args: str) -> str:
+        """Run one command through redis-cli."""
+        return self._cli(*args).decode()
 
     def get(self, key: str) -> bytes:
         """One value's bytes through redis-cli (which ends its raw output with a newline)."""
-        cli = shutil.which("redis-cli") or "redis-cli"
-        auth = ["-a", self.password, "--no-auth-warning"] if self.password else []
-        out = subprocess.run([cli, "-p", str(self.port), *auth, "--raw", "GET", key], capture_output=True,
-                             check=True).stdout
+        out = self._cli("--raw", "GET", key)
         return out[:-1] if out.endswith(b"\n") else out
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
