@@ -296,8 +296,9 @@ def _locate_module(name: str) -> Path | None:
 class _Walk:
     report: FileReport
     deep: bool
-    # Per-walk answers that repeat across members (member name -> IP, IP -> catalog entry):
-    # a library of a thousand zebin members has a handful of distinct ones.
+    # Per-walk answers that repeat across members (member name -> IP, IP -> catalog entry; tuple
+    # keys by kind), a library of a thousand zebin members has a handful of distinct ones; and the
+    # walk's zstd decompression context.
     memo: dict[Any, Any] = field(default_factory=dict)
 
     def add_ir(self, kind: str) -> None:
@@ -617,9 +618,9 @@ def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> Non
 
 def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: str | None) -> NativeTarget:
     memo = walk.memo
-    named = memo.get(member)
+    named = memo.get(("member", member))
     if named is None:
-        named = memo[member] = _member_name_ip(member)
+        named = memo[("member", member)] = _member_name_ip(member)
     name_ip, generic = named
     note_ip = product = None
     rebuildable = False
@@ -628,15 +629,15 @@ def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: s
 
         z = read_zebin(region) if walk.deep else read_zebin_summary(region)
         if z.ip_u32 is not None:
-            note_ip = memo.get(z.ip_u32)
+            note_ip = memo.get(("note-ip", z.ip_u32))
             if note_ip is None:
-                note_ip = memo[z.ip_u32] = _format_u32_ip(z.ip_u32)
-        core, product, rebuildable = _gfx_core(memo, z.gfx_core), _gfx_product(memo, z.product_family), z.has_spirv
+                note_ip = memo[("note-ip", z.ip_u32)] = _format_u32_ip(z.ip_u32)
+        core, product, rebuildable = _gfx_name(memo, "core", z.gfx_core), _gfx_name(memo, "product", z.product_family), z.has_spirv
     else:
         from aotwheel.backends.intel.legacy import read_legacy
 
         info = read_legacy(region)
-        core, rebuildable = _gfx_core(memo, info.gfx_core), info.has_spirv
+        core, rebuildable = _gfx_name(memo, "core", info.gfx_core), info.has_spirv
     if name_ip and note_ip and name_ip != note_ip:
         walk.report.warnings.append(f"{_where(image, member)}: member name says {name_ip} but the zebin note says {note_ip}")
     ip = name_ip or note_ip
@@ -670,21 +671,13 @@ def _format_u32_ip(value: int) -> str:
     return format_ip(ip_from_u32(value))
 
 
-def _gfx_core(memo: dict[Any, Any], gfx_core: int | None) -> str | None:
-    key = ("core", gfx_core)
+def _gfx_name(memo: dict[Any, Any], what: str, value: int | None) -> str | None:
+    """``gfx.core_name`` / ``gfx.product_name`` of a note value, once per walk."""
+    key = (what, value)
     if key not in memo:
         from aotwheel.backends.intel import gfx
 
-        memo[key] = gfx.core_name(gfx_core)
-    return memo[key]  # type: ignore[no-any-return]
-
-
-def _gfx_product(memo: dict[Any, Any], family: int | None) -> str | None:
-    key = ("product", family)
-    if key not in memo:
-        from aotwheel.backends.intel import gfx
-
-        memo[key] = gfx.product_name(family)
+        memo[key] = gfx.core_name(value) if what == "core" else gfx.product_name(value)
     return memo[key]  # type: ignore[no-any-return]
 
 
