@@ -50,6 +50,19 @@ def run_tool(cmd: list[str], cwd: Path | None = None, *, timeout: float = 600, *
     return proc
 
 
+@pytest.fixture()
+def fresh(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """aotwheel.runtime with no JIT policy or device override from the environment and an empty
+    memo (before and after the test)."""
+    from aotwheel import runtime
+
+    monkeypatch.delenv("AOTWHEEL_JIT", raising=False)
+    monkeypatch.delenv("AOTWHEEL_DEVICE", raising=False)
+    runtime.reset_memo()
+    yield runtime
+    runtime.reset_memo()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         module = item.module.__name__.rpartition(".")[2] if item.module else ""

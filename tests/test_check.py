@@ -12,17 +12,6 @@ import pytest
 from _check_util import ACM_G10_MEMBER, CACHE, PVC_MEMBER, TINY_KERNEL, ar_members, child_env, fat_binary, opencl_cpu_env, run_cli, run_python, single_binary, spirv
 
 
-@pytest.fixture()
-def fresh(monkeypatch):
-    from aotwheel import runtime
-
-    monkeypatch.delenv("AOTWHEEL_JIT", raising=False)
-    monkeypatch.delenv("AOTWHEEL_DEVICE", raising=False)
-    runtime.reset_memo()
-    yield runtime
-    runtime.reset_memo()
-
-
 def test_jit_warning_once_per_device_and_binary(fresh):
     import aotwheel
 

@@ -32,17 +32,6 @@ def libk() -> Path:
                     str(source("vadd.cu", VADD)), str(source("vscale.cu", VSCALE)))
 
 
-@pytest.fixture()
-def fresh(monkeypatch):
-    from aotwheel import runtime
-
-    monkeypatch.delenv("AOTWHEEL_JIT", raising=False)
-    monkeypatch.delenv("AOTWHEEL_DEVICE", raising=False)
-    runtime.reset_memo()
-    yield runtime
-    runtime.reset_memo()
-
-
 # ---- the report: schema 2 -------------------------------------------------------------------
 
 
