@@ -434,7 +434,24 @@ def parse_zstd(data: bytes, scratch: Path) -> None:
     from aotwheel.formats import zstd
 
     region = _region(data)
-    _each(lambda: zstd.content_size(region), lambda: zstd.peek(region, 64), lambda: zstd.decompress(region, cap=ZSTD_CAP))
+    _each(lambda: zstd.content_size(region), lambda: zstd.peek(region, 64), lambda: zstd.decompress(region, cap=ZSTD_CAP),
+          lambda: _frame_facts_agree(data, region))
+
+
+def _frame_facts_agree(data: bytes, region: Any) -> None:
+    """The inspect loop's header-only reading of a frame says what the Region readers say, or nothing."""
+    from aotwheel.formats import zstd
+
+    from aotwheel.errors import InspectError
+
+    facts = zstd.frame_facts(data, 0, len(data))
+    if facts is None or data[:4] != b"\x28\xb5\x2f\xfd":
+        return
+    try:
+        expected = (zstd.frame_size(region), zstd.content_size(region))
+    except InspectError as exc:  # not a rejection of the input: the two readings disagree
+        raise AssertionError(f"frame_facts read {facts} where the Region readers say: {exc}") from None
+    assert facts == expected, (facts, expected)
 
 
 def parse_offload(data: bytes, scratch: Path) -> None:

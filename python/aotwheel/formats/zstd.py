@@ -71,6 +71,44 @@ def decompress(region: Region, cap: int = DEFAULT_CAP) -> bytes:
     return b"".join(chunks)
 
 
+def frame_facts(buf: Any, at: int, size: int) -> tuple[int, int | None] | None:
+    """``(stored size, declared content size or None)`` of the zstd frame at ``buf[at : at + size]``,
+    from its frame and block headers alone, for the inspect loop over thousands of images.
+
+    ``None`` whenever anything is unusual (reserved bits, a header or block past ``size``): the
+    Region-based :func:`frame_size` and :func:`content_size` then decide and word the error.
+    """
+    end = at + size
+    if size < 6:
+        return None
+    fhd = buf[at + 4]
+    if fhd & 0x08:  # reserved bit: zstd itself rejects the frame
+        return None
+    single_segment = (fhd >> 5) & 1
+    if not single_segment and (buf[at + 5] >> 3) + 10 > 31:  # window log past ZSTD_WINDOWLOG_MAX: rejected
+        return None
+    pos = at + 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3]
+    fcs = (single_segment, 2, 4, 8)[fhd >> 6]
+    if pos + fcs > end:
+        return None
+    declared = int.from_bytes(buf[pos : pos + fcs], "little") + (256 if fcs == 2 else 0) if fcs else None
+    if declared is not None and declared >= (1 << 64) - 2:  # zstd's "unknown" and "error" codes
+        return None
+    pos += fcs
+    while True:
+        if pos + 3 > end:
+            return None
+        header = int.from_bytes(buf[pos : pos + 3], "little")
+        btype = (header >> 1) & 3
+        if btype == 3:
+            return None
+        pos += 3 + (1 if btype == 1 else header >> 3)
+        if header & 1:
+            break
+    pos += 4 if fhd & 4 else 0
+    return (pos - at, declared) if pos <= end else None
+
+
 def frame_size(region: Region) -> int:
     """Bytes the zstd frame at the start of ``region`` occupies, from its block headers only.
 
