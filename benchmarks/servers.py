@@ -34,7 +34,7 @@ http {{
   scgi_temp_path {root}/scgi;
   client_max_body_size 0;
   server {{
-    listen 127.0.0.1:{port};
+    listen 127.0.0.1:{port}{tls};
     root {root}/store;
     location / {{
       {auth}
@@ -85,7 +85,7 @@ class _Server:
 class NginxDav(_Server):
     """nginx + WebDAV on 127.0.0.1:<port>, files under ``<root>/store``."""
 
-    def __init__(self, root: Path, *, bearer: str | None = None) -> None:
+    def __init__(self, root: Path, *, bearer: str | None = None, tls: tuple[Path, Path] | None = None) -> None:
         if NGINX is None:
             raise RuntimeError("nginx is not installed (apt-get install nginx)")
         self.root = root
@@ -95,13 +95,16 @@ class NginxDav(_Server):
         # With a token: anything else than "Authorization: Bearer <token>" gets 401.
         auth = f'if ($http_authorization != "Bearer {bearer}") {{ return 401; }}' if bearer else ""
         conf = root / "nginx.conf"
-        conf.write_text(_NGINX_CONF.format(root=root, port=self.port, auth=auth))
+        # With tls=(certificate, key): HTTPS only, on the same port.
+        self.scheme = "https" if tls else "http"
+        listen = f" ssl;\n    ssl_certificate {tls[0]};\n    ssl_certificate_key {tls[1]}" if tls else ""
+        conf.write_text(_NGINX_CONF.format(root=root, port=self.port, auth=auth, tls=listen))
         self.proc = subprocess.Popen([NGINX, "-c", str(conf), "-p", str(root), "-e", str(root / "error.log")],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         _wait_port(self.port, self.proc, "nginx")
 
     def url(self, prefix: str = "/aot") -> str:
-        return f"http://127.0.0.1:{self.port}{prefix}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{prefix}"
 
     def objects(self, prefix: str = "aot") -> list[Path]:
         """The objects on the server's disk (the server-side listing)."""

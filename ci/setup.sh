@@ -12,6 +12,7 @@ APT_PACKAGES=(
   cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build; readelf/ar check it
   python3 python3-venv python3-dev python3-pip
   ca-certificates git zstd  # zstd: an independent decompressor for the inspector tests
+  openssl  # makes the self-signed certificate of the https:// remote-cache test
   nginx redis-server  # real remote-cache servers (WebDAV, Redis) the remote-cache tests start on loopback
 )
 missing=()

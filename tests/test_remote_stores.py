@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require
+from conftest import run_tool
 
 sys.path.insert(0, str(REPO))
 from benchmarks.servers import NGINX, REDIS, NginxDav, RedisServer  # noqa: E402
@@ -282,3 +283,69 @@ def test_build_cache_cli_names_the_stores_without_credentials(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "http://cache.example:8080/aot" in proc.stdout and "redis://r:6379/2" in proc.stdout
     assert "SECRET" not in proc.stdout + proc.stderr
+
+
+def _self_signed(work: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 from the real openssl tool (its own CA)."""
+    require("openssl")
+    work.mkdir(parents=True, exist_ok=True)
+    cert, key = work / "cert.pem", work / "key.pem"
+    run_tool(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+              "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)])
+    return cert, key
+
+
+def test_https_store_verifies_the_server_against_the_trust_store(spv, tmp_path, capfd, monkeypatch):
+    """https:// goes through TLS with certificate checks (the system store; a private CA via
+    SSL_CERT_FILE, as for pip and curl): trusted -> shared; untrusted -> one warning, compiled."""
+    if NGINX is None:
+        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
+    cert, key = _self_signed(tmp_path / "tls")
+    server = NginxDav(tmp_path / "nginx", tls=(cert, key))
+    try:
+        assert server.url().startswith("https://")
+        wrapper, log = ocloc_logger(tmp_path / "bin")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        first = _jobs(spv, _machine(tmp_path / "m1", server.url()), wrapper, "a")
+        assert {r.provenance for r in first} == {"compiled"} and len(server.objects()) == len(DEVICES)
+        assert all(_intact(p.read_bytes()) for p in server.objects())
+        before = logged_runs(log)
+        second = _jobs(spv, _machine(tmp_path / "m2", server.url()), wrapper, "b")
+        assert {r.provenance for r in second} == {"remote"} and logged_runs(log) == before
+        capfd.readouterr()
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "tls" / "nothing-trusted.pem"))
+        (tmp_path / "tls" / "nothing-trusted.pem").write_text("")
+        third = _jobs(spv, _machine(tmp_path / "m3", server.url()), wrapper, "c")
+    finally:
+        server.stop()
+    assert {r.provenance for r in third} == {"compiled"}
+    err = capfd.readouterr().err
+    warnings = [ln for ln in err.splitlines() if ln.startswith("aotwheel: warning:")]
+    assert len(warnings) == 1 and "CERTIFICATE_VERIFY_FAILED" in warnings[0].upper().replace(" ", "_"), err
+
+
+def test_redis_password_from_the_url_authenticates_and_never_shows(spv, tmp_path, capfd):
+    if REDIS is None:
+        pytest.skip("needs redis-server (ci/setup.sh installs it: apt-get install redis-server)")
+    server = RedisServer(tmp_path / "redis", password="pw-SECRET-2718")
+    try:
+        wrapper, log = ocloc_logger(tmp_path / "bin")
+        url = server.url().replace("redis://", "redis://:pw-SECRET-2718@")
+        first = _jobs(spv, _machine(tmp_path / "m1", url), wrapper, "a")
+        keys = server.command("KEYS", "*").split()
+        assert {r.provenance for r in first} == {"compiled"} and len(keys) == len(DEVICES)
+        assert all(_intact(server.get(k)) for k in keys)  # read back by redis-cli, not by us
+        before = logged_runs(log)
+        assert {r.provenance for r in _jobs(spv, _machine(tmp_path / "m2", url), wrapper, "b")} == {"remote"}
+        assert logged_runs(log) == before
+        capfd.readouterr()
+        wrong = _jobs(spv, _machine(tmp_path / "m3", url.replace("2718", "0000")), wrapper, "c")
+        no_password = _jobs(spv, _machine(tmp_path / "m4", server.url()), wrapper, "d")
+    finally:
+        server.stop()
+    assert {r.provenance for r in wrong + no_password} == {"compiled"}
+    out = capfd.readouterr()
+    text = out.out + out.err
+    warnings = [ln for ln in text.splitlines() if ln.startswith("aotwheel: warning:")]
+    assert len(warnings) == 2 and "WRONGPASS" in warnings[0] and "NOAUTH" in warnings[1], text
+    assert "SECRET" not in text and "0000" not in text

@@ -3,8 +3,10 @@
 ``AOTWHEEL_REMOTE_CACHE`` names one or more stores, separated by ``|`` and tried in order:
 
 * ``http://[user:pass@]host[:port]/prefix`` (or ``https://``): one object per key at
-  ``<prefix>/cas/<key>`` with plain ``GET``/``HEAD``/``PUT``, the layout bazel-remote's HTTP API
-  uses and that any WebDAV server (nginx's dav module) serves;
+  ``<prefix>/cas/<key>`` with plain ``GET``/``HEAD``/``PUT``, which any WebDAV server (nginx's dav
+  module) serves (not bazel-remote: its ``/cas/`` entries must be named by their content's sha256,
+  our keys hash the inputs); ``https://`` verifies the server against the default trust store
+  (``SSL_CERT_FILE`` adds a private CA);
 * ``redis://[[user]:pass@]host[:port][/db]``: one Redis key ``aotwheel:<key>`` per object, as
   ccache's Redis storage keeps one key per result.
 
@@ -79,7 +81,7 @@ def redact(url: str) -> str:
 
 
 class HttpStore:
-    """``GET``/``HEAD``/``PUT`` of ``<prefix>/cas/<key>`` (bazel-remote HTTP, WebDAV)."""
+    """``GET``/``HEAD``/``PUT`` of ``<prefix>/cas/<key>`` (WebDAV, plain HTTP stores)."""
 
     def __init__(self, url: str, token: str | None, timeouts: Timeouts) -> None:
         parts = urlsplit(url)
