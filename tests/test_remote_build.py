@@ -231,6 +231,12 @@ def test_a_shard_with_no_jobs_builds_no_device_code(project, tmp_path):
     assert "AOTWHEEL_SHARD=9/9 builds 0 of 2 kernel sources" in out
     assert _graph(tmp_path / "s") == ([], []) and compiled_jobs(log) == []
     assert _manifest(tmp_path / "s")["images"] == []
+    # A bad value stops configure (where the slice is computed) with one line naming the fix.
+    bad = subprocess.run(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(tmp_path / "bad"),
+                          f"-Daotwheel_DIR={REPO / 'cmake'}", f"-DPython_EXECUTABLE={sys.executable}",
+                          f"-DUSE_AOT_DEVLIST={DEVICES}", "-DAOTWHEEL_SHARD=5/4"], capture_output=True, text=True, env=env)
+    assert bad.returncode != 0
+    assert "aotwheel_add_device_code: AOTWHEEL_SHARD='5/4' is not i/n" in bad.stderr and "AOTWHEEL_SHARD=1/4" in bad.stderr
 
 
 def test_warm_cli_pushes_one_shard_and_builds_no_extension(project, nginx, tmp_path):
