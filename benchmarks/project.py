@@ -84,9 +84,9 @@ USE_AOT_DEVLIST = { env = "USE_AOT_DEVLIST", default = "pvc" }
 _OCLOC_EDGE = re.compile(r"aotwheel: ocloc (\S+) -device (\S+)")
 
 
-def write_project(root: Path, *, kernels: int, files: int) -> list[Path]:
+def write_project(root: Path, *, kernels: int, files: int, copies: int = 1) -> list[Path]:
     """Write (or refresh) the project under ``root``; return the kernel sources."""
-    sources = write_workload(root / "kernels", kernels=kernels, files=files)
+    sources = write_workload(root / "kernels", kernels=kernels, files=files, copies=copies)
     (root / "csrc").mkdir(parents=True, exist_ok=True)
     (root / "src" / "aotbench").mkdir(parents=True, exist_ok=True)
     rel = " ".join(f"kernels/{p.name}" for p in sources)

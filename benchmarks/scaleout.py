@@ -5,7 +5,10 @@ the other on this machine (so each shard's time is what it would take alone on a
 this one); all talk to one real nginx/WebDAV store on loopback. Measured, in one run:
 
 * T1: the one-machine build (cold local cache, no remote): device-code phase and the rest;
-* per shard i/R: ``AOTWHEEL_SHARD=i/R`` device-code build (compile its slice, push);
+* per shard i/R: ``AOTWHEEL_SHARD=i/R`` device-code build (compile its slice, push): configure,
+  the SPIR-V of its slice's sources, its ocloc edges and fat binaries; the edges of its build
+  graph are counted from ``ninja -t commands`` (SPIR-V edges, ocloc edges, the (source, device)
+  jobs those cover);
 * assemble: a fresh machine (empty local cache) against the warm remote: device-code phase
   (must run 0 ocloc) and the rest; its fat binaries must equal T1's byte for byte;
 * simulated wall = max(shard) + assemble, and its ratio to the ideal T1/R;
@@ -14,7 +17,16 @@ this one); all talk to one real nginx/WebDAV store on loopback. Measured, in one
 ocloc runs are counted by a logging wrapper set via AOTWHEEL_OCLOC, not by aotwheel's own log.
 ``--costs`` measures ocloc's CPU seconds per device (the sharding's cost table) instead.
 
-    python -m benchmarks.scaleout [--runners 4] [--kernels 36] [--files 4] [--out benchmarks/results/scaleout.json]
+Workloads (``--workload``; ``--kernels``/``--files``/``--copies`` override its numbers), both over
+the 8 devices of DEVLIST:
+
+* ``small`` (default): 36 distinct kernels (12 GEMM, 12 softmax, 12 reduction) in 4 sources of
+  9 kernels (12-13 kB each); T1 about 10 s on 2 quiet cores.
+* ``large``: the 48 distinct kernels (16 per family) plus 3 renamed copies of each (ocloc compiles
+  every kernel on its own) = 192 kernels in 8 sources of 24 (32-34 kB each): an operator
+  library's many instantiations; T1 about 50 s on 2 quiet cores (estimated from the small one).
+
+    python -m benchmarks.scaleout [--workload small|large] [--runners 4] [--out benchmarks/results/scaleout[_large].json]
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import statistics
 import stat
@@ -39,6 +52,8 @@ from benchmarks.timing import child_cpu
 REPO = Path(__file__).resolve().parents[1]
 # Eight devices with eight distinct IP versions that Debian's ocloc 22.43 builds.
 DEVLIST = "pvc,acm-g10,acm-g11,acm-g12,tgllp,dg1,adl-p,rkl"
+# --workload: (distinct kernels, sources, copies of each kernel); see the docstring.
+WORKLOADS = {"small": (36, 4, 1), "large": (48, 8, 4)}
 
 
 def _wrapper(directory: Path) -> tuple[Path, Path]:
@@ -70,11 +85,13 @@ class Runner:
         self.env = env
         self.log = ocloc_log
 
-    def _ninja(self, targets: list[str]) -> dict[str, float]:
+    def _ninja(self, targets: list[str] | None) -> dict[str, float]:
+        if targets == []:  # nothing of this kind in this build's graph (a shard with no such job)
+            return {"seconds": 0.0, "cpu_s": 0.0, "ocloc_runs": 0, "warnings": 0}
         before = _compiles(self.log)
         c0 = child_cpu()
         t0 = time.perf_counter()
-        proc = subprocess.run(["ninja", "-C", str(self.tree.build), f"-j{self.tree.jobs}", *targets],
+        proc = subprocess.run(["ninja", "-C", str(self.tree.build), f"-j{self.tree.jobs}", *(targets or [])],
                               capture_output=True, text=True, env=self.env)
         dt = time.perf_counter() - t0
         cpu = child_cpu() - c0
@@ -84,24 +101,49 @@ class Runner:
         return {"seconds": round(dt, 3), "cpu_s": round(cpu, 3), "ocloc_runs": _compiles(self.log) - before,
                 "warnings": warnings}
 
-    def configure(self) -> float:
+    def configure(self) -> dict[str, float]:
         cmd = ["cmake", "-G", "Ninja", "-S", str(self.tree.project), "-B", str(self.tree.build),
                f"-DUSE_AOT_DEVLIST={DEVLIST}", f"-DPython_EXECUTABLE={sys.executable}", "-DCMAKE_BUILD_TYPE=Release"]
+        c0 = child_cpu()
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, env=self.env)
-        return round(time.perf_counter() - t0, 3)
+        return {"seconds": round(time.perf_counter() - t0, 3), "cpu_s": round(child_cpu() - c0, 3)}
+
+    def outputs(self, suffix: str) -> list[str]:
+        """The workload's outputs with ``suffix`` that this build's graph has (a shard's: its slice's)."""
+        text = subprocess.run(["ninja", "-C", str(self.tree.build), "-t", "targets", "all"], check=True,
+                              capture_output=True, text=True).stdout
+        mine = {ln.split(":", 1)[0] for ln in text.splitlines()}
+        return [p for p in self.tree.outputs(suffix) if p in mine]
+
+    def graph(self) -> dict[str, object]:
+        """The edges of this build's graph: SPIR-V edges, ocloc edges and the jobs they cover."""
+        text = subprocess.run(["ninja", "-C", str(self.tree.build), "-t", "commands"], check=True,
+                              capture_output=True, text=True).stdout
+        spirv: list[str] = []
+        ocloc: list[list[str]] = []
+        for line in dict.fromkeys(text.splitlines()):
+            argv = shlex.split(line)
+            step = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a.endswith("buildsteps/__main__.py")), None)
+            if step == "spirv":
+                spirv.append(Path(argv[argv.index("--source") + 1]).stem)
+            elif step == "ocloc":
+                stem = Path(argv[argv.index("--spirv") + 1]).stem
+                ocloc.append([f"{stem}:{argv[i + 1].split('=', 1)[0]}" for i, a in enumerate(argv) if a == "--job"])
+        return {"spirv_edges": len(spirv), "ocloc_edges": len(ocloc), "jobs": sum(len(e) for e in ocloc),
+                "sources": sorted(spirv)}
 
     def spirv(self) -> dict[str, float]:
-        """clang + llvm-spirv of every source (every runner needs all SPIR-V: it is in the keys)."""
-        return self._ninja(self.tree.outputs(".spv"))
+        """clang + llvm-spirv of the sources in this build's graph (a shard's: its slice's)."""
+        return self._ninja(self.outputs(".spv"))
 
     def device_code(self) -> dict[str, float]:
         """The device-compile phase, from SPIR-V: ocloc edges (or cache hits) and fat binaries."""
-        return self._ninja(self.tree.outputs(".fatbin"))
+        return self._ninja(self.outputs(".fatbin"))
 
     def rest(self) -> dict[str, float]:
         """Everything else of the build: embedding, the extension, the manifest."""
-        return self._ninja([])
+        return self._ninja(None)
 
     def fatbins(self) -> list[bytes]:
         return [(self.tree.build / p).read_bytes() for p in self.tree.outputs(".fatbin")]
@@ -141,7 +183,7 @@ def remote_hit_cost(work: Path, reps: int) -> dict[str, object]:
 
 def measure_costs(work: Path, devices: list[str], reps: int) -> dict[str, object]:
     """CPU seconds of `ocloc compile -device X` on the whole workload linked into one module."""
-    srcs = write_project(work / "costproj", kernels=36, files=4)
+    srcs = write_project(work / "costproj", kernels=36, files=4)  # the small workload
     bcs = []
     for src in srcs:
         bc = work / f"{src.stem}.bc"
@@ -171,13 +213,20 @@ def measure_costs(work: Path, devices: list[str], reps: int) -> dict[str, object
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runners", type=int, default=4)
-    p.add_argument("--kernels", type=int, default=36)
-    p.add_argument("--files", type=int, default=4)
+    p.add_argument("--workload", choices=sorted(WORKLOADS), default="small", help="see the module docstring")
+    p.add_argument("--kernels", type=int, help="distinct kernels (3..48; default: the workload's)")
+    p.add_argument("--files", type=int, help="kernel sources (default: the workload's)")
+    p.add_argument("--copies", type=int, help="renamed copies of each kernel (default: the workload's)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="ninja -j per simulated runner")
     p.add_argument("--hit-reps", type=int, default=20)
     p.add_argument("--costs", action="store_true", help="measure per-device ocloc cost instead")
-    p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "scaleout.json")
+    p.add_argument("--out", type=Path, help="default: benchmarks/results/scaleout.json (scaleout_large.json for large)")
     a = p.parse_args(argv)
+    kernels, files, copies = WORKLOADS[a.workload]
+    a.kernels, a.files, a.copies = a.kernels or kernels, a.files or files, a.copies or copies
+    if a.out is None:
+        suffix = "_large" if a.workload == "large" and not a.costs else ""
+        a.out = REPO / "benchmarks" / "results" / ("scaleout_costs.json" if a.costs else f"scaleout{suffix}.json")
     work = Path(tempfile.mkdtemp(prefix="aotwheel-scaleout-"))
     load_before = os.getloadavg()
     try:
@@ -198,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
     project = work / "project"
-    write_project(project, kernels=a.kernels, files=a.files)
+    write_project(project, kernels=a.kernels, files=a.files, copies=a.copies)
     wrapper, log = _wrapper(work / "bin")
     server = NginxDav(work / "nginx")
     try:
@@ -208,6 +257,7 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
         # T1: one machine, cold local cache, no remote.
         one = Runner(project, work / "one", env(work / "one"), a.jobs, log)
         t1_conf = one.configure()
+        t1_graph = one.graph()
         t1_spv = one.spirv()
         t1_dev = one.device_code()
         t1_rest = one.rest()
@@ -217,10 +267,13 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
             r = Runner(project, root, env(root, AOTWHEEL_REMOTE_CACHE=server.url(), AOTWHEEL_SHARD=f"{i}/{a.runners}"),
                        a.jobs, log)
             conf = r.configure()
+            graph = r.graph()
             spv = r.spirv()
             dev = r.device_code()
-            shards.append({"shard": f"{i}/{a.runners}", "configure_s": conf, "spirv": spv, **dev,
-                           "total_s": round(conf + spv["seconds"] + dev["seconds"], 3)})
+            shards.append({"shard": f"{i}/{a.runners}", "configure_s": conf["seconds"], "configure_cpu_s": conf["cpu_s"],
+                           "graph": graph, "spirv": spv, **dev,
+                           "total_s": round(conf["seconds"] + spv["seconds"] + dev["seconds"], 3),
+                           "total_cpu_s": round(conf["cpu_s"] + spv["cpu_s"] + dev["cpu_s"], 3)})
         asm = Runner(project, work / "assemble", env(work / "assemble", AOTWHEEL_REMOTE_CACHE=server.url()), a.jobs, log)
         asm_conf = asm.configure()
         asm_spv = asm.spirv()
@@ -230,18 +283,30 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
         objects = len(server.objects())
     finally:
         server.stop()
-    t1 = t1_conf + t1_spv["seconds"] + t1_dev["seconds"] + t1_rest["seconds"]
-    t_asm = asm_conf + asm_spv["seconds"] + asm_dev["seconds"] + asm_rest["seconds"]
+    phases = ("spirv", "device_code", "rest")
+    t1 = t1_conf["seconds"] + sum(float(x["seconds"]) for x in (t1_spv, t1_dev, t1_rest))
+    t1_cpu = t1_conf["cpu_s"] + sum(float(x["cpu_s"]) for x in (t1_spv, t1_dev, t1_rest))
+    t_asm = asm_conf["seconds"] + sum(float(x["seconds"]) for x in (asm_spv, asm_dev, asm_rest))
+    t_asm_cpu = asm_conf["cpu_s"] + sum(float(x["cpu_s"]) for x in (asm_spv, asm_dev, asm_rest))
     shard_total = [float(s["total_s"]) for s in shards]
     wall = max(shard_total) + t_asm
     ideal = t1 / a.runners
     return {
         "benchmark": "scaleout",
-        "devlist": DEVLIST, "sources": a.files, "kernels": a.kernels, "runners": a.runners, "ninja_jobs": a.jobs,
-        "one_machine": {"configure_s": t1_conf, "spirv": t1_spv, "device_code": t1_dev, "rest": t1_rest, "total_s": round(t1, 3)},
+        "workload": {"name": a.workload, "distinct_kernels": a.kernels, "copies": a.copies,
+                     "kernels": a.kernels * a.copies, "sources": a.files},
+        "devlist": DEVLIST, "sources": a.files, "kernels": a.kernels * a.copies, "runners": a.runners,
+        "ninja_jobs": a.jobs,
+        "one_machine": {"configure_s": t1_conf["seconds"], "configure_cpu_s": t1_conf["cpu_s"], "graph": t1_graph,
+                        **dict(zip(phases, (t1_spv, t1_dev, t1_rest))), "total_s": round(t1, 3),
+                        "total_cpu_s": round(t1_cpu, 3)},
         "shards": shards,
         "shard_ocloc_runs": [s["ocloc_runs"] for s in shards],
-        "assemble": {"configure_s": asm_conf, "spirv": asm_spv, "device_code": asm_dev, "rest": asm_rest, "total_s": round(t_asm, 3)},
+        "shard_ocloc_edges": [s["graph"]["ocloc_edges"] for s in shards],
+        "shard_spirv_edges": [s["graph"]["spirv_edges"] for s in shards],
+        "assemble": {"configure_s": asm_conf["seconds"], "configure_cpu_s": asm_conf["cpu_s"],
+                     **dict(zip(phases, (asm_spv, asm_dev, asm_rest))), "total_s": round(t_asm, 3),
+                     "total_cpu_s": round(t_asm_cpu, 3)},
         "assemble_fatbins_identical_to_one_machine": identical,
         "remote_objects": objects,
         "shard_device_phase_s": [s["seconds"] for s in shards],
@@ -257,6 +322,10 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
         "simulated_wall_s": round(wall, 3),
         "ideal_T1_over_R_s": round(ideal, 3),
         "ratio_wall_to_ideal": round(wall / ideal, 3),
+        # The same sum in CPU seconds (max shard + assemble vs T1/R): the work on the critical
+        # path, much less moved by other people's load than wall seconds.
+        "ratio_cpu_to_ideal": round((max(float(s["total_cpu_s"]) for s in shards) + t_asm_cpu)
+                                    / (t1_cpu / a.runners), 3),
         "goal_ratio": 1.3,
         "warm_remote_device_phase_ratio": round(asm_dev["seconds"] / t1_dev["seconds"], 3),
         "goal_warm_ratio": 0.15,

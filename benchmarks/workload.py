@@ -7,7 +7,11 @@ dealt round-robin into ``files`` sources so that every source costs ocloc about 
 defaults (36 kernels in 4 files) one device compile of the whole set takes well over 1 s with
 Debian's ocloc 22.43.
 
-``python -m benchmarks.workload OUT_DIR [--kernels 36] [--files 4]`` writes ``ops_<i>.cl``.
+``copies`` > 1 adds renamed copies of every kernel (``<name>_c<k>``, same body): ocloc compiles
+each kernel on its own, so a source's compile time grows with its kernel count, as an operator
+library's many instantiations make it grow (scaleout's ``--workload large``).
+
+``python -m benchmarks.workload OUT_DIR [--kernels 36] [--files 4] [--copies 1]`` writes ``ops_<i>.cl``.
 """
 
 from __future__ import annotations
@@ -221,21 +225,35 @@ def kernel_set(count: int = 36) -> list[list[Kernel]]:
     return [f[: per + (1 if i < extra else 0)] for i, f in enumerate(fams)]
 
 
-def write_workload(out_dir: Path | str, *, kernels: int = 36, files: int = 4) -> list[Path]:
-    """Write ``files`` OpenCL C sources holding ``kernels`` kernels; return their paths.
+def copy_of(kernel: Kernel, k: int) -> Kernel:
+    """The kernel renamed ``<name>_c<k>`` (its helper functions too: they carry its name)."""
+    name = f"{kernel.name}_c{k}"
+    return Kernel(name, kernel.source.replace(kernel.name, name))
+
+
+def write_workload(out_dir: Path | str, *, kernels: int = 36, files: int = 4, copies: int = 1) -> list[Path]:
+    """Write ``files`` OpenCL C sources holding ``kernels`` kernels (times ``copies``); return their paths.
 
     The kernels (family by family) are dealt round-robin over the files, so file sizes differ by
     at most one kernel and, with 48 kernels in 2 or 4 files, every file gets each GEMM tile
-    configuration once and costs ocloc about the same (balanced ninja edges).
+    configuration once and costs ocloc about the same (balanced ninja edges); with 48 kernels, 4
+    copies and 8 files, twice each.
     """
-    if files < 1 or files > kernels:
-        raise ValueError("files must be between 1 and the number of kernels")
+    if files < 1 or files > kernels * copies or copies < 1:
+        raise ValueError("files must be between 1 and the number of kernels; copies at least 1")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    ordered = [k for fam in kernel_set(kernels) for k in fam]
+    distinct = [k for fam in kernel_set(kernels) for k in fam]
+    dealt: list[list[Kernel]] = [[] for _ in range(files)]
+    # Copy c is dealt shifted by c * files/copies files, so that each file gets every GEMM tile
+    # configuration (their costs differ most) equally often, not always the same two.
+    shift = max(1, files // copies)
+    for c in range(copies):
+        for i, k in enumerate(distinct):
+            dealt[(i + c * shift) % files].append(copy_of(k, c) if c else k)
     paths = []
     for i in range(files):
-        mine = ordered[i::files]
+        mine = dealt[i]
         text = _HEADER.format(count=len(mine)) + "".join(k.source for k in mine)
         path = out / f"ops_{i}.cl"
         # Unchanged content keeps its mtime, so regenerating does not force a rebuild.
@@ -253,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out_dir")
     ap.add_argument("--kernels", type=int, default=36)
     ap.add_argument("--files", type=int, default=4)
+    ap.add_argument("--copies", type=int, default=1)
     a = ap.parse_args(argv)
-    for p in write_workload(a.out_dir, kernels=a.kernels, files=a.files):
+    for p in write_workload(a.out_dir, kernels=a.kernels, files=a.files, copies=a.copies):
         print(p)
     return 0
 

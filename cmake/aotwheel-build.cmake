@@ -16,6 +16,10 @@
 # AOTWHEEL_OCLOC_GROUPS (CMake variable or environment): ocloc edges per kernel source; default
 # min(devices, cores). Each edge runs one ocloc for its group's devices that no cache holds.
 #
+# AOTWHEEL_SHARD=i/n (CMake variable, else the environment at configure time): the graph holds
+# only this shard's slice of the (source, device) jobs (aotwheel.buildsteps.shard's plan): the
+# SPIR-V, ocloc and fat-binary edges of its sources, with their devices of this shard only.
+#
 # Per kernel source: clang + llvm-spirv -> SPIR-V; one ocloc edge per (source, group of devices),
 # each device looked up in aotwheel's device-code cache first (per-device entries, the same as
 # `aotwheel compile` uses); one ocloc-compatible fat binary (ar) per source;
@@ -33,7 +37,7 @@
 #   _aotwheel_check_sources     kernel file names usable as build outputs
 #   _aotwheel_toolchain         configure-time toolchain check, devlist.json, device groups
 #   _aotwheel_ocloc_command     the ocloc edges' command and job pool (one place for both)
-#   _aotwheel_scale_out         remote-cache/shard settings and the job list for the ocloc edges
+#   _aotwheel_scale_out         remote-cache settings for the ocloc edges; AOTWHEEL_SHARD's slice
 #   _aotwheel_kernel_edges      per kernel source:
 #   _aotwheel_spirv_edge          source -> SPIR-V
 #   _aotwheel_ocloc_edges         SPIR-V -> native images, one edge per group of devices -> fat binary
@@ -82,7 +86,7 @@ function(aotwheel_add_device_code target)
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}")
   _aotwheel_toolchain(${fn} "${work}" "${dev}" "${dev_JSON}")
   _aotwheel_ocloc_command(${fn} ocloc_command ocloc_pool)
-  _aotwheel_scale_out("${work}")
+  _aotwheel_scale_out(${fn} "${work}")
   _aotwheel_kernel_edges("${work}" spvs fatbins images)
   _aotwheel_tgtsym_edge("${work}" tgtsym)
   set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
@@ -206,45 +210,86 @@ function(_aotwheel_ocloc_command fn out_command out_pool)
   set(${out_pool} "${pool}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_scale_out(<work>): AOTWHEEL_REMOTE_CACHE, _READONLY, _TIMEOUT and AOTWHEEL_SHARD from
-# the CMake cache (-D, -C cmake.define.X=...) or else the environment, and the token from the
-# CMake cache only (from the environment the steps read it themselves), into <work>/remote-settings
-# (mode 0600, rewritten only on change): a file, not arguments, so that the token never reaches
-# build.ninja or `ninja -v`. Also <work>/jobs.tsv, the (source, device) list AOTWHEEL_SHARD
-# slices. Appends both to the caller's ocloc_command and sets ocloc_depends.
-function(_aotwheel_scale_out work)
+# _aotwheel_scale_out(<fn> <work>): AOTWHEEL_REMOTE_CACHE, _READONLY and _TIMEOUT from the CMake
+# cache (-D, -C cmake.define.X=...) or else the environment, and the token from the CMake cache only
+# (from the environment the steps read it themselves), into <work>/remote-settings (mode 0600,
+# rewritten only on change): a file, not arguments, so that the token never reaches build.ninja or
+# `ninja -v`. Appends it to the caller's ocloc_command and sets ocloc_depends.
+# AOTWHEEL_SHARD (the same way): <work>/jobs.tsv, the (source, device) list of the caller's
+# ARG_SOURCES and `dev`, and the `shard` step's slice of it, <work>/shard-slice.tsv; sets the
+# caller's _aotw_shard (i/n, or empty), _aotw_slice_stems (this shard's sources) and
+# _aotw_slice_specs (per source its ocloc groups, "a,b|c"), which _aotwheel_kernel_edges reads.
+function(_aotwheel_scale_out fn work)
   set(text "")
   foreach(var IN ITEMS AOTWHEEL_REMOTE_CACHE AOTWHEEL_REMOTE_CACHE_READONLY AOTWHEEL_REMOTE_CACHE_TIMEOUT
-                       AOTWHEEL_SHARD AOTWHEEL_REMOTE_CACHE_TOKEN)
+                       AOTWHEEL_REMOTE_CACHE_TOKEN)
     if(DEFINED ${var})
       string(APPEND text "${var}=${${var}}\n")
     elseif(DEFINED ENV{${var}} AND NOT var STREQUAL "AOTWHEEL_REMOTE_CACHE_TOKEN")
       string(APPEND text "${var}=$ENV{${var}}\n")
     endif()
   endforeach()
+  _aotwheel_write_if_changed("${work}/remote-settings" "${text}")
+  file(CHMOD "${work}/remote-settings" PERMISSIONS OWNER_READ OWNER_WRITE)
+  set(ocloc_command ${ocloc_command} --settings "${work}/remote-settings" PARENT_SCOPE)
+  set(ocloc_depends "${work}/remote-settings" PARENT_SCOPE)
+
+  set(shard "$ENV{AOTWHEEL_SHARD}")
+  if(DEFINED AOTWHEEL_SHARD)
+    set(shard "${AOTWHEEL_SHARD}")
+  endif()
+  string(STRIP "${shard}" shard)
+  set(_aotw_shard "" PARENT_SCOPE)
+  if(shard STREQUAL "" OR NOT dev)  # no devices: no ocloc jobs to share out
+    return()
+  endif()
   set(jobs "")
+  set(sources "")
   foreach(src IN LISTS ARG_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(stem "${src}" NAME_WE)
+    list(APPEND sources "${src}")
     foreach(device IN LISTS dev)
       string(APPEND jobs "${stem}\t${device}\t${src}\n")
     endforeach()
   endforeach()
-  foreach(pair IN ITEMS "remote-settings|text" "jobs.tsv|jobs")
-    string(REPLACE "|" ";" pair "${pair}")
-    list(GET pair 0 name)
-    list(GET pair 1 var)
-    set(old "<none>")
-    if(EXISTS "${work}/${name}")
-      file(READ "${work}/${name}" old)
-    endif()
-    if(NOT old STREQUAL "${${var}}")  # unchanged: left alone, so ninja reruns nothing
-      file(WRITE "${work}/${name}" "${${var}}")
-      file(CHMOD "${work}/${name}" PERMISSIONS OWNER_READ OWNER_WRITE)
-    endif()
+  _aotwheel_write_if_changed("${work}/jobs.tsv" "${jobs}")
+  file(STRINGS "${work}/ocloc-groups.txt" groups)
+  list(LENGTH groups group_count)
+  _aotwheel_build_step(${fn} shard --jobs "${work}/jobs.tsv" --shard "${shard}" --group-count ${group_count}
+                       --out "${work}/shard-slice.tsv")
+  # The plan weighs the sources by size: an edited source re-plans (CMake re-runs on it).
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${sources})
+  set(stems "")
+  set(specs "")
+  file(STRINGS "${work}/shard-slice.tsv" lines)
+  foreach(line IN LISTS lines)
+    string(FIND "${line}" "\t" tab)
+    string(SUBSTRING "${line}" 0 ${tab} stem)
+    math(EXPR tab "${tab} + 1")
+    string(SUBSTRING "${line}" ${tab} -1 spec)
+    list(APPEND stems "${stem}")
+    list(APPEND specs "${spec}")
   endforeach()
-  set(ocloc_command ${ocloc_command} --settings "${work}/remote-settings" --jobs "${work}/jobs.tsv" PARENT_SCOPE)
-  set(ocloc_depends "${work}/remote-settings" "${work}/jobs.tsv" PARENT_SCOPE)
+  list(LENGTH stems n)
+  list(LENGTH ARG_SOURCES total)
+  list(JOIN stems ", " shown)
+  message(STATUS "aotwheel: ${ARG_NAME}: AOTWHEEL_SHARD=${shard} builds ${n} of ${total} kernel sources (${shown})")
+  set(_aotw_shard "${shard}" PARENT_SCOPE)
+  set(_aotw_slice_stems "${stems}" PARENT_SCOPE)
+  set(_aotw_slice_specs "${specs}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_write_if_changed(<path> <text>): write <path> only when its content differs, so that
+# ninja reruns nothing that depends on an unchanged file.
+function(_aotwheel_write_if_changed path text)
+  set(old "<none>")
+  if(EXISTS "${path}")
+    file(READ "${path}" old)
+  endif()
+  if(NOT old STREQUAL "${text}")
+    file(WRITE "${path}" "${text}")
+  endif()
 endfunction()
 
 # _aotwheel_spirv_edge(<work> <source> <out>): the clang + llvm-spirv edge of one kernel source
@@ -266,7 +311,8 @@ function(_aotwheel_spirv_edge work src out)
 endfunction()
 
 # _aotwheel_ocloc_edges(<work> <source> <spv> <out>): one ocloc edge per group of the caller's
-# `dev` (<work>/ocloc-groups.txt; ninja runs a source's groups in parallel), each writing one
+# `dev` (<work>/ocloc-groups.txt, or the caller's _aotw_groups in a shard build: this source's
+# devices of the shard; ninja runs a source's groups in parallel), each writing one
 # native image per device of its group, then the fat binary of them all (plus the SPIR-V when
 # dev_JIT); sets <out> to the fat binary. Reads the caller's ocloc_command, ocloc_pool (from
 # _aotwheel_ocloc_command) and ARG_OPTIONS.
@@ -282,7 +328,11 @@ function(_aotwheel_ocloc_edges work src spv out)
     list(APPEND natives "${bin}")
     list(APPEND native_args --native "${device}=${ip}=${bin}")
   endforeach()
-  file(STRINGS "${work}/ocloc-groups.txt" groups)
+  if(_aotw_shard)
+    set(groups "${_aotw_groups}")
+  else()
+    file(STRINGS "${work}/ocloc-groups.txt" groups)
+  endif()
   foreach(group IN LISTS groups)
     string(REPLACE "," ";" members "${group}")
     set(outputs "")
@@ -315,16 +365,38 @@ function(_aotwheel_ocloc_edges work src spv out)
 endfunction()
 
 # _aotwheel_kernel_edges(<work> <out_spvs> <out_fatbins> <out_images>): the SPIR-V and ocloc
-# edges of every kernel source (the caller's ARG_SOURCES). <out_images> lists the images to
-# embed as triple=source=path, fat binaries first (the SYCL runtime prefers them), then SPIR-V.
+# edges of every kernel source (the caller's ARG_SOURCES; in a shard build only the slice's
+# sources, each with its devices of this shard: _aotw_slice_* from _aotwheel_scale_out).
+# <out_images> lists the images to embed as triple=source=path, fat binaries first (the SYCL
+# runtime prefers them), then SPIR-V.
 function(_aotwheel_kernel_edges work out_spvs out_fatbins out_images)
   set(spvs "")
   set(fatbins "")
   set(images "")
   set(ir_images "")
+  set(all_dev "${dev}")
+  set(all_ips "${dev_IPS}")
   foreach(src IN LISTS ARG_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(base "${src}" NAME)
+    if(_aotw_shard)
+      get_filename_component(stem "${src}" NAME_WE)
+      list(FIND _aotw_slice_stems "${stem}" at)
+      if(at LESS 0)  # another shard's source: no edge at all here
+        continue()
+      endif()
+      list(GET _aotw_slice_specs ${at} spec)
+      string(REPLACE "|" ";" _aotw_groups "${spec}")
+      string(REGEX REPLACE "[|,]" ";" mine "${spec}")
+      set(dev "")
+      set(dev_IPS "")
+      foreach(device ip IN ZIP_LISTS all_dev all_ips)
+        if(device IN_LIST mine)
+          list(APPEND dev "${device}")
+          list(APPEND dev_IPS "${ip}")
+        endif()
+      endforeach()
+    endif()
     _aotwheel_spirv_edge("${work}" "${src}" spv)
     list(APPEND spvs "${spv}")
     if(dev)

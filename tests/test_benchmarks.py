@@ -72,6 +72,24 @@ def test_workload_default_set_is_distinct_and_regeneration_keeps_mtime(tmp_path:
     assert sorted(p.name for p in tmp_path.glob("ops_*.cl")) == ["ops_0.cl", "ops_1.cl"]
 
 
+def test_large_workload_copies_are_distinct_and_every_file_gets_the_same_mix(tmp_path: Path) -> None:
+    """scaleout's --workload large: 48 kernels x 4 copies in 8 files, renamed copies (distinct
+    kernel names, helper functions renamed with them) and each file 2 of every GEMM tile config."""
+    _require("clang-15", "llvm-spirv-15")
+    sources = write_workload(tmp_path, kernels=48, files=8, copies=4)
+    names = [n for p in sources for n in _KERNEL_RE.findall(p.read_text())]
+    assert len(names) == 192 and len(set(names)) == 192
+    for src in sources:
+        tiles = sorted("_".join(n.split("_")[:3]) for n in _KERNEL_RE.findall(src.read_text()) if n.startswith("gemm"))
+        assert tiles == sorted(["gemm_t16_w2", "gemm_t16_w4", "gemm_t32_w2", "gemm_t32_w4"] * 2)
+    src = sources[0]
+    bc, spv = tmp_path / "a.bc", tmp_path / "a.spv"
+    subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
+                   check=True, capture_output=True)
+    subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True, capture_output=True)
+    assert sorted(_spirv_entry_points(spv, tmp_path)) == sorted(_KERNEL_RE.findall(src.read_text()))
+
+
 def test_generated_gemm_file_compiles_with_ocloc_for_pvc(tmp_path: Path) -> None:
     _require("clang-15", "llvm-spirv-15", "ocloc")
     src = write_workload(tmp_path / "k", kernels=3, files=1)[0]

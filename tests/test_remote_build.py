@@ -1,6 +1,7 @@
 """Real CMake + ninja builds sharing device code through a REAL nginx/WebDAV server on loopback:
-two "machines" (separate build dirs AND separate local caches), AOTWHEEL_SHARD builds plus an
-assemble build, settings from `-D` (the CMake cache), `aotwheel build warm` and `aotwheel build cache`.
+two "machines" (separate build dirs AND separate local caches), AOTWHEEL_SHARD builds (whose
+ninja graph holds only their slice: read back with `ninja -t commands`) plus an assemble build,
+settings from `-D` (the CMake cache), `aotwheel build warm` and `aotwheel build cache`.
 ocloc runs are counted by a logging wrapper (AOTWHEEL_OCLOC); embedded images are read back with
 pyelftools (tests/_build_util.embedded_images), not with aotwheel's readers."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +66,38 @@ def compiled_jobs(log: Path) -> list[tuple[str, str]]:
     for r in logged_runs(log):
         spv, devices = re.search(r"-file (\S+)", r).group(1), re.search(r"-device (\S+)", r).group(1)
         jobs += [(Path(spv).name, d) for d in devices.split(",")]
+    return jobs
+
+
+def _graph(machine: Path) -> tuple[list[str], list[list[tuple[str, str]]]]:
+    """The build graph's SPIR-V edges (source stems) and ocloc edges ((stem, device) per edge),
+    from `ninja -t commands` of the whole build."""
+    text = run(["ninja", "-C", str(machine / "build"), "-t", "commands"]).stdout
+    spirv, ocloc = [], []
+    for line in dict.fromkeys(text.splitlines()):  # an edge's command is listed once per target using it
+        if "buildsteps/__main__.py" not in line:
+            continue
+        argv = shlex.split(line)
+        step = argv[argv.index(next(a for a in argv if a.endswith("buildsteps/__main__.py"))) + 1]
+        if step == "spirv":
+            spirv.append(Path(argv[argv.index("--source") + 1]).stem)
+        elif step == "ocloc":
+            stem = Path(argv[argv.index("--spirv") + 1]).stem
+            ocloc.append([(stem, argv[i + 1].split("=", 1)[0]) for i, a in enumerate(argv) if a == "--job"])
+    return sorted(spirv), ocloc
+
+
+def _check_slice(machine: Path, log: Path, before: int) -> list[tuple[str, str]]:
+    """A shard build ran ocloc for exactly the (source, device) jobs of its graph, which holds no
+    edge (no placeholder process) and no output for anyone else's; returns those jobs."""
+    spirv, edges = _graph(machine)
+    jobs = sorted(j for edge in edges for j in edge)
+    assert all(edges) and len(set(jobs)) == len(jobs)
+    assert sorted({stem for stem, _ in jobs}) == spirv  # SPIR-V only of the sources it compiles for
+    assert sorted((Path(spv).stem, d) for spv, d in compiled_jobs(log)[before:]) == jobs
+    work = machine / "build" / "aotwheel" / "rc"
+    assert sorted(p.stem for p in work.glob("*.spv")) == spirv
+    assert sorted(tuple(p.name.split(".")[:2]) for p in work.glob("*.bin")) == jobs
     return jobs
 
 
@@ -151,17 +185,58 @@ def test_shard_builds_then_assemble_runs_zero_ocloc_and_matches_one_machine(proj
     jobs = len(compiled_jobs(log))
     remote = {**base, "AOTWHEEL_REMOTE_CACHE": nginx.url()}
     per_shard = []
-    for i in (1, 2, 3):
+    for i in (1, 2, 3):  # 2 sources on 3 shards: the plan splits sources across shards
         before = len(compiled_jobs(log))
         _build(project, tmp_path / f"s{i}", {**remote, "AOTWHEEL_SHARD": f"{i}/3"})
-        per_shard.append(len(compiled_jobs(log)) - before)
-    assert sum(per_shard) == jobs and all(n >= 1 for n in per_shard), per_shard
+        per_shard.append(_check_slice(tmp_path / f"s{i}", log, before))
+    assert sorted(j for s in per_shard for j in s) == sorted((k.stem, d) for k in KERNELS for d in DEVICES.split(","))
+    assert all(per_shard), per_shard
     assert len(nginx.objects()) == jobs + 1  # + ocloc's facts
     before = len(compiled_jobs(log))
     _build(project, tmp_path / "asm", remote)
     assert len(compiled_jobs(log)) == before  # the assembling build ran zero ocloc
     assert _images(tmp_path / "asm") == _images(tmp_path / "one")
     assert _provenance(tmp_path / "asm") == ["remote"] * jobs
+
+
+def test_source_affine_shards_build_only_their_sources_and_assemble_matches(project, nginx, tmp_path):
+    """2 sources of about the same size on 2 shards: each shard holds one whole source -- its
+    SPIR-V edge, the one-machine build's ocloc edges for it, nothing of the other source."""
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    base = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))
+    _build(project, tmp_path / "one", base)
+    one_spirv, one_edges = _graph(tmp_path / "one")
+    remote = {**base, "AOTWHEEL_REMOTE_CACHE": nginx.url()}
+    stems = []
+    for i in (1, 2):
+        before = len(compiled_jobs(log))
+        _build(project, tmp_path / f"s{i}", {**remote, "AOTWHEEL_SHARD": f"{i}/2"})
+        jobs = _check_slice(tmp_path / f"s{i}", log, before)
+        (stem,) = {s for s, _ in jobs}  # one whole source
+        assert sorted(d for _, d in jobs) == sorted(DEVICES.split(","))
+        assert _graph(tmp_path / f"s{i}")[1] == [e for e in one_edges if e[0][0] == stem]  # same groups
+        stems.append(stem)
+    assert sorted(stems) == one_spirv
+    before = len(compiled_jobs(log))
+    _build(project, tmp_path / "asm", remote)
+    assert len(compiled_jobs(log)) == before
+    assert _images(tmp_path / "asm") == _images(tmp_path / "one")
+
+
+def test_a_shard_with_no_jobs_builds_no_device_code(project, tmp_path):
+    require(*TOOLS)
+    wrapper, log = ocloc_logger(tmp_path / "bin")
+    env = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))
+    out = _build(project, tmp_path / "s", {**env, "AOTWHEEL_SHARD": "9/9"})  # 6 jobs, 9 shards
+    assert "AOTWHEEL_SHARD=9/9 builds 0 of 2 kernel sources" in out
+    assert _graph(tmp_path / "s") == ([], []) and compiled_jobs(log) == []
+    assert _manifest(tmp_path / "s")["images"] == []
+    # A bad value stops configure (where the slice is computed) with one line naming the fix.
+    bad = subprocess.run(["cmake", "-G", "Ninja", "-S", str(project), "-B", str(tmp_path / "bad"),
+                          f"-Daotwheel_DIR={REPO / 'cmake'}", f"-DPython_EXECUTABLE={sys.executable}",
+                          f"-DUSE_AOT_DEVLIST={DEVICES}", "-DAOTWHEEL_SHARD=5/4"], capture_output=True, text=True, env=env)
+    assert bad.returncode != 0
+    assert "aotwheel_add_device_code: AOTWHEEL_SHARD='5/4' is not i/n" in bad.stderr and "AOTWHEEL_SHARD=1/4" in bad.stderr
 
 
 def test_warm_cli_pushes_one_shard_and_builds_no_extension(project, nginx, tmp_path):
@@ -174,6 +249,7 @@ def test_warm_cli_pushes_one_shard_and_builds_no_extension(project, nginx, tmp_p
     runs = len(compiled_jobs(log))
     assert doc["shard"] == "1/2" and doc["remote_stores"] == runs + 1 == len(nginx.objects()) >= 2  # + ocloc's facts
     assert not list(build.glob("librcext*.so"))  # device code only
+    assert len(list((build / "aotwheel" / "rc").glob("*.spv"))) == 1  # 2 sources, 2 shards: one each
     proc = _cli("warm", "--shard", "2/2", "--devlist", DEVICES, "--json", str(project), env=env)
     assert proc.returncode == 0, proc.stderr
     assert len(nginx.objects()) == len(KERNELS) * len(DEVICES.split(",")) + 1

@@ -5,6 +5,7 @@ configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain J
            device groups of the ocloc edges)
 spirv      one kernel source -> SPIR-V (with a ninja depfile)
 ocloc      one SPIR-V -> native binaries for a group of devices, through the device-code cache
+shard      AOTWHEEL_SHARD's slice of the job list, grouped per source (configure time)
 fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest)
 tgtsym     SPIR-V modules -> the .tgtsym names file
 embed      write the C file + header that embed the images (configure time)
@@ -70,11 +71,9 @@ def cmd_spirv(a: argparse.Namespace) -> int:
 
 def cmd_ocloc(a: argparse.Namespace) -> int:
     """Build one SPIR-V's binaries for one device or a group (``--job``): per device the local
-    cache, the remote stores, else one ocloc run for all the misses (this shard's jobs only)."""
-    import os
-
+    cache, the remote stores, else one ocloc run for all the misses. In a shard build the graph
+    holds only this shard's edges (``shard`` step, configure time), so every job here is ours."""
     from aotwheel.buildsteps.remote import load_settings
-    from aotwheel.buildsteps.shard import assign, parse_shard, read_jobs
 
     specs = [tuple(j.split("=", 2)) for j in a.job or []]
     if a.device:
@@ -82,27 +81,7 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
     if not specs or any(len(s) != 3 or not s[0] or not s[2] for s in specs):
         raise AotwheelError("give --device and --output, or --job DEVICE=IP=OUTPUT (repeatable)")
     settings = load_settings(a.settings)
-    shard = parse_shard(settings.get("AOTWHEEL_SHARD") or os.environ.get("AOTWHEEL_SHARD"))
-    stem = Path(a.spirv).stem
-    if shard is not None:
-        if not a.jobs:
-            raise AotwheelError("AOTWHEEL_SHARD is set but this build has no job list; re-run CMake configure")
-        plan = assign(read_jobs(Path(a.jobs)), shard.count)
-        mine = []
-        for spec in specs:
-            if (stem, spec[0]) not in plan:
-                raise AotwheelError(f"{stem} -device {spec[0]} is not in {a.jobs}; re-run CMake configure")
-            if plan[(stem, spec[0])] == shard.index:
-                mine.append(spec)
-                continue
-            # Another runner's job: nothing to do here (the fat binary leaves it out).
-            from aotwheel.buildsteps.ocloc_job import skip_job
 
-            skip_job(spec[2])
-            print(f"aotwheel: {Path(a.spirv).name} -device {spec[0]}: skipped (shard {shard})")
-        specs = mine
-        if not specs:
-            return 0
     from aotwheel.buildsteps.ocloc_job import GroupJob, run_group
     from aotwheel.buildsteps.tiers import Tiers
 
@@ -127,6 +106,19 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_shard(a: argparse.Namespace) -> int:
+    """Write this shard's slice of the job list (configure time): ``<stem>\\t<group>|<group>...``
+    a line, each group comma-separated devices; sources with no job in this shard are absent."""
+    from aotwheel.buildsteps.shard import parse_shard, read_jobs, slice_groups
+
+    shard = parse_shard(a.shard)
+    if shard is None:
+        raise AotwheelError("the shard step needs --shard i/n; e.g. --shard 1/4")
+    groups = slice_groups(read_jobs(Path(a.jobs)), shard, max(a.group_count, 1))
+    _write_if_changed(a.out, "".join(f"{stem}\t{'|'.join(','.join(g) for g in gs)}\n" for stem, gs in groups.items()))
+    return 0
+
+
 def cmd_fatbin(a: argparse.Namespace) -> int:
     """Assemble one source's fat binary and its member list."""
     from aotwheel.buildsteps.cache import atomic_write
@@ -141,8 +133,6 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
         data = Path(path).read_bytes()
         prov = Path(path + ".provenance")
         how = prov.read_text().strip() if prov.is_file() else "compiled"
-        if how == "skipped":  # another shard's job (AOTWHEEL_SHARD): not in this build's binary
-            continue
         natives.append((ip, data))
         info.append((device, member_name(ip), len(data)))
         provenance.append(how)
@@ -242,9 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--output")
     s.add_argument("--options", default="")
     s.add_argument("--ip", help="the device's IP version (the cache key's target; default: from the catalog)")
-    s.add_argument("--settings", help="remote-cache/shard settings CMake wrote (NAME=value lines)")
-    s.add_argument("--jobs", help="the target's job list (stem, device, source), for AOTWHEEL_SHARD")
+    s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
     s.set_defaults(fn=cmd_ocloc)
+
+    s = sub.add_parser("shard")
+    s.add_argument("--jobs", required=True, help="the target's job list CMake wrote (stem, device, source path)")
+    s.add_argument("--shard", required=True, help="AOTWHEEL_SHARD, i/n")
+    s.add_argument("--group-count", type=int, default=1, help="ocloc groups per source (lines of ocloc-groups.txt)")
+    s.add_argument("--out", required=True, help="write the slice here")
+    s.set_defaults(fn=cmd_shard)
 
     s = sub.add_parser("fatbin")
     s.add_argument("--output", required=True)

@@ -50,12 +50,6 @@ def ocloc_command(ocloc: str, spirv: str, device: str, name: str, out_dir: str, 
     return cmd
 
 
-def skip_job(output: Path | str) -> None:
-    """Another shard's job (``AOTWHEEL_SHARD``): an empty output marked ``skipped``, no ocloc, no cache."""
-    atomic_write(provenance_file(output), b"skipped")
-    atomic_write(Path(output), b"")
-
-
 def ocloc_key(*, spirv: bytes, target: str, ocloc: str, ocloc_version: str, ocloc_sha256: str, options: str) -> CacheKey:
     """The portable key of one job: content and tool identity, never paths (schema 2)."""
     return CacheKey(input_sha256=hashlib.sha256(spirv).hexdigest(), target=target, tool="ocloc",

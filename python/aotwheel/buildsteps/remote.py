@@ -310,7 +310,7 @@ def load_settings(path: Path | str | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in text.splitlines():
         name, sep, value = line.partition("=")
-        if sep and name in SETTINGS + ("AOTWHEEL_SHARD",):
+        if sep and name in SETTINGS:
             out[name] = value
     return out
 
