@@ -210,27 +210,14 @@ function(_aotwheel_ocloc_command fn out_command out_pool)
   set(${out_pool} "${pool}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_scale_out(<fn> <work>): AOTWHEEL_REMOTE_CACHE, _READONLY and _TIMEOUT from the CMake
-# cache (-D, -C cmake.define.X=...) or else the environment, and the token from the CMake cache only
-# (from the environment the steps read it themselves), into <work>/remote-settings (mode 0600,
-# rewritten only on change): a file, not arguments, so that the token never reaches build.ninja or
-# `ninja -v`. Appends it to the caller's ocloc_command and sets ocloc_depends.
+# _aotwheel_scale_out(<fn> <work>): the remote-cache settings into <work>/remote-settings
+# (_aotwheel_remote_settings); appends it to the caller's ocloc_command and sets ocloc_depends.
 # AOTWHEEL_SHARD (the same way): <work>/jobs.tsv, the (source, device) list of the caller's
 # ARG_SOURCES and `dev`, and the `shard` step's slice of it, <work>/shard-slice.tsv; sets the
 # caller's _aotw_shard (i/n, or empty), _aotw_slice_stems (this shard's sources) and
 # _aotw_slice_specs (per source its ocloc groups, "a,b|c"), which _aotwheel_kernel_edges reads.
 function(_aotwheel_scale_out fn work)
-  set(text "")
-  foreach(var IN ITEMS AOTWHEEL_REMOTE_CACHE AOTWHEEL_REMOTE_CACHE_READONLY AOTWHEEL_REMOTE_CACHE_TIMEOUT
-                       AOTWHEEL_REMOTE_CACHE_TOKEN)
-    if(DEFINED ${var})
-      string(APPEND text "${var}=${${var}}\n")
-    elseif(DEFINED ENV{${var}} AND NOT var STREQUAL "AOTWHEEL_REMOTE_CACHE_TOKEN")
-      string(APPEND text "${var}=$ENV{${var}}\n")
-    endif()
-  endforeach()
-  _aotwheel_write_if_changed("${work}/remote-settings" "${text}")
-  file(CHMOD "${work}/remote-settings" PERMISSIONS OWNER_READ OWNER_WRITE)
+  _aotwheel_remote_settings("${work}/remote-settings")
   set(ocloc_command ${ocloc_command} --settings "${work}/remote-settings" PARENT_SCOPE)
   set(ocloc_depends "${work}/remote-settings" PARENT_SCOPE)
 
@@ -278,6 +265,25 @@ function(_aotwheel_scale_out fn work)
   set(_aotw_shard "${shard}" PARENT_SCOPE)
   set(_aotw_slice_stems "${stems}" PARENT_SCOPE)
   set(_aotw_slice_specs "${specs}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_remote_settings(<path>): AOTWHEEL_REMOTE_CACHE, _READONLY and _TIMEOUT from the CMake
+# cache (-D, -C cmake.define.X=...) or else the environment, and the token from the CMake cache only
+# (from the environment the steps read it themselves), as NAME=value lines in <path> (mode 0600,
+# rewritten only on change): a file, not arguments, so the token never reaches build.ninja or
+# `ninja -v`. The ocloc and nvcc steps read it with --settings.
+function(_aotwheel_remote_settings path)
+  set(text "")
+  foreach(var IN ITEMS AOTWHEEL_REMOTE_CACHE AOTWHEEL_REMOTE_CACHE_READONLY AOTWHEEL_REMOTE_CACHE_TIMEOUT
+                       AOTWHEEL_REMOTE_CACHE_TOKEN)
+    if(DEFINED ${var})
+      string(APPEND text "${var}=${${var}}\n")
+    elseif(DEFINED ENV{${var}} AND NOT var STREQUAL "AOTWHEEL_REMOTE_CACHE_TOKEN")
+      string(APPEND text "${var}=$ENV{${var}}\n")
+    endif()
+  endforeach()
+  _aotwheel_write_if_changed("${path}" "${text}")
+  file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE)
 endfunction()
 
 # _aotwheel_write_if_changed(<path> <text>): write <path> only when its content differs, so that

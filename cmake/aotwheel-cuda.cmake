@@ -71,6 +71,7 @@ function(aotwheel_add_cuda_device_code target)
   endif()
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_cuda")
   _aotwheel_cuda_configure(${fn} "${work}" "${tokens}" names)
+  _aotwheel_remote_settings("${work}/remote-settings")  # -C cmake.define.AOTWHEEL_REMOTE_CACHE=... reaches nvcc steps too
   if(ARG_OUT_TARGETS)
     set(${ARG_OUT_TARGETS} "${names}" PARENT_SCOPE)
   endif()
@@ -152,8 +153,8 @@ function(_aotwheel_cuda_edges work src names out)
     add_custom_command(
       OUTPUT "${img}"
       COMMAND ${_AOTWHEEL_CUDA_COMMAND} compile --toolchain "${work}/cuda.json" --source "${src}" --target "${t}"
-              --output "${img}" --depfile "${img}.d" ${opt_args}
-      DEPENDS "${src}" "${work}/cuda.json" "${_AOTWHEEL_PORTABLE_HEADER}"
+              --output "${img}" --depfile "${img}.d" --settings "${work}/remote-settings" ${opt_args}
+      DEPENDS "${src}" "${work}/cuda.json" "${_AOTWHEEL_PORTABLE_HEADER}" "${work}/remote-settings"
       DEPFILE "${img}.d"
       COMMENT "aotwheel: nvcc ${base} -> ${t}"
       VERBATIM)

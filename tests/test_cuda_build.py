@@ -48,7 +48,8 @@ def test_portable_header_compiles_csrc_kernels_as_cuda(cl: Path, tmp_path: Path)
     assert names and set(names) <= functions  # extern "C": the OpenCL kernel names, unmangled
 
 
-def build(tmp_path: Path, targets: str, *, stub: str = STUB, cache: Path | None = None, env_devlist: str | None = None, pre: str = "") -> tuple[subprocess.CompletedProcess[str], Path]:
+def build(tmp_path: Path, targets: str, *, stub: str = STUB, cache: Path | None = None, env_devlist: str | None = None, pre: str = "",
+          defines: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess[str], Path]:
     src = tmp_path / "src"
     src.mkdir(parents=True, exist_ok=True)
     (src / "CMakeLists.txt").write_text(PROJECT.format(cmake=REPO / "cmake", kernels=KERNELS, targets=targets, pre=pre))
@@ -58,7 +59,9 @@ def build(tmp_path: Path, targets: str, *, stub: str = STUB, cache: Path | None 
     env["AOTWHEEL_CACHE_DIR"] = str(cache or tmp_path / "cache")
     if env_devlist is not None:
         env["USE_AOT_DEVLIST"] = env_devlist
-    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja"], capture_output=True, text=True, env=env, timeout=300, check=False)
+    env = {k: v for k, v in env.items() if not k.startswith("AOTWHEEL_REMOTE_CACHE")}
+    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja", *(f"-D{d}" for d in defines)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
     if proc.returncode == 0:
         proc = subprocess.run(["ninja", "-C", str(bld)], capture_output=True, text=True, env=env, timeout=600, check=False)
     return proc, bld
@@ -86,6 +89,32 @@ def test_cmake_builds_embeds_and_caches(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert events(cache)[8:] == ["hit"] * 4
     assert sorted(listing(bld2 / "libkern.so")) == sorted(listing(so))
+
+
+def test_remote_cache_set_in_cmake_serves_the_nvcc_steps(tmp_path: Path) -> None:
+    """-DAOTWHEEL_REMOTE_CACHE (not the environment) reaches the nvcc steps: a second machine
+    (fresh build tree and local cache) runs no nvcc; real nginx/WebDAV on loopback."""
+    import sys
+
+    sys.path.insert(0, str(REPO))
+    from benchmarks.servers import NGINX, NginxDav
+
+    nvcc_path()
+    if NGINX is None:
+        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
+    server = NginxDav(tmp_path / "nginx")
+    try:
+        define = (f"AOTWHEEL_REMOTE_CACHE={server.url()}",)
+        proc, bld = build(tmp_path / "a", "TARGETS sm_90", cache=tmp_path / "cache-a", defines=define)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert len(server.objects()) == 2  # 2 sources x sm_90, pushed from the CMake setting
+        proc, bld2 = build(tmp_path / "b", "TARGETS sm_90", cache=tmp_path / "cache-b", defines=define)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        server.stop()
+    seen = events(tmp_path / "cache-b")
+    assert seen.count("remote-hit") == 2 and "remote-miss" not in seen and "remote-store" not in seen, seen
+    assert listing(bld2 / "libkern.so") == listing(bld / "libkern.so")
 
 
 def test_targets_come_from_use_aot_devlist(tmp_path: Path) -> None:

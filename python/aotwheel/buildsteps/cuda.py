@@ -86,8 +86,11 @@ def compile_image(args: argparse.Namespace) -> int:
     source = Path(args.source)
     options = list(args.option or [])
     out = Path(args.output)
-    # Local cache, then the remote stores (AOTWHEEL_REMOTE_CACHE), with one warning per build tree.
-    tiers = Tiers.for_build(out.parent)
+    # Local cache, then the remote stores (CMake's settings file, else the environment), with one
+    # warning per build tree.
+    from aotwheel.buildsteps.remote import load_settings
+
+    tiers = Tiers.for_build(out.parent, load_settings(args.settings))
     key = _cache_key(tc, source.read_bytes(), target.name, options, tiers.local.tool_sha256(tc["nvcc"]))
     cached, _, writable = tiers.lookup(key, label=source.name)
     if cached is not None:
@@ -215,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--output", required=True)
     j.add_argument("--depfile", default="")
     j.add_argument("--option", action="append", help="extra nvcc argument (repeatable)")
+    j.add_argument("--settings", default="", help="remote-cache settings CMake wrote (NAME=value lines)")
     j.set_defaults(run=compile_image)
     f = sub.add_parser("fatbin")
     f.add_argument("--toolchain", required=True)
