@@ -253,14 +253,14 @@ class SpirvCache:
             if where == LOCAL:
                 local_entries = entries
             for entry in entries:
-                deps = [tuple(d) for d in entry["deps"]]
-                if not all(len(d) == 3 and hashes(roots.resolve(d[0], d[1])) == d[2] for d in deps):
+                recorded = [tuple(d) for d in entry["deps"]]
+                if not all(len(d) == 3 and hashes(roots.resolve(d[0], d[1])) == d[2] for d in recorded):
                     continue
                 data, provenance, writable = self._spirv(entry["spirv"], label)
                 payload_writable += writable
                 if data is None:
                     continue
-                paths = [roots.resolve(d[0], d[1]) for d in deps]
+                paths = [roots.resolve(d[0], d[1]) for d in recorded]
                 self._publish(output, depfile, data, paths)
                 if where == REMOTE or provenance == REMOTE:
                     # keep the remote entry in the local manifest, first
@@ -277,7 +277,7 @@ class SpirvCache:
             paths = [os.path.abspath(p) for p in parse_depfile(Path(tmp_dep).read_text())]
         finally:
             Path(tmp_dep).unlink(missing_ok=True)
-        deps = []
+        deps: list[list[str]] = []
         for p in paths:
             role, where_ = roots.locate(p)
             deps.append([role, where_, hashes(p) or ""])
