@@ -9,12 +9,14 @@ this one); all talk to one real nginx/WebDAV store on loopback. Measured, in one
   the SPIR-V of its slice's sources, its ocloc edges and fat binaries; the edges of its build
   graph are counted from ``ninja -t commands`` (SPIR-V edges, ocloc edges, the (source, device)
   jobs those cover);
-* assemble: a fresh machine (empty local cache) against the warm remote: device-code phase
-  (must run 0 ocloc) and the rest; its fat binaries must equal T1's byte for byte;
+* assemble: a fresh machine (empty local cache) against the warm remote: its SPIR-V phase
+  (must run 0 clang and 0 llvm-spirv: the shards pushed their sources' SPIR-V), device-code
+  phase (must run 0 ocloc) and the rest; its fat binaries must equal T1's byte for byte;
 * simulated wall = max(shard) + assemble, and its ratio to the ideal T1/R;
 * the cost of one remote hit: a 500 kB object fetched, verified and kept locally (HTTP, Redis).
 
-ocloc runs are counted by a logging wrapper set via AOTWHEEL_OCLOC, not by aotwheel's own log.
+ocloc, clang and llvm-spirv runs are counted by logging wrappers set via AOTWHEEL_OCLOC,
+AOTWHEEL_CLANG and AOTWHEEL_LLVM_SPIRV, not by aotwheel's own log.
 ``--costs`` measures ocloc's CPU seconds per device (the sharding's cost table) instead.
 
 Workloads (``--workload``; ``--kernels``/``--files``/``--copies`` override its numbers), both over
@@ -56,19 +58,27 @@ DEVLIST = "pvc,acm-g10,acm-g11,acm-g12,tgllp,dg1,adl-p,rkl"
 WORKLOADS = {"small": (36, 4, 1), "large": (48, 8, 4)}
 
 
-def _wrapper(directory: Path) -> tuple[Path, Path]:
-    """An ocloc that logs each run, then execs the real one (the independent ocloc counter)."""
-    real = shutil.which("ocloc")
+def _wrapper(directory: Path, name: str = "ocloc") -> tuple[Path, Path]:
+    """A tool (ocloc, clang-15, llvm-spirv-15) that logs each run, then execs the real one (the
+    independent run counter)."""
+    real = shutil.which(name)
     if not real:
-        raise SystemExit("needs ocloc (apt-get install intel-opencl-icd)")
+        raise SystemExit(f"needs {name} (ci/setup.sh installs it)")
     directory.mkdir(parents=True, exist_ok=True)
-    log = directory / "ocloc-runs.log"
-    w = directory / "ocloc"
+    log = directory / f"{name}-runs.log"
+    w = directory / name
     w.write_text(f"#!{sys.executable}\nimport os, sys\nwith open({str(log)!r}, 'a') as f:\n"
                  "    f.write(' '.join(sys.argv[1:]) + '\\n')\n"
                  f"os.execv({real!r}, [{real!r}] + sys.argv[1:])\n")
     w.chmod(w.stat().st_mode | stat.S_IXUSR)
     return w, log
+
+
+def _runs(log: Path) -> int:
+    """clang / llvm-spirv runs that compiled (not toolchain discovery's ``--version``)."""
+    if not log.exists():
+        return 0
+    return sum(1 for line in log.read_text().splitlines() if line.strip() != "--version")
 
 
 def _compiles(log: Path) -> int:
@@ -80,15 +90,18 @@ def _compiles(log: Path) -> int:
 class Runner:
     """One simulated machine: its own build dir and local cache, the shared remote."""
 
-    def __init__(self, project: Path, root: Path, env: dict[str, str], jobs: int, ocloc_log: Path) -> None:
+    def __init__(self, project: Path, root: Path, env: dict[str, str], jobs: int, ocloc_log: Path,
+                 spirv_logs: tuple[Path, Path]) -> None:
         self.tree = BuildTree(project, root / "build", DEVLIST, root / "cache", jobs)
         self.env = env
         self.log = ocloc_log
+        self.spirv_logs = spirv_logs  # clang's and llvm-spirv's run logs
 
     def _ninja(self, targets: list[str] | None) -> dict[str, float]:
         if targets == []:  # nothing of this kind in this build's graph (a shard with no such job)
-            return {"seconds": 0.0, "cpu_s": 0.0, "ocloc_runs": 0, "warnings": 0}
+            return {"seconds": 0.0, "cpu_s": 0.0, "ocloc_runs": 0, "clang_runs": 0, "llvm_spirv_runs": 0, "warnings": 0}
         before = _compiles(self.log)
+        clang0, spirv0 = (_runs(p) for p in self.spirv_logs)
         c0 = child_cpu()
         t0 = time.perf_counter()
         proc = subprocess.run(["ninja", "-C", str(self.tree.build), f"-j{self.tree.jobs}", *(targets or [])],
@@ -99,6 +112,7 @@ class Runner:
             raise RuntimeError((proc.stdout + proc.stderr)[-3000:])
         warnings = sum(1 for ln in (proc.stdout + proc.stderr).splitlines() if "aotwheel: warning" in ln)
         return {"seconds": round(dt, 3), "cpu_s": round(cpu, 3), "ocloc_runs": _compiles(self.log) - before,
+                "clang_runs": _runs(self.spirv_logs[0]) - clang0, "llvm_spirv_runs": _runs(self.spirv_logs[1]) - spirv0,
                 "warnings": warnings}
 
     def configure(self) -> dict[str, float]:
@@ -249,13 +263,17 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
     project = work / "project"
     write_project(project, kernels=a.kernels, files=a.files, copies=a.copies)
     wrapper, log = _wrapper(work / "bin")
+    clang, clang_log = _wrapper(work / "bin", "clang-15")
+    llvm_spirv, spirv_log = _wrapper(work / "bin", "llvm-spirv-15")
+    logs = (clang_log, spirv_log)
     server = NginxDav(work / "nginx")
     try:
         def env(root: Path, **extra: str) -> dict[str, str]:
-            return tool_env(root / "cache", AOTWHEEL_OCLOC=str(wrapper), USE_AOT_DEVLIST=DEVLIST, **extra)
+            return tool_env(root / "cache", AOTWHEEL_OCLOC=str(wrapper), USE_AOT_DEVLIST=DEVLIST,
+                            AOTWHEEL_CLANG=str(clang), AOTWHEEL_LLVM_SPIRV=str(llvm_spirv), **extra)
 
         # T1: one machine, cold local cache, no remote.
-        one = Runner(project, work / "one", env(work / "one"), a.jobs, log)
+        one = Runner(project, work / "one", env(work / "one"), a.jobs, log, logs)
         t1_conf = one.configure()
         t1_graph = one.graph()
         t1_spv = one.spirv()
@@ -265,7 +283,7 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
         for i in range(1, a.runners + 1):
             root = work / f"shard{i}"
             r = Runner(project, root, env(root, AOTWHEEL_REMOTE_CACHE=server.url(), AOTWHEEL_SHARD=f"{i}/{a.runners}"),
-                       a.jobs, log)
+                       a.jobs, log, logs)
             conf = r.configure()
             graph = r.graph()
             spv = r.spirv()
@@ -274,7 +292,7 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
                            "graph": graph, "spirv": spv, **dev,
                            "total_s": round(conf["seconds"] + spv["seconds"] + dev["seconds"], 3),
                            "total_cpu_s": round(conf["cpu_s"] + spv["cpu_s"] + dev["cpu_s"], 3)})
-        asm = Runner(project, work / "assemble", env(work / "assemble", AOTWHEEL_REMOTE_CACHE=server.url()), a.jobs, log)
+        asm = Runner(project, work / "assemble", env(work / "assemble", AOTWHEEL_REMOTE_CACHE=server.url()), a.jobs, log, logs)
         asm_conf = asm.configure()
         asm_spv = asm.spirv()
         asm_dev = asm.device_code()
@@ -308,6 +326,10 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
                      **dict(zip(phases, (asm_spv, asm_dev, asm_rest))), "total_s": round(t_asm, 3),
                      "total_cpu_s": round(t_asm_cpu, 3)},
         "assemble_fatbins_identical_to_one_machine": identical,
+        # The SPIR-V step's cache: the assembler takes every source's SPIR-V from the remote.
+        "assemble_clang_runs": sum(int(x["clang_runs"]) for x in (asm_spv, asm_dev, asm_rest)),
+        "assemble_llvm_spirv_runs": sum(int(x["llvm_spirv_runs"]) for x in (asm_spv, asm_dev, asm_rest)),
+        "shard_clang_runs": [int(s["spirv"]["clang_runs"]) for s in shards],
         "remote_objects": objects,
         "shard_device_phase_s": [s["seconds"] for s in shards],
         "shard_total_s": shard_total,

@@ -39,7 +39,7 @@
 #   _aotwheel_ocloc_command     the ocloc edges' command and job pool (one place for both)
 #   _aotwheel_scale_out         remote-cache settings for the ocloc edges; AOTWHEEL_SHARD's slice
 #   _aotwheel_kernel_edges      per kernel source:
-#   _aotwheel_spirv_edge          source -> SPIR-V
+#   _aotwheel_spirv_edge          source -> SPIR-V (through the SPIR-V cache)
 #   _aotwheel_ocloc_edges         SPIR-V -> native images, one edge per group of devices -> fat binary
 #   _aotwheel_tgtsym_edge       kernel names (.tgtsym)
 #   _aotwheel_manifest_edge     _aot_manifest.json
@@ -299,7 +299,10 @@ function(_aotwheel_write_if_changed path text)
 endfunction()
 
 # _aotwheel_spirv_edge(<work> <source> <out>): the clang + llvm-spirv edge of one kernel source
-# (CLANG_OPTIONS from the caller); sets <out> to the .spv it writes.
+# (CLANG_OPTIONS from the caller), through the SPIR-V cache (local, then the remote stores of
+# <work>/remote-settings, written by _aotwheel_scale_out); dependencies under the top source and
+# build trees are cached by relative path, so another checkout path still hits. Sets <out> to
+# the .spv it writes.
 function(_aotwheel_spirv_edge work src out)
   get_filename_component(base "${src}" NAME)
   get_filename_component(stem "${src}" NAME_WE)
@@ -308,8 +311,9 @@ function(_aotwheel_spirv_edge work src out)
   add_custom_command(
     OUTPUT "${spv}"
     COMMAND ${_AOTWHEEL_BUILD_COMMAND} spirv --toolchain "${work}/toolchain.json" --source "${src}" --output "${spv}"
-            --depfile "${spv}.d" ${clang_args}
-    DEPENDS "${src}" "${work}/toolchain.json"
+            --depfile "${spv}.d" --settings "${work}/remote-settings" --source-root "${CMAKE_SOURCE_DIR}"
+            --build-root "${CMAKE_BINARY_DIR}" ${clang_args}
+    DEPENDS "${src}" "${work}/toolchain.json" "${work}/remote-settings"
     DEPFILE "${spv}.d"
     COMMENT "aotwheel: ${base} -> SPIR-V"
     VERBATIM)

@@ -52,6 +52,31 @@ def ocloc_logger(directory: Path) -> tuple[Path, Path]:
     return wrapper, log
 
 
+def tool_logger(directory: Path, name: str) -> tuple[Path, Path]:
+    """Like :func:`ocloc_logger`, for clang-15 or llvm-spirv-15 (``name``): log, then exec it."""
+    real = shutil.which(name)
+    assert real
+    directory.mkdir(parents=True, exist_ok=True)
+    log = directory / f"{name}-runs.log"
+    wrapper = directory / name
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys\n"
+        f"with open({str(log)!r}, 'a') as f:\n"
+        "    f.write(' '.join(sys.argv[1:]) + '\\n')\n"
+        f"os.execv({real!r}, [{real!r}] + sys.argv[1:])\n"
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper, log
+
+
+def compile_runs(log: Path) -> list[str]:
+    """Runs logged by :func:`tool_logger` that compiled (not the ``--version`` of discovery)."""
+    if not log.exists():
+        return []
+    return [l for l in log.read_text().splitlines() if l.strip() != "--version"]
+
+
 def logged_runs(log: Path, subcommand: str = "compile") -> list[str]:
     if not log.exists():
         return []

@@ -74,8 +74,11 @@ def test_each_source_and_device_compiled_exactly_once(repo_build):
 def test_fresh_build_dir_with_warm_cache_runs_no_ocloc(repo_build):
     assert repo_build["runs_warm"] == []
     assert repo_build["so_warm"].name == "_kernels.abi3.so"  # built for repo_build["other"]
-    events = (repo_build["root"] / "cache" / "v2" / "events.log").read_text().split("\n")
-    assert sum(e.startswith("hit ") for e in events) == len(SOURCES) * 2
+    events = [e.split(" ") for e in (repo_build["root"] / "cache" / "v2" / "events.log").read_text().splitlines()]
+    # device images (the SPIR-V step's objects have device spirv*): every one a hit
+    assert sum(e[0] == "hit" and not e[2].startswith("spirv") for e in events) == len(SOURCES) * 2
+    # and the fresh build dir's SPIR-V steps were local hits too (no clang)
+    assert sum(e[0] == "spirv-hit" for e in events) == len(SOURCES)
     a = [i.data for i in embedded_images(repo_build["so"])]
     b = [i.data for i in embedded_images(repo_build["so_warm"])]
     assert a == b

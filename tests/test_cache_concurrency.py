@@ -33,7 +33,7 @@ add_library(ccext MODULE ext.c)
 find_package(aotwheel CONFIG REQUIRED)
 aotwheel_add_device_code(ccext SOURCES {kernel} DEVICES {devices} NAME cc)
 """
-EVENT = re.compile(r"^(hit|miss|store|corrupt) [0-9a-f]{64} \S+ [0-9a-f]{12} \d+ \S*$")  # kind key target build bytes label
+EVENT = re.compile(r"^(hit|miss|store|corrupt|spirv-hit|spirv-remote-hit|spirv-compiled) [0-9a-f]{64} \S+ [0-9a-f]{12} \d+ \S*$")  # kind key target build bytes label
 WARNING = "aotwheel: warning: device-code cache"
 MAGIC = b"aotwheel-cache-object 1 "
 
@@ -75,7 +75,19 @@ def reference(tmp_path_factory) -> bytes:
 
 
 def _objects(cache: Path) -> list[Path]:
-    return sorted((cache / "v2" / "objects").rglob("*.bin"))
+    """The device images' objects (not the SPIR-V step's manifests and modules, told by content)."""
+    return sorted(p for p in (cache / "v2" / "objects").rglob("*.bin") if not _spirv_step_object(p))
+
+
+def _spirv_step_object(obj: Path) -> bool:
+    payload = obj.read_bytes().split(b"\n", 1)[-1]
+    return payload[:4] == b"\x03\x02\x23\x07" or payload.startswith(b'{"entries"')
+
+
+def _device_events(cache: Path) -> list[str]:
+    """events.log lines of the device images (the SPIR-V step's have device spirv*)."""
+    lines = (cache / "v2" / "events.log").read_text().splitlines()
+    return [line for line in lines if not line.split()[2].startswith("spirv")]
 
 
 def _payload_if_intact(obj: Path) -> bytes | None:
@@ -110,7 +122,7 @@ def test_four_parallel_builds_share_one_cache(tmp_path: Path, reference: bytes) 
     assert not [p for p in (cache / "v2").rglob("*") if p.name.endswith(".tmp")]
     lines = (cache / "v2" / "events.log").read_text().splitlines()
     assert lines and all(EVENT.match(line) for line in lines), lines
-    lookups = [line for line in lines if line.split()[0] in ("hit", "miss")]
+    lookups = [line for line in _device_events(cache) if line.split()[0] in ("hit", "miss")]
     assert len(lookups) == 4 * len(DEVICES)
     assert all(WARNING not in o for o in outs)
 
@@ -137,7 +149,7 @@ def test_corrupted_entry_is_detected_and_rebuilt(tmp_path: Path, reference: byte
     assert len(_compiles(log)) == len(DEVICES) + 1
     assert _fatbin(tmp_path / "b2") == reference
     assert _payload_if_intact(victim) is not None
-    events = [line.split()[0] for line in (cache / "v2" / "events.log").read_text().splitlines()]
+    events = [line.split()[0] for line in _device_events(cache)]
     assert events.count("corrupt") == 1 and events.count("hit") == len(DEVICES) - 1
 
 

@@ -3,7 +3,7 @@
 
 configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
            device groups of the ocloc edges)
-spirv      one kernel source -> SPIR-V (with a ninja depfile)
+spirv      one kernel source -> SPIR-V (with a ninja depfile), through the SPIR-V cache
 ocloc      one SPIR-V -> native binaries for a group of devices, through the device-code cache
 shard      AOTWHEEL_SHARD's slice of the job list, grouped per source (configure time)
 fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest)
@@ -59,13 +59,15 @@ def cmd_configure(a: argparse.Namespace) -> int:
 
 
 def cmd_spirv(a: argparse.Namespace) -> int:
-    """Compile one kernel source to SPIR-V."""
-    from aotwheel.buildsteps.spirv import compile_to_spirv
+    """Compile one kernel source to SPIR-V, through the SPIR-V cache (local, then the remote stores)."""
+    from aotwheel.buildsteps.spvcache import build_spirv
     from aotwheel.backends.intel.clang import SpirvToolchain
 
     t = _load_toolchain(a.toolchain)
     tc = SpirvToolchain(t["clang"], t["clang_version"], t["llvm_spirv"], t["llvm_spirv_version"])
-    compile_to_spirv(tc, a.source, a.output, depfile=a.depfile, extra=a.clang_arg or [])
+    size, provenance = build_spirv(tc, a.source, a.output, depfile=a.depfile, extra=a.clang_arg or [],
+                                   settings=a.settings, source_root=a.source_root, build_root=a.build_root)
+    print(f"aotwheel: {Path(a.source).name} -> SPIR-V: {provenance} ({size} bytes)")
     return 0
 
 
@@ -221,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--output", required=True)
     s.add_argument("--depfile")
     s.add_argument("--clang-arg", action="append", help="extra clang argument (repeatable)")
+    s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
+    s.add_argument("--source-root", help="dependencies under it are cached by relative path (default: the source's folder)")
+    s.add_argument("--build-root", help="likewise for generated files (default: the output's folder)")
     s.set_defaults(fn=cmd_spirv)
 
     s = sub.add_parser("ocloc")

@@ -13,7 +13,10 @@ on another machine with the same tool package finds the same key (locally, or in
 :mod:`aotwheel.buildsteps.remote`). Entries of layout 1 (``v1/``, keys holding the tool's path)
 are ignored without error. ``<build>`` groups the events of one build (build tree and session)
 for ``aotwheel build cache``; kinds are ``hit miss store corrupt`` for this cache and
-``remote-hit remote-miss remote-store remote-fail`` for the remote stores.
+``remote-hit remote-miss remote-store remote-fail`` for the remote stores. Events whose
+``<device>`` is ``spirv-deps``/``spirv`` belong to the SPIR-V step's cache (its manifests and
+modules, :mod:`aotwheel.buildsteps.spvcache`; ``spirv-hit spirv-remote-hit spirv-compiled`` are
+its per-step outcomes) and are counted apart from the device images.
 
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent
 builds never see a partial entry. ``events.log`` lines are appended with O_APPEND in one write.
@@ -79,6 +82,15 @@ class CacheStats:
     remote_failures: int = 0  # unreachable, refused, bad status, timeout, damaged object
     remote_bytes_in: int = 0
     remote_bytes_out: int = 0
+    # The SPIR-V step's cache (buildsteps.spvcache), apart from the device images' counts above:
+    # steps served from the local cache / a remote store, steps that compiled, and its objects'
+    # damaged entries, remote failures and remote stores.
+    spirv_hits: int = 0
+    spirv_remote_hits: int = 0
+    spirv_compiled: int = 0
+    spirv_corrupt: int = 0
+    spirv_remote_failures: int = 0
+    spirv_remote_stores: int = 0
     build: str = ""  # the build these counts belong to ("" = all builds)
 
     def to_dict(self) -> dict[str, object]:
@@ -257,7 +269,10 @@ class DeviceCodeCache:
         kinds = {"hit": "hits", "miss": "misses", "store": "stores", "corrupt": "corrupt",
                  "remote-hit": "remote_hits", "remote-miss": "remote_misses",
                  "remote-store": "remote_stores", "remote-fail": "remote_failures"}
-        counts = dict.fromkeys(kinds.values(), 0)
+        spirv_kinds = {"spirv-hit": "spirv_hits", "spirv-remote-hit": "spirv_remote_hits",
+                       "spirv-compiled": "spirv_compiled", "corrupt": "spirv_corrupt",
+                       "remote-fail": "spirv_remote_failures", "remote-store": "spirv_remote_stores"}
+        counts = dict.fromkeys([*kinds.values(), *spirv_kinds.values()], 0)
         bytes_in = bytes_out = 0
         lines: list[list[str]] = []
         if self.root is not None:
@@ -270,7 +285,13 @@ class DeviceCodeCache:
         if last_build:
             build = next((f[3] for f in reversed(lines) if len(f) >= 5), "")
         for f in lines:
-            if f[0] not in kinds or (last_build and (len(f) < 5 or f[3] != build)):
+            if last_build and (len(f) < 5 or f[3] != build):
+                continue
+            if len(f) >= 3 and f[2].startswith("spirv"):  # the SPIR-V step's objects: counted apart
+                if f[0] in spirv_kinds:
+                    counts[spirv_kinds[f[0]]] += 1
+                continue
+            if f[0] not in kinds:
                 continue
             counts[kinds[f[0]]] += 1
             size = int(f[4]) if len(f) >= 5 and f[4].isdigit() else 0
