@@ -151,9 +151,22 @@ def _entries(blob: bytes | None) -> list[dict]:
     try:
         doc = json.loads(blob)
         entries = doc["entries"] if doc.get("schema") == SCHEMA else []
-        return [e for e in entries if isinstance(e.get("spirv"), str) and isinstance(e.get("deps"), list)]
+        return [e for e in entries if isinstance(e.get("spirv"), str) and isinstance(e.get("deps"), list)
+                and all(_sane_dep(d) for d in e["deps"])]
     except (ValueError, AttributeError, TypeError, KeyError):
         return []
+
+
+def _sane_dep(dep: object) -> bool:
+    """A recorded dependency this machine may look at: under its root (no ``..``, not absolute) for
+    ``src``/``build``, absolute for ``abs``. A manifest from a shared store is not trusted to name
+    files outside the project by a relative path (its entry is then skipped, as a miss)."""
+    if not (isinstance(dep, list) and len(dep) == 3 and all(isinstance(x, str) for x in dep)):
+        return False
+    role, path, sha = dep
+    if role == "abs":
+        return os.path.isabs(path) and len(sha) == 64
+    return role in ("src", "build") and not os.path.isabs(path) and ".." not in Path(path).parts and len(sha) == 64
 
 
 def _remote_named(settings: str | None) -> bool:
