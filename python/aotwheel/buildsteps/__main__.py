@@ -2,10 +2,12 @@
 (as ``python <...>/aotwheel/buildsteps/__main__.py <step> ...``, which needs no PYTHONPATH).
 
 configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
-           device groups of the ocloc edges)
+           plan of the ocloc edges: which devices of which source each edge builds)
 spirv      one kernel source -> SPIR-V (with a ninja depfile)
 ocloc      one SPIR-V -> native binaries for a group of devices, through the device-code cache
-fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest)
+           (and, when the group is all the source's devices, its fat binary too)
+fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest),
+           for sources whose devices are split over several ocloc edges
 tgtsym     SPIR-V modules -> the .tgtsym names file
 embed      write the C file + header that embed the images (configure time)
 manifest   write _aot_manifest.json
@@ -42,18 +44,20 @@ def _load_toolchain(path: str) -> dict:
 
 
 def cmd_configure(a: argparse.Namespace) -> int:
-    """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' groups)."""
+    """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' plan)."""
     from aotwheel.buildsteps.toolchain import discover
 
     devices = [d for d in a.devices.split(",") if d]
-    if a.groups_out:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
-        from aotwheel.buildsteps.groups import device_groups, group_count
+    if a.edges_out:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
+        from aotwheel.buildsteps.groups import group_count, plan_edges, source_jobs, usable_cores
 
-        groups = device_groups(devices, group_count(a.groups, len(devices)))
+        group_count(a.groups, len(devices))
+        sources = [tuple(s.split("=", 1)) for s in a.source or []]
+        edges = plan_edges(source_jobs(sources, devices), usable_cores(), a.groups)
     tc = discover(devices, build_dir=Path(a.out).parent)
     _write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
-    if a.groups_out:
-        _write_if_changed(a.groups_out, "".join(",".join(g) + "\n" for g in groups))
+    if a.edges_out:
+        _write_if_changed(a.edges_out, "".join(f"{stem}={','.join(group)}\n" for stem, group in edges))
     return 0
 
 
@@ -70,21 +74,30 @@ def cmd_spirv(a: argparse.Namespace) -> int:
 
 def cmd_ocloc(a: argparse.Namespace) -> int:
     """Build one SPIR-V's binaries for one device or a group (``--job``): per device the local
-    cache, the remote stores, else one ocloc run for all the misses (this shard's jobs only)."""
+    cache, the remote stores, else one ocloc run for all the misses (this shard's jobs only).
+    With ``--fatbin``/``--info`` (the edge holds all the source's devices) also its fat binary."""
     import os
 
-    from aotwheel.buildsteps.remote import load_settings
-    from aotwheel.buildsteps.shard import assign, parse_shard, read_jobs
+    # Imports that only some builds need (the remote stores, the shard plan, the device catalog)
+    # stay inside their branches: this step starts once per edge, and its start is P1's overhead.
+    from aotwheel.buildsteps.tiers import load_settings
 
     specs = [tuple(j.split("=", 2)) for j in a.job or []]
     if a.device:
         specs.append((a.device, a.ip or "", a.output or ""))
     if not specs or any(len(s) != 3 or not s[0] or not s[2] for s in specs):
         raise AotwheelError("give --device and --output, or --job DEVICE=IP=OUTPUT (repeatable)")
+    if bool(a.fatbin) != bool(a.info):
+        raise AotwheelError("give --fatbin and --info together")
     settings = load_settings(a.settings)
-    shard = parse_shard(settings.get("AOTWHEEL_SHARD") or os.environ.get("AOTWHEEL_SHARD"))
+    shard_text = settings.get("AOTWHEEL_SHARD") or os.environ.get("AOTWHEEL_SHARD") or ""
     stem = Path(a.spirv).stem
-    if shard is not None:
+    mine = specs
+    if shard_text.strip():
+        from aotwheel.buildsteps.shard import assign, parse_shard, read_jobs
+
+        shard = parse_shard(shard_text)
+        assert shard is not None
         if not a.jobs:
             raise AotwheelError("AOTWHEEL_SHARD is set but this build has no job list; re-run CMake configure")
         plan = assign(read_jobs(Path(a.jobs)), shard.count)
@@ -100,9 +113,19 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
 
             skip_job(spec[2])
             print(f"aotwheel: {Path(a.spirv).name} -device {spec[0]}: skipped (shard {shard})")
-        specs = mine
-        if not specs:
-            return 0
+    built: dict[str, tuple[str, bytes, str]] = {}  # device -> (ip, binary, provenance)
+    if mine:
+        built = _build_jobs(a, mine, settings)
+    if a.fatbin:
+        natives = [(d, *built[d]) for d, _, _ in specs if d in built]  # the devlist's order
+        _write_fatbin(a.fatbin, a.info, natives, Path(a.spirv).read_bytes() if a.ir else None)
+    return 0
+
+
+def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: dict[str, str]
+                ) -> dict[str, tuple[str, bytes, str]]:
+    """Run one ocloc step's jobs (``(device, ip, output)``) through the caches; per device
+    ``(ip, binary, provenance)``."""
     from aotwheel.buildsteps.ocloc_job import GroupJob, run_group
     from aotwheel.buildsteps.tiers import Tiers
 
@@ -121,35 +144,38 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
     tiers = Tiers.for_build(jobs[0].output.parent, settings)
     results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
                         options=a.options, tiers=tiers)
+    out = {}
     # ninja prints this only with -v or on failure; the cache's events.log is the record.
     for job, res in zip(jobs, results):
         print(f"aotwheel: {Path(a.spirv).name} -device {job.ocloc_name}: {res.provenance} ({res.size} bytes)")
-    return 0
+        out[job.device] = (job.ip, res.data, res.provenance)
+    return out
 
 
-def cmd_fatbin(a: argparse.Namespace) -> int:
-    """Assemble one source's fat binary and its member list."""
+def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, bytes, str]], spirv: bytes | None) -> None:
+    """One source's fat binary from ``(device, ip, binary, provenance)`` in devlist order (+ the
+    SPIR-V as generic_ir), and its member list for the manifest."""
     from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.buildsteps.fatbin import build_fatbin, member_name, spirv_ir_elf
     from aotwheel.buildsteps.manifest import fatbin_info
 
-    natives: list[tuple[str, bytes]] = []
-    info: list[tuple[str, str, int]] = []
-    provenance: list[str] = []
+    atomic_write(Path(output), build_fatbin([(ip, data) for _, ip, data, _ in natives], spirv))
+    info = [(device, member_name(ip), len(data)) for device, ip, data, _ in natives]
+    ir_size = len(spirv_ir_elf(spirv)) if spirv is not None else None
+    _write_if_changed(info_path, json.dumps(fatbin_info(info, ir_size, [how for *_, how in natives]), indent=2) + "\n")
+
+
+def cmd_fatbin(a: argparse.Namespace) -> int:
+    """Assemble one source's fat binary and its member list (sources split over several edges)."""
+    natives: list[tuple[str, str, bytes, str]] = []
     for spec in a.native or []:
         device, ip, path = spec.split("=", 2)
-        data = Path(path).read_bytes()
         prov = Path(path + ".provenance")
         how = prov.read_text().strip() if prov.is_file() else "compiled"
         if how == "skipped":  # another shard's job (AOTWHEEL_SHARD): not in this build's binary
             continue
-        natives.append((ip, data))
-        info.append((device, member_name(ip), len(data)))
-        provenance.append(how)
-    spirv = Path(a.spirv).read_bytes() if a.spirv else None
-    atomic_write(Path(a.output), build_fatbin(natives, spirv))
-    ir_size = len(spirv_ir_elf(spirv)) if spirv is not None else None
-    _write_if_changed(a.info, json.dumps(fatbin_info(info, ir_size, provenance), indent=2) + "\n")
+        natives.append((device, ip, Path(path).read_bytes(), how))
+    _write_fatbin(a.output, a.info, natives, Path(a.spirv).read_bytes() if a.spirv else None)
     return 0
 
 
@@ -221,8 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("configure")
     s.add_argument("--devices", default="", help="comma-separated canonical device names")
     s.add_argument("--out", required=True)
-    s.add_argument("--groups-out", help="write the ocloc edges' device groups here, one comma-separated group a line")
-    s.add_argument("--groups", help="AOTWHEEL_OCLOC_GROUPS: groups per source (default: min(devices, cores))")
+    s.add_argument("--source", action="append", metavar="STEM=PATH",
+                   help="a kernel source (repeatable, in SOURCES order): the ocloc edges are planned over them")
+    s.add_argument("--edges-out", help="write the ocloc edges here, one STEM=DEVICE,DEVICE... line per edge")
+    s.add_argument("--groups", help="AOTWHEEL_OCLOC_GROUPS: groups per source (default: planned, groups.plan_edges)")
     s.set_defaults(fn=cmd_configure)
 
     s = sub.add_parser("spirv")
@@ -244,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ip", help="the device's IP version (the cache key's target; default: from the catalog)")
     s.add_argument("--settings", help="remote-cache/shard settings CMake wrote (NAME=value lines)")
     s.add_argument("--jobs", help="the target's job list (stem, device, source), for AOTWHEEL_SHARD")
+    s.add_argument("--fatbin", help="also write the source's fat binary (the jobs are all its devices, in devlist order)")
+    s.add_argument("--info", help="with --fatbin: its member list (for the manifest)")
+    s.add_argument("--ir", action="store_true", help="with --fatbin: add the SPIR-V as generic_ir (JIT fallback)")
     s.set_defaults(fn=cmd_ocloc)
 
     s = sub.add_parser("fatbin")
