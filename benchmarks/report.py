@@ -228,7 +228,8 @@ def _details(res: dict) -> list[str]:
         out += ["## P1 — parallel AOT", "",
                 "(a) one `ocloc compile -file all.spv -spirv_input -device a,b,…` over all kernels linked into one "
                 "SPIR-V module (what icpx/ocloc do: one serial process), vs (b) `ninja -j<cores>` of our edges, one per "
-                "(source, group of devices) with min(N, cores) groups, each one `ocloc -device <group>`, with the device-code cache off, from the same SPIR-V (our build's modules, linked for (a)). "
+                "(source, group of devices) as configure planned them (one per source, writing its fat binary too, unless "
+                "splitting a source's devices shortens the build on the cores), each one `ocloc -device <group>`, with the device-code cache off, from the same SPIR-V (our build's modules, linked for (a)). "
                 "Both produce ocloc fat binaries with the same members. \"CPU ours/serial\" is user+system CPU "
                 "(getrusage of the children): the per-process overhead of our edges, which other people's load "
                 "does not move; the wall ratio can reach 1.0 only if it is ~1.", "",
