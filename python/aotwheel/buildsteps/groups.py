@@ -126,7 +126,7 @@ def plan_edges(jobs: list[Job], cores: int, setting: str | None = None) -> list[
 
 def source_jobs(sources: list[tuple[str, str]], devices: list[str]) -> list[Job]:
     """One job per (source, device) for ``(stem, path)`` sources, costed as sharding costs them."""
-    jobs = []
+    jobs: list[Job] = []
     for stem, path in sources:
         try:
             size = os.stat(path).st_size

@@ -13,10 +13,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, build_id, pack_object, unpack_object
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~2.5 ms of each ocloc edge)
 if TYPE_CHECKING:
     from aotwheel.buildsteps.remote import Store
 
