@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
@@ -281,10 +282,7 @@ class DeviceCodeCache:
 
     def tool_sha256(self, path: str) -> str:
         """SHA-256 of the tool binary at ``path``, remembered while its size and mtime are unchanged."""
-        if os.sep not in path:  # a bare name (an absolute path, as toolchain.json holds, needs no search)
-            import shutil  # here, not at the top: ~2.5 ms (bz2, lzma) of every ocloc edge's start
-
-            path = shutil.which(path) or path
+        path = shutil.which(path) or path
         facts = self.tool_facts(path) or {}
         if isinstance(facts.get("sha256"), str):
             return str(facts["sha256"])
