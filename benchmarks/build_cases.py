@@ -90,8 +90,9 @@ def ar_members(path: Path) -> list[str]:
 
 
 def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
-    """P1: serial ``ocloc -device <N>`` on all kernels vs our ninja -j<cores> edges, one per (source,
-    group of devices) with min(N, cores) groups, each one ``ocloc -device <group>``."""
+    """P1: serial ``ocloc -device <N>`` on all kernels vs our ninja -j<cores> edges as configure
+    planned them (``buildsteps.groups.plan_edges``: one per source unless splitting a source's
+    devices shortens the build), each one ``ocloc -device <group>``."""
     cores = os.cpu_count() or 1
     result: dict = {"cores": cores, "jobs": ctx.jobs, "target": "ours <= 1.15 * serial / min(N, cores)", "by_n": {}}
     for n in ns:

@@ -4,7 +4,7 @@
 a stable-ABI C extension and a ``pyproject.toml`` for scikit-build-core wheels. ``BuildTree``
 configures one build directory and runs ninja on chosen outputs, counting the ocloc edges ninja
 ran and the (source, device) pairs they covered (from the edge descriptions, one edge per source
-and group of devices) and the ocloc processes started (per-device cache misses in ``events.log``;
+and planned group of devices) and the ocloc processes started (per-device cache misses in ``events.log``;
 with the cache off, one per edge: each runs one ``ocloc -device <its group>``).
 """
 

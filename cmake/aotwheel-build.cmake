@@ -14,7 +14,8 @@
 # (a Ninja job pool), for big kernels whose ocloc runs need many GB each; default: ninja's -j.
 #
 # AOTWHEEL_OCLOC_GROUPS (CMake variable or environment): ocloc edges per kernel source; default
-# min(devices, cores). Each edge runs one ocloc for its group's devices that no cache holds.
+# planned at configure time (one per source unless splitting one shortens the build on this
+# machine's cores). Each edge runs one ocloc for its group's devices that no cache holds.
 #
 # AOTWHEEL_SHARD=i/n (CMake variable, else the environment at configure time): the graph holds
 # only this shard's slice of the (source, device) jobs (aotwheel.buildsteps.shard's plan): the
@@ -22,7 +23,8 @@
 #
 # Per kernel source: clang + llvm-spirv -> SPIR-V; one ocloc edge per (source, group of devices),
 # each device looked up in aotwheel's device-code cache first (per-device entries, the same as
-# `aotwheel compile` uses); one ocloc-compatible fat binary (ar) per source;
+# `aotwheel compile` uses); one ocloc-compatible fat binary (ar) per source, written by the
+# source's ocloc edge when it has one, else by a fatbin edge;
 # all images embedded in <target> through a generated C file (.incbin, .tgtimg, .tgtsym).
 # The generated header "<NAME>_aot.h" (on the target's include path) declares
 #   aotwheel_<NAME>_images[], aotwheel_<NAME>_image_count, aotwheel_<NAME>_tgtsym[_end].
@@ -35,12 +37,12 @@
 #   _aotwheel_embed_language    C or C++ for the generated embedding file
 #   _aotwheel_device_list       the resolved devices (DEVLIST, DEVICES or USE_AOT_DEVLIST)
 #   _aotwheel_check_sources     kernel file names usable as build outputs
-#   _aotwheel_toolchain         configure-time toolchain check, devlist.json, device groups
+#   _aotwheel_toolchain         configure-time toolchain check, devlist.json, ocloc edge plan
 #   _aotwheel_ocloc_command     the ocloc edges' command and job pool (one place for both)
 #   _aotwheel_scale_out         remote-cache settings for the ocloc edges; AOTWHEEL_SHARD's slice
 #   _aotwheel_kernel_edges      per kernel source:
 #   _aotwheel_spirv_edge          source -> SPIR-V (through the SPIR-V cache)
-#   _aotwheel_ocloc_edges         SPIR-V -> native images, one edge per group of devices -> fat binary
+#   _aotwheel_ocloc_edges         SPIR-V -> native images, one edge per planned group of devices -> fat binary
 #   _aotwheel_tgtsym_edge       kernel names (.tgtsym)
 #   _aotwheel_manifest_edge     _aot_manifest.json
 #   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
@@ -174,17 +176,24 @@ endfunction()
 
 # _aotwheel_toolchain(<fn> <work> <devices> <devlist json>): find and check the tools now
 # (configure fails here, with one line, when one is missing) into <work>/toolchain.json, keep the
-# devlist in <work>/devlist.json (touched only when it changes), and split the devices into the
-# ocloc edges' groups, <work>/ocloc-groups.txt (one comma-separated group a line):
-# AOTWHEEL_OCLOC_GROUPS (CMake variable or environment) groups per source, else min(N, cores).
+# devlist in <work>/devlist.json (touched only when it changes), and plan the ocloc edges of the
+# caller's ARG_SOURCES, <work>/ocloc-edges.txt (one `<stem>=<device>,<device>...` line per edge;
+# buildsteps/groups.py): one edge per source unless splitting a source's devices shortens the
+# build on this machine's cores, or AOTWHEEL_OCLOC_GROUPS (CMake variable or environment) groups per source.
 function(_aotwheel_toolchain fn work devices json)
   file(MAKE_DIRECTORY "${work}")
   list(JOIN devices "," csv)
   if(NOT DEFINED AOTWHEEL_OCLOC_GROUPS AND DEFINED ENV{AOTWHEEL_OCLOC_GROUPS})
     set(AOTWHEEL_OCLOC_GROUPS "$ENV{AOTWHEEL_OCLOC_GROUPS}")
   endif()
-  _aotwheel_build_step(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json"
-                       --groups-out "${work}/ocloc-groups.txt" "--groups=${AOTWHEEL_OCLOC_GROUPS}")
+  set(source_args "")
+  foreach(src IN LISTS ARG_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    get_filename_component(stem "${src}" NAME_WE)
+    list(APPEND source_args "--source=${stem}=${src}")
+  endforeach()
+  _aotwheel_build_step(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json" ${source_args}
+                       --edges-out "${work}/ocloc-edges.txt" "--groups=${AOTWHEEL_OCLOC_GROUPS}")
   file(WRITE "${work}/devlist.json.in" "${json}\n")
   configure_file("${work}/devlist.json.in" "${work}/devlist.json" COPYONLY)
 endfunction()
@@ -241,9 +250,11 @@ function(_aotwheel_scale_out fn work)
     endforeach()
   endforeach()
   _aotwheel_write_if_changed("${work}/jobs.tsv" "${jobs}")
-  file(STRINGS "${work}/ocloc-groups.txt" groups)
-  list(LENGTH groups group_count)
-  _aotwheel_build_step(${fn} shard --jobs "${work}/jobs.tsv" --shard "${shard}" --group-count ${group_count}
+  set(groups_setting "$ENV{AOTWHEEL_OCLOC_GROUPS}")
+  if(DEFINED AOTWHEEL_OCLOC_GROUPS)
+    set(groups_setting "${AOTWHEEL_OCLOC_GROUPS}")
+  endif()
+  _aotwheel_build_step(${fn} shard --jobs "${work}/jobs.tsv" --shard "${shard}" "--groups=${groups_setting}"
                        --out "${work}/shard-slice.tsv")
   # The plan weighs the sources by size: an edited source re-plans (CMake re-runs on it).
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${sources})
@@ -320,12 +331,13 @@ function(_aotwheel_spirv_edge work src out)
   set(${out} "${spv}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_ocloc_edges(<work> <source> <spv> <out>): one ocloc edge per group of the caller's
-# `dev` (<work>/ocloc-groups.txt, or the caller's _aotw_groups in a shard build: this source's
-# devices of the shard; ninja runs a source's groups in parallel), each writing one
-# native image per device of its group, then the fat binary of them all (plus the SPIR-V when
-# dev_JIT); sets <out> to the fat binary. Reads the caller's ocloc_command, ocloc_pool (from
-# _aotwheel_ocloc_command) and ARG_OPTIONS.
+# _aotwheel_ocloc_edges(<work> <source> <spv> <out>): the source's ocloc edges as planned in
+# <work>/ocloc-edges.txt (in a shard build: the caller's _aotw_groups, this source's devices of the
+# shard as the `shard` step planned them), each writing one native image per device of its group.
+# A source with one edge (all its devices) gets its fat binary (plus the SPIR-V when dev_JIT) from
+# that edge; a source split over several edges (ninja runs them in parallel) from a fatbin edge
+# after them. Sets <out> to the fat binary. Reads the caller's dev, dev_IPS, ocloc_command,
+# ocloc_pool (from _aotwheel_ocloc_command), ocloc_depends and ARG_OPTIONS.
 function(_aotwheel_ocloc_edges work src spv out)
   get_filename_component(base "${src}" NAME)
   get_filename_component(stem "${src}" NAME_WE)
@@ -341,8 +353,21 @@ function(_aotwheel_ocloc_edges work src spv out)
   if(_aotw_shard)
     set(groups "${_aotw_groups}")
   else()
-    file(STRINGS "${work}/ocloc-groups.txt" groups)
+    file(STRINGS "${work}/ocloc-edges.txt" plan)
+    set(groups "")
+    foreach(line IN LISTS plan)
+      string(FIND "${line}" "=" eq)
+      string(SUBSTRING "${line}" 0 ${eq} edge_stem)
+      if(edge_stem STREQUAL stem)
+        math(EXPR eq "${eq} + 1")
+        string(SUBSTRING "${line}" ${eq} -1 group)
+        list(APPEND groups "${group}")
+      endif()
+    endforeach()
   endif()
+  set(fatbin "${work}/${stem}.fatbin")
+  set(ir_args "")
+  list(LENGTH groups edge_count)
   foreach(group IN LISTS groups)
     string(REPLACE "," ";" members "${group}")
     set(outputs "")
@@ -351,6 +376,13 @@ function(_aotwheel_ocloc_edges work src spv out)
       list(APPEND outputs "${_aotw_bin_${device}}")
       list(APPEND job_args --job "${device}=${_aotw_ip_${device}}=${_aotw_bin_${device}}")
     endforeach()
+    if(edge_count EQUAL 1)  # one process for the source: no separate fatbin step
+      list(APPEND outputs "${fatbin}" "${fatbin}.json")
+      list(APPEND job_args --fatbin "${fatbin}" --info "${fatbin}.json")
+      if(dev_JIT)
+        list(APPEND job_args --ir)
+      endif()
+    endif()
     add_custom_command(
       OUTPUT ${outputs}
       COMMAND ${ocloc_command} --toolchain "${work}/toolchain.json" --spirv "${spv}" ${job_args}
@@ -360,17 +392,17 @@ function(_aotwheel_ocloc_edges work src spv out)
       ${ocloc_pool}
       VERBATIM)
   endforeach()
-  set(fatbin "${work}/${stem}.fatbin")
-  set(ir_args "")
-  if(dev_JIT)
-    set(ir_args --spirv "${spv}")
+  if(NOT edge_count EQUAL 1)
+    if(dev_JIT)
+      set(ir_args --spirv "${spv}")
+    endif()
+    add_custom_command(
+      OUTPUT "${fatbin}" "${fatbin}.json"
+      COMMAND ${_AOTWHEEL_BUILD_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
+      DEPENDS ${natives} "${spv}"
+      COMMENT "aotwheel: fat binary for ${base}"
+      VERBATIM)
   endif()
-  add_custom_command(
-    OUTPUT "${fatbin}" "${fatbin}.json"
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
-    DEPENDS ${natives} "${spv}"
-    COMMENT "aotwheel: fat binary for ${base}"
-    VERBATIM)
   set(${out} "${fatbin}" PARENT_SCOPE)
 endfunction()
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -120,9 +119,14 @@ def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
     assert res["workload"] == {"kernels": 6, "files": 2, "one_device_s": res["workload"]["one_device_s"]}
     p1 = res["cases"]["p1"]["by_n"]["2"]
     assert p1["devices"] == ["pvc", "acm-g10"]
-    # quick: 2 sources x min(2 devices, cores) edges, cache off: one ocloc per edge for its group
-    groups = min(2, len(os.sched_getaffinity(0)))
-    assert p1["ocloc_runs"] == p1["ocloc_edges"] == 2 * groups
+    # quick: the configure-time plan of 2 sources x 2 devices on this machine's cores (one edge
+    # per source on 2 cores), cache off: one ocloc per edge for its group
+    from aotwheel.buildsteps.groups import plan_edges, source_jobs, usable_cores
+
+    kernels = sorted((tmp_path / "work" / "project" / "kernels").glob("ops_*.cl"))
+    plan = plan_edges(source_jobs([(k.stem, str(k)) for k in kernels], ["pvc", "acm-g10"]), usable_cores())
+    groups = sum(s == "ops_0" for s, _ in plan)
+    assert p1["ocloc_runs"] == p1["ocloc_edges"] == len(plan) and len(plan) >= 2
     ips = {_ocloc_ip("pvc"), _ocloc_ip("acm-g10")}
     # the serial reference and our fat binary carry the same device members (plus padding/IR)
     for members in (p1["serial_members"], p1["ours_members_ops_0"]):

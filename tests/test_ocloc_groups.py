@@ -1,11 +1,12 @@
-"""One ocloc edge per (kernel source, group of devices): the grouping, the split of one
-`ocloc -device a,b` into per-device binaries (checked against real single-device ocloc runs),
-per-device cache entries shared with one-device jobs and `aotwheel compile`, and real CMake +
-ninja builds counted through a logging ocloc wrapper and .ninja_log."""
+"""One ocloc edge per (kernel source, group of devices): the plan of the edges and the grouping,
+the split of one `ocloc -device a,b` into per-device binaries (checked against real single-device
+ocloc runs), per-device cache entries shared with one-device jobs and `aotwheel compile`, and real
+CMake + ninja builds counted through a logging ocloc wrapper, `ninja -t commands` and .ninja_log."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import subprocess
@@ -15,12 +16,14 @@ from pathlib import Path
 import pytest
 
 from _build_util import (
-    PYTHONPATH, REPO, ar_extract, build_env, compile_spirv, logged_runs, ocloc_ip, ocloc_logger, require, run,
+    PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_ip, ocloc_logger, require, run,
 )
 from aotwheel.buildsteps.cache import DeviceCodeCache
-from aotwheel.buildsteps.groups import device_groups, group_count, usable_cores
+from aotwheel.buildsteps.groups import (
+    EDGE_OVERHEAD, device_groups, estimated_makespan, group_count, plan_edges, source_jobs, usable_cores,
+)
 from aotwheel.buildsteps.ocloc_job import GroupJob, compile_devices, run_group, run_job
-from aotwheel.buildsteps.shard import DEVICE_COST
+from aotwheel.buildsteps.shard import DEVICE_COST, Job, job_cost
 from aotwheel.buildsteps.tiers import Tiers
 from aotwheel.errors import AotwheelError, ToolchainError
 
@@ -55,6 +58,85 @@ def test_group_count_is_min_of_devices_and_cores_or_the_setting():
     for bad in ("0", "-1", "two", "1.5"):
         with pytest.raises(AotwheelError, match="AOTWHEEL_OCLOC_GROUPS='.*' is not a positive integer; set it to"):
             group_count(bad, 4)
+
+
+def _jobs(sizes: list[int], devices: list[str]) -> list[Job]:
+    return [Job(f"ops_{i}", d, job_cost(d, size)) for i, size in enumerate(sizes) for d in devices]
+
+
+def _check_plan(plan: list[tuple[str, list[str]]], jobs: list[Job]) -> None:
+    """Every job in exactly one edge, a source's edges together, devlist order within an edge."""
+    assert sorted((s, d) for s, g in plan for d in g) == sorted((j.source, j.device) for j in jobs)
+    order = [j.device for j in jobs]
+    for _, g in plan:
+        assert g == sorted(g, key=order.index)
+    sources = [s for s, _ in plan]
+    assert sources == sorted(sources, key=[j.source for j in jobs].index)
+
+
+@pytest.mark.parametrize("n", [2, 4, 6])
+@pytest.mark.parametrize("cores", [2, 4])
+def test_sources_at_least_cores_of_similar_size_get_one_edge_each(n, cores):
+    # The benchmark's workload: 4 sources of 16.6-17.0 kB (P1 at N = 2, 4, 6 on 2 cores).
+    jobs = _jobs([16591, 16628, 17016, 17006], SIX[:n])
+    plan = plan_edges(jobs, cores)
+    _check_plan(plan, jobs)
+    assert plan == [(f"ops_{i}", SIX[:n]) for i in range(4)]
+
+
+@pytest.mark.parametrize("n,cores", [(2, 2), (6, 2), (3, 8), (6, 16)])
+def test_one_source_is_split_over_the_cores(n, cores):
+    jobs = _jobs([16000], SIX[:n])
+    plan = plan_edges(jobs, cores)
+    _check_plan(plan, jobs)
+    assert [g for _, g in plan] == device_groups(SIX[:n], min(n, cores))
+
+
+def test_a_source_is_split_only_where_that_shortens_the_build():
+    # 3 equal sources, 2 devices, 2 cores: whole sources leave one core idle for a third of the
+    # build; splitting one source fills it (one process more), splitting all adds nothing.
+    jobs = _jobs([16000] * 3, SIX[:2])
+    plan = plan_edges(jobs, 2)
+    _check_plan(plan, jobs)
+    assert plan == [("ops_0", ["pvc"]), ("ops_0", ["acm-g10"]), ("ops_1", SIX[:2]), ("ops_2", SIX[:2])]
+    # One large source among small ones: only the large one is split.
+    jobs = _jobs([100000, 16000, 16000], SIX[:3])
+    plan = plan_edges(jobs, 2)
+    _check_plan(plan, jobs)
+    assert [s for s, _ in plan] == ["ops_0", "ops_0", "ops_1", "ops_2"]
+    # Two sources on four cores: each in two groups.
+    assert len(plan_edges(_jobs([16000] * 2, SIX[:4]), 4)) == 4
+    # A tiny source: a second edge's start costs about what splitting saves.
+    assert len(plan_edges(_jobs([100], SIX[:2]), 2)) == 1
+
+
+def test_the_plan_is_within_the_split_gain_of_every_finer_plan():
+    """No plan with more groups for some source is estimated clearly shorter (checked by brute
+    force over all group counts for small cases)."""
+    for sizes, n, cores in [([3000, 9000, 27000], 3, 2), ([16000] * 3, 2, 2), ([40000, 1000], 4, 4), ([8000] * 5, 3, 3)]:
+        jobs = _jobs(sizes, SIX[:n])
+        plan = plan_edges(jobs, cores)
+        _check_plan(plan, jobs)
+        cost = {(j.source, j.device): j.cost for j in jobs}
+
+        def makespan(p):
+            return estimated_makespan([EDGE_OVERHEAD + sum(cost[(s, d)] for d in g) for s, g in p], cores)
+
+        best = min(makespan([(f"ops_{i}", g) for i, k in enumerate(ks) for g in device_groups(SIX[:n], k)])
+                   for ks in itertools.product(range(1, n + 1), repeat=len(sizes)))
+        assert makespan(plan) <= best * 1.15, (sizes, n, cores)
+
+
+def test_the_setting_overrides_the_plan_and_source_jobs_cost_by_size(tmp_path):
+    jobs = _jobs([16000] * 4, SIX[:4])
+    assert plan_edges(jobs, 2, "2") == [(f"ops_{i}", g) for i in range(4) for g in device_groups(SIX[:4], 2)]
+    assert plan_edges(jobs, 16, "1") == [(f"ops_{i}", SIX[:4]) for i in range(4)]
+    with pytest.raises(AotwheelError, match="AOTWHEEL_OCLOC_GROUPS='x' is not a positive integer"):
+        plan_edges(jobs, 2, "x")
+    (tmp_path / "a.cl").write_text("x" * 300)
+    got = source_jobs([("a", str(tmp_path / "a.cl")), ("gone", str(tmp_path / "gone.cl"))], ["pvc", "tgllp"])
+    assert got == [Job("a", "pvc", job_cost("pvc", 300)), Job("a", "tgllp", job_cost("tgllp", 300)),
+                   Job("gone", "pvc", job_cost("pvc", 1)), Job("gone", "tgllp", job_cost("tgllp", 1))]
 
 
 # ---- one ocloc for a group's misses --------------------------------------------------------------
@@ -211,9 +293,18 @@ def test_build_has_one_ocloc_edge_per_source_and_group(tmp_path, setting):
     env.pop("AOTWHEEL_OCLOC_GROUPS", None)
     if setting:
         env["AOTWHEEL_OCLOC_GROUPS"] = setting
-    groups = int(setting) if setting else min(3, len(os.sched_getaffinity(0)))
-    edges = _edges(_build(src, tmp_path / "b", env))
-    assert sorted(s for s, _ in edges) == ["a.cl"] * groups + ["b.cl"] * groups
+    devices = ["pvc", "acm-g10", "tgllp"]
+    plan = plan_edges(source_jobs([("a", str(src / "a.cl")), ("b", str(src / "b.cl"))], devices), usable_cores(), setting)
+    if setting:
+        assert [s for s, _ in plan] == ["a"] * int(setting) + ["b"] * int(setting)
+    out = _build(src, tmp_path / "b", env)
+    edges = _edges(out)
+    assert sorted(edges) == sorted((f"{s}.cl", ",".join(g)) for s, g in plan)
+    planned = (tmp_path / "b" / "aotwheel" / "grp" / "ocloc-edges.txt").read_text()
+    assert planned == "".join(f"{s}={','.join(g)}\n" for s, g in plan)
+    # A source with one edge gets its fat binary from it; a split source from a fatbin edge.
+    fatbin_edges = re.findall(r"aotwheel: fat binary for (\S+)", out)
+    assert sorted(fatbin_edges) == sorted(f"{s}.cl" for s in "ab" if [x for x, _ in plan].count(s) > 1)
     for source in ("a.cl", "b.cl"):
         devs = [d for s, g in edges if s == source for d in g.split(",")]
         assert sorted(devs) == ["acm-g10", "pvc", "tgllp"]
@@ -231,21 +322,27 @@ def test_build_has_one_ocloc_edge_per_source_and_group(tmp_path, setting):
     assert len(_files(logged_runs(log))) == before
 
 
-def test_touch_and_edit_rerun_only_that_sources_edges(tmp_path):
+@pytest.mark.parametrize("groups", [2, 1])
+def test_touch_and_edit_rerun_only_that_sources_edges(tmp_path, groups):
     require(*TOOLS)
     wrapper, log = ocloc_logger(tmp_path / "bin")
     src = _project(tmp_path)
-    env = build_env(tmp_path / "cache", AOTWHEEL_OCLOC=str(wrapper), AOTWHEEL_OCLOC_GROUPS="2")
+    env = build_env(tmp_path / "cache", AOTWHEEL_OCLOC=str(wrapper), AOTWHEEL_OCLOC_GROUPS=str(groups))
     _build(src, tmp_path / "b", env)
     ninja = ["ninja", "-C", str(tmp_path / "b"), "-j2"]
     assert "no work to do" in run(ninja, env=env).stdout
+    fat = tmp_path / "b" / "aotwheel" / "grp" / "a.fatbin"
+    first = fat.read_bytes()
     before = len(_files(logged_runs(log)))
     os.utime(src / "a.cl")  # same SPIR-V: its edges rerun and the cache answers
-    edges = _edges(run(ninja, env=env).stdout)
-    assert sorted(s for s, _ in edges) == ["a.cl", "a.cl"] and len(_files(logged_runs(log))) == before
+    out = run(ninja, env=env).stdout
+    edges = _edges(out)
+    assert sorted(s for s, _ in edges) == ["a.cl"] * groups and len(_files(logged_runs(log))) == before
+    assert ("fat binary for" in out) == (groups > 1) and fat.read_bytes() == first
+    assert "no work to do" in run(ninja, env=env).stdout
     (src / "a.cl").write_text((src / "a.cl").read_text() + "\n__kernel void extra(__global float *x) { x[0] = 1.0f; }\n")
     edges = _edges(run(ninja, env=env).stdout)
-    assert sorted(s for s, _ in edges) == ["a.cl", "a.cl"]
+    assert sorted(s for s, _ in edges) == ["a.cl"] * groups and fat.read_bytes() != first
     new = _files(logged_runs(log))[before:]
     assert {f for f, _ in new} == {"a"} and sorted(d for _, g in new for d in g.split(",")) == ["acm-g10", "pvc", "tgllp"]
 
@@ -259,3 +356,107 @@ def test_bad_group_setting_fails_configure_with_one_line(tmp_path):
     assert proc.returncode != 0
     text = " ".join(proc.stderr.split())
     assert "aotwheel_add_device_code: AOTWHEEL_OCLOC_GROUPS='many' is not a positive integer" in text
+
+
+# ---- the structure of the build graph: Python processes per source --------------------------------
+
+FOUR = """
+cmake_minimum_required(VERSION 3.21)
+project(four LANGUAGES C)
+add_library(fourext MODULE ext.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_add_device_code(fourext SOURCES elementwise.cl reduce.cl softmax.cl gemm.cl DEVICES pvc acm-g10 NAME four)
+"""
+
+
+def _four(root: Path) -> Path:
+    src = root / "src"
+    src.mkdir(parents=True)
+    (src / "CMakeLists.txt").write_text(FOUR)
+    (src / "ext.c").write_text("int four(void) { return 0; }\n")
+    for p in sorted(KERNELS.glob("*.cl")):
+        (src / p.name).write_text(p.read_text())
+    return src
+
+
+def _steps(build: Path, env: dict[str, str]) -> dict[str, int]:
+    """Python build steps per kind that the device code needs, from the ninja graph (not a build)."""
+    fatbins = [f"aotwheel/four/{stem}.fatbin" for stem in ("elementwise", "reduce", "softmax", "gemm")]
+    cmds = run(["ninja", "-C", str(build), "-t", "commands", *fatbins], env=env).stdout.splitlines()
+    steps = [re.search(r"buildsteps/__main__\.py\S* (\w+)", c) for c in cmds]
+    kinds = [m.group(1) for m in steps if m]
+    return {k: kinds.count(k) for k in ("spirv", "ocloc", "fatbin")}
+
+
+def test_four_sources_two_devices_two_cores_one_process_per_source_and_identical_outputs(tmp_path):
+    """S >= cores: one ocloc edge per source with all its devices, writing the fat binary itself
+    (4 device-code processes, not 8 ocloc + 4 fatbin), and the same bytes as the split build and
+    as one `ocloc -device pvc,acm-g10`."""
+    require(*TOOLS)
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 cores")
+    src = _four(tmp_path)
+    two = sorted(os.sched_getaffinity(0))[:2]
+    trees = {}
+    for name, extra in (("planned", {}), ("split", {"AOTWHEEL_OCLOC_GROUPS": "2"})):
+        env = build_env(tmp_path / f"cache-{name}", **extra)
+        if not extra:
+            env.pop("AOTWHEEL_OCLOC_GROUPS", None)
+        build = tmp_path / name
+        # configure as on a 2-core machine: the plan is made for the cores configure sees
+        subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), f"-Daotwheel_DIR={REPO / 'cmake'}",
+                        f"-DPython_EXECUTABLE={sys.executable}"], env=env, check=True, capture_output=True,
+                       preexec_fn=lambda: os.sched_setaffinity(0, two))
+        trees[name] = (build, env)
+    assert _steps(*trees["planned"]) == {"spirv": 4, "ocloc": 4, "fatbin": 0}
+    assert _steps(*trees["split"]) == {"spirv": 4, "ocloc": 8, "fatbin": 4}
+    outs = {}
+    for name, (build, env) in trees.items():
+        out = run(["ninja", "-C", str(build), "-j2"], env=env).stdout
+        outs[name] = out
+        assert "no work to do" in run(["ninja", "-C", str(build), "-j2"], env=env).stdout
+    assert len(_edges(outs["planned"])) == 4 and "fat binary for" not in outs["planned"]
+    assert all(g == "pvc,acm-g10" for _, g in _edges(outs["planned"]))
+    planned, split = (trees[n][0] / "aotwheel" / "four" for n in ("planned", "split"))
+    for stem in ("elementwise", "reduce", "softmax", "gemm"):
+        for suffix in (".fatbin", ".fatbin.json", ".pvc.bin", ".acm-g10.bin"):
+            assert (planned / f"{stem}{suffix}").read_bytes() == (split / f"{stem}{suffix}").read_bytes(), stem + suffix
+        ref = tmp_path / f"ref-{stem}"
+        ref.mkdir()
+        run(["ocloc", "compile", "-file", str(planned / f"{stem}.spv"), "-spirv_input", "-device", "pvc,acm-g10",
+             "-output", "fat"], cwd=ref)
+        assert (planned / f"{stem}.fatbin").read_bytes() == (ref / "fat").read_bytes(), stem
+    # Per-device cache entries, as before: 4 sources x 2 devices.
+    assert len(list((tmp_path / "cache-planned" / "v2" / "objects").rglob("*.bin"))) == 8
+    # The same manifest (members, sizes, digests, provenance) either way.
+    m1, m2 = (json.loads((d / "_aot_manifest.json").read_text()) for d in (planned, split))
+    assert m1["images"] == m2["images"]
+
+
+def _step(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "python" / "aotwheel" / "buildsteps" / "__main__.py"), *args],
+                          capture_output=True, text=True, env=env)
+
+
+def test_ocloc_step_with_fatbin_equals_the_fatbin_step_with_and_without_ir(spvs, tmp_path):
+    spv = spvs["softmax"]
+    tc = tmp_path / "toolchain.json"
+    tc.write_text(json.dumps({"ocloc": "ocloc", "ocloc_version": "v", "ocloc_names": {}}))
+    env = build_env(tmp_path / "cache")
+    jobs = [f"--job={d}={ocloc_ip(d)}={tmp_path / f'k.{d}.bin'}" for d in ("pvc", "tgllp")]
+    natives = [f"--native={d}={ocloc_ip(d)}={tmp_path / f'k.{d}.bin'}" for d in ("pvc", "tgllp")]
+    for ir in (True, False):
+        tag = "ir" if ir else "noir"
+        got = _step("ocloc", "--toolchain", str(tc), "--spirv", str(spv), *jobs, "--fatbin", str(tmp_path / f"a.{tag}"),
+                    "--info", str(tmp_path / f"a.{tag}.json"), *(["--ir"] if ir else []), env=env)
+        assert got.returncode == 0, got.stderr
+        ref = _step("fatbin", "--output", str(tmp_path / f"b.{tag}"), "--info", str(tmp_path / f"b.{tag}.json"),
+                    *(["--spirv", str(spv)] if ir else []), *natives, env=env)
+        assert ref.returncode == 0, ref.stderr
+        assert (tmp_path / f"a.{tag}").read_bytes() == (tmp_path / f"b.{tag}").read_bytes()
+        assert (tmp_path / f"a.{tag}.json").read_text() == (tmp_path / f"b.{tag}.json").read_text()
+    members = [m for m in ar_members(tmp_path / "a.noir") if not m.startswith("pad_")]
+    assert members == [f"64.{ocloc_ip('pvc')}", f"64.{ocloc_ip('tgllp')}"]
+    assert "generic_ir" in ar_members(tmp_path / "a.ir")
+    bad = _step("ocloc", "--toolchain", str(tc), "--spirv", str(spv), *jobs, "--fatbin", str(tmp_path / "c"), env=env)
+    assert bad.returncode == 2 and "give --fatbin and --info together" in bad.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.buildsteps.groups import device_groups
+from aotwheel.buildsteps.groups import device_groups, plan_edges
 from aotwheel.buildsteps.shard import (DEVICE_COST, IMBALANCE, Job, Shard, assign, in_slice, job_cost, parse_shard,
                                        read_jobs, slice_groups)
 from aotwheel.errors import AotwheelError
@@ -103,18 +103,22 @@ def test_plan_is_deterministic_whatever_the_input_order(sizes, count):
     assert len(plans) == 1
 
 
-def test_slice_groups_of_a_whole_source_are_the_one_machine_groups():
-    """A shard that keeps a source whole runs exactly the ocloc edges a one-machine build would."""
+def test_slice_groups_plan_the_shards_own_edges_as_a_one_machine_build_plans_all():
+    """A shard plans the ocloc edges of its slice for its cores with the one-machine planner:
+    AOTWHEEL_OCLOC_GROUPS=2 gives a whole source exactly its one-machine groups; unset, a shard
+    holding one whole source on 2 cores splits it as a one-machine build of that source would."""
     jobs = _jobs(4)
     for k in range(1, 5):
-        groups = slice_groups(jobs, Shard(k, 4), 2)
+        groups = slice_groups(jobs, Shard(k, 4), "2", cores=2)
         assert list(groups.values()) == [device_groups(DEVICES, 2)]
+        ((source, planned),) = slice_groups(jobs, Shard(k, 4), None, cores=2).items()
+        assert planned == [g for _, g in plan_edges([j for j in jobs if j.source == source], 2)] and len(planned) == 2
     # Split sources: every job in exactly one shard's groups, at most 2 groups per source.
     jobs = _jobs(4, [3000, 1000, 1000, 500])
-    seen = [(s, d) for k in range(1, 5) for s, gs in slice_groups(jobs, Shard(k, 4), 2).items()
+    seen = [(s, d) for k in range(1, 5) for s, gs in slice_groups(jobs, Shard(k, 4), None, cores=2).items()
             for g in gs for d in g]
     assert sorted(seen) == sorted((j.source, j.device) for j in jobs)
-    assert all(len(gs) <= 2 for k in range(1, 5) for gs in slice_groups(jobs, Shard(k, 4), 2).values())
+    assert all(len(gs) <= 2 for k in range(1, 5) for gs in slice_groups(jobs, Shard(k, 4), "2").values())
 
 
 def test_shard_step_writes_the_slice_cmake_reads(tmp_path):
@@ -129,7 +133,7 @@ def test_shard_step_writes_the_slice_cmake_reads(tmp_path):
     for k in (1, 2, 3):
         out = tmp_path / f"slice{k}.tsv"
         proc = subprocess.run([sys.executable, "-m", "aotwheel.buildsteps", "shard", "--jobs", str(jobs), "--shard",
-                               f"{k}/3", "--group-count", "2", "--out", str(out)], capture_output=True, text=True)
+                               f"{k}/3", "--groups=2", "--out", str(out)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         lines[k] = [ln.split("\t") for ln in out.read_text().splitlines()]
     # One line per source of the shard: the stem, then its groups ("a,b|c"), devlist order kept.

@@ -349,3 +349,35 @@ def test_redis_password_from_the_url_authenticates_and_never_shows(spv, tmp_path
     warnings = [ln for ln in text.splitlines() if ln.startswith("aotwheel: warning:")]
     assert len(warnings) == 2 and "WRONGPASS" in warnings[0] and "NOAUTH" in warnings[1], text
     assert "SECRET" not in text and "0000" not in text
+
+
+def test_no_remote_setting_no_stores_module_in_the_ocloc_step(tmp_path):
+    """Each ocloc edge starts a Python process: without any remote setting it must not pay for
+    importing the stores (socket, urllib); with one, Tiers.for_build reads it as before."""
+    import subprocess
+
+    code = ("import sys; from pathlib import Path; from aotwheel.buildsteps.tiers import Tiers, load_settings;"
+            "t = Tiers.for_build(Path(sys.argv[1]), load_settings(sys.argv[2]));"
+            "print(len(t.stores), t.readonly, 'aotwheel.buildsteps.remote' in sys.modules, 'socket' in sys.modules)")
+    settings = tmp_path / "remote-settings"
+    settings.write_text("AOTWHEEL_SHARD=1/2\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "python"), "AOTWHEEL_CACHE_DIR": str(tmp_path / "cache")}
+
+    def probe(text: str, **extra: str) -> str:
+        settings.write_text(text)
+        return subprocess.run([sys.executable, "-c", code, str(tmp_path), str(settings)], env={**env, **extra},
+                              capture_output=True, text=True, check=True).stdout.split()
+
+    assert probe("AOTWHEEL_SHARD=1/2\nAOTWHEEL_REMOTE_CACHE=\n") == ["0", "False", "False", "False"]
+    assert probe("AOTWHEEL_REMOTE_CACHE=http://127.0.0.1:9/c\nAOTWHEEL_REMOTE_CACHE_READONLY=1\n") == ["1", "True", "True", "True"]
+    assert probe("", AOTWHEEL_REMOTE_CACHE="redis://127.0.0.1:9") == ["1", "False", "True", "True"]
+    bad = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(settings)],
+                         env={**env, "AOTWHEEL_REMOTE_CACHE_READONLY": "maybe"}, capture_output=True, text=True)
+    assert bad.returncode != 0 and "AOTWHEEL_REMOTE_CACHE_READONLY='maybe' is not a boolean" in bad.stderr
+
+
+def test_settings_file_names_cover_the_remote_settings():
+    from aotwheel.buildsteps.remote import SETTINGS
+    from aotwheel.buildsteps.tiers import SETTING_NAMES
+
+    assert set(SETTINGS) | {"AOTWHEEL_SHARD"} == set(SETTING_NAMES)

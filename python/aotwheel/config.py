@@ -38,7 +38,7 @@ NVCC = Variable("AOTWHEEL_NVCC", None, "the nvcc to build with")
 ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
 OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake and aotwheel compile)")
 OCLOC_GROUPS = Variable("AOTWHEEL_OCLOC_GROUPS", None,
-                        "ocloc edges per kernel source in a CMake build (default min(devices, cores); read at configure time)")
+                        "ocloc edges per kernel source in a CMake build (default: planned for the cores; read at configure time)")
 JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
                          "per-user cache of JIT results for aotwheel.opencl ('off' disables it; default ~/.cache/aotwheel/jit)")
 

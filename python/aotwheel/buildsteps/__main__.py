@@ -2,11 +2,14 @@
 (as ``python <...>/aotwheel/buildsteps/__main__.py <step> ...``, which needs no PYTHONPATH).
 
 configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
-           device groups of the ocloc edges)
+configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
+           plan of the ocloc edges: which devices of which source each edge builds)
 spirv      one kernel source -> SPIR-V (with a ninja depfile), through the SPIR-V cache
 ocloc      one SPIR-V -> native binaries for a group of devices, through the device-code cache
-shard      AOTWHEEL_SHARD's slice of the job list, grouped per source (configure time)
-fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest)
+           (and, when the group is all the source's devices, its fat binary too)
+shard      AOTWHEEL_SHARD's slice of the job list, planned per source (configure time)
+fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest),
+           for sources whose devices are split over several ocloc edges
 tgtsym     SPIR-V modules -> the .tgtsym names file
 embed      write the C file + header that embed the images (configure time)
 manifest   write _aot_manifest.json
@@ -43,18 +46,20 @@ def _load_toolchain(path: str) -> dict:
 
 
 def cmd_configure(a: argparse.Namespace) -> int:
-    """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' groups)."""
+    """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' plan)."""
     from aotwheel.buildsteps.toolchain import discover
 
     devices = [d for d in a.devices.split(",") if d]
-    if a.groups_out:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
-        from aotwheel.buildsteps.groups import device_groups, group_count
+    if a.edges_out:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
+        from aotwheel.buildsteps.groups import group_count, plan_edges, source_jobs, usable_cores
 
-        groups = device_groups(devices, group_count(a.groups, len(devices)))
+        group_count(a.groups, len(devices))
+        sources = [tuple(s.split("=", 1)) for s in a.source or []]
+        edges = plan_edges(source_jobs(sources, devices), usable_cores(), a.groups)
     tc = discover(devices, build_dir=Path(a.out).parent)
     _write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
-    if a.groups_out:
-        _write_if_changed(a.groups_out, "".join(",".join(g) + "\n" for g in groups))
+    if a.edges_out:
+        _write_if_changed(a.edges_out, "".join(f"{stem}={','.join(group)}\n" for stem, group in edges))
     return 0
 
 
@@ -74,16 +79,31 @@ def cmd_spirv(a: argparse.Namespace) -> int:
 def cmd_ocloc(a: argparse.Namespace) -> int:
     """Build one SPIR-V's binaries for one device or a group (``--job``): per device the local
     cache, the remote stores, else one ocloc run for all the misses. In a shard build the graph
-    holds only this shard's edges (``shard`` step, configure time), so every job here is ours."""
-    from aotwheel.buildsteps.remote import load_settings
+    holds only this shard's edges (``shard`` step, configure time), so every job here is ours.
+    With ``--fatbin``/``--info`` (the edge holds all the source's devices) also its fat binary."""
+    # Imports that only some builds need (the remote stores, the device catalog) stay inside
+    # their branches: this step starts once per edge, and its start is P1's overhead.
+    from aotwheel.buildsteps.tiers import load_settings
 
     specs = [tuple(j.split("=", 2)) for j in a.job or []]
     if a.device:
         specs.append((a.device, a.ip or "", a.output or ""))
     if not specs or any(len(s) != 3 or not s[0] or not s[2] for s in specs):
         raise AotwheelError("give --device and --output, or --job DEVICE=IP=OUTPUT (repeatable)")
+    if bool(a.fatbin) != bool(a.info):
+        raise AotwheelError("give --fatbin and --info together")
     settings = load_settings(a.settings)
+    built = _build_jobs(a, specs, settings)  # device -> (ip, binary, provenance)
+    if a.fatbin:
+        natives = [(d, *built[d]) for d, _, _ in specs]  # the devlist's order
+        _write_fatbin(a.fatbin, a.info, natives, Path(a.spirv).read_bytes() if a.ir else None)
+    return 0
 
+
+def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: dict[str, str]
+                ) -> dict[str, tuple[str, bytes, str]]:
+    """Run one ocloc step's jobs (``(device, ip, output)``) through the caches; per device
+    ``(ip, binary, provenance)``."""
     from aotwheel.buildsteps.ocloc_job import GroupJob, run_group
     from aotwheel.buildsteps.tiers import Tiers
 
@@ -102,46 +122,49 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
     tiers = Tiers.for_build(jobs[0].output.parent, settings)
     results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
                         options=a.options, tiers=tiers)
+    out = {}
     # ninja prints this only with -v or on failure; the cache's events.log is the record.
     for job, res in zip(jobs, results):
         print(f"aotwheel: {Path(a.spirv).name} -device {job.ocloc_name}: {res.provenance} ({res.size} bytes)")
-    return 0
+        out[job.device] = (job.ip, res.data, res.provenance)
+    return out
 
 
 def cmd_shard(a: argparse.Namespace) -> int:
-    """Write this shard's slice of the job list (configure time): ``<stem>\\t<group>|<group>...``
+    """Write this shard's slice of the job list (configure time): ``<stem>\t<group>|<group>...``
     a line, each group comma-separated devices; sources with no job in this shard are absent."""
     from aotwheel.buildsteps.shard import parse_shard, read_jobs, slice_groups
 
     shard = parse_shard(a.shard)
     if shard is None:
         raise AotwheelError("the shard step needs --shard i/n; e.g. --shard 1/4")
-    groups = slice_groups(read_jobs(Path(a.jobs)), shard, max(a.group_count, 1))
+    groups = slice_groups(read_jobs(Path(a.jobs)), shard, a.groups)
     _write_if_changed(a.out, "".join(f"{stem}\t{'|'.join(','.join(g) for g in gs)}\n" for stem, gs in groups.items()))
     return 0
 
 
-def cmd_fatbin(a: argparse.Namespace) -> int:
-    """Assemble one source's fat binary and its member list."""
+def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, bytes, str]], spirv: bytes | None) -> None:
+    """One source's fat binary from ``(device, ip, binary, provenance)`` in devlist order (+ the
+    SPIR-V as generic_ir), and its member list for the manifest."""
     from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.buildsteps.fatbin import build_fatbin, member_name, spirv_ir_elf
     from aotwheel.buildsteps.manifest import fatbin_info
 
-    natives: list[tuple[str, bytes]] = []
-    info: list[tuple[str, str, int]] = []
-    provenance: list[str] = []
+    atomic_write(Path(output), build_fatbin([(ip, data) for _, ip, data, _ in natives], spirv))
+    info = [(device, member_name(ip), len(data)) for device, ip, data, _ in natives]
+    ir_size = len(spirv_ir_elf(spirv)) if spirv is not None else None
+    _write_if_changed(info_path, json.dumps(fatbin_info(info, ir_size, [how for *_, how in natives]), indent=2) + "\n")
+
+
+def cmd_fatbin(a: argparse.Namespace) -> int:
+    """Assemble one source's fat binary and its member list (sources split over several edges)."""
+    natives: list[tuple[str, str, bytes, str]] = []
     for spec in a.native or []:
         device, ip, path = spec.split("=", 2)
-        data = Path(path).read_bytes()
         prov = Path(path + ".provenance")
         how = prov.read_text().strip() if prov.is_file() else "compiled"
-        natives.append((ip, data))
-        info.append((device, member_name(ip), len(data)))
-        provenance.append(how)
-    spirv = Path(a.spirv).read_bytes() if a.spirv else None
-    atomic_write(Path(a.output), build_fatbin(natives, spirv))
-    ir_size = len(spirv_ir_elf(spirv)) if spirv is not None else None
-    _write_if_changed(a.info, json.dumps(fatbin_info(info, ir_size, provenance), indent=2) + "\n")
+        natives.append((device, ip, Path(path).read_bytes(), how))
+    _write_fatbin(a.output, a.info, natives, Path(a.spirv).read_bytes() if a.spirv else None)
     return 0
 
 
@@ -213,8 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("configure")
     s.add_argument("--devices", default="", help="comma-separated canonical device names")
     s.add_argument("--out", required=True)
-    s.add_argument("--groups-out", help="write the ocloc edges' device groups here, one comma-separated group a line")
-    s.add_argument("--groups", help="AOTWHEEL_OCLOC_GROUPS: groups per source (default: min(devices, cores))")
+    s.add_argument("--source", action="append", metavar="STEM=PATH",
+                   help="a kernel source (repeatable, in SOURCES order): the ocloc edges are planned over them")
+    s.add_argument("--edges-out", help="write the ocloc edges here, one STEM=DEVICE,DEVICE... line per edge")
+    s.add_argument("--groups", help="AOTWHEEL_OCLOC_GROUPS: groups per source (default: planned, groups.plan_edges)")
     s.set_defaults(fn=cmd_configure)
 
     s = sub.add_parser("spirv")
@@ -238,12 +263,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--options", default="")
     s.add_argument("--ip", help="the device's IP version (the cache key's target; default: from the catalog)")
     s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
+    s.add_argument("--fatbin", help="also write the source's fat binary (the jobs are all its devices, in devlist order)")
+    s.add_argument("--info", help="with --fatbin: its member list (for the manifest)")
+    s.add_argument("--ir", action="store_true", help="with --fatbin: add the SPIR-V as generic_ir (JIT fallback)")
     s.set_defaults(fn=cmd_ocloc)
 
     s = sub.add_parser("shard")
     s.add_argument("--jobs", required=True, help="the target's job list CMake wrote (stem, device, source path)")
     s.add_argument("--shard", required=True, help="AOTWHEEL_SHARD, i/n")
-    s.add_argument("--group-count", type=int, default=1, help="ocloc groups per source (lines of ocloc-groups.txt)")
+    s.add_argument("--groups", default="", help="AOTWHEEL_OCLOC_GROUPS (empty: the edges are planned for this machine's cores)")
     s.add_argument("--out", required=True, help="write the slice here")
     s.set_defaults(fn=cmd_shard)
 

@@ -88,7 +88,7 @@ def compile_image(args: argparse.Namespace) -> int:
     out = Path(args.output)
     # Local cache, then the remote stores (CMake's settings file, else the environment), with one
     # warning per build tree.
-    from aotwheel.buildsteps.remote import load_settings
+    from aotwheel.buildsteps.tiers import load_settings
 
     tiers = Tiers.for_build(out.parent, load_settings(args.settings))
     key = _cache_key(tc, source.read_bytes(), target.name, options, tiers.local.tool_sha256(tc["nvcc"]))

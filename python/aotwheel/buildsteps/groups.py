@@ -1,23 +1,38 @@
-"""The device groups of the ocloc edges: one edge per (kernel source, group of devices).
+"""The ocloc edges of a target: one edge per (kernel source, group of devices), planned at configure time.
 
-An edge is one Python process around ocloc (interpreter start and imports cost ~50 ms CPU), so
-one edge per (source, device) spends that N times per source; one edge per (source, group) with
-min(N, cores) groups spends it only as often as there are cores to keep busy. Groups are
-balanced by the measured per-device ocloc cost that sharding uses (:data:`shard.DEVICE_COST`):
-devices by falling cost, each to the least-loaded group (ties to the lower index); each group
-keeps the devlist's order. The partition is the same for every source of a target (a source's
-size scales all its devices alike), and computed once, at configure time.
+An edge is one Python process around one ocloc (together ~0.2 s CPU to start: the interpreter
+and imports, ocloc's own start-up), so every edge more than the cores need is overhead. The plan
+(:func:`plan_edges`) starts from one edge per source with all its devices, and splits a source's
+devices into groups only where that shortens the build: while its largest edge is what keeps
+the estimated build (longest-first list scheduling of the edges on the cores, each edge its
+jobs plus :data:`EDGE_OVERHEAD`) from being balanced. A plan with more edges is kept only if its
+estimate is more than :data:`SPLIT_GAIN` shorter. Job costs are the measured per-device ocloc
+costs sharding uses (:data:`shard.DEVICE_COST`) times the source's size. So sources >= cores of similar size give one edge per source (and that
+edge also writes the source's fat binary: no separate process), one source gives min(N, cores)
+groups, and a source much larger than the rest is split while the others are not.
+
+Groups are balanced the same way (:func:`device_groups`): devices by falling cost, each to the
+least-loaded group (ties to the lower index); each group keeps the devlist's order.
+``AOTWHEEL_OCLOC_GROUPS`` overrides the plan: that many groups for every source.
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 
-from aotwheel.buildsteps.shard import DEVICE_COST
+from aotwheel.buildsteps.shard import DEVICE_COST, Job, job_cost
 from aotwheel.config import OCLOC_GROUPS
 from aotwheel.errors import AotwheelError
 
 ENV = OCLOC_GROUPS.name
+# What one edge costs besides its devices' ocloc work, in job-cost units (source bytes x device
+# factor): ~0.2 s CPU (the Python step's start and imports ~0.09 s, ocloc's start ~0.1 s) at the
+# ~45 us per unit of the benchmark workload (pvc on a 16.6 kB source: 0.83 s CPU). Crude, as the
+# size-based costs are; it keeps small sources from being split into more processes than work.
+EDGE_OVERHEAD = 4000.0
+# A plan with more edges must be estimated this much shorter to be chosen (the costs are estimates).
+SPLIT_GAIN = 0.05
 
 
 def usable_cores() -> int:
@@ -54,3 +69,68 @@ def device_groups(devices: list[str], count: int) -> list[list[str]]:
         loads[k] += DEVICE_COST.get(device, 1.0)
         groups[k].append(device)
     return [sorted(g, key=order.__getitem__) for g in groups if g]
+
+
+def estimated_makespan(costs: list[float], cores: int) -> float:
+    """The build's length if its edges of ``costs`` run longest first, each on the least-loaded core."""
+    loads = [0.0] * max(1, min(cores, len(costs)))
+    for c in sorted(costs, reverse=True):
+        heapq.heapreplace(loads, loads[0] + c)
+    return max(loads)
+
+
+def plan_edges(jobs: list[Job], cores: int, setting: str | None = None) -> list[tuple[str, list[str]]]:
+    """The ocloc edges as ``(source, devices)``, sources in first-seen order, each source's groups
+    from :func:`device_groups` (devlist order within a group).
+
+    ``jobs``: one per (source, device), in source then devlist order (``shard.read_jobs``).
+    ``setting``: ``AOTWHEEL_OCLOC_GROUPS`` (groups per source) when set, else planned for ``cores``.
+    """
+    devices: dict[str, list[str]] = {}
+    cost: dict[tuple[str, str], float] = {}
+    for job in jobs:
+        devices.setdefault(job.source, []).append(job.device)
+        cost[(job.source, job.device)] = job.cost
+    if (setting or "").strip():
+        return [(s, g) for s, devs in devices.items() for g in device_groups(devs, group_count(setting, len(devs)))]
+    count = dict.fromkeys(devices, 1)
+
+    def edges(plan: dict[str, int]) -> list[tuple[str, list[str], float]]:
+        return [(s, g, EDGE_OVERHEAD + sum(cost[(s, d)] for d in g))
+                for s, devs in devices.items() for g in device_groups(devs, plan[s])]
+
+    current = edges(count)
+    plans = [(estimated_makespan([c for _, _, c in current], cores), current)]
+    # No plan beats this: the work spread evenly (one edge per source at least), or the dearest job.
+    bound = max((sum(cost.values()) + EDGE_OVERHEAD * len(devices)) / max(cores, 1),
+                EDGE_OVERHEAD + max(cost.values(), default=0.0))
+    # Split the source of the largest edge, again and again, until the estimate is within
+    # SPLIT_GAIN of the lower bound (then no later plan can be chosen) or every edge is one
+    # device; keep the plan with the fewest edges within SPLIT_GAIN of the best estimate seen.
+    # Each step adds one edge: at most jobs - sources steps.
+    while plans[-1][0] > bound * (1 + SPLIT_GAIN):
+        largest: dict[str, float] = {}
+        for s, _, c in current:
+            if count[s] < len(devices[s]):
+                largest[s] = max(largest.get(s, 0.0), c)
+        if not largest:
+            break
+        source = max(largest, key=largest.__getitem__)  # ties: the first source
+        count[source] += 1
+        current = edges(count)
+        plans.append((estimated_makespan([c for _, _, c in current], cores), current))
+    best = min(m for m, _ in plans)
+    chosen = next(p for m, p in plans if m <= best * (1 + SPLIT_GAIN))
+    return [(s, g) for s, g, _ in chosen]
+
+
+def source_jobs(sources: list[tuple[str, str]], devices: list[str]) -> list[Job]:
+    """One job per (source, device) for ``(stem, path)`` sources, costed as sharding costs them."""
+    jobs: list[Job] = []
+    for stem, path in sources:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 1
+        jobs.extend(Job(stem, d, job_cost(d, size)) for d in devices)
+    return jobs

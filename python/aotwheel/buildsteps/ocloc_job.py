@@ -14,7 +14,7 @@ import hashlib
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write
@@ -34,6 +34,7 @@ class JobResult:
     size: int
     cache_hit: bool
     provenance: str = "compiled"  # compiled | local | remote
+    data: bytes = field(default=b"", repr=False, compare=False)  # what was written (run_group)
 
 
 def provenance_file(output: Path | str) -> Path:
@@ -134,7 +135,7 @@ def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: st
         atomic_write(provenance_file(job.output), provenance.encode())
         atomic_write(job.output, data)
         results.append(JobResult(output=job.output, size=len(data), cache_hit=provenance in (LOCAL, REMOTE),
-                                 provenance=provenance))
+                                 provenance=provenance, data=data))
     return results
 
 

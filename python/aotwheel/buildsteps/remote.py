@@ -299,22 +299,6 @@ class RemoteConfig:
         return out
 
 
-def load_settings(path: Path | str | None) -> dict[str, str]:
-    """Settings CMake wrote for the build steps (``NAME=value`` lines; a missing file is empty)."""
-    if not path:
-        return {}
-    try:
-        text = Path(path).read_text()
-    except OSError:
-        return {}
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        name, sep, value = line.partition("=")
-        if sep and name in SETTINGS:
-            out[name] = value
-    return out
-
-
 def config_from(environ: Mapping[str, str], overrides: Mapping[str, str] | None = None) -> RemoteConfig:
     """The configuration from CMake's settings (``overrides``, when set) over the environment."""
     get = {**{k: v for k, v in environ.items() if k in SETTINGS}, **{k: v for k, v in (overrides or {}).items() if v != ""}}.get

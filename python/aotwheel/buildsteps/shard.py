@@ -124,18 +124,18 @@ def read_jobs(path: Path) -> list[Job]:
     return jobs
 
 
-def slice_groups(jobs: list[Job], shard: Shard, groups: int) -> dict[str, list[list[str]]]:
-    """This shard's devices of each of its sources (job-list order), split into at most ``groups``
-    cost-balanced ocloc groups per source, as :func:`groups.device_groups` splits a whole devlist
-    (a source kept whole gets exactly the groups of a one-machine build)."""
-    from aotwheel.buildsteps.groups import device_groups  # groups imports DEVICE_COST from here
+def slice_groups(jobs: list[Job], shard: Shard, setting: str | None = None, cores: int | None = None) -> dict[str, list[list[str]]]:
+    """This shard's devices of each of its sources (job-list order), as ocloc edges planned by
+    :func:`groups.plan_edges` over the shard's own jobs (``setting``: ``AOTWHEEL_OCLOC_GROUPS``;
+    ``cores``: default this machine's), as a one-machine build plans all of them."""
+    from aotwheel.buildsteps.groups import plan_edges, usable_cores  # groups imports DEVICE_COST from here
 
     plan = assign(jobs, shard.count)
-    mine: dict[str, list[str]] = {}
-    for job in jobs:
-        if plan[(job.source, job.device)] == shard.index:
-            mine.setdefault(job.source, []).append(job.device)
-    return {source: device_groups(devices, groups) for source, devices in mine.items()}
+    mine = [job for job in jobs if plan[(job.source, job.device)] == shard.index]
+    out: dict[str, list[list[str]]] = {}
+    for source, devices in plan_edges(mine, usable_cores() if cores is None else cores, setting):
+        out.setdefault(source, []).append(devices)
+    return out
 
 
 def in_slice(shard: Shard, jobs_file: Path, stem: str, device: str) -> bool:

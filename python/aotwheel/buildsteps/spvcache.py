@@ -193,8 +193,7 @@ class SpirvCache:
     def for_build(cls, build_dir: Path, settings: str | None) -> SpirvCache:
         """The local cache from the environment, plus the remote stores when any is configured."""
         if _remote_named(settings):
-            from aotwheel.buildsteps.remote import load_settings
-            from aotwheel.buildsteps.tiers import Tiers
+            from aotwheel.buildsteps.tiers import Tiers, load_settings
 
             tiers = Tiers.for_build(build_dir, load_settings(settings))
             return cls(tiers.local, tiers)
