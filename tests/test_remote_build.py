@@ -235,11 +235,14 @@ def test_shard_builds_then_assemble_runs_zero_ocloc_and_matches_one_machine(proj
 
 def test_source_affine_shards_build_only_their_sources_and_assemble_matches(project, nginx, tmp_path):
     """2 sources of about the same size on 2 shards: each shard holds one whole source -- its
-    SPIR-V edge, the one-machine build's ocloc edges for it, nothing of the other source."""
+    SPIR-V edge, the ocloc edges the one planner (groups.plan_edges) gives that source alone on this
+    machine's cores, nothing of the other source."""
+    from aotwheel.buildsteps.groups import plan_edges, source_jobs, usable_cores
+
     wrapper, log = ocloc_logger(tmp_path / "bin")
     base = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))
     _build(project, tmp_path / "one", base)
-    one_spirv, one_edges = _graph(tmp_path / "one")
+    one_spirv, _ = _graph(tmp_path / "one")
     remote = {**base, "AOTWHEEL_REMOTE_CACHE": nginx.url()}
     stems = []
     for i in (1, 2):
@@ -248,7 +251,9 @@ def test_source_affine_shards_build_only_their_sources_and_assemble_matches(proj
         jobs = _check_slice(tmp_path / f"s{i}", log, before)
         (stem,) = {s for s, _ in jobs}  # one whole source
         assert sorted(d for _, d in jobs) == sorted(DEVICES.split(","))
-        assert _graph(tmp_path / f"s{i}")[1] == [e for e in one_edges if e[0][0] == stem]  # same groups
+        src = next(k for k in KERNELS if Path(k).stem == stem)
+        planned = plan_edges(source_jobs([(stem, str(src))], DEVICES.split(",")), usable_cores())
+        assert sorted(_graph(tmp_path / f"s{i}")[1]) == sorted([(stem, d) for d in g] for _, g in planned)
         stems.append(stem)
     assert sorted(stems) == one_spirv
     before = len(compiled_jobs(log))
