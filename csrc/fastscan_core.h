@@ -271,11 +271,19 @@ typedef struct {
     size_t cap, used;
 } fs_set;
 
+/* Eight bytes a step (a byte-wise FNV-1a spent ~10 ms on mkl's 5.5 MB of names); quality
+ * only matters for speed, never for answers (keys are compared in full). */
 static inline uint64_t fs_hash(const uint8_t *p, size_t n) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; ++i)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w;
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ h >> 29;
 }
 
 /* The slot for key (p, n), inserted if new (*added set); NULL on allocation failure. */
