@@ -10,6 +10,7 @@
  *   fs_zebin_summary       backends/intel/zebin.py read_zebin_summary (+ sniff's "zebin" test)
  *   fs_ir_payload          backends/intel/legacy.py ir_payload of an IR-only ELF (generic_ir)
  *   fs_tgtsym              formats/elf.py read_host's .tgtsym split and _count_tgtsym
+ *   fs_leaf_kind           formats/sniff.py sniff, for the kinds inspect only notes (SPIR-V, bitcode)
  */
 #ifndef AOTWHEEL_FASTSCAN_CORE_H
 #define AOTWHEEL_FASTSCAN_CORE_H
@@ -257,6 +258,22 @@ static inline int fs_ir_payload(const uint8_t *p, size_t size, size_t *off, size
         }
     }
     return FS_OK;
+}
+
+/* ---- image heads ------------------------------------------------------------------------------ */
+
+enum { FS_LEAF_NONE = 0, FS_LEAF_SPIRV = 1, FS_LEAF_LLVMBC = 2 };
+
+/* sniff()'s answer for an image of `size` bytes at p when it is "spirv" or "llvmbc" (the kinds
+ * the default mode notes without walking into); FS_LEAF_NONE for everything else. */
+static inline int fs_leaf_kind(const uint8_t *p, size_t size) {
+    if (size < 4)
+        return FS_LEAF_NONE;
+    if (memcmp(p, "\x03\x02\x23\x07", 4) == 0 || memcmp(p, "\x07\x23\x02\x03", 4) == 0)
+        return FS_LEAF_SPIRV;
+    if (memcmp(p, "\xde\xc0\x17\x0b", 4) == 0 || memcmp(p, "BC\xc0\xde", 4) == 0)
+        return FS_LEAF_LLVMBC;
+    return FS_LEAF_NONE;
 }
 
 /* ---- .tgtsym -------------------------------------------------------------------------------- */

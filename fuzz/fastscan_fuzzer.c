@@ -42,6 +42,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     zebin(data, size);
     ir(data, size);
+    int leaf = fs_leaf_kind(data, size);
+    assert(leaf == FS_LEAF_NONE || size >= 4);
     fs_tgtsym_out t;
     if (fs_tgtsym(data, size, &t) == FS_OK) {
         size_t total = 0;

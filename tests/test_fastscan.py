@@ -204,6 +204,25 @@ def test_mutated_fat_binaries_same_answer_or_none(seed: Any, tmp_path: Path, mon
 
 
 @needs_fastscan
+@pytest.mark.parametrize("seed", [fu.host_so_seed, fu.icpx_so_seed, fu.listed_size_so_seed])
+def test_mutated_host_libraries_same_report(seed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """.tgtimg tables, .tgtsym names and leaf images (fastscan.tgtsym, fastscan.leaves)."""
+    data = _seed(seed)
+    spots = fu.hot_spots(data)
+    path = tmp_path / "input.so"
+    path.write_bytes(data)
+    _same_report(path, monkeypatch)
+
+    @settings(max_examples=EXAMPLES // 2, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(ops=st.lists(OPS, min_size=1, max_size=6))
+    def one(ops: list) -> None:
+        path.write_bytes(fu.apply(data, ops, spots))
+        _same_report(path, monkeypatch)
+
+    one()
+
+
+@needs_fastscan
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None)
 @given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\0", b"")) | st.sampled_from(
     [b"sycl-spir64-unknown-unknown.k", b"sycl-spir64_gen-unknown-unknown.k", b"k", b".k", b"k.", b".", b"\xff.k", b"a.b.c"]),

@@ -350,10 +350,23 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     fr, buf, start, base = walk.report, region.buf, region.start, region.where(0)
     images, ir, deep = fr.images, fr.ir, walk.deep
     all_images = host.images
+    from aotwheel.formats import fastscan
+
+    fs = None if deep else fastscan.module()
     for lo in range(0, len(all_images), _READAHEAD_IMAGES):
         chunk = all_images[lo : lo + _READAHEAD_IMAGES]
         _read_ahead(buf, start, chunk)
-        for img in chunk:
+        pos = 0
+        while pos < len(chunk):
+            if fs is not None:
+                # C makes the same leaf Images up to the first other image (14k SPIR-V in mkl).
+                made, pos, kinds = fs.leaves(buf, start, base, chunk, pos, len(chunk), len(images), Image)
+                images += made
+                ir += [k for k in kinds if k not in ir]
+                if pos == len(chunk):
+                    break
+            img = chunk[pos]
+            pos += 1
             # Most images of big libraries are SPIR-V, which the default mode only notes: read the
             # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
             off, size = img.offset, img.size
