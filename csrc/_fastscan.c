@@ -19,6 +19,41 @@
 #include <unistd.h>
 #endif
 
+#ifndef _WIN32
+/* A source that preads from a file: one growing buffer per slot (see fs_src). */
+typedef struct {
+    int fd;
+    uint8_t *slot[FS_SLOTS];
+    size_t cap[FS_SLOTS];
+} pread_ctx;
+
+static const uint8_t *pread_slot(const fs_src *src, int slot, uint64_t at, size_t n) {
+    pread_ctx *c = src->ctx;
+    if (n == 0)
+        return (const uint8_t *)"";
+    if (n > c->cap[slot]) {
+        size_t cap = n < 4096 ? 4096 : n;
+        uint8_t *grown = PyMem_Realloc(c->slot[slot], cap);
+        if (grown == NULL)
+            return NULL;
+        c->slot[slot] = grown;
+        c->cap[slot] = cap;
+    }
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(c->fd, c->slot[slot] + got, n - got, (off_t)(at + got));
+        if (r <= 0)
+            return NULL; /* a doubt: the Python reader reads the map */
+        got += (size_t)r;
+    }
+    return c->slot[slot];
+}
+
+static void pread_free(pread_ctx *c) {
+    for (int i = 0; i < FS_SLOTS; ++i)
+        PyMem_Free(c->slot[i]);
+}
+#endif
+
 /* buf[start:start+size] as a pointer; -1 with an exception when the span is not inside buf. */
 static int get_span(PyObject *obj, Py_ssize_t start, Py_ssize_t size, Py_buffer *view, const uint8_t **p) {
     if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
@@ -74,46 +109,62 @@ static PyObject *zebin_summary(PyObject *self, PyObject *args) {
     fs_zebin z;
     if (!PyArg_ParseTuple(args, "Onn", &obj, &start, &size) || get_span(obj, start, size, &view, &p) < 0)
         return NULL;
-    int ok = fs_zebin_summary(p, (size_t)size, &z);
-    PyObject *out = ok == FS_OK ? zebin_tuple(&z) : Py_NewRef(Py_None);
+    fs_src src = fs_buffer(p, (size_t)size);
+    PyObject *out = fs_zebin_summary(&src, &z) == FS_OK ? zebin_tuple(&z) : Py_NewRef(Py_None);
     PyBuffer_Release(&view);
     return out;
 }
 
-PyDoc_STRVAR(fat_binary_doc, "fat_binary(buf, start, size) -> tuple[(name, offset, size, info), ...] | None\n\n"
+PyDoc_STRVAR(fat_binary_doc, "fat_binary(buf, start, size, fd=-1) -> tuple[(name, offset, size, info), ...] | None\n\n"
                              "The members read_ar lists for the archive at buf[start:start+size], padding (pad_*) left out;\n"
                              "offsets are relative to start. info is zebin_summary's tuple for zebin members, the first (up\n"
                              "to) 64 bytes of ir_payload for an IR-only ELF named generic_ir (b'' without one), None for every\n"
-                             "other member (and any it doubts): the Python walk handles those. None: ask read_ar.");
+                             "other member (and any it doubts): the Python walk handles those. None: ask read_ar.\n"
+                             "fd >= 0: buf maps that file from offset 0; headers are read from it with pread.");
 
 static PyObject *fat_binary(PyObject *self, PyObject *args) {
     PyObject *obj;
     Py_ssize_t start, size;
+    int fd = -1;
     Py_buffer view;
     const uint8_t *p;
-    if (!PyArg_ParseTuple(args, "Onn", &obj, &start, &size) || get_span(obj, start, size, &view, &p) < 0)
+    if (!PyArg_ParseTuple(args, "Onn|i", &obj, &start, &size, &fd) || get_span(obj, start, size, &view, &p) < 0)
         return NULL;
+    fs_src src = fs_buffer(p, (size_t)size);
+#ifndef _WIN32
+    pread_ctx ctx = {fd, {NULL}, {0}};
+    if (fd >= 0) {
+        src.buf = NULL;
+        src.read = pread_slot;
+        src.ctx = &ctx;
+        src.base = (uint64_t)start;
+    }
+#endif
     fs_ar ar;
     fs_member m;
     PyObject *list = PyList_New(0), *out = NULL;
-    int rc = list ? fs_ar_open(&ar, p, (size_t)size) : FS_DOUBT;
+    int rc = list ? fs_ar_open(&ar, &src) : FS_DOUBT;
     while (list && rc == FS_OK && (rc = fs_ar_next(&ar, &m)) == FS_OK) {
         if (m.name_len >= 4 && memcmp(m.name, "pad_", 4) == 0)
             continue;
+        /* The name first: the member's reads below may reuse the header's buffer. */
+        PyObject *name = PyUnicode_DecodeASCII((const char *)m.name, (Py_ssize_t)m.name_len, NULL), *info = NULL;
+        fs_src body = fs_sub(&src, m.offset, m.size);
         fs_zebin z;
-        size_t ir_off, ir_n;
-        const uint8_t *body = p + m.offset;
-        PyObject *info;
-        if (fs_eq(m.name, m.name_len, "generic_ir")) /* walked as an image of its own, whatever its kind */
-            info = fs_ir_payload(body, m.size, &ir_off, &ir_n) == FS_OK
-                       ? PyBytes_FromStringAndSize((const char *)body + ir_off, (Py_ssize_t)(ir_n < 64 ? ir_n : 64))
+        uint64_t ir_off, ir_n;
+        const uint8_t *head;
+        if (name == NULL)
+            info = NULL;
+        else if (fs_eq(m.name, m.name_len, "generic_ir")) /* walked as an image of its own, whatever its kind */
+            info = fs_ir_payload(&body, &ir_off, &ir_n) == FS_OK &&
+                           (head = fs_fetch(&body, FS_SLOT_NOTES, ir_off, ir_n < 64 ? ir_n : 64)) != NULL
+                       ? PyBytes_FromStringAndSize((const char *)head, (Py_ssize_t)(ir_n < 64 ? ir_n : 64))
                        : Py_NewRef(Py_None);
         else
-            info = fs_zebin_summary(body, m.size, &z) == FS_OK ? zebin_tuple(&z) : Py_NewRef(Py_None);
-        PyObject *name = PyUnicode_DecodeASCII((const char *)m.name, (Py_ssize_t)m.name_len, NULL);
+            info = fs_zebin_summary(&body, &z) == FS_OK ? zebin_tuple(&z) : Py_NewRef(Py_None);
         PyObject *item = NULL;
         if (info && name)
-            item = Py_BuildValue("(OnnO)", name, (Py_ssize_t)m.offset, (Py_ssize_t)m.size, info);
+            item = Py_BuildValue("(OKKO)", name, (unsigned long long)m.offset, (unsigned long long)m.size, info);
         Py_XDECREF(info);
         Py_XDECREF(name);
         if (item == NULL || PyList_Append(list, item) < 0) {
@@ -123,6 +174,9 @@ static PyObject *fat_binary(PyObject *self, PyObject *args) {
         }
         Py_DECREF(item);
     }
+#ifndef _WIN32
+    pread_free(&ctx);
+#endif
     PyBuffer_Release(&view);
     if (list == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);

@@ -1,6 +1,11 @@
 /* The pure-C core of aotwheel._fastscan, shared by the extension (csrc/_fastscan.c) and the
  * libFuzzer target (fuzz/fastscan_fuzzer.c). No Python, no allocation outside fs_tgtsym.
  *
+ * Readers of headers take an fs_src: the bytes themselves, or a reader that fetches each piece
+ * (the extension preads from the mapped file, as page faults on thousands of scattered headers map
+ * and unmap far more than they read; the fuzzer hands out exact-size copies, so ASan sees any read
+ * past a fetched piece).
+ *
  * Each reader mirrors one Python reader for the layouts real binaries use and answers FS_DOUBT
  * for anything else: the caller then runs the Python reader, which gives the answer, warning or
  * error message. So every check here may be stricter than Python's, never looser, and every read
@@ -40,29 +45,66 @@ static inline int fs_ascii(const uint8_t *p, size_t n) {
     return 1;
 }
 
+/* ---- sources: a buffer, or any reader (pread in the extension, exact-size copies in the fuzzer) -- */
+
+enum { FS_SLOT_HEADER, FS_SLOT_TABLE, FS_SLOT_STRTAB, FS_SLOT_NOTES, FS_SLOT_AR, FS_SLOT_NAMES, FS_SLOTS };
+#define FS_MAX_FETCH (1u << 20) /* larger tables are the Python reader's */
+
+typedef struct fs_src fs_src;
+struct fs_src {
+    const uint8_t *buf; /* the bytes, or NULL: ask read() */
+    /* n bytes at absolute offset `at` into `slot`, valid until the slot's next read; NULL: failed */
+    const uint8_t *(*read)(const fs_src *src, int slot, uint64_t at, size_t n);
+    void *ctx;
+    uint64_t base, size; /* this view: [base, base + size) */
+};
+
+static inline fs_src fs_buffer(const uint8_t *buf, size_t size) {
+    fs_src s = {buf, NULL, NULL, 0, size};
+    return s;
+}
+
+/* A view of n bytes at off of s (the caller checked that they lie inside it). */
+static inline fs_src fs_sub(const fs_src *s, uint64_t off, uint64_t n) {
+    fs_src sub = *s;
+    sub.base += off;
+    sub.size = n;
+    return sub;
+}
+
+/* n bytes at off of the view, bounds-checked here; NULL when outside or unreadable (a doubt). */
+static inline const uint8_t *fs_fetch(const fs_src *s, int slot, uint64_t off, uint64_t n) {
+    if (!fs_fits(off, n, s->size) || n > FS_MAX_FETCH)
+        return NULL;
+    if (s->buf != NULL)
+        return s->buf + s->base + off;
+    return s->read(s, slot, s->base + off, (size_t)n);
+}
+
 /* ---- ar (ocloc fat binaries) ---------------------------------------------------------------- */
 
 #define FS_AR_HEADER 60
 #define FS_AR_MAX_MEMBERS 1000000 /* read_ar's guard */
 
 typedef struct {
-    const uint8_t *buf;
-    size_t size, pos, count;
-    const uint8_t *longnames;
+    fs_src src;
+    uint64_t pos, count;
+    const uint8_t *longnames; /* in FS_SLOT_NAMES */
     size_t longnames_n;
 } fs_ar;
 
 typedef struct {
-    const uint8_t *name; /* ASCII, not NUL-terminated */
-    size_t name_len, offset, size;
+    const uint8_t *name; /* ASCII, not NUL-terminated; valid until the next fs_ar_next */
+    size_t name_len;
+    uint64_t offset, size;
 } fs_member;
 
-static inline int fs_ar_open(fs_ar *ar, const uint8_t *buf, size_t size) {
+static inline int fs_ar_open(fs_ar *ar, const fs_src *src) {
     memset(ar, 0, sizeof *ar);
-    ar->buf = buf;
-    ar->size = size;
+    ar->src = *src;
     ar->pos = 8;
-    return size >= 8 && memcmp(buf, "!<arch>\n", 8) == 0 ? FS_OK : FS_DOUBT;
+    const uint8_t *magic = fs_fetch(src, FS_SLOT_AR, 0, 8);
+    return magic != NULL && memcmp(magic, "!<arch>\n", 8) == 0 ? FS_OK : FS_DOUBT;
 }
 
 static inline int fs_eq(const uint8_t *p, size_t n, const char *s) { return n == strlen(s) && memcmp(p, s, n) == 0; }
@@ -70,26 +112,29 @@ static inline int fs_eq(const uint8_t *p, size_t n, const char *s) { return n ==
 /* The next listed member (FS_OK), the end (FS_DONE), or FS_DOUBT where read_ar would raise or
  * decode something other than plain ASCII. */
 static inline int fs_ar_next(fs_ar *ar, fs_member *m) {
-    while (ar->pos < ar->size) {
-        const uint8_t *h = ar->buf + ar->pos;
-        if (ar->pos + 1 == ar->size && h[0] == '\n')
-            return FS_DONE; /* odd-sized last member's pad byte */
-        if (ar->size - ar->pos < FS_AR_HEADER || h[58] != '`' || h[59] != '\n' || !fs_ascii(h, 16))
+    const uint64_t size = ar->src.size;
+    while (ar->pos < size) {
+        if (ar->pos + 1 == size) {
+            const uint8_t *pad = fs_fetch(&ar->src, FS_SLOT_AR, ar->pos, 1);
+            return pad != NULL && pad[0] == '\n' ? FS_DONE : FS_DOUBT; /* odd-sized last member's pad byte */
+        }
+        const uint8_t *h = fs_fetch(&ar->src, FS_SLOT_AR, ar->pos, FS_AR_HEADER);
+        if (h == NULL || h[58] != '`' || h[59] != '\n' || !fs_ascii(h, 16))
             return FS_DOUBT;
         /* Size: decimal digits between spaces (int() accepts more; anything else is a doubt). */
-        size_t i = 48, end = 58, digits = 0;
+        size_t i = 48, end = 58;
         uint64_t msize = 0;
         while (i < end && h[i] == ' ')
             ++i;
         while (end > i && h[end - 1] == ' ')
             --end;
-        for (; i < end; ++i, ++digits) {
+        for (; i < end; ++i) {
             if (h[i] < '0' || h[i] > '9')
                 return FS_DOUBT;
             msize = msize * 10 + (uint64_t)(h[i] - '0');
         }
-        size_t body = ar->pos + FS_AR_HEADER;
-        if (!fs_fits(body, msize, ar->size))
+        uint64_t body = ar->pos + FS_AR_HEADER;
+        if (!fs_fits(body, msize, size))
             return FS_DOUBT;
         size_t raw_len = 16;
         while (raw_len && h[raw_len - 1] == ' ')
@@ -97,7 +142,9 @@ static inline int fs_ar_next(fs_ar *ar, fs_member *m) {
         const uint8_t *name = h;
         size_t name_len = raw_len;
         if (fs_eq(h, raw_len, "//")) {
-            ar->longnames = ar->buf + body;
+            ar->longnames = fs_fetch(&ar->src, FS_SLOT_NAMES, body, msize);
+            if (ar->longnames == NULL)
+                return FS_DOUBT;
             ar->longnames_n = (size_t)msize;
             name_len = 0;
         } else if (fs_eq(h, raw_len, "/") || fs_eq(h, raw_len, "/SYM64/") || fs_eq(h, raw_len, "__.SYMDEF") ||
@@ -126,14 +173,14 @@ static inline int fs_ar_next(fs_ar *ar, fs_member *m) {
         } else if (raw_len && h[raw_len - 1] == '/') {
             name_len = raw_len - 1;
         }
-        ar->pos = body + (size_t)msize + (size_t)(msize & 1);
+        ar->pos = body + msize + (msize & 1);
         if (name_len) {
             if (++ar->count > FS_AR_MAX_MEMBERS)
                 return FS_DOUBT;
             m->name = name;
             m->name_len = name_len;
             m->offset = body;
-            m->size = (size_t)msize;
+            m->size = msize;
             return FS_OK;
         }
     }
@@ -145,46 +192,59 @@ static inline int fs_ar_next(fs_ar *ar, fs_member *m) {
 enum { FS_NT_PRODUCT_FAMILY = 1, FS_NT_GFX_CORE = 2, FS_NT_ZEBIN_VERSION = 4, FS_NT_PRODUCT_CONFIG = 6 };
 
 typedef struct {
-    const uint8_t *desc[7]; /* by note type (1, 2, 4, 6 used); NULL when absent */
+    const uint8_t *desc[7]; /* by note type (1, 2, 4, 6 used), in FS_SLOT_NOTES; NULL when absent */
     size_t desc_n[7];
     int has_spirv;
 } fs_zebin;
 
-/* sniff() says "zebin": a 64-bit little-endian ELF (the only kind the summary reads) whose
- * e_type/e_machine mark Intel GPU code. */
-static inline int fs_is_zebin(const uint8_t *p, size_t size) {
-    if (size < 64 || memcmp(p, "\x7f" "ELF\x02\x01", 6) != 0)
+/* The ELF header fields both readers below use, for a 64-bit little-endian ELF of e_type `type`
+ * (any type: -1) with the plain layout: no program headers, 64-byte section headers, no extended
+ * numbering, the name table's index inside the table. 0: not that (a doubt). */
+typedef struct {
+    uint16_t e_type, e_machine, shnum, shstrndx;
+    uint64_t shoff;
+} fs_elf;
+
+static inline int fs_plain_elf(const fs_src *s, fs_elf *e) {
+    const uint8_t *h = fs_fetch(s, FS_SLOT_HEADER, 0, 64);
+    if (h == NULL || memcmp(h, "\x7f" "ELF\x02\x01", 6) != 0)
         return 0;
-    uint16_t e_type = fs_u16(p + 16), e_machine = fs_u16(p + 18);
-    return e_type != 0xFF04 && e_type != 0xFF02 && (e_machine == 205 || e_type == 0xFF12);
+    e->e_type = fs_u16(h + 16);
+    e->e_machine = fs_u16(h + 18);
+    e->shoff = fs_u64(h + 0x28);
+    e->shnum = fs_u16(h + 0x3C);
+    e->shstrndx = fs_u16(h + 0x3E);
+    return !fs_u16(h + 0x38) && fs_u16(h + 0x3A) == 64 && e->shnum && e->shoff && e->shstrndx < e->shnum &&
+           fs_fits(e->shoff, (uint64_t)e->shnum * 64, s->size);
 }
 
 static inline int fs_starts(const uint8_t *tab, size_t tab_n, uint32_t at, const char *s, size_t n) {
     return at <= tab_n && n <= tab_n - at && memcmp(tab + at, s, n) == 0;
 }
 
-/* read_zebin_summary's notes and has_spirv for a zebin (fs_is_zebin); FS_DOUBT wherever the
- * Python summary would hand over to read_zebin/read_notes or decode non-ASCII. */
-static inline int fs_zebin_summary(const uint8_t *p, size_t size, fs_zebin *z) {
+/* read_zebin_summary's notes and has_spirv for what sniff() calls a zebin (e_machine EM_INTELGT or
+ * e_type 0xFF12, not 0xFF02/0xFF04); FS_DOUBT wherever the Python summary would hand over to
+ * read_zebin/read_notes, or decode non-ASCII, or for any other layout. */
+static inline int fs_zebin_summary(const fs_src *s, fs_zebin *z) {
     memset(z, 0, sizeof *z);
-    if (!fs_is_zebin(p, size))
+    fs_elf e;
+    if (!fs_plain_elf(s, &e) || e.e_type == 0xFF04 || e.e_type == 0xFF02 || !(e.e_machine == 205 || e.e_type == 0xFF12))
         return FS_DOUBT;
-    uint64_t shoff = fs_u64(p + 0x28);
-    uint16_t phnum = fs_u16(p + 0x38), shentsize = fs_u16(p + 0x3A), shnum = fs_u16(p + 0x3C), shstrndx = fs_u16(p + 0x3E);
-    if (phnum || shentsize != 64 || !shnum || !shoff || shstrndx >= shnum || !fs_fits(shoff, (uint64_t)shnum * 64, size))
+    const uint8_t *table = fs_fetch(s, FS_SLOT_TABLE, e.shoff, (uint64_t)e.shnum * 64);
+    if (table == NULL)
         return FS_DOUBT;
-    const uint8_t *table = p + shoff, *st = table + (size_t)shstrndx * 64;
+    const uint8_t *st = table + (size_t)e.shstrndx * 64;
     uint64_t st_off = fs_u64(st + 24), st_size = fs_u64(st + 32);
-    if (!st_size || !fs_fits(st_off, st_size, size) || p[st_off + st_size - 1] != 0)
+    const uint8_t *strtab = st_size ? fs_fetch(s, FS_SLOT_STRTAB, st_off, st_size) : NULL;
+    if (strtab == NULL || strtab[st_size - 1] != 0)
         return FS_DOUBT;
-    const uint8_t *strtab = p + st_off;
     uint64_t note_off = 0, note_size = 0;
     int have_note = 0;
-    for (size_t i = 0; i < shnum; ++i) {
+    for (size_t i = 0; i < e.shnum; ++i) {
         const uint8_t *sh = table + i * 64;
         uint32_t sh_name = fs_u32(sh), sh_type = fs_u32(sh + 4);
         uint64_t off = fs_u64(sh + 24), n = fs_u64(sh + 32);
-        if (!fs_fits(off, n, size) || sh_type == 6 /* SHT_DYNAMIC */ || sh_name >= st_size)
+        if (!fs_fits(off, n, s->size) || sh_type == 6 /* SHT_DYNAMIC */ || sh_name >= st_size)
             return FS_DOUBT;
         if (sh_type == 0xFF000009u || fs_starts(strtab, (size_t)st_size, sh_name, ".spv", 5))
             z->has_spirv = 1;
@@ -196,20 +256,23 @@ static inline int fs_zebin_summary(const uint8_t *p, size_t size, fs_zebin *z) {
     }
     if (!have_note)
         return FS_OK;
-    uint64_t pos = note_off, end = note_off + note_size; /* inside p: checked in the loop above */
+    const uint8_t *notes = fs_fetch(s, FS_SLOT_NOTES, note_off, note_size);
+    if (notes == NULL)
+        return FS_DOUBT;
+    uint64_t pos = 0, end = note_size;
     while (pos + 12 <= end) {
-        uint32_t namesz = fs_u32(p + pos), descsz = fs_u32(p + pos + 4), type = fs_u32(p + pos + 8);
+        uint32_t namesz = fs_u32(notes + pos), descsz = fs_u32(notes + pos + 4), type = fs_u32(notes + pos + 8);
         uint64_t desc = pos + 12 + (((uint64_t)namesz + 3) & ~(uint64_t)3);
         uint64_t next = desc + (((uint64_t)descsz + 3) & ~(uint64_t)3);
         if (next > end)
             return FS_DOUBT; /* read_notes raises here, with its message */
         if (type == FS_NT_PRODUCT_FAMILY || type == FS_NT_GFX_CORE || type == FS_NT_ZEBIN_VERSION || type == FS_NT_PRODUCT_CONFIG) {
-            const uint8_t *name = p + pos + 12;
+            const uint8_t *name = notes + pos + 12;
             size_t n = namesz;
             while (n && name[n - 1] == 0)
                 --n;
             if (n == 7 && memcmp(name, "IntelGT", 7) == 0) { /* the name, NULs stripped, is the owner */
-                z->desc[type] = p + desc;
+                z->desc[type] = notes + desc;
                 z->desc_n[type] = descsz;
             }
         }
@@ -223,38 +286,36 @@ static inline int fs_zebin_summary(const uint8_t *p, size_t size, fs_zebin *z) {
 
 /* ---- IR-only ELF (generic_ir) ----------------------------------------------------------------- */
 
-/* sniff() says "ir-elf" (and the ELF is 64-bit little-endian, the only layout read here). */
-static inline int fs_is_ir_elf(const uint8_t *p, size_t size) {
-    return size >= 64 && memcmp(p, "\x7f" "ELF\x02\x01", 6) == 0 && fs_u16(p + 16) == 0xFF02;
-}
-
-/* ir_payload's section: open_elf's checks for the plain layout (no program headers, no extended
- * numbering, no .dynamic), then the first section named "SPIRV Object". FS_OK with *n = 0 when
- * there is none (or it is empty); FS_DOUBT where open_elf could raise or reads differently. */
-static inline int fs_ir_payload(const uint8_t *p, size_t size, size_t *off, size_t *n) {
+/* ir_payload's section: open_elf's checks for the plain layout (and no .dynamic), then the first
+ * section named "SPIRV Object". FS_OK with *n = 0 when there is none (or it is empty); FS_DOUBT
+ * where open_elf could raise or read differently, or sniff() would not say "ir-elf". */
+static inline int fs_ir_payload(const fs_src *s, uint64_t *off, uint64_t *n) {
     *off = *n = 0;
-    if (!fs_is_ir_elf(p, size))
+    fs_elf e;
+    if (!fs_plain_elf(s, &e) || e.e_type != 0xFF02)
         return FS_DOUBT;
-    uint64_t shoff = fs_u64(p + 0x28);
-    uint16_t phnum = fs_u16(p + 0x38), shentsize = fs_u16(p + 0x3A), shnum = fs_u16(p + 0x3C), shstrndx = fs_u16(p + 0x3E);
-    if (phnum || shentsize != 64 || !shnum || !shoff || shstrndx >= shnum || !fs_fits(shoff, (uint64_t)shnum * 64, size))
+    const uint8_t *table = fs_fetch(s, FS_SLOT_TABLE, e.shoff, (uint64_t)e.shnum * 64);
+    if (table == NULL)
         return FS_DOUBT;
-    const uint8_t *table = p + shoff;
-    uint64_t strtab = fs_u64(table + (size_t)shstrndx * 64 + 24); /* open_elf reads names up to the region's end */
+    uint64_t strtab = fs_u64(table + (size_t)e.shstrndx * 64 + 24); /* open_elf reads names up to the region's end */
     int found = 0;
-    for (size_t i = 0; i < shnum; ++i) {
+    for (size_t i = 0; i < e.shnum; ++i) {
         const uint8_t *sh = table + i * 64;
         uint32_t sh_name = fs_u32(sh), sh_type = fs_u32(sh + 4);
         uint64_t s_off = fs_u64(sh + 24), s_size = fs_u64(sh + 32);
         if (sh_type == 6 /* SHT_DYNAMIC */ || (sh_type == 8 /* SHT_NOBITS */ && s_size))
             return FS_DOUBT;
-        if (s_size && !fs_fits(s_off, s_size, size))
+        if (s_size && !fs_fits(s_off, s_size, s->size))
             return FS_DOUBT; /* open_elf raises */
-        if (!found && strtab < size && sh_name < size - strtab && fs_fits(strtab + sh_name, 13, size) &&
-            memcmp(p + strtab + sh_name, "SPIRV Object", 13) == 0) {
-            found = 1;
-            *off = (size_t)s_off;
-            *n = (size_t)s_size;
+        if (!found && strtab < s->size && sh_name < s->size - strtab && fs_fits(strtab + sh_name, 13, s->size)) {
+            const uint8_t *name = fs_fetch(s, FS_SLOT_STRTAB, strtab + sh_name, 13);
+            if (name == NULL)
+                return FS_DOUBT;
+            if (memcmp(name, "SPIRV Object", 13) == 0) {
+                found = 1;
+                *off = s_off;
+                *n = s_size;
+            }
         }
     }
     return FS_OK;

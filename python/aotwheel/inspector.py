@@ -118,11 +118,6 @@ def find_spirv(path: str | os.PathLike[str]) -> bytes | None:
 # Opening inputs
 
 
-# id(map) -> the descriptor of the file it maps whole, while _mapped holds both: fastscan.leaves
-# reads image magics with pread there, as page faults on 14k heads map (and unmap) ~70k pages.
-_MAPPED_FDS: dict[int, int] = {}
-
-
 @contextlib.contextmanager
 def _mapped(path: Path) -> Iterator[Region]:
     label = str(path)
@@ -139,11 +134,12 @@ def _mapped(path: Path) -> Iterator[Region]:
             # Headers are scattered through big binaries; default readahead would pull in
             # most of the file around each of them.
             mm.madvise(mmap.MADV_RANDOM)
-        _MAPPED_FDS[id(mm)] = fh.fileno()
+        from aotwheel.formats.fastscan import mapped_file
+
         try:
-            yield Region(mm, label)
+            with mapped_file(mm, fh.fileno()):  # the C scanners pread headers from it
+                yield Region(mm, label)
         finally:
-            del _MAPPED_FDS[id(mm)]
             try:
                 mm.close()
             except BufferError:
@@ -367,7 +363,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
         while pos < len(chunk):
             if fs is not None:
                 # C makes the same leaf Images up to the first other image (14k SPIR-V in mkl).
-                made, pos, kinds = fs.leaves(buf, start, base, chunk, pos, len(chunk), len(images), Image, _MAPPED_FDS.get(id(buf), -1))
+                made, pos, kinds = fs.leaves(buf, start, base, chunk, pos, len(chunk), len(images), Image, fastscan.file_of(buf))
                 images += made
                 ir += [k for k in kinds if k not in ir]
                 if pos == len(chunk):

@@ -8,8 +8,10 @@ same either way (tests/test_fastscan.py compares both paths).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -21,6 +23,25 @@ ZebinFacts = tuple[int | None, int | None, int | None, str | None, bool]  # ip_u
 Member = tuple[str, int, int, ZebinFacts | bytes | None]
 
 _module: ModuleType | None | bool = False  # False: not tried yet
+# id(map) -> descriptor of the file it maps whole (from offset 0), while the caller holds both:
+# the scanners pread headers from it, as page faults on thousands of scattered headers map (and
+# munmap unmaps again) 16 pages around each one, costing more than the reads.
+_FILES: dict[int, int] = {}
+
+
+@contextlib.contextmanager
+def mapped_file(buf: object, fd: int) -> Iterator[None]:
+    """Within the block, ``buf`` is a map of the whole file open as ``fd``."""
+    _FILES[id(buf)] = fd
+    try:
+        yield
+    finally:
+        del _FILES[id(buf)]
+
+
+def file_of(buf: object) -> int:
+    """The descriptor :func:`mapped_file` registered for ``buf``, else -1."""
+    return _FILES.get(id(buf), -1)
 
 
 def module() -> Any:
@@ -45,7 +66,7 @@ def fat_binary(region: Region) -> tuple[Member, ...] | None:
     ``read_zebin_summary``'s values when it is a zebin, the first 64 bytes of ``ir_payload`` for
     ``generic_ir``, else ``None``: walk that member in Python."""
     fs = module()
-    return None if fs is None else fs.fat_binary(region.buf, region.start, region.size)  # type: ignore[no-any-return]
+    return None if fs is None else fs.fat_binary(region.buf, region.start, region.size, file_of(region.buf))  # type: ignore[no-any-return]
 
 
 def zebin_summary(region: Region) -> ZebinFacts | None:
