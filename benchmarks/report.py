@@ -288,11 +288,16 @@ def _details(res: dict) -> list[str]:
         d = c["p4n"]
         out += ["## P4n — inspecting a library with a thousand native members", "",
                 f"`{d['file']}` from {d['source']} ({d['bytes']:,} bytes, {d['images']} fat binaries, {d['native_targets']} zebin members). "
-                "Page cache warm; `aotwheel.inspect()` in-process after one warm-up call. \"Per native member\" times the per-member "
-                "step of the default walk (member name + the zebin's section table and its one `.note.intelgt.compat` section, "
-                "catalog lookup, cross-checks) over every member of the file, divided by their number.", "",
+                "Page cache warm; `aotwheel.inspect()` in-process after one warm-up call. \"Per native member\" times the whole "
+                "fat-binary step of the default walk (`_walk_fat_binary` of every image: ar headers, each zebin's section table and "
+                "its one `.note.intelgt.compat` section, the generic_ir member, catalog lookup, cross-checks, the targets) over the "
+                "file, divided by its native members" + (" (C scanner aotwheel._fastscan; the pure-Python readers for reference)"
+                                                         if d.get("fastscan") else " (pure-Python readers: aotwheel._fastscan not built)") + ".", "",
                 f"- inspect: {_mm(d['inspect_ms'], 'ms', '{:.1f}')}",
-                f"- per native member: {_mm(d['per_member_us'], 'µs', '{:.2f}')}", ""]
+                f"- per native member: {_mm(d['per_member_us'], 'µs', '{:.2f}')}"]
+        if "per_member_python_us" in d:
+            out.append(f"- per native member, `AOTWHEEL_NO_FASTSCAN=1`: {_mm(d['per_member_python_us'], 'µs', '{:.2f}')}")
+        out.append("")
     if "env" in c and "skipped" not in c["env"]:
         d = c["env"]
         out += ["## Inspecting an environment", "",
