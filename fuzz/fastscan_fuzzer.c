@@ -1,7 +1,10 @@
 /* libFuzzer target for the C core of aotwheel._fastscan (csrc/fastscan_core.h): the same scanning
- * code the extension runs, on arbitrary bytes. Built with ASan + UBSan, so any read outside the
- * input (libFuzzer hands over an exactly-sized heap copy) or undefined arithmetic is a finding;
- * the asserts check what the extension relies on: every span it reports lies inside the input.
+ * code the extension runs, on arbitrary bytes, through both kinds of source it uses: the bytes
+ * themselves (libFuzzer hands over an exactly-sized heap copy), and a reader standing in for
+ * pread that hands out an exactly-sized heap copy of each piece fetched, so that AddressSanitizer
+ * sees any read past what the code asked for. UBSan reports undefined arithmetic; the asserts
+ * check what the extension relies on: every span it reports lies inside the input, and both
+ * sources give the same answers.
  *
  *   clang-15 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
  *       -Icsrc fuzz/fastscan_fuzzer.c -o fastscan_fuzzer
@@ -11,37 +14,80 @@
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fastscan_core.h"
 
-static void zebin(const uint8_t *p, size_t n) {
-    fs_zebin z;
-    if (fs_zebin_summary(p, n, &z) != FS_OK)
-        return;
-    for (int t = 0; t < 7; ++t)
-        if (z.desc[t] != NULL)
-            assert(z.desc[t] >= p && z.desc_n[t] <= n && (size_t)(z.desc[t] - p) <= n - z.desc_n[t]);
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+    uint8_t *slot[FS_SLOTS];
+} copies;
+
+static const uint8_t *copy_read(const fs_src *src, int slot, uint64_t at, size_t n) {
+    copies *c = src->ctx;
+    assert(at <= c->size && n <= c->size - at); /* fs_fetch checked the view; views lie inside the input */
+    free(c->slot[slot]);
+    c->slot[slot] = malloc(n ? n : 1);
+    if (c->slot[slot] == NULL)
+        return NULL;
+    memcpy(c->slot[slot], c->data + at, n);
+    return c->slot[slot];
 }
 
-static void ir(const uint8_t *p, size_t n) {
-    size_t off, len;
-    if (fs_ir_payload(p, n, &off, &len) == FS_OK)
-        assert(fs_fits(off, len, n));
+/* The zebin answer as plain values (pointers differ between sources). */
+typedef struct {
+    int rc, has_spirv;
+    size_t n[7];
+    uint8_t head[7][8];
+} zebin_answer;
+
+static zebin_answer zebin(const fs_src *s) {
+    zebin_answer a;
+    fs_zebin z;
+    memset(&a, 0, sizeof a);
+    a.rc = fs_zebin_summary(s, &z);
+    if (a.rc != FS_OK)
+        return a;
+    a.has_spirv = z.has_spirv;
+    for (int t = 0; t < 7; ++t) {
+        if (z.desc[t] == NULL)
+            continue;
+        a.n[t] = z.desc_n[t] + 1;
+        memcpy(a.head[t], z.desc[t], z.desc_n[t] < 8 ? z.desc_n[t] : 8);
+    }
+    return a;
+}
+
+static void both(const fs_src *mem, const fs_src *rd) {
+    zebin_answer a = zebin(mem), b = zebin(rd);
+    assert(memcmp(&a, &b, sizeof a) == 0);
+    uint64_t off1, n1, off2, n2;
+    int r1 = fs_ir_payload(mem, &off1, &n1), r2 = fs_ir_payload(rd, &off2, &n2);
+    assert(r1 == r2 && (r1 != FS_OK || (off1 == off2 && n1 == n2 && fs_fits(off1, n1, mem->size))));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    fs_ar ar;
-    fs_member m;
-    if (fs_ar_open(&ar, data, size) == FS_OK) {
-        while (fs_ar_next(&ar, &m) == FS_OK) {
-            assert(fs_fits(m.offset, m.size, size) && m.name_len > 0);
-            assert(m.name >= data && m.name + m.name_len <= data + size);
-            zebin(data + m.offset, m.size);
-            ir(data + m.offset, m.size);
-        }
+    copies c = {data, size, {NULL}};
+    fs_src mem = fs_buffer(data, size), rd = {NULL, copy_read, &c, 0, size};
+    fs_ar a1, a2;
+    fs_member m1, m2;
+    int r1 = fs_ar_open(&a1, &mem), r2 = fs_ar_open(&a2, &rd);
+    assert(r1 == r2);
+    while (r1 == FS_OK) {
+        r1 = fs_ar_next(&a1, &m1);
+        r2 = fs_ar_next(&a2, &m2);
+        assert(r1 == r2);
+        if (r1 != FS_OK)
+            break;
+        assert(m1.offset == m2.offset && m1.size == m2.size && m1.name_len == m2.name_len && m1.name_len > 0);
+        assert(memcmp(m1.name, m2.name, m1.name_len) == 0 && fs_fits(m1.offset, m1.size, size));
+        assert(m1.name >= data && m1.name + m1.name_len <= data + size);
+        fs_src b1 = fs_sub(&mem, m1.offset, m1.size), b2 = fs_sub(&rd, m2.offset, m2.size);
+        both(&b1, &b2);
     }
-    zebin(data, size);
-    ir(data, size);
+    both(&mem, &rd);
     int leaf = fs_leaf_kind(data, size);
     assert(leaf == FS_LEAF_NONE || size >= 4);
     fs_tgtsym_out t;
@@ -52,5 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         assert(total == t.names && t.kernels <= t.names && t.n_prefixes <= t.names);
         fs_tgtsym_free(&t);
     }
+    for (int i = 0; i < FS_SLOTS; ++i)
+        free(c.slot[i]);
     return 0;
 }

@@ -12,7 +12,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
 from aotwheel.config import NO_FASTSCAN, off
@@ -22,7 +21,7 @@ ZebinFacts = tuple[int | None, int | None, int | None, str | None, bool]  # ip_u
 # name, offset in the archive, size, and: zebin facts, generic_ir's IR payload head (b"": none), or None
 Member = tuple[str, int, int, ZebinFacts | bytes | None]
 
-_module: ModuleType | None | bool = False  # False: not tried yet
+_module: Any = False  # the module, None (not importable), or False: not tried yet
 # id(map) -> descriptor of the file it maps whole (from offset 0), while the caller holds both:
 # the scanners pread headers from it, as page faults on thousands of scattered headers map (and
 # munmap unmaps again) 16 pages around each one, costing more than the reads.
