@@ -311,9 +311,9 @@ static inline int fs_ir_payload(const fs_src *s, uint64_t *off, uint64_t *n) {
             const uint8_t *name = fs_fetch(s, FS_SLOT_STRTAB, strtab + sh_name, 13);
             if (name == NULL)
                 return FS_DOUBT;
-            if (memcmp(name, "SPIRV Object", 13) == 0) {
+            if (memcmp(name, "SPIRV Object", 13) == 0) { /* the first of the name decides, empty or not */
                 found = 1;
-                *off = s_off;
+                *off = s_size ? s_off : 0; /* an empty one may claim any offset: no payload */
                 *n = s_size;
             }
         }

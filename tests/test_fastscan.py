@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import _fuzz_util as fu
+from conftest import REPO
 from aotwheel.errors import InspectError
 from aotwheel.formats import fastscan
 from aotwheel.formats.ar import read_ar
@@ -236,3 +237,29 @@ def test_tgtsym_counts_alike(names: list[bytes], tail: bytes) -> None:
     per_triple, distinct, prefixes = _count_tgtsym(entries)
     assert ([p for p, _ in per_prefix], _per_triple(per_prefix), n_names, kernels) == (prefixes, per_triple, len(entries), distinct)
     assert per_prefix == list(Counter(e.partition(b".")[0] for e in entries).items())
+
+
+@needs_fastscan
+def test_fuzzer_findings_read_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs fuzz/fastscan_long.py found (tests/data/fastscan), as generic_ir members."""
+    for found in sorted((REPO / "tests" / "data" / "fastscan").iterdir()):
+        data = _gnu_ar([("pad_0", b"\0" * 8), ("generic_ir", found.read_bytes())])
+        got = fastscan.fat_binary(Region(data, found.name))
+        assert got is not None and _agrees(Region(data, found.name)), found.name
+        path = tmp_path / "found.ar"
+        path.write_bytes(data)
+        _same_report(path, monkeypatch)
+
+
+@needs_fastscan
+@pytest.mark.parametrize("name", ["libmhc_kernels_xe_2.so.zst", "xpumem_allocator.abi3.so.zst"])
+def test_vllm_excerpts_same_report(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real icpx-built libraries (tests/data): fat binaries with zebin and generic_ir members,
+    duplicate member names, a core family the tables do not name."""
+    import zstandard
+
+    path = tmp_path / name.removesuffix(".zst")
+    path.write_bytes(zstandard.ZstdDecompressor().decompress((REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / name).read_bytes(),
+                                                             max_output_size=1 << 26))
+    _same_report(path, monkeypatch)
+    assert inspect(path).files[0].native_targets

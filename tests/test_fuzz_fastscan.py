@@ -4,6 +4,7 @@ assertion (a span outside the input) fails the test. The long run: fuzz/fastscan
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,15 @@ def test_fastscan_fuzzer_finds_nothing(tmp_path: Path) -> None:
     assert run.returncode == 0 and not run.findings, run.output[-4000:]
     assert not any((tmp_path / "artifacts").iterdir())
     assert run.execs >= RUNS and run.cov > 100, run.output[-2000:]  # it ran, and got past the magic checks
+
+
+def test_fastscan_fuzzer_findings_stay_fixed(tmp_path: Path) -> None:
+    """Replays what the long run found (tests/data/fastscan)."""
+    try:
+        fuzzer = fz.build(tmp_path / "fastscan_fuzzer")
+    except fu.MissingTool as exc:
+        pytest.skip(str(exc))
+    found = sorted((fz.REPO / "tests" / "data" / "fastscan").iterdir())
+    assert found
+    proc = subprocess.run([str(fuzzer), *map(str, found)], capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
