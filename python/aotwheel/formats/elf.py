@@ -21,6 +21,7 @@ from aotwheel.formats.region import Region
 R_X86_64_RELATIVE = 8
 _BUNDLE_PREFIX = "__CLANG_OFFLOAD_BUNDLE__"
 _TGTIMG_ENTRY = 16  # {u64 image_vaddr, u64 image_size}
+_ENTRY = struct.Struct("<QQ")
 # sycl_device_binary_struct: u16 Version, u8 Kind (4 = SYCL), u8 Format, pad, DeviceTargetSpec,
 # CompileOptions, LinkOptions, [ManifestStart, ManifestEnd: version <= 2 only], BinaryStart, ...
 # Version 3 (dpctl 0.22.1, measured) has no manifest pointers, so BinaryStart sits at +32.
@@ -336,13 +337,16 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
     region = view.region
     if tgtimg.size % _TGTIMG_ENTRY:
         raise region.error(tgtimg.offset, f".tgtimg size {tgtimg.size} is not a multiple of {_TGTIMG_ENTRY}")
-    raw = list(struct.iter_unpack("<QQ", view.data(tgtimg)))
+    count = tgtimg.size // _TGTIMG_ENTRY
     # In a PIC .so the loader writes each slot from its RELATIVE relocation's addend, whatever the
     # section holds (GNU ld stores the address too; some real wheels store 0): the addend wins.
-    relocs = _slot_relocs(view, tgtimg.addr, len(raw))
+    relocs = _slot_relocs(view, tgtimg.addr, count)
     if relocs is None:
-        slots = {tgtimg.addr + i * _TGTIMG_ENTRY for i in range(len(raw))}
+        slots = {tgtimg.addr + i * _TGTIMG_ENTRY for i in range(count)}
         relocs = _relative_relocs(view, want_offsets=slots, want_addends=set())
+    fast = _fast_tgtimg(view, tgtimg, count, relocs)
+    table = view.data(tgtimg)
+    raw = list(struct.iter_unpack("<QQ", table)) if fast is None else None  # C reads the entries itself
     # One loop, no per-image lookups beyond the segment and section (14k images in mkl): bundle
     # section names give triples; only the other images need their descriptors.
     images: list[HostImage] = []
@@ -352,16 +356,15 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
     ordered = sorted(view.segments)
     disjoint = all(a[0] + a[2] < b[0] for a, b in zip(ordered, ordered[1:]))  # strict: a 0-byte image at a shared edge fits both
     seg_lo = seg_hi = seg_delta = 0  # cached PT_LOAD: [seg_lo, seg_hi) maps to vaddr + seg_delta
-    fast = _fast_tgtimg(view, tgtimg, len(raw), relocs)
     i = 0
-    while i < len(raw):
+    while i < count:
         if fast is not None:
             # C takes the entries up to the next one this loop must (no address, no segment, past the end).
             made, i = fast(i)
             images += made
-            if i >= len(raw):
+            if i >= count:
                 break
-        vaddr, size = raw[i]
+        vaddr, size = raw[i] if raw is not None else _ENTRY.unpack_from(table, i * _TGTIMG_ENTRY)
         i += 1
         vaddr = relocs.get(slot + (i - 1) * _TGTIMG_ENTRY, vaddr)
         if vaddr == 0:
