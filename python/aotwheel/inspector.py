@@ -134,6 +134,8 @@ def _mapped(path: Path) -> Iterator[Region]:
             # Headers are scattered through big binaries; default readahead would pull in
             # most of the file around each of them.
             mm.madvise(mmap.MADV_RANDOM)
+        if hasattr(os, "posix_fadvise"):  # the same for the C scanners' pread on the descriptor
+            os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
         from aotwheel.formats.fastscan import mapped_file
 
         try:
