@@ -361,17 +361,8 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     for lo in range(0, len(all_images), _READAHEAD_IMAGES):
         chunk = all_images[lo : lo + _READAHEAD_IMAGES]
         _read_ahead(buf, start, chunk)
-        pos = 0
-        while pos < len(chunk):
-            if fs is not None:
-                # C makes the same leaf Images up to the first other image (14k SPIR-V in mkl).
-                made, pos, kinds = fs.leaves(buf, start, base, chunk, pos, len(chunk), len(images), Image, fastscan.file_of(buf))
-                images += made
-                ir += [k for k in kinds if k not in ir]
-                if pos == len(chunk):
-                    break
-            img = chunk[pos]
-            pos += 1
+        # C makes the same leaf Images as below up to each image it leaves to this loop (14k SPIR-V in mkl).
+        for img in chunk if fs is None else _left_by(fs, buf, start, base, chunk, images, ir):
             # Most images of big libraries are SPIR-V, which the default mode only notes: read the
             # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
             off, size = img.offset, img.size
@@ -405,6 +396,21 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     nv = view.section(".nv_fatbin")
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
+
+
+def _left_by(fs: Any, buf: Any, start: int, base: int, chunk: list[Any], images: list[Image], ir: list[str]) -> Iterator[Any]:
+    """The images of ``chunk`` that ``fs.leaves`` (C) does not make as plain leaves; the leaves it
+    makes before each are appended to ``images`` (and their kinds to ``ir``) first."""
+    from aotwheel.formats import fastscan
+
+    fd, pos = fastscan.file_of(buf), 0
+    while pos < len(chunk):
+        made, pos, kinds = fs.leaves(buf, start, base, chunk, pos, len(chunk), len(images), Image, fd)
+        images += made
+        ir += [k for k in kinds if k not in ir]
+        if pos < len(chunk):
+            yield chunk[pos]
+            pos += 1
 
 
 _READAHEAD_IMAGES = 1024

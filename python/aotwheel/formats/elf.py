@@ -11,7 +11,7 @@ import bisect
 import struct
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import compress
 
@@ -345,8 +345,6 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
         slots = {tgtimg.addr + i * _TGTIMG_ENTRY for i in range(count)}
         relocs = _relative_relocs(view, want_offsets=slots, want_addends=set())
     fast = _fast_tgtimg(view, tgtimg, count, relocs)
-    table = view.data(tgtimg)
-    raw = list(struct.iter_unpack("<QQ", table)) if fast is None else None  # C reads the entries itself
     # One loop, no per-image lookups beyond the segment and section (14k images in mkl): bundle
     # section names give triples; only the other images need their descriptors.
     images: list[HostImage] = []
@@ -356,21 +354,14 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
     ordered = sorted(view.segments)
     disjoint = all(a[0] + a[2] < b[0] for a, b in zip(ordered, ordered[1:]))  # strict: a 0-byte image at a shared edge fits both
     seg_lo = seg_hi = seg_delta = 0  # cached PT_LOAD: [seg_lo, seg_hi) maps to vaddr + seg_delta
-    i = 0
-    while i < count:
-        if fast is not None:
-            # C takes the entries up to the next one this loop must (no address, no segment, past the end).
-            made, i = fast(i)
-            images += made
-            if i >= count:
-                break
-        vaddr, size = raw[i] if raw is not None else _ENTRY.unpack_from(table, i * _TGTIMG_ENTRY)
-        i += 1
-        vaddr = relocs.get(slot + (i - 1) * _TGTIMG_ENTRY, vaddr)
+    # With the C loop, this one takes only the entries it stops at (no address, no segment, past the end).
+    entries = enumerate(struct.iter_unpack("<QQ", view.data(tgtimg))) if fast is None else _left_by(fast, view.data(tgtimg), count, images)
+    for i, (vaddr, size) in entries:
+        vaddr = relocs.get(slot + i * _TGTIMG_ENTRY, vaddr)
         if vaddr == 0:
             if size == 0:
                 continue  # empty slot
-            raise region.error(tgtimg.offset + (i - 1) * _TGTIMG_ENTRY, ".tgtimg entry has no address and no relocation supplies one")
+            raise region.error(tgtimg.offset + i * _TGTIMG_ENTRY, ".tgtimg entry has no address and no relocation supplies one")
         if seg_lo <= vaddr and vaddr + size <= seg_hi:
             off = vaddr + seg_delta  # the segment of the previous image (segments do not overlap)
         else:
@@ -382,10 +373,10 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
         if off is None:
             # The listed size may be the image's size *before* compression (bitsandbytes 0.50.2's
             # icpx builds): read the image within the section or segment that holds its start.
-            off, stored = _bounded_image(view, vaddr, size, tgtimg.offset + (i - 1) * _TGTIMG_ENTRY)
+            off, stored = _bounded_image(view, vaddr, size, tgtimg.offset + i * _TGTIMG_ENTRY)
             listed, size = size, stored
         if off < 0 or off + size > limit:
-            region.check(off, size, f"image {i - 1} of .tgtimg")
+            region.check(off, size, f"image {i} of .tgtimg")
         sec = view.section_at(off)
         name = sec.name if sec is not None else None
         if name not in triples:
@@ -405,6 +396,19 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
                 img.triple = desc.triple if desc.triple is not None else img.triple
                 img.desc_format, img.compile_options, img.link_options = desc.format, desc.compile_options, desc.link_options
     return images
+
+
+def _left_by(fast: Callable[[int], tuple[list[HostImage], int]], table: memoryview, count: int, images: list[HostImage]
+             ) -> Iterator[tuple[int, tuple[int, int]]]:
+    """``enumerate`` over the table's entries that ``fast`` (the C loop) stops at; the images it
+    makes before each are appended to ``images`` first, so the order stays the table's."""
+    i = 0
+    while i < count:
+        made, i = fast(i)
+        images += made
+        if i < count:
+            yield i, _ENTRY.unpack_from(table, i * _TGTIMG_ENTRY)
+            i += 1
 
 
 def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: dict[int, int]) -> Callable[[int], tuple[list[HostImage], int]] | None:
