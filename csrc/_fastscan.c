@@ -15,45 +15,6 @@
 
 #include "fastscan_core.h"
 
-#ifndef _WIN32
-#include <unistd.h>
-#endif
-
-#ifndef _WIN32
-/* A source that preads from a file: one growing buffer per slot (see fs_src). */
-typedef struct {
-    int fd;
-    uint8_t *slot[FS_SLOTS];
-    size_t cap[FS_SLOTS];
-} pread_ctx;
-
-static const uint8_t *pread_slot(const fs_src *src, int slot, uint64_t at, size_t n) {
-    pread_ctx *c = src->ctx;
-    if (n == 0)
-        return (const uint8_t *)"";
-    if (n > c->cap[slot]) {
-        size_t cap = n < 4096 ? 4096 : n;
-        uint8_t *grown = PyMem_Realloc(c->slot[slot], cap);
-        if (grown == NULL)
-            return NULL;
-        c->slot[slot] = grown;
-        c->cap[slot] = cap;
-    }
-    for (size_t got = 0; got < n;) {
-        ssize_t r = pread(c->fd, c->slot[slot] + got, n - got, (off_t)(at + got));
-        if (r <= 0)
-            return NULL; /* a doubt: the Python reader reads the map */
-        got += (size_t)r;
-    }
-    return c->slot[slot];
-}
-
-static void pread_free(pread_ctx *c) {
-    for (int i = 0; i < FS_SLOTS; ++i)
-        PyMem_Free(c->slot[i]);
-}
-#endif
-
 /* buf[start:start+size] as a pointer; -1 with an exception when the span is not inside buf. */
 static int get_span(PyObject *obj, Py_ssize_t start, Py_ssize_t size, Py_buffer *view, const uint8_t **p) {
     if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
@@ -132,10 +93,12 @@ static PyObject *fat_binary(PyObject *self, PyObject *args) {
         return NULL;
     fs_src src = fs_buffer(p, (size_t)size);
 #ifndef _WIN32
-    pread_ctx ctx = {fd, {NULL}, {0}};
+    fs_pread_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.fd = fd;
     if (fd >= 0) {
         src.buf = NULL;
-        src.read = pread_slot;
+        src.read = fs_pread_read;
         src.ctx = &ctx;
         src.base = (uint64_t)start;
     }
@@ -175,7 +138,7 @@ static PyObject *fat_binary(PyObject *self, PyObject *args) {
         Py_DECREF(item);
     }
 #ifndef _WIN32
-    pread_free(&ctx);
+    fs_pread_free(&ctx);
 #endif
     PyBuffer_Release(&view);
     if (list == NULL)

@@ -81,6 +81,88 @@ static inline const uint8_t *fs_fetch(const fs_src *s, int slot, uint64_t off, u
     return s->read(s, slot, s->base + off, (size_t)n);
 }
 
+#ifndef _WIN32
+#include <unistd.h>
+
+/* A source reading a file with pread: one growing buffer per slot. Two reads take a little more
+ * than asked, as the layouts read here put the next piece there: an ar member header reads the
+ * 64 bytes after it (the member's ELF header), a zebin's section table the 16 kB before it (its
+ * string table and notes). A fetch inside either window is copied from it instead of read: a
+ * system call costs more than copying a few kB. */
+#define FS_READ_AHEAD 64
+#define FS_READ_BEHIND (16u << 10)
+
+typedef struct {
+    int fd;
+    uint8_t *slot[FS_SLOTS];
+    size_t cap[FS_SLOTS];
+    uint64_t win_at[FS_SLOTS]; /* the file bytes the slot's buffer holds: [win_at, win_at + win_n) */
+    size_t win_n[FS_SLOTS];
+} fs_pread_ctx;
+
+static inline uint8_t *fs_pread_room(fs_pread_ctx *c, int slot, size_t n) {
+    if (n > c->cap[slot]) {
+        size_t cap = n < 4096 ? 4096 : n;
+        uint8_t *grown = realloc(c->slot[slot], cap);
+        if (grown == NULL)
+            return NULL;
+        c->slot[slot] = grown;
+        c->cap[slot] = cap;
+    }
+    c->win_n[slot] = 0;
+    return c->slot[slot];
+}
+
+static const uint8_t *fs_pread_read(const fs_src *src, int slot, uint64_t at, size_t n) {
+    fs_pread_ctx *c = src->ctx;
+    if (n == 0)
+        return (const uint8_t *)"";
+    static const int windows[2] = {FS_SLOT_AR, FS_SLOT_TABLE};
+    for (int k = 0; k < 2; ++k) {
+        int w = windows[k];
+        if (w != slot && c->win_n[w] && at >= c->win_at[w] && at - c->win_at[w] <= c->win_n[w] && n <= c->win_n[w] - (at - c->win_at[w])) {
+            uint8_t *dst = fs_pread_room(c, slot, n);
+            if (dst == NULL)
+                return NULL;
+            memcpy(dst, c->slot[w] + (at - c->win_at[w]), n);
+            return dst;
+        }
+    }
+    uint64_t start = at, before = 0;
+    size_t want = n;
+    if (slot == FS_SLOT_AR)
+        want = n + FS_READ_AHEAD;
+    else if (slot == FS_SLOT_TABLE) {
+        before = at < FS_READ_BEHIND ? at : FS_READ_BEHIND;
+        start = at - before;
+        want = n + (size_t)before;
+    }
+    uint8_t *dst = fs_pread_room(c, slot, want);
+    if (dst == NULL)
+        return NULL;
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(c->fd, dst + got, want - got, (off_t)(start + got));
+        if (r < 0)
+            return NULL;
+        if (r == 0)
+            break; /* end of file: the read-ahead may find less than it hoped */
+        got += (size_t)r;
+    }
+    if (got < before + n)
+        return NULL; /* a doubt: the Python reader reads the map */
+    c->win_at[slot] = start;
+    c->win_n[slot] = got;
+    return dst + before;
+}
+
+static inline void fs_pread_free(fs_pread_ctx *c) {
+    for (int i = 0; i < FS_SLOTS; ++i)
+        free(c->slot[i]);
+    memset(c, 0, sizeof *c);
+}
+#endif
+
 /* ---- ar (ocloc fat binaries) ---------------------------------------------------------------- */
 
 #define FS_AR_HEADER 60

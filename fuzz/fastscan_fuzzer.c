@@ -2,7 +2,8 @@
  * code the extension runs, on arbitrary bytes, through both kinds of source it uses: the bytes
  * themselves (libFuzzer hands over an exactly-sized heap copy), and a reader standing in for
  * pread that hands out an exactly-sized heap copy of each piece fetched, so that AddressSanitizer
- * sees any read past what the code asked for. UBSan reports undefined arithmetic; the asserts
+ * sees any read past what the code asked for; and the extension's own pread reader (with its
+ * read-ahead/read-behind windows) over a memfd holding the input. UBSan reports undefined arithmetic; the asserts
  * check what the extension relies on: every span it reports lies inside the input, and both
  * sources give the same answers.
  *
@@ -11,7 +12,10 @@
  *
  * tests/_fastscan_util.py builds it and the seed corpus (real ocloc fat binaries); the short run is
  * tests/test_fuzz_fastscan.py, the long one fuzz/fastscan_long.py. */
+#define _GNU_SOURCE /* memfd_create */
 #include <assert.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,12 +72,11 @@ static void both(const fs_src *mem, const fs_src *rd) {
     assert(r1 == r2 && (r1 != FS_OK || (off1 == off2 && n1 == n2 && fs_fits(off1, n1, mem->size))));
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    copies c = {data, size, {NULL}};
-    fs_src mem = fs_buffer(data, size), rd = {NULL, copy_read, &c, 0, size};
+/* The ar walk over two sources: the same members, the same answers for each. */
+static void ar_alike(const uint8_t *data, size_t size, const fs_src *mem, const fs_src *rd) {
     fs_ar a1, a2;
     fs_member m1, m2;
-    int r1 = fs_ar_open(&a1, &mem), r2 = fs_ar_open(&a2, &rd);
+    int r1 = fs_ar_open(&a1, mem), r2 = fs_ar_open(&a2, rd);
     assert(r1 == r2);
     while (r1 == FS_OK) {
         r1 = fs_ar_next(&a1, &m1);
@@ -84,10 +87,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         assert(m1.offset == m2.offset && m1.size == m2.size && m1.name_len == m2.name_len && m1.name_len > 0);
         assert(memcmp(m1.name, m2.name, m1.name_len) == 0 && fs_fits(m1.offset, m1.size, size));
         assert(m1.name >= data && m1.name + m1.name_len <= data + size);
-        fs_src b1 = fs_sub(&mem, m1.offset, m1.size), b2 = fs_sub(&rd, m2.offset, m2.size);
+        fs_src b1 = fs_sub(mem, m1.offset, m1.size), b2 = fs_sub(rd, m2.offset, m2.size);
         both(&b1, &b2);
     }
-    both(&mem, &rd);
+    both(mem, rd);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    copies c = {data, size, {NULL}};
+    fs_src mem = fs_buffer(data, size), rd = {NULL, copy_read, &c, 0, size};
+    ar_alike(data, size, &mem, &rd);
+    int fd = memfd_create("fastscan", 0);
+    if (fd >= 0) {
+        if (write(fd, data, size) == (ssize_t)size) {
+            fs_pread_ctx ctx;
+            memset(&ctx, 0, sizeof ctx);
+            ctx.fd = fd;
+            fs_src file = {NULL, fs_pread_read, &ctx, 0, size};
+            ar_alike(data, size, &mem, &file);
+            fs_pread_free(&ctx);
+        }
+        close(fd);
+    }
     int leaf = fs_leaf_kind(data, size);
     assert(leaf == FS_LEAF_NONE || size >= 4);
     fs_tgtsym_out t;
