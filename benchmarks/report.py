@@ -35,19 +35,21 @@ _WHY = {
         "missing), descriptors only for images outside `__CLANG_OFFLOAD_BUNDLE__` sections or with deep=True, "
         "cached segment/section lookups, no sub-region walk for SPIR-V images, slotted Image, the cyclic GC "
         "paused during the walk. What is left: `.tgtimg` ~9 ms, the `.tgtsym` distinct-kernel count ~12 ms, one "
-        "page fault + one Image per image ~25 ms. Fix: read image heads with os.pread instead of faulting the map, or count kernels "
-        "lazily (changes the report contract). <= 0.05 x cat (~0.33 us per image) is below the page-fault cost. "
+        "page fault + one Image per image ~25 ms; since then the `.tgtimg` loop, its addends, the `.tgtsym` count and the leaf "
+        "images run in C (aotwheel._fastscan, image magics read with pread). What is left: one HostImage and one Image per image "
+        "(~0.3 µs each), one pread per image, munmap. <= 0.05 x cat (~0.33 us per image) is below the per-image object cost. "
         "Machine: this run's is an AMD EPYC (the earlier 53 ms was measured on an Intel Xeon); here the code "
         "before this wave (commit d99a6a2) and the current code measured within noise of each other side by side "
         "(~78 ms): the readers added this wave cost ~20 ms on mkl until trimmed (the count of kernels only "
         "SPIR-V serves now runs only for files with an Intel native image; leaf images built positionally)."
     ),
     "P4n": (
-        "Each of the 1,004 zebin members costs ~20 µs in pure Python: the member-name IP, the member's section "
-        "table and its one `.note.intelgt.compat` section (`read_zebin_summary`, ~8 µs; it was a full ELF parse per "
-        "member, ~330 µs under load), then the target record, catalog lookup and cross-checks. The walk over 251 ar "
-        "headers and 1,004 Target records is the rest of the 65 ms. Fix: a C reader for ar + zebin headers "
-        "(fuzzed like the Python readers, Python fallback), or lazy per-member records (a report-contract change)."
+        "The per-member step runs in C (aotwheel._fastscan: one call per fat binary reads the ar headers, each "
+        "zebin's section table and its `.note.intelgt.compat` notes and generic_ir's payload head, with pread on the "
+        "mapped file so that no page is mapped; Python only makes the 1,004 Target records from memoised values). "
+        "What is left per member is ~5 pread calls and one Target; the host side (relocations, descriptors of the "
+        "251 images) is most of the rest. On a busy machine both move with the load: compare the pure-Python "
+        "figure of the same run."
     ),
     "env": (
         "The environment is dominated by onemkl's ~13k zstd-compressed 2 kB SPIR-V images: ~28 µs each in "
@@ -292,11 +294,16 @@ def _details(res: dict) -> list[str]:
         d = c["p4n"]
         out += ["## P4n — inspecting a library with a thousand native members", "",
                 f"`{d['file']}` from {d['source']} ({d['bytes']:,} bytes, {d['images']} fat binaries, {d['native_targets']} zebin members). "
-                "Page cache warm; `aotwheel.inspect()` in-process after one warm-up call. \"Per native member\" times the per-member "
-                "step of the default walk (member name + the zebin's section table and its one `.note.intelgt.compat` section, "
-                "catalog lookup, cross-checks) over every member of the file, divided by their number.", "",
+                "Page cache warm; `aotwheel.inspect()` in-process after one warm-up call. \"Per native member\" times the whole "
+                "fat-binary step of the default walk (`_walk_fat_binary` of every image: ar headers, each zebin's section table and "
+                "its one `.note.intelgt.compat` section, the generic_ir member, catalog lookup, cross-checks, the targets) over the "
+                "file, divided by its native members" + (" (C scanner aotwheel._fastscan; the pure-Python readers for reference)"
+                                                         if d.get("fastscan") else " (pure-Python readers: aotwheel._fastscan not built)") + ".", "",
                 f"- inspect: {_mm(d['inspect_ms'], 'ms', '{:.1f}')}",
-                f"- per native member: {_mm(d['per_member_us'], 'µs', '{:.2f}')}", ""]
+                f"- per native member: {_mm(d['per_member_us'], 'µs', '{:.2f}')}"]
+        if "per_member_python_us" in d:
+            out.append(f"- per native member, `AOTWHEEL_NO_FASTSCAN=1`: {_mm(d['per_member_python_us'], 'µs', '{:.2f}')}")
+        out.append("")
     if "env" in c and "skipped" not in c["env"]:
         d = c["env"]
         out += ["## Inspecting an environment", "",

@@ -8,6 +8,7 @@ APT_PACKAGES=(
   intel-opencl-icd   # ocloc: Intel's offline GPU compiler (22.43 on Debian 12)
   libigc-tools       # iga64: disassembler used by tests to prove images are real GPU code
   clang-15 llvm-spirv-15 llvm-15  # OpenCL C -> LLVM IR -> SPIR-V; llvm-link-15 for benchmarks/
+  libclang-common-15-dev  # libclang_rt.fuzzer/asan/ubsan: the libFuzzer target fuzz/fastscan_fuzzer.c
   clang-tools-15     # clang-offload-bundler-15: makes and independently lists AMD offload bundles
   cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build; readelf/ar check it
   python3 python3-venv python3-dev python3-pip

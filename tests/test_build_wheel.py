@@ -78,6 +78,7 @@ def test_wheel_is_abi3_and_ships_the_extension_manifest_and_cmake_files(wheels):
     for want in ("aotwheel/_aot_manifest.json", "aotwheel/cmake/aotwheel-config.cmake", "aotwheel/cmake/aotwheel-build.cmake"):
         assert want in names
     assert [n for n in names if n.startswith("aotwheel/_kernels")] == ["aotwheel/_kernels.abi3.so"]
+    assert [n for n in names if n.startswith("aotwheel/_fastscan")] == ["aotwheel/_fastscan.abi3.so"]  # the inspector's C scanner
     # The run-time hook is rendered by aotwheel.hook when this checkout has it.
     assert ("aotwheel/_aot.py" in names) == (REPO / "python" / "aotwheel" / "hook.py").is_file()
 

@@ -41,9 +41,11 @@ OCLOC_GROUPS = Variable("AOTWHEEL_OCLOC_GROUPS", None,
                         "ocloc edges per kernel source in a CMake build (default: planned for the cores; read at configure time)")
 JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
                          "per-user cache of JIT results for aotwheel.opencl ('off' disables it; default ~/.cache/aotwheel/jit)")
+NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", None,
+                       "1: inspect with the pure-Python readers only, not the C scanner aotwheel._fastscan (same answers)")
 
 VARIABLES: tuple[Variable, ...] = (DEVLIST, JIT_FALLBACK, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
-                                   OCLOC_JOBS, OCLOC_GROUPS, JIT_CACHE_DIR)
+                                   OCLOC_JOBS, OCLOC_GROUPS, JIT_CACHE_DIR, NO_FASTSCAN)
 
 DEFAULT_DEVLIST = str(DEVLIST.default)
 JIT_POLICIES = ("warn", "error", "ignore")
@@ -61,6 +63,12 @@ def flag(value: str | None, default: bool = True, *, name: str = JIT_FALLBACK.na
     if text in _FALSE:
         return False
     raise DevlistError(f"{name}={value!r} is not a boolean; use ON or OFF")
+
+
+def off(value: str | None) -> bool:
+    """Unset, empty or a false word (0/off/no/false/n); never raises (for switches read while
+    inspecting, where a typo must not turn into an error)."""
+    return (value or "").strip().lower() in ("", *_FALSE)
 
 
 def jit_policy(value: str | None) -> str:

@@ -134,8 +134,13 @@ def _mapped(path: Path) -> Iterator[Region]:
             # Headers are scattered through big binaries; default readahead would pull in
             # most of the file around each of them.
             mm.madvise(mmap.MADV_RANDOM)
+        if hasattr(os, "posix_fadvise"):  # the same for the C scanners' pread on the descriptor
+            os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+        from aotwheel.formats.fastscan import mapped_file
+
         try:
-            yield Region(mm, label)
+            with mapped_file(mm, fh.fileno()):  # the C scanners pread headers from it
+                yield Region(mm, label)
         finally:
             try:
                 mm.close()
@@ -351,10 +356,14 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     fr, buf, start, base = walk.report, region.buf, region.start, region.where(0)
     images, ir, deep = fr.images, fr.ir, walk.deep
     all_images = host.images
+    from aotwheel.formats import fastscan
+
+    fs = None if deep else fastscan.module()
     for lo in range(0, len(all_images), _READAHEAD_IMAGES):
         chunk = all_images[lo : lo + _READAHEAD_IMAGES]
         _read_ahead(buf, start, chunk)
-        for img in chunk:
+        # C makes the same leaf Images as below up to each image it leaves to this loop (14k SPIR-V in mkl).
+        for img in chunk if fs is None else _left_by(fs, buf, start, base, chunk, images, ir):
             # Most images of big libraries are SPIR-V, which the default mode only notes: read the
             # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
             off, size = img.offset, img.size
@@ -400,6 +409,21 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     nv = view.section(".nv_fatbin")
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
+
+
+def _left_by(fs: Any, buf: Any, start: int, base: int, chunk: list[Any], images: list[Image], ir: list[str]) -> Iterator[Any]:
+    """The images of ``chunk`` that ``fs.leaves`` (C) does not make as plain leaves; the leaves it
+    makes before each are appended to ``images`` (and their kinds to ``ir``) first."""
+    from aotwheel.formats import fastscan
+
+    fd, pos = fastscan.file_of(buf), 0
+    while pos < len(chunk):
+        made, pos, kinds = fs.leaves(buf, start, base, chunk, pos, len(chunk), len(images), Image, fd)
+        images += made
+        ir += [k for k in kinds if k not in ir]
+        if pos < len(chunk):
+            yield chunk[pos]
+            pos += 1
 
 
 _READAHEAD_IMAGES = 1024
@@ -622,58 +646,94 @@ def _walk_content(walk: _Walk, region: Region, kind: str | None, img: Image, dep
 
 
 def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> None:
-    from aotwheel.formats.ar import read_ar
+    from aotwheel.formats import fastscan
 
-    for m in read_ar(region):
-        if m.is_padding:
-            continue
-        if m.name in img.members:
+    # The C scanner reads the ar headers and each zebin's notes in one call (~1,000 members in
+    # vllm-xpu-kernels); None (not built, switched off, or not sure) means the Python readers.
+    scanned = None if walk.deep or depth + 1 > _MAX_DEPTH else fastscan.fat_binary(region)
+    if scanned is None:
+        from aotwheel.formats.ar import read_ar
+
+        scanned = tuple((m.name, m.offset, m.size, None) for m in read_ar(region) if not m.is_padding)
+    members, targets, warnings = img.members, walk.report.native_targets, walk.report.warnings
+    for name, offset, size, facts in scanned:
+        if name in members:
             # Seen in vllm-xpu-kernels 0.1.16.2 (two 64.35.11.0 members): only the first is used.
-            walk.report.warnings.append(f"image {img.index}: ar member {m.name!r} appears more than once; the driver uses the first")
-        img.members.append(m.name)
-        body = region.sub(m.offset, m.size, f"ar member {m.name!r}")
+            warnings.append(f"image {img.index}: ar member {name!r} appears more than once; the driver uses the first")
+        members.append(name)
+        if type(facts) is tuple:
+            targets.append(_target(walk, "zebin", facts, size, img.index, name))
+            continue
+        if type(facts) is bytes:  # generic_ir's IR payload head: what _walk_content notes for an ir-elf
+            _note_ir(walk, sniff(facts))
+            continue
+        body = region.sub(offset, size, f"ar member {name!r}")
         kind = sniff(body.head(64))
-        if m.name == "generic_ir":
+        if name == "generic_ir":
             _walk_content(walk, body, kind, img, depth + 1)
         elif kind in ("zebin", "legacy"):
-            _walk_content(walk, body, kind, img, depth + 1, member=m.name)
+            _walk_content(walk, body, kind, img, depth + 1, member=name)
         else:
-            walk.report.warnings.append(f"image {img.index}: ar member {m.name!r} is {kind}, not a device binary")
+            warnings.append(f"image {img.index}: ar member {name!r} is {kind}, not a device binary")
 
 
 def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: str | None) -> NativeTarget:
-    memo = walk.memo
+    facts: tuple[int | None, int | None, int | None, object, bool]
+    if kind == "zebin":
+        from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary
+
+        z = read_zebin(region) if walk.deep else read_zebin_summary(region)
+        facts = (z.ip_u32, z.product_family, z.gfx_core, None, z.has_spirv)
+    else:
+        from aotwheel.backends.intel.legacy import read_legacy
+
+        info = read_legacy(region)
+        facts = (None, None, info.gfx_core, None, info.has_spirv)  # no IP or product note
+    return _target(walk, kind, facts, region.size, image, member)
+
+
+def _target(walk: _Walk, kind: str, facts: tuple[int | None, int | None, int | None, object, bool], size: int, image: int,
+            member: str | None) -> NativeTarget:
+    """The native target of one zebin/legacy binary from its note values ``facts`` (ip_u32,
+    product family, gfx core, -, has_spirv). Everything but the size and position is a function of
+    (kind, member name, facts): computed once per walk, as a fat-binary library repeats a few."""
+    key = (kind, member, facts[0], facts[1], facts[2], facts[4])
+    known = walk.memo.get(key)
+    if known is None:
+        known = walk.memo[key] = _target_fields(walk.memo, kind, member, facts)
+    fields, problems = known
+    for problem in problems:
+        walk.report.warnings.append(f"{_where(image, member)}: {problem}")
+    device_name, ip, generic, core, product, rebuildable = fields
+    return NativeTarget(device_name, ip, member, kind, size, image, generic, core, product, rebuildable)
+
+
+def _target_fields(memo: dict[Any, Any], kind: str, member: str | None, facts: tuple[int | None, int | None, int | None, object, bool]
+                   ) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    ip_u32, product_family, gfx_core, _version, rebuildable = facts
     named = memo.get(("member", member))
     if named is None:
         named = memo[("member", member)] = _member_name_ip(member)
     name_ip, generic = named
     note_ip = product = None
-    rebuildable = False
+    if ip_u32 is not None:
+        note_ip = memo.get(("note-ip", ip_u32))
+        if note_ip is None:
+            note_ip = memo[("note-ip", ip_u32)] = _format_u32_ip(ip_u32)
+    core = _gfx_name(memo, "core", gfx_core)
     if kind == "zebin":
-        from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary
-
-        z = read_zebin(region) if walk.deep else read_zebin_summary(region)
-        if z.ip_u32 is not None:
-            note_ip = memo.get(("note-ip", z.ip_u32))
-            if note_ip is None:
-                note_ip = memo[("note-ip", z.ip_u32)] = _format_u32_ip(z.ip_u32)
-        core, product, rebuildable = _gfx_name(memo, "core", z.gfx_core), _gfx_name(memo, "product", z.product_family), z.has_spirv
-    else:
-        from aotwheel.backends.intel.legacy import read_legacy
-
-        info = read_legacy(region)
-        core, rebuildable = _gfx_name(memo, "core", info.gfx_core), info.has_spirv
+        product = _gfx_name(memo, "product", product_family)
+    problems = []
     if name_ip and note_ip and name_ip != note_ip:
-        walk.report.warnings.append(f"{_where(image, member)}: member name says {name_ip} but the zebin note says {note_ip}")
+        problems.append(f"member name says {name_ip} but the zebin note says {note_ip}")
     ip = name_ip or note_ip
-    key = ("ip", ip)
-    known = memo.get(key)
+    known = memo.get(("ip", ip))
     if known is None:
-        known = memo[key] = _catalog_entry(ip)
+        known = memo[("ip", ip)] = _catalog_entry(ip)
     device_name, expected_core = known
     if expected_core and core and core != expected_core:
-        walk.report.warnings.append(f"{_where(image, member)}: {device_name} binaries declare {expected_core} but this one declares {core}")
-    return NativeTarget(device_name, ip, member, kind, region.size, image, generic, core, product, rebuildable)
+        problems.append(f"{device_name} binaries declare {expected_core} but this one declares {core}")
+    return (device_name, ip, generic, core, product, rebuildable), tuple(problems)
 
 
 def _where(image: int, member: str | None) -> str:

@@ -1,0 +1,552 @@
+/* The pure-C core of aotwheel._fastscan, shared by the extension (csrc/_fastscan.c) and the
+ * libFuzzer target (fuzz/fastscan_fuzzer.c). No Python, no allocation outside fs_tgtsym.
+ *
+ * Readers of headers take an fs_src: the bytes themselves, or a reader that fetches each piece
+ * (the extension preads from the mapped file, as page faults on thousands of scattered headers map
+ * and unmap far more than they read; the fuzzer hands out exact-size copies, so ASan sees any read
+ * past a fetched piece).
+ *
+ * Each reader mirrors one Python reader for the layouts real binaries use and answers FS_DOUBT
+ * for anything else: the caller then runs the Python reader, which gives the answer, warning or
+ * error message. So every check here may be stricter than Python's, never looser, and every read
+ * is bounds-checked against the buffer it was given (sizes from the input are never trusted).
+ *
+ *   fs_ar_open/fs_ar_next  formats/ar.py read_ar (GNU names and the '//' table; BSD names: doubt)
+ *   fs_zebin_summary       backends/intel/zebin.py read_zebin_summary (+ sniff's "zebin" test)
+ *   fs_ir_payload          backends/intel/legacy.py ir_payload of an IR-only ELF (generic_ir)
+ *   fs_tgtsym              formats/elf.py read_host's .tgtsym split and _count_tgtsym
+ *   fs_leaf_kind           formats/sniff.py sniff, for the kinds inspect only notes (SPIR-V, bitcode)
+ */
+#ifndef AOTWHEEL_FASTSCAN_CORE_H
+#define AOTWHEEL_FASTSCAN_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FS_OK 1
+#define FS_DONE 0
+#define FS_DOUBT (-1)
+
+static inline uint16_t fs_u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t fs_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t fs_u64(const uint8_t *p) { return (uint64_t)fs_u32(p) | (uint64_t)fs_u32(p + 4) << 32; }
+
+/* [off, off + n) lies inside a buffer of `size` bytes (no overflow for any inputs). */
+static inline int fs_fits(uint64_t off, uint64_t n, uint64_t size) { return off <= size && n <= size - off; }
+
+static inline int fs_ascii(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (p[i] >= 0x80)
+            return 0;
+    return 1;
+}
+
+/* ---- sources: a buffer, or any reader (pread in the extension, exact-size copies in the fuzzer) -- */
+
+enum { FS_SLOT_HEADER, FS_SLOT_TABLE, FS_SLOT_STRTAB, FS_SLOT_NOTES, FS_SLOT_AR, FS_SLOT_NAMES, FS_SLOTS };
+#define FS_MAX_FETCH (1u << 20) /* larger tables are the Python reader's */
+
+typedef struct fs_src fs_src;
+struct fs_src {
+    const uint8_t *buf; /* the bytes, or NULL: ask read() */
+    /* n bytes at absolute offset `at` into `slot`, valid until the slot's next read; NULL: failed */
+    const uint8_t *(*read)(const fs_src *src, int slot, uint64_t at, size_t n);
+    void *ctx;
+    uint64_t base, size; /* this view: [base, base + size) */
+};
+
+static inline fs_src fs_buffer(const uint8_t *buf, size_t size) {
+    fs_src s = {buf, NULL, NULL, 0, size};
+    return s;
+}
+
+/* A view of n bytes at off of s (the caller checked that they lie inside it). */
+static inline fs_src fs_sub(const fs_src *s, uint64_t off, uint64_t n) {
+    fs_src sub = *s;
+    sub.base += off;
+    sub.size = n;
+    return sub;
+}
+
+/* n bytes at off of the view, bounds-checked here; NULL when outside or unreadable (a doubt). */
+static inline const uint8_t *fs_fetch(const fs_src *s, int slot, uint64_t off, uint64_t n) {
+    if (!fs_fits(off, n, s->size) || n > FS_MAX_FETCH)
+        return NULL;
+    if (s->buf != NULL)
+        return s->buf + s->base + off;
+    return s->read(s, slot, s->base + off, (size_t)n);
+}
+
+#ifndef _WIN32
+#include <unistd.h>
+
+/* A source reading a file with pread: one growing buffer per slot. Two reads take a little more
+ * than asked, as the layouts read here put the next piece there: an ar member header reads the
+ * 64 bytes after it (the member's ELF header), a zebin's section table the 16 kB before it (its
+ * string table and notes). A fetch inside either window is copied from it instead of read: a
+ * system call costs more than copying a few kB. */
+#define FS_READ_AHEAD 64
+#define FS_READ_BEHIND (16u << 10)
+
+typedef struct {
+    int fd;
+    uint8_t *slot[FS_SLOTS];
+    size_t cap[FS_SLOTS];
+    uint64_t win_at[FS_SLOTS]; /* the file bytes the slot's buffer holds: [win_at, win_at + win_n) */
+    size_t win_n[FS_SLOTS];
+} fs_pread_ctx;
+
+static inline uint8_t *fs_pread_room(fs_pread_ctx *c, int slot, size_t n) {
+    if (n > c->cap[slot]) {
+        size_t cap = n < 4096 ? 4096 : n;
+        uint8_t *grown = realloc(c->slot[slot], cap);
+        if (grown == NULL)
+            return NULL;
+        c->slot[slot] = grown;
+        c->cap[slot] = cap;
+    }
+    c->win_n[slot] = 0;
+    return c->slot[slot];
+}
+
+static const uint8_t *fs_pread_read(const fs_src *src, int slot, uint64_t at, size_t n) {
+    fs_pread_ctx *c = src->ctx;
+    if (n == 0)
+        return (const uint8_t *)"";
+    static const int windows[2] = {FS_SLOT_AR, FS_SLOT_TABLE};
+    for (int k = 0; k < 2; ++k) {
+        int w = windows[k];
+        if (w != slot && c->win_n[w] && at >= c->win_at[w] && at - c->win_at[w] <= c->win_n[w] && n <= c->win_n[w] - (at - c->win_at[w])) {
+            uint8_t *dst = fs_pread_room(c, slot, n);
+            if (dst == NULL)
+                return NULL;
+            memcpy(dst, c->slot[w] + (at - c->win_at[w]), n);
+            return dst;
+        }
+    }
+    uint64_t start = at, before = 0;
+    size_t want = n;
+    if (slot == FS_SLOT_AR)
+        want = n + FS_READ_AHEAD;
+    else if (slot == FS_SLOT_TABLE) {
+        before = at < FS_READ_BEHIND ? at : FS_READ_BEHIND;
+        start = at - before;
+        want = n + (size_t)before;
+    }
+    uint8_t *dst = fs_pread_room(c, slot, want);
+    if (dst == NULL)
+        return NULL;
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(c->fd, dst + got, want - got, (off_t)(start + got));
+        if (r < 0)
+            return NULL;
+        if (r == 0)
+            break; /* end of file: the read-ahead may find less than it hoped */
+        got += (size_t)r;
+    }
+    if (got < before + n)
+        return NULL; /* a doubt: the Python reader reads the map */
+    c->win_at[slot] = start;
+    c->win_n[slot] = got;
+    return dst + before;
+}
+
+static inline void fs_pread_free(fs_pread_ctx *c) {
+    for (int i = 0; i < FS_SLOTS; ++i)
+        free(c->slot[i]);
+    memset(c, 0, sizeof *c);
+}
+#endif
+
+/* ---- ar (ocloc fat binaries) ---------------------------------------------------------------- */
+
+#define FS_AR_HEADER 60
+#define FS_AR_MAX_MEMBERS 1000000 /* read_ar's guard */
+
+typedef struct {
+    fs_src src;
+    uint64_t pos, count;
+    const uint8_t *longnames; /* in FS_SLOT_NAMES */
+    size_t longnames_n;
+} fs_ar;
+
+typedef struct {
+    const uint8_t *name; /* ASCII, not NUL-terminated; valid until the next fs_ar_next */
+    size_t name_len;
+    uint64_t offset, size;
+} fs_member;
+
+static inline int fs_ar_open(fs_ar *ar, const fs_src *src) {
+    memset(ar, 0, sizeof *ar);
+    ar->src = *src;
+    ar->pos = 8;
+    const uint8_t *magic = fs_fetch(src, FS_SLOT_AR, 0, 8);
+    return magic != NULL && memcmp(magic, "!<arch>\n", 8) == 0 ? FS_OK : FS_DOUBT;
+}
+
+static inline int fs_eq(const uint8_t *p, size_t n, const char *s) { return n == strlen(s) && memcmp(p, s, n) == 0; }
+
+/* The next listed member (FS_OK), the end (FS_DONE), or FS_DOUBT where read_ar would raise or
+ * decode something other than plain ASCII. */
+static inline int fs_ar_next(fs_ar *ar, fs_member *m) {
+    const uint64_t size = ar->src.size;
+    while (ar->pos < size) {
+        if (ar->pos + 1 == size) {
+            const uint8_t *pad = fs_fetch(&ar->src, FS_SLOT_AR, ar->pos, 1);
+            return pad != NULL && pad[0] == '\n' ? FS_DONE : FS_DOUBT; /* odd-sized last member's pad byte */
+        }
+        const uint8_t *h = fs_fetch(&ar->src, FS_SLOT_AR, ar->pos, FS_AR_HEADER);
+        if (h == NULL || h[58] != '`' || h[59] != '\n' || !fs_ascii(h, 16))
+            return FS_DOUBT;
+        /* Size: decimal digits between spaces (int() accepts more; anything else is a doubt). */
+        size_t i = 48, end = 58;
+        uint64_t msize = 0;
+        while (i < end && h[i] == ' ')
+            ++i;
+        while (end > i && h[end - 1] == ' ')
+            --end;
+        for (; i < end; ++i) {
+            if (h[i] < '0' || h[i] > '9')
+                return FS_DOUBT;
+            msize = msize * 10 + (uint64_t)(h[i] - '0');
+        }
+        uint64_t body = ar->pos + FS_AR_HEADER;
+        if (!fs_fits(body, msize, size))
+            return FS_DOUBT;
+        size_t raw_len = 16;
+        while (raw_len && h[raw_len - 1] == ' ')
+            --raw_len;
+        const uint8_t *name = h;
+        size_t name_len = raw_len;
+        if (fs_eq(h, raw_len, "//")) {
+            ar->longnames = fs_fetch(&ar->src, FS_SLOT_NAMES, body, msize);
+            if (ar->longnames == NULL)
+                return FS_DOUBT;
+            ar->longnames_n = (size_t)msize;
+            name_len = 0;
+        } else if (fs_eq(h, raw_len, "/") || fs_eq(h, raw_len, "/SYM64/") || fs_eq(h, raw_len, "__.SYMDEF") ||
+                   fs_eq(h, raw_len, "__.SYMDEF SORTED")) {
+            name_len = 0; /* symbol index */
+        } else if (raw_len >= 3 && memcmp(h, "#1/", 3) == 0) {
+            return FS_DOUBT; /* BSD long name: the Python reader */
+        } else if (raw_len > 1 && h[0] == '/') {
+            uint64_t start = 0;
+            for (size_t k = 1; k < raw_len; ++k) {
+                if (h[k] < '0' || h[k] > '9')
+                    return FS_DOUBT; /* "/abc": read_ar keeps it as a name; rare enough to doubt */
+                start = start * 10 + (uint64_t)(h[k] - '0');
+            }
+            if (start >= ar->longnames_n)
+                return FS_DOUBT;
+            const uint8_t *s = ar->longnames + start;
+            const uint8_t *nl = memchr(s, '\n', ar->longnames_n - (size_t)start);
+            size_t n = nl ? (size_t)(nl - s) : ar->longnames_n - (size_t)start;
+            if (!fs_ascii(s, n))
+                return FS_DOUBT;
+            while (n && s[n - 1] == '/')
+                --n;
+            name = s;
+            name_len = n;
+        } else if (raw_len && h[raw_len - 1] == '/') {
+            name_len = raw_len - 1;
+        }
+        ar->pos = body + msize + (msize & 1);
+        if (name_len) {
+            if (++ar->count > FS_AR_MAX_MEMBERS)
+                return FS_DOUBT;
+            m->name = name;
+            m->name_len = name_len;
+            m->offset = body;
+            m->size = msize;
+            return FS_OK;
+        }
+    }
+    return FS_DONE;
+}
+
+/* ---- zebin ---------------------------------------------------------------------------------- */
+
+enum { FS_NT_PRODUCT_FAMILY = 1, FS_NT_GFX_CORE = 2, FS_NT_ZEBIN_VERSION = 4, FS_NT_PRODUCT_CONFIG = 6 };
+
+typedef struct {
+    const uint8_t *desc[7]; /* by note type (1, 2, 4, 6 used), in FS_SLOT_NOTES; NULL when absent */
+    size_t desc_n[7];
+    int has_spirv;
+} fs_zebin;
+
+/* The ELF header fields both readers below use, for a 64-bit little-endian ELF of e_type `type`
+ * (any type: -1) with the plain layout: no program headers, 64-byte section headers, no extended
+ * numbering, the name table's index inside the table. 0: not that (a doubt). */
+typedef struct {
+    uint16_t e_type, e_machine, shnum, shstrndx;
+    uint64_t shoff;
+} fs_elf;
+
+static inline int fs_plain_elf(const fs_src *s, fs_elf *e) {
+    const uint8_t *h = fs_fetch(s, FS_SLOT_HEADER, 0, 64);
+    if (h == NULL || memcmp(h, "\x7f" "ELF\x02\x01", 6) != 0)
+        return 0;
+    e->e_type = fs_u16(h + 16);
+    e->e_machine = fs_u16(h + 18);
+    e->shoff = fs_u64(h + 0x28);
+    e->shnum = fs_u16(h + 0x3C);
+    e->shstrndx = fs_u16(h + 0x3E);
+    return !fs_u16(h + 0x38) && fs_u16(h + 0x3A) == 64 && e->shnum && e->shoff && e->shstrndx < e->shnum &&
+           fs_fits(e->shoff, (uint64_t)e->shnum * 64, s->size);
+}
+
+static inline int fs_starts(const uint8_t *tab, size_t tab_n, uint32_t at, const char *s, size_t n) {
+    return at <= tab_n && n <= tab_n - at && memcmp(tab + at, s, n) == 0;
+}
+
+/* read_zebin_summary's notes and has_spirv for what sniff() calls a zebin (e_machine EM_INTELGT or
+ * e_type 0xFF12, not 0xFF02/0xFF04); FS_DOUBT wherever the Python summary would hand over to
+ * read_zebin/read_notes, or decode non-ASCII, or for any other layout. */
+static inline int fs_zebin_summary(const fs_src *s, fs_zebin *z) {
+    memset(z, 0, sizeof *z);
+    fs_elf e;
+    if (!fs_plain_elf(s, &e) || e.e_type == 0xFF04 || e.e_type == 0xFF02 || !(e.e_machine == 205 || e.e_type == 0xFF12))
+        return FS_DOUBT;
+    const uint8_t *table = fs_fetch(s, FS_SLOT_TABLE, e.shoff, (uint64_t)e.shnum * 64);
+    if (table == NULL)
+        return FS_DOUBT;
+    const uint8_t *st = table + (size_t)e.shstrndx * 64;
+    uint64_t st_off = fs_u64(st + 24), st_size = fs_u64(st + 32);
+    const uint8_t *strtab = st_size ? fs_fetch(s, FS_SLOT_STRTAB, st_off, st_size) : NULL;
+    if (strtab == NULL || strtab[st_size - 1] != 0)
+        return FS_DOUBT;
+    uint64_t note_off = 0, note_size = 0;
+    int have_note = 0;
+    for (size_t i = 0; i < e.shnum; ++i) {
+        const uint8_t *sh = table + i * 64;
+        uint32_t sh_name = fs_u32(sh), sh_type = fs_u32(sh + 4);
+        uint64_t off = fs_u64(sh + 24), n = fs_u64(sh + 32);
+        if (!fs_fits(off, n, s->size) || sh_type == 6 /* SHT_DYNAMIC */ || sh_name >= st_size)
+            return FS_DOUBT;
+        if (sh_type == 0xFF000009u || fs_starts(strtab, (size_t)st_size, sh_name, ".spv", 5))
+            z->has_spirv = 1;
+        if (!have_note && fs_starts(strtab, (size_t)st_size, sh_name, ".note.intelgt.compat", 21)) {
+            have_note = 1;
+            note_off = off;
+            note_size = n;
+        }
+    }
+    if (!have_note)
+        return FS_OK;
+    const uint8_t *notes = fs_fetch(s, FS_SLOT_NOTES, note_off, note_size);
+    if (notes == NULL)
+        return FS_DOUBT;
+    uint64_t pos = 0, end = note_size;
+    while (pos + 12 <= end) {
+        uint32_t namesz = fs_u32(notes + pos), descsz = fs_u32(notes + pos + 4), type = fs_u32(notes + pos + 8);
+        uint64_t desc = pos + 12 + (((uint64_t)namesz + 3) & ~(uint64_t)3);
+        uint64_t next = desc + (((uint64_t)descsz + 3) & ~(uint64_t)3);
+        if (next > end)
+            return FS_DOUBT; /* read_notes raises here, with its message */
+        if (type == FS_NT_PRODUCT_FAMILY || type == FS_NT_GFX_CORE || type == FS_NT_ZEBIN_VERSION || type == FS_NT_PRODUCT_CONFIG) {
+            const uint8_t *name = notes + pos + 12;
+            size_t n = namesz;
+            while (n && name[n - 1] == 0)
+                --n;
+            if (n == 7 && memcmp(name, "IntelGT", 7) == 0) { /* the name, NULs stripped, is the owner */
+                z->desc[type] = notes + desc;
+                z->desc_n[type] = descsz;
+            }
+        }
+        pos = next;
+    }
+    const uint8_t *v = z->desc[FS_NT_ZEBIN_VERSION];
+    if (v != NULL && !fs_ascii(v, z->desc_n[FS_NT_ZEBIN_VERSION]))
+        return FS_DOUBT; /* decoded with "replace" in Python */
+    return FS_OK;
+}
+
+/* ---- IR-only ELF (generic_ir) ----------------------------------------------------------------- */
+
+/* ir_payload's section: open_elf's checks for the plain layout (and no .dynamic), then the first
+ * section named "SPIRV Object". FS_OK with *n = 0 when there is none (or it is empty); FS_DOUBT
+ * where open_elf could raise or read differently, or sniff() would not say "ir-elf". */
+static inline int fs_ir_payload(const fs_src *s, uint64_t *off, uint64_t *n) {
+    *off = *n = 0;
+    fs_elf e;
+    if (!fs_plain_elf(s, &e) || e.e_type != 0xFF02)
+        return FS_DOUBT;
+    const uint8_t *table = fs_fetch(s, FS_SLOT_TABLE, e.shoff, (uint64_t)e.shnum * 64);
+    if (table == NULL)
+        return FS_DOUBT;
+    uint64_t strtab = fs_u64(table + (size_t)e.shstrndx * 64 + 24); /* open_elf reads names up to the region's end */
+    int found = 0;
+    for (size_t i = 0; i < e.shnum; ++i) {
+        const uint8_t *sh = table + i * 64;
+        uint32_t sh_name = fs_u32(sh), sh_type = fs_u32(sh + 4);
+        uint64_t s_off = fs_u64(sh + 24), s_size = fs_u64(sh + 32);
+        if (sh_type == 6 /* SHT_DYNAMIC */ || (sh_type == 8 /* SHT_NOBITS */ && s_size))
+            return FS_DOUBT;
+        if (s_size && !fs_fits(s_off, s_size, s->size))
+            return FS_DOUBT; /* open_elf raises */
+        if (!found && strtab < s->size && sh_name < s->size - strtab && fs_fits(strtab + sh_name, 13, s->size)) {
+            const uint8_t *name = fs_fetch(s, FS_SLOT_STRTAB, strtab + sh_name, 13);
+            if (name == NULL)
+                return FS_DOUBT;
+            if (memcmp(name, "SPIRV Object", 13) == 0) { /* the first of the name decides, empty or not */
+                found = 1;
+                *off = s_size ? s_off : 0; /* an empty one may claim any offset: no payload */
+                *n = s_size;
+            }
+        }
+    }
+    return FS_OK;
+}
+
+/* ---- image heads ------------------------------------------------------------------------------ */
+
+enum { FS_LEAF_NONE = 0, FS_LEAF_SPIRV = 1, FS_LEAF_LLVMBC = 2 };
+
+/* sniff()'s answer for an image of `size` bytes at p when it is "spirv" or "llvmbc" (the kinds
+ * the default mode notes without walking into); FS_LEAF_NONE for everything else. */
+static inline int fs_leaf_kind(const uint8_t *p, size_t size) {
+    if (size < 4)
+        return FS_LEAF_NONE;
+    if (memcmp(p, "\x03\x02\x23\x07", 4) == 0 || memcmp(p, "\x07\x23\x02\x03", 4) == 0)
+        return FS_LEAF_SPIRV;
+    if (memcmp(p, "\xde\xc0\x17\x0b", 4) == 0 || memcmp(p, "BC\xc0\xde", 4) == 0)
+        return FS_LEAF_LLVMBC;
+    return FS_LEAF_NONE;
+}
+
+/* ---- .tgtsym -------------------------------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *p;
+    size_t n, count;
+} fs_key;
+
+typedef struct {
+    fs_key *slots;
+    size_t cap, used;
+} fs_set;
+
+/* Eight bytes a step (a byte-wise FNV-1a spent ~10 ms on mkl's 5.5 MB of names); quality
+ * only matters for speed, never for answers (keys are compared in full). */
+static inline uint64_t fs_hash(const uint8_t *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w;
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    w = 0;
+    memcpy(&w, p, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ h >> 29;
+}
+
+/* The slot for key (p, n), inserted if new (*added set); NULL on allocation failure. */
+static inline fs_key *fs_set_put(fs_set *s, const uint8_t *p, size_t n, int *added) {
+    if (2 * (s->used + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        fs_key *slots = calloc(cap, sizeof *slots);
+        if (slots == NULL)
+            return NULL;
+        for (size_t i = 0; i < s->cap; ++i) {
+            if (s->slots[i].p == NULL)
+                continue;
+            size_t j = fs_hash(s->slots[i].p, s->slots[i].n) & (cap - 1);
+            while (slots[j].p != NULL)
+                j = (j + 1) & (cap - 1);
+            slots[j] = s->slots[i];
+        }
+        free(s->slots);
+        s->slots = slots;
+        s->cap = cap;
+    }
+    size_t j = fs_hash(p, n) & (s->cap - 1);
+    while (s->slots[j].p != NULL) {
+        if (s->slots[j].n == n && memcmp(s->slots[j].p, p, n) == 0) {
+            *added = 0;
+            return &s->slots[j];
+        }
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->slots[j].p = p; /* never NULL: keys point into the input */
+    s->slots[j].n = n;
+    s->slots[j].count = 0;
+    s->used++;
+    *added = 1;
+    return &s->slots[j];
+}
+
+typedef struct {
+    fs_key *prefixes; /* distinct prefixes in first-seen order, with their name counts */
+    size_t n_prefixes, kernels, names;
+} fs_tgtsym_out;
+
+/* Split NUL-separated names (empty ones skipped, as bytes.split + filter); count names per prefix
+ * (before the first '.', the whole name without one) and distinct kernels (after the first '.',
+ * or the whole name without one). FS_DOUBT only when memory runs out; free with fs_tgtsym_free. */
+static inline int fs_tgtsym(const uint8_t *p, size_t size, fs_tgtsym_out *out) {
+    fs_set prefixes = {0}, kernels = {0};
+    memset(out, 0, sizeof *out);
+    size_t order_cap = 0;
+    int ok = 1;
+    for (size_t at = 0; at < size && ok;) {
+        const uint8_t *z = memchr(p + at, 0, size - at);
+        size_t n = z ? (size_t)(z - (p + at)) : size - at;
+        const uint8_t *name = p + at;
+        at += n + 1;
+        if (!n)
+            continue;
+        out->names++;
+        const uint8_t *dot = memchr(name, '.', n);
+        size_t head = dot ? (size_t)(dot - name) : n;
+        int added;
+        /* an empty prefix (".x") must still be a distinct, non-NULL key: point it at the name */
+        fs_key *k = fs_set_put(&prefixes, name, head, &added);
+        if (k == NULL) {
+            ok = 0;
+            break;
+        }
+        if (added) {
+            if (out->n_prefixes == order_cap) {
+                size_t cap = order_cap ? 2 * order_cap : 8;
+                fs_key *grown = realloc(out->prefixes, cap * sizeof *grown);
+                if (grown == NULL) {
+                    ok = 0;
+                    break;
+                }
+                out->prefixes = grown;
+                order_cap = cap;
+            }
+            out->prefixes[out->n_prefixes].p = name;
+            out->prefixes[out->n_prefixes].n = head;
+            out->prefixes[out->n_prefixes].count = 0;
+            k->count = out->n_prefixes++; /* the set's count field holds the position in order */
+        }
+        out->prefixes[k->count].count++;
+        const uint8_t *key = dot ? dot + 1 : name;
+        size_t key_n = dot ? n - head - 1 : n;
+        if (fs_set_put(&kernels, key, key_n, &added) == NULL)
+            ok = 0;
+    }
+    out->kernels = kernels.used;
+    free(prefixes.slots);
+    free(kernels.slots);
+    if (!ok) {
+        free(out->prefixes);
+        memset(out, 0, sizeof *out);
+        return FS_DOUBT;
+    }
+    return FS_OK;
+}
+
+static inline void fs_tgtsym_free(fs_tgtsym_out *out) {
+    free(out->prefixes);
+    memset(out, 0, sizeof *out);
+}
+
+#endif

@@ -1,0 +1,265 @@
+"""aotwheel._fastscan (the C scanner) against the Python readers it stands in for (issue 13).
+
+The contract: on any input each C function returns the Python reader's answer or None (then the
+Python reader runs), never something else, and never crashes; ``inspect`` gives the same report
+(or the same error) with and without it. Checked on real ocloc output (seeds shared with the
+parser fuzzing, tests/_fuzz_util.py) and on hypothesis-mutated copies. The libFuzzer run of the
+same C core is tests/test_fuzz_fastscan.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import _fuzz_util as fu
+from conftest import REPO
+from aotwheel.errors import InspectError
+from aotwheel.formats import fastscan
+from aotwheel.formats.ar import read_ar
+from aotwheel.formats.elf import _count_tgtsym, _per_triple, _tgtsym_names
+from aotwheel.formats.region import Region
+from aotwheel.formats.sniff import sniff
+from aotwheel.inspector import inspect
+
+EXAMPLES = 300
+OPS = st.tuples(st.sampled_from(fu.OPS), st.integers(-4096, 1 << 30), st.integers(0, 1 << 16), st.integers(0, 1 << 16))
+
+needs_fastscan = pytest.mark.skipif(sys.version_info < (3, 11), reason="_fastscan needs the 3.11 limited API")
+
+
+@pytest.fixture(autouse=True)
+def _fastscan_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AOTWHEEL_NO_FASTSCAN", raising=False)
+
+
+def _seed(make: Any) -> bytes:
+    try:
+        return make().read_bytes()  # type: ignore[no-any-return]
+    except fu.MissingTool as exc:
+        pytest.skip(str(exc))
+
+
+def _python_members(region: Region) -> list[tuple[str, int, int, Any]] | None:
+    """What fastscan.fat_binary may answer, from the Python readers: per member, the zebin facts,
+    generic_ir's payload head, or "python" where the C scanner must hand over (None: read_ar raised)."""
+    from aotwheel.backends.intel.legacy import ir_payload
+    from aotwheel.backends.intel.zebin import read_zebin_summary
+
+    try:
+        members = read_ar(region)
+    except InspectError:
+        return None
+    out: list[tuple[str, int, int, Any]] = []
+    for m in members:
+        if m.is_padding:
+            continue
+        body = region.sub(m.offset, m.size, "member")
+        facts: Any = "python"
+        try:
+            if m.name == "generic_ir":
+                if sniff(body.head(64)) == "ir-elf":
+                    payload = ir_payload(body)
+                    facts = payload.head(64) if payload is not None else b""
+            elif sniff(body.head(64)) == "zebin":
+                z = read_zebin_summary(body)
+                facts = (z.ip_u32, z.product_family, z.gfx_core, z.version, z.has_spirv)
+        except InspectError:
+            pass
+        out.append((m.name, m.offset, m.size, facts))
+    return out
+
+
+def _agrees(region: Region) -> bool:
+    """fastscan.fat_binary's answer is None or, member by member, the Python one (or None)."""
+    got = fastscan.fat_binary(region)
+    if got is None:
+        return True
+    want = _python_members(region)
+    assert want is not None, "C read an archive read_ar rejects"
+    assert [w[:3] for w in want] == [g[:3] for g in got]
+    for (name, _o, _s, w), g in zip(want, got):
+        assert g[3] is None or g[3] == w, (name, g[3], w)
+    return all(g[3] is not None for g in got)
+
+
+def _report(path: Path, deep: bool, monkeypatch: pytest.MonkeyPatch, python_only: bool) -> str:
+    if python_only:
+        monkeypatch.setenv("AOTWHEEL_NO_FASTSCAN", "1")
+    else:
+        monkeypatch.delenv("AOTWHEEL_NO_FASTSCAN", raising=False)
+    try:
+        return json.dumps(inspect(path, deep=deep).to_dict(), sort_keys=True)
+    except InspectError as exc:
+        return f"InspectError: {exc}"
+    finally:
+        monkeypatch.delenv("AOTWHEEL_NO_FASTSCAN", raising=False)
+
+
+def _same_report(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for deep in (False, True):
+        assert _report(path, deep, monkeypatch, False) == _report(path, deep, monkeypatch, True)
+
+
+def test_import_aotwheel_does_not_load_the_extension() -> None:
+    code = "import sys, aotwheel; print(sorted(m for m in sys.modules if 'fastscan' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@needs_fastscan
+def test_the_installed_package_has_the_extension(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fastscan.module() is not None, "aotwheel._fastscan was not built into the wheel"
+    monkeypatch.setenv("AOTWHEEL_NO_FASTSCAN", "1")
+    assert fastscan.module() is None and fastscan.fat_binary(Region(b"!<arch>\n", "x")) is None
+    monkeypatch.setenv("AOTWHEEL_NO_FASTSCAN", "0")
+    assert fastscan.module() is not None
+
+
+@needs_fastscan
+@pytest.mark.parametrize("seed", [fu.fat_zebin_seed, fu.fat_seed])
+def test_real_fat_binaries_read_alike(seed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _seed(seed)
+    region = Region(data, "fat")
+    got = fastscan.fat_binary(region)
+    assert got is not None
+    _agrees(region)  # legacy (patch-token) members are left to Python
+    if seed is fu.fat_zebin_seed:  # every member read in C: the zebins' notes and generic_ir's SPIR-V
+        assert all(g[3] is not None for g in got) and sniff(got[-1][3]) == "spirv"
+        assert [g[3][1] for g in got[:2]] == [1271, 1270]  # PVC, and ACM's product family
+    path = tmp_path / "fat.ar"
+    path.write_bytes(data)
+    _same_report(path, monkeypatch)
+
+
+@needs_fastscan
+def test_real_zebin_summary_alike() -> None:
+    from aotwheel.backends.intel.zebin import read_zebin_summary
+
+    data = _seed(fu.zebin_seed)
+    z = read_zebin_summary(Region(data, "z"))
+    assert fastscan.zebin_summary(Region(data, "z")) == (z.ip_u32, z.product_family, z.gfx_core, z.version, z.has_spirv)
+
+
+def _gnu_ar(members: list[tuple[str, bytes]], long_names: bool = True) -> bytes:
+    """A GNU ar archive; names of 16+ characters go to the '//' table when ``long_names``."""
+    table, entries = b"", []
+    for name, body in members:
+        field = f"{name}/"
+        if long_names and len(field) > 16:
+            field = f"/{len(table)}"
+            table += name.encode() + b"/\n"
+        entries.append((field, body))
+    out = b"!<arch>\n"
+    if table:
+        out += f"{'//':<16}{'':<32}{len(table):<10}`\n".encode() + table + b"\n" * (len(table) & 1)
+    for field, body in entries:
+        out += f"{field:<16}{'0':<12}{'0':<6}{'0':<6}{'644':<8}{len(body):<10}`\n".encode() + body + b"\n" * (len(body) & 1)
+    return out
+
+
+@needs_fastscan
+def test_long_member_names_and_odd_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fat = Region(_seed(fu.fat_zebin_seed), "fat")
+    parts = [(m.name, fat.read(m.offset, m.size, "m")) for m in read_ar(fat)]
+    renamed = [(f"64.{name}-with-a-long-suffix" if name.startswith("64.") else name, body + b"x") for name, body in parts]
+    data = _gnu_ar(renamed)
+    got = fastscan.fat_binary(Region(data, "long"))
+    assert got is not None and [g[0] for g in got] == [n for n, _ in renamed if not n.startswith("pad_")]
+    assert _agrees(Region(data, "long"))
+    path = tmp_path / "long.ar"
+    path.write_bytes(data)
+    _same_report(path, monkeypatch)
+    bsd = data.replace(b"/0              ", b"#1/4            ", 1)  # BSD names: the Python reader's
+    assert fastscan.fat_binary(Region(bsd, "bsd")) is None
+
+
+@needs_fastscan
+@pytest.mark.parametrize("seed", [fu.fat_zebin_seed, fu.fat_seed])
+def test_mutated_fat_binaries_same_answer_or_none(seed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _seed(seed)
+    spots = fu.hot_spots(data)
+    path = tmp_path / "input.ar"
+    seen = Counter[str]()
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(ops=st.lists(OPS, min_size=1, max_size=6))
+    def one(ops: list) -> None:
+        mutated = fu.apply(data, ops, spots)
+        region = Region(mutated, "input")
+        got = fastscan.fat_binary(region)
+        seen["none" if got is None else "all-c" if _agrees(region) else "partly-c"] += 1
+        path.write_bytes(mutated)
+        _same_report(path, monkeypatch)
+
+    one()
+    assert seen["none"] and seen["all-c" if seed is fu.fat_zebin_seed else "partly-c"], seen  # both sides were reached
+
+
+@needs_fastscan
+@pytest.mark.parametrize("seed", [fu.host_so_seed, fu.icpx_so_seed, fu.listed_size_so_seed])
+def test_mutated_host_libraries_same_report(seed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """.tgtimg tables, .tgtsym names and leaf images (fastscan.tgtsym, fastscan.leaves)."""
+    data = _seed(seed)
+    spots = fu.hot_spots(data)
+    path = tmp_path / "input.so"
+    path.write_bytes(data)
+    _same_report(path, monkeypatch)
+
+    @settings(max_examples=EXAMPLES // 2, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(ops=st.lists(OPS, min_size=1, max_size=6))
+    def one(ops: list) -> None:
+        path.write_bytes(fu.apply(data, ops, spots))
+        _same_report(path, monkeypatch)
+
+    one()
+
+
+@needs_fastscan
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\0", b"")) | st.sampled_from(
+    [b"sycl-spir64-unknown-unknown.k", b"sycl-spir64_gen-unknown-unknown.k", b"k", b".k", b"k.", b".", b"\xff.k", b"a.b.c"]),
+    max_size=40), st.binary(max_size=3))
+def test_tgtsym_counts_alike(names: list[bytes], tail: bytes) -> None:
+    raw = b"\0".join(names) + tail
+    got = fastscan.tgtsym(Region(raw or b"\0", "tgtsym"), 0, len(raw))
+    assert got is not None
+    per_prefix, n_names, kernels = got
+    entries = _tgtsym_names(raw)
+    per_triple, distinct, prefixes = _count_tgtsym(entries)
+    assert ([p for p, _ in per_prefix], _per_triple(per_prefix), n_names, kernels) == (prefixes, per_triple, len(entries), distinct)
+    assert per_prefix == list(Counter(e.partition(b".")[0] for e in entries).items())
+
+
+@needs_fastscan
+def test_fuzzer_findings_read_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inputs fuzz/fastscan_long.py found (tests/data/fastscan), as generic_ir members."""
+    for found in sorted((REPO / "tests" / "data" / "fastscan").iterdir()):
+        data = _gnu_ar([("pad_0", b"\0" * 8), ("generic_ir", found.read_bytes())])
+        got = fastscan.fat_binary(Region(data, found.name))
+        assert got is not None and _agrees(Region(data, found.name)), found.name
+        path = tmp_path / "found.ar"
+        path.write_bytes(data)
+        _same_report(path, monkeypatch)
+
+
+@needs_fastscan
+@pytest.mark.parametrize("name", ["libmhc_kernels_xe_2.so.zst", "xpumem_allocator.abi3.so.zst"])
+def test_vllm_excerpts_same_report(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real icpx-built libraries (tests/data): fat binaries with zebin and generic_ir members,
+    duplicate member names, a core family the tables do not name."""
+    import zstandard
+
+    path = tmp_path / name.removesuffix(".zst")
+    path.write_bytes(zstandard.ZstdDecompressor().decompress((REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / name).read_bytes(),
+                                                             max_output_size=1 << 26))
+    _same_report(path, monkeypatch)
+    assert inspect(path).files[0].native_targets
