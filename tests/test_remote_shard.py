@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.buildsteps.groups import device_groups, plan_edges
+from aotwheel.buildsteps.groups import device_groups, plan_edges, slice_groups
 from aotwheel.buildsteps.shard import (DEVICE_COST, IMBALANCE, Job, Shard, assign, in_slice, job_cost, parse_shard,
-                                       read_jobs, slice_groups)
+                                       read_jobs)
 from aotwheel.errors import AotwheelError
 
 REPO = Path(__file__).resolve().parents[1]

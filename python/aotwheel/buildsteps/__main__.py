@@ -131,9 +131,10 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
 
 
 def cmd_shard(a: argparse.Namespace) -> int:
-    """Write this shard's slice of the job list (configure time): ``<stem>\t<group>|<group>...``
+    """Write this shard's slice of the job list (configure time): ``<stem>\\t<group>|<group>...``
     a line, each group comma-separated devices; sources with no job in this shard are absent."""
-    from aotwheel.buildsteps.shard import parse_shard, read_jobs, slice_groups
+    from aotwheel.buildsteps.groups import slice_groups
+    from aotwheel.buildsteps.shard import parse_shard, read_jobs
 
     shard = parse_shard(a.shard)
     if shard is None:

@@ -124,20 +124,6 @@ def read_jobs(path: Path) -> list[Job]:
     return jobs
 
 
-def slice_groups(jobs: list[Job], shard: Shard, setting: str | None = None, cores: int | None = None) -> dict[str, list[list[str]]]:
-    """This shard's devices of each of its sources (job-list order), as ocloc edges planned by
-    :func:`groups.plan_edges` over the shard's own jobs (``setting``: ``AOTWHEEL_OCLOC_GROUPS``;
-    ``cores``: default this machine's), as a one-machine build plans all of them."""
-    from aotwheel.buildsteps.groups import plan_edges, usable_cores  # groups imports DEVICE_COST from here
-
-    plan = assign(jobs, shard.count)
-    mine = [job for job in jobs if plan[(job.source, job.device)] == shard.index]
-    out: dict[str, list[list[str]]] = {}
-    for source, devices in plan_edges(mine, usable_cores() if cores is None else cores, setting):
-        out.setdefault(source, []).append(devices)
-    return out
-
-
 def in_slice(shard: Shard, jobs_file: Path, stem: str, device: str) -> bool:
     """Whether ``(stem, device)`` belongs to ``shard`` in the plan over ``jobs_file``."""
     plan = assign(read_jobs(jobs_file), shard.count)
