@@ -198,8 +198,10 @@ static int intern_all(void) {
 
 static Py_ssize_t get_ssize(PyObject *obj, PyObject *name) {
     PyObject *v = PyObject_GetAttr(obj, name);
-    if (v == NULL)
+    if (v == NULL) {
+        PyErr_Clear(); /* no such attribute: not a plain leaf, the Python loop takes it */
         return -1;
+    }
     Py_ssize_t out = PyLong_Check(v) ? PyLong_AsSsize_t(v) : -1;
     Py_DECREF(v);
     if (out < 0 && PyErr_Occurred())
@@ -211,7 +213,7 @@ static Py_ssize_t get_ssize(PyObject *obj, PyObject *name) {
 static PyObject *leaf_image(PyObject *host, PyObject *image_cls, const uint8_t *buf, Py_ssize_t len, Py_ssize_t start, Py_ssize_t base,
                             Py_ssize_t index, int fd, PyObject **kind) {
     Py_ssize_t off = get_ssize(host, s_offset), size = get_ssize(host, s_size);
-    if (off < 0 || size < 0 || start > len || off > len - start)
+    if (off < 0 || size < 0 || start < 0 || start > len || off > len - start)
         Py_RETURN_NONE;
     Py_ssize_t avail = len - start - off, n = size < 4 ? size : 4;
     const uint8_t *head = buf + start + off;
@@ -280,7 +282,8 @@ static PyObject *leaves(PyObject *self, PyObject *args) {
             Py_DECREF(img);
             break;
         }
-        if (img == NULL || PyList_Append(made, img) < 0 || (PySequence_Contains(kinds, kind) == 0 && PyList_Append(kinds, kind) < 0)) {
+        int known = img == NULL ? -1 : PySequence_Contains(kinds, kind);
+        if (img == NULL || known < 0 || PyList_Append(made, img) < 0 || (known == 0 && PyList_Append(kinds, kind) < 0)) {
             Py_XDECREF(img);
             Py_CLEAR(made);
             break;
@@ -364,10 +367,12 @@ static PyObject *tgtimg(PyObject *self, PyObject *args) {
     const uint8_t *t = (const uint8_t *)view.buf + table;
     for (; made && i < count; ++i) {
         uint64_t vaddr = fs_u64(t + 16 * i), size = fs_u64(t + 16 * i + 8);
-        PyObject *key = PyLong_FromUnsignedLongLong(slot + 16 * (unsigned long long)i);
-        if (key == NULL || (unsigned __int128)slot + 16 * (unsigned __int128)i > UINT64_MAX) {
-            Py_XDECREF(key);
+        if ((unsigned __int128)slot + 16 * (unsigned __int128)i > UINT64_MAX)
             break; /* a slot past 2**64: the Python loop */
+        PyObject *key = PyLong_FromUnsignedLongLong(slot + 16 * (unsigned long long)i);
+        if (key == NULL) {
+            Py_CLEAR(made); /* out of memory: NULL with the exception */
+            break;
         }
         PyObject *addend = PyDict_GetItemWithError(relocs, key);
         Py_DECREF(key);

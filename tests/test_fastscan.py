@@ -263,3 +263,21 @@ def test_vllm_excerpts_same_report(name: str, tmp_path: Path, monkeypatch: pytes
                                                              max_output_size=1 << 26))
     _same_report(path, monkeypatch)
     assert inspect(path).files[0].native_targets
+
+
+@needs_fastscan
+def test_leaves_hands_odd_inputs_to_python_without_an_exception() -> None:
+    """A host record without the fields the C loop reads, or a negative region start: no leaf is
+    made and no exception is left set (found by review: a SystemError and a read before the buffer)."""
+    mod = fastscan.module()
+    assert mod is not None
+    spirv = b"\x03\x02\x23\x07" * 4
+
+    class NoSize:
+        offset = 0
+
+    class Leaf:
+        offset, size, triple, section, compile_options, link_options, listed_size = 0, 4, None, None, None, None, None
+
+    assert mod.leaves(spirv, 0, 0, [NoSize()], 0, 1, 0, object, -1) == ([], 0, [])
+    assert mod.leaves(spirv, -8, 0, [Leaf()], 0, 1, 0, object, -1)[:2] == ([], 0)
