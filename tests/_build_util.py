@@ -36,24 +36,12 @@ def ocloc_ip(device: str) -> str:
 
 def ocloc_logger(directory: Path) -> tuple[Path, Path]:
     """An executable that appends its arguments to a log, then execs the real ocloc."""
-    real = shutil.which("ocloc")
-    assert real
-    directory.mkdir(parents=True, exist_ok=True)
-    log = directory / "ocloc-runs.log"
-    wrapper = directory / "ocloc"
-    wrapper.write_text(
-        f"#!{sys.executable}\n"
-        "import os, sys\n"
-        f"with open({str(log)!r}, 'a') as f:\n"
-        "    f.write(' '.join(sys.argv[1:]) + '\\n')\n"
-        f"os.execv({real!r}, [{real!r}] + sys.argv[1:])\n"
-    )
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return wrapper, log
+    return tool_logger(directory, "ocloc")
 
 
 def tool_logger(directory: Path, name: str) -> tuple[Path, Path]:
-    """Like :func:`ocloc_logger`, for clang-15 or llvm-spirv-15 (``name``): log, then exec it."""
+    """An executable ``directory/name`` that appends its arguments to ``directory/<name>-runs.log``,
+    then execs the real tool ``name`` (ocloc, clang-15, llvm-spirv-15); returns (wrapper, log)."""
     real = shutil.which(name)
     assert real
     directory.mkdir(parents=True, exist_ok=True)
