@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
+if str(REPO) not in sys.path:  # benchmarks.servers: the real cache servers the remote tests start
+    sys.path.insert(0, str(REPO))
 
 # Modules that build, fuzz or walk large downloads (measured: each takes tens of seconds or more).
 SLOW_MODULES = frozenset({
@@ -61,6 +64,39 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> Any:
     runtime.reset_memo()
     yield runtime
     runtime.reset_memo()
+
+
+def start_nginx(root: Path, **kw: Any) -> Any:
+    """A real nginx WebDAV store (benchmarks/servers.py) on a loopback port; skips without nginx.
+    The caller stops it."""
+    from benchmarks.servers import NGINX, NginxDav
+
+    if NGINX is None:
+        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
+    return NginxDav(root, **kw)
+
+
+def start_redis(root: Path, **kw: Any) -> Any:
+    """A real redis-server on a loopback port; skips without it. The caller stops it."""
+    from benchmarks.servers import REDIS, RedisServer
+
+    if REDIS is None:
+        pytest.skip("needs redis-server (ci/setup.sh installs it: apt-get install redis-server)")
+    return RedisServer(root, **kw)
+
+
+@pytest.fixture
+def nginx(tmp_path: Path) -> Any:
+    server = start_nginx(tmp_path / "nginx")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis(tmp_path: Path) -> Any:
+    server = start_redis(tmp_path / "redis")
+    yield server
+    server.stop()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -94,15 +94,10 @@ def test_cmake_builds_embeds_and_caches(tmp_path: Path) -> None:
 def test_remote_cache_set_in_cmake_serves_the_nvcc_steps(tmp_path: Path) -> None:
     """-DAOTWHEEL_REMOTE_CACHE (not the environment) reaches the nvcc steps: a second machine
     (fresh build tree and local cache) runs no nvcc; real nginx/WebDAV on loopback."""
-    import sys
-
-    sys.path.insert(0, str(REPO))
-    from benchmarks.servers import NGINX, NginxDav
+    from conftest import start_nginx
 
     nvcc_path()
-    if NGINX is None:
-        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
-    server = NginxDav(tmp_path / "nginx")
+    server = start_nginx(tmp_path / "nginx")
     try:
         define = (f"AOTWHEEL_REMOTE_CACHE={server.url()}",)
         proc, bld = build(tmp_path / "a", "TARGETS sm_90", cache=tmp_path / "cache-a", defines=define)

@@ -21,8 +21,8 @@ import pytest
 from _build_util import (PYTHONPATH, REPO, build_env, compile_runs, embedded_images, logged_runs as _logged,
                          ocloc_logger, require, run, tool_logger)
 
-sys.path.insert(0, str(REPO))
-from benchmarks.servers import NGINX, NginxDav  # noqa: E402
+from benchmarks.servers import NginxDav
+from conftest import start_nginx
 
 TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
 DEVICES = "pvc,acm-g10,tgllp"
@@ -38,13 +38,10 @@ aotwheel_add_device_code(rcext SOURCES {sources} DEVLIST DEVS NAME rc)
 
 
 @pytest.fixture
-def nginx(tmp_path):
+def nginx(nginx: NginxDav) -> NginxDav:
+    """conftest's real nginx store, for builds that also need the toolchain."""
     require(*TOOLS)
-    if NGINX is None:
-        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
-    server = NginxDav(tmp_path / "nginx")
-    yield server
-    server.stop()
+    return nginx
 
 
 @pytest.fixture
@@ -180,10 +177,8 @@ def test_two_machines_second_runs_zero_ocloc_and_embeds_the_same_images(project,
 
 def test_cmake_define_settings_reach_the_steps_and_the_token_stays_out_of_logs(project, tmp_path):
     require(*TOOLS)
-    if NGINX is None:
-        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
     token = "tok-SECRET-2718"
-    server = NginxDav(tmp_path / "nginx", bearer=token)
+    server = start_nginx(tmp_path / "nginx", bearer=token)
     try:
         wrapper, log = ocloc_logger(tmp_path / "bin")
         env = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))

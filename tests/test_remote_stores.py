@@ -14,16 +14,12 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require
-from conftest import run_tool
-
-sys.path.insert(0, str(REPO))
-from benchmarks.servers import NGINX, REDIS, NginxDav, RedisServer  # noqa: E402
-
-from aotwheel.buildsteps.cache import DeviceCodeCache  # noqa: E402
-from aotwheel.buildsteps.ocloc_job import run_job  # noqa: E402
-from aotwheel.buildsteps.remote import config_from  # noqa: E402
-from aotwheel.buildsteps.tiers import Tiers  # noqa: E402
-from aotwheel.errors import AotwheelError  # noqa: E402
+from conftest import run_tool, start_nginx, start_redis
+from aotwheel.buildsteps.cache import DeviceCodeCache
+from aotwheel.buildsteps.ocloc_job import run_job
+from aotwheel.buildsteps.remote import config_from
+from aotwheel.buildsteps.tiers import Tiers
+from aotwheel.errors import AotwheelError
 
 MAGIC = b"aotwheel-cache-object 1 "
 DEVICES = ("pvc", "tgllp")
@@ -35,24 +31,6 @@ def spv(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("spv") / "reduce.spv"
     compile_spirv(REPO / "csrc" / "kernels" / "reduce.cl", out)
     return out
-
-
-@pytest.fixture
-def nginx(tmp_path):
-    if NGINX is None:
-        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
-    server = NginxDav(tmp_path / "nginx")
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def redis(tmp_path):
-    if REDIS is None:
-        pytest.skip("needs redis-server (ci/setup.sh installs it: apt-get install redis-server)")
-    server = RedisServer(tmp_path / "redis")
-    yield server
-    server.stop()
 
 
 def _intact(blob: bytes) -> bool:
@@ -157,10 +135,8 @@ def test_server_killed_during_build_gives_one_warning_and_a_good_build(spv, ngin
 
 
 def test_credentials_never_appear_in_output(spv, tmp_path, capfd):
-    if NGINX is None:
-        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
     token = "tok-SECRET-4711"
-    server = NginxDav(tmp_path / "nginx", bearer=token)
+    server = start_nginx(tmp_path / "nginx", bearer=token)
     try:
         wrapper, log = ocloc_logger(tmp_path / "bin")
         # Right token: works. Wrong password in the URL and a wrong token: 401 -> warning without them.
@@ -298,10 +274,8 @@ def _self_signed(work: Path) -> tuple[Path, Path]:
 def test_https_store_verifies_the_server_against_the_trust_store(spv, tmp_path, capfd, monkeypatch):
     """https:// goes through TLS with certificate checks (the system store; a private CA via
     SSL_CERT_FILE, as for pip and curl): trusted -> shared; untrusted -> one warning, compiled."""
-    if NGINX is None:
-        pytest.skip("needs nginx (ci/setup.sh installs it: apt-get install nginx)")
     cert, key = _self_signed(tmp_path / "tls")
-    server = NginxDav(tmp_path / "nginx", tls=(cert, key))
+    server = start_nginx(tmp_path / "nginx", tls=(cert, key))
     try:
         assert server.url().startswith("https://")
         wrapper, log = ocloc_logger(tmp_path / "bin")
@@ -325,9 +299,7 @@ def test_https_store_verifies_the_server_against_the_trust_store(spv, tmp_path, 
 
 
 def test_redis_password_from_the_url_authenticates_and_never_shows(spv, tmp_path, capfd):
-    if REDIS is None:
-        pytest.skip("needs redis-server (ci/setup.sh installs it: apt-get install redis-server)")
-    server = RedisServer(tmp_path / "redis", password="pw-SECRET-2718")
+    server = start_redis(tmp_path / "redis", password="pw-SECRET-2718")
     try:
         wrapper, log = ocloc_logger(tmp_path / "bin")
         url = server.url().replace("redis://", "redis://:pw-SECRET-2718@")
