@@ -227,19 +227,26 @@ def test_concurrent_writers_and_readers_of_one_key_never_see_a_partial_object(ki
     key = "c" * 64
     blobs = [pack_object(bytes([i]) * 500_000) for i in range(8)]
 
+    written = threading.Event()
+
     def write(i: int) -> None:
         for _ in range(3):
             store.put(key, blobs[i])
+        written.set()
 
     def read(_: int) -> list[bytes | None]:
-        return [store.get(key) for _ in range(6)]
+        out = [store.get(key) for _ in range(6)]
+        if not any(out):  # under load all six could end before any SET/PUT completes: read once more after one has
+            written.wait(timeout=60)
+            out.append(store.get(key))
+        return out
 
     with ThreadPoolExecutor(16) as pool:
         writers = [pool.submit(write, i) for i in range(8)]
         readers = [pool.submit(read, i) for i in range(8)]
-        seen = [b for r in readers for b in r.result()]
         for w in writers:
             w.result()
+        seen = [b for r in readers for b in r.result()]
     got = [b for b in seen if b is not None]
     assert got, "no read saw the object"
     assert all(unpack_object(b) is not None and b in blobs for b in got)
