@@ -151,11 +151,7 @@ def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], o
     out: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         names = ",".join(name for name, _ in devices)
-        cmd = ocloc_command(ocloc, str(Path(spirv).resolve()), names, "fat", tmp, options)
-        try:
-            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
-        except OSError as exc:
-            raise ToolchainError(f"Cannot run ocloc at {ocloc}: {exc.strerror}. Try: apt-get install intel-opencl-icd") from None
+        proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), names, "fat", tmp, options), tmp)
         produced = Path(tmp, "fat")
         if proc.returncode == 0 and produced.is_file():
             out = _split_members(produced.read_bytes(), devices)
@@ -163,6 +159,15 @@ def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], o
         if name not in out:
             out[name] = compile_device(ocloc=ocloc, spirv=spirv, device=name, options=options)
     return out
+
+
+def _run_ocloc(ocloc: str, cmd: list[str], tmp: str) -> subprocess.CompletedProcess[str]:
+    """One ocloc run in its private folder ``tmp`` (cwd too: ocloc drops side files, e.g. query
+    outputs, into the working directory); a missing or unrunnable ocloc is one clear error."""
+    try:
+        return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise ToolchainError(f"Cannot run ocloc at {ocloc}: {exc.strerror}. Try: apt-get install intel-opencl-icd") from None
 
 
 def _split_members(fat: bytes, devices: list[tuple[str, str]]) -> dict[str, bytes]:
@@ -201,12 +206,7 @@ def compile_device_logged(*, ocloc: str, spirv: str, device: str, options: str =
     (spills among them). With ``echo_failure=False`` a failure's message quotes the log's first
     error line instead of printing the whole log."""
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
-        cmd = ocloc_command(ocloc, str(Path(spirv).resolve()), device, "image", tmp, options)
-        try:
-            # cwd=tmp: ocloc drops side files (e.g. query outputs) into the working directory.
-            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
-        except OSError as exc:
-            raise ToolchainError(f"Cannot run ocloc at {ocloc}: {exc.strerror}. Try: apt-get install intel-opencl-icd") from None
+        proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), device, "image", tmp, options), tmp)
         produced = Path(tmp, "image")
         log = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0 or not produced.is_file():

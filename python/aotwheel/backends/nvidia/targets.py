@@ -154,20 +154,12 @@ def parse_cuda_target(token: str, *, supported: Collection[int] | None = None) -
         near = _near_archs(arch, archs, prefix)
         hint = f"; did you mean {' or '.join(near)}?" if near else ""
         raise DevlistError(f"USE_AOT_DEVLIST: unknown NVIDIA architecture '{raw}'{hint} (valid: {_valid(archs)})", raw, tuple(near))
-    if suffix == "a" and arch not in ARCH_SPECIFIC:
-        plain = f"{prefix}_{arch}"
-        raise DevlistError(
-            f"USE_AOT_DEVLIST: '{raw}' does not exist: arch-specific 'a' targets are {', '.join(f'sm_{a}a' for a in sorted(ARCH_SPECIFIC))}; write {plain}",
-            raw,
-            (plain,),
-        )
-    if suffix == "f" and arch not in FAMILY_SPECIFIC:
-        plain = f"{prefix}_{arch}"
-        raise DevlistError(
-            f"USE_AOT_DEVLIST: '{raw}' does not exist: family-specific 'f' targets are {', '.join(f'sm_{a}f' for a in sorted(FAMILY_SPECIFIC))}; write {plain}",
-            raw,
-            (plain,),
-        )
+    for tag, allowed, what in (("a", ARCH_SPECIFIC, "arch-specific"), ("f", FAMILY_SPECIFIC, "family-specific")):
+        if suffix == tag and arch not in allowed:
+            plain = f"{prefix}_{arch}"
+            listed = ", ".join(f"sm_{a}{tag}" for a in sorted(allowed))
+            raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' does not exist: {what} '{tag}' targets are {listed}; write {plain}",
+                               raw, (plain,))
     return CudaTarget(arch, kind, suffix == "a", suffix == "f")
 
 
