@@ -303,6 +303,17 @@ def _configure(tmp_path: Path, args: str, *, forced: bool = True, defs: tuple[st
     return proc, build, log
 
 
+def _build_with_stand_in(build: Path, log: Path) -> tuple[list[list[str]], list[str]]:
+    """ninja the configured tree with the stand-in icpx: every argv it received (as icpx would
+    after /bin/sh parsed the line), and the one link line's."""
+    built = subprocess.run([NINJA, "-C", str(build)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    link = [c for c in calls if "-c" not in c]
+    assert len(link) == 1
+    return calls, link[0]
+
+
 def _link_flags(build: Path) -> str:
     text = (build / "build.ninja").read_text()
     lines = [line.strip() for line in text.splitlines() if line.strip().startswith("LINK_FLAGS = ")]
@@ -330,12 +341,7 @@ def test_icpx_golden_configure_build_ninja_and_argv(tmp_path: Path) -> None:
     assert "-fsycl" not in commands["glue.c"]  # C glue is not SYCL code
 
     # Build with the stand-in: the argv icpx would receive after /bin/sh has parsed the line.
-    built = subprocess.run([NINJA, "-C", str(build)], capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stdout + built.stderr
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
-    link = [c for c in calls if "-c" not in c]
-    assert len(link) == 1
-    argv = link[0]
+    calls, argv = _build_with_stand_in(build, log)
     xs = argv.index("-Xs")
     assert argv[xs - 2: xs + 4] == [
         "-fsycl",
@@ -358,12 +364,7 @@ def test_icpx_golden_configure_pvc_sm_90_reaches_the_stand_in_icpx(tmp_path: Pat
         ' -fsycl -fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90 -Xsycl-target-backend=spir64_gen "-device pvc" --offload-compress'
     )
     assert "SYCL AOT for pvc (targets spir64_gen,spir64,nvidia_gpu_sm_90)" in proc.stdout
-    built = subprocess.run([NINJA, "-C", str(build)], capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0, built.stdout + built.stderr
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
-    link = [c for c in calls if "-c" not in c]
-    assert len(link) == 1
-    argv = link[0]
+    _, argv = _build_with_stand_in(build, log)
     at = argv.index("-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90")
     assert argv[at - 1: at + 4] == ["-fsycl", "-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90",
                                     "-Xsycl-target-backend=spir64_gen", "-device pvc", "--offload-compress"]
