@@ -18,6 +18,7 @@ import pytest
 from _build_util import (
     PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_ip, ocloc_logger, require, run,
 )
+from aotwheel.buildsteps import groups
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.buildsteps.groups import (
     EDGE_OVERHEAD, device_groups, estimated_makespan, group_count, plan_edges, source_jobs, usable_cores,
@@ -74,14 +75,36 @@ def _check_plan(plan: list[tuple[str, list[str]]], jobs: list[Job]) -> None:
     assert sources == sorted(sources, key=[j.source for j in jobs].index)
 
 
-@pytest.mark.parametrize("n", [2, 4, 6])
-@pytest.mark.parametrize("cores", [2, 4])
-def test_sources_at_least_cores_of_similar_size_get_one_edge_each(n, cores):
+@pytest.mark.parametrize("n,cores", [(2, 2), (4, 2), (6, 2), (2, 4), (4, 4)])
+def test_sources_of_similar_size_get_one_edge_each_when_each_core_has_several_or_splitting_buys_little(n, cores):
     # The benchmark's workload: 4 sources of 16.6-17.0 kB (P1 at N = 2, 4, 6 on 2 cores).
     jobs = _jobs([16591, 16628, 17016, 17006], SIX[:n])
     plan = plan_edges(jobs, cores)
     _check_plan(plan, jobs)
     assert plan == [(f"ops_{i}", SIX[:n]) for i in range(4)]
+
+
+@pytest.mark.parametrize("sources,cores", [(2, 2), (3, 3), (4, 4)])
+def test_a_core_that_would_end_on_one_whole_source_gets_smaller_edges(sources, cores):
+    # A shard's slice: few large sources of equal size on as many cores (8 devices each). Sizes
+    # are a weak estimate (UNCERTAINTY): one edge per source and core would leave the other cores
+    # idle while the dearest source finishes, so every core gets at least two smaller edges.
+    devices = [*SIX, "acm-g12", "rkl"]
+    jobs = _jobs([33600] * sources, devices)
+    plan = plan_edges(jobs, cores)
+    _check_plan(plan, jobs)
+    assert len(plan) >= 2 * cores - 1 and len(plan) > sources
+    # Without the uncertainty the estimate is already balanced: one edge per source.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(groups, "UNCERTAINTY", 0.0)
+        assert plan_edges(jobs, cores) == [(f"ops_{i}", devices) for i in range(sources)]
+
+
+def test_the_estimate_lets_each_cores_largest_edge_overrun():
+    # Longest first on 2 cores: [10, 1] and [6, 5]; each core's largest edge may run 20% longer.
+    assert estimated_makespan([10, 6, 5, 1], 2) == 11
+    assert estimated_makespan([10, 6, 5, 1], 2, 0.2) == pytest.approx(max(11 + 2, 11 + 1.2))
+    assert estimated_makespan([4, 4], 1, 0.5) == pytest.approx(10)  # one core: its one largest edge
 
 
 @pytest.mark.parametrize("n,cores", [(2, 2), (6, 2), (3, 8), (6, 16)])
