@@ -254,8 +254,11 @@ function(_aotwheel_scale_out fn work)
   if(DEFINED AOTWHEEL_OCLOC_GROUPS)
     set(groups_setting "${AOTWHEEL_OCLOC_GROUPS}")
   endif()
+  # --cost-prefix: the ocloc costs earlier builds measured (recorded by the ocloc edges below,
+  # --cost-id) weigh the plan where the remote stores hold them; sizes elsewhere.
   _aotwheel_build_step(${fn} shard --jobs "${work}/jobs.tsv" --shard "${shard}" "--groups=${groups_setting}"
-                       --out "${work}/shard-slice.tsv")
+                       --out "${work}/shard-slice.tsv" --settings "${work}/remote-settings"
+                       --cost-prefix "${PROJECT_NAME}/${ARG_NAME}")
   # The plan weighs the sources by size: an edited source re-plans (CMake re-runs on it).
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${sources})
   set(stems "")
@@ -337,7 +340,9 @@ endfunction()
 # A source with one edge (all its devices) gets its fat binary (plus the SPIR-V when dev_JIT) from
 # that edge; a source split over several edges (ninja runs them in parallel) from a fatbin edge
 # after them. Sets <out> to the fat binary. Reads the caller's dev, dev_IPS, ocloc_command,
-# ocloc_pool (from _aotwheel_ocloc_command), ocloc_depends and ARG_OPTIONS.
+# ocloc_pool (from _aotwheel_ocloc_command), ocloc_depends and ARG_OPTIONS. With a remote cache,
+# each edge that runs ocloc records its CPU time under the source's cost id (--cost-id), which
+# later shard plans read (python/aotwheel/buildsteps/history.py).
 function(_aotwheel_ocloc_edges work src spv out)
   get_filename_component(base "${src}" NAME)
   get_filename_component(stem "${src}" NAME_WE)
@@ -386,7 +391,7 @@ function(_aotwheel_ocloc_edges work src spv out)
     add_custom_command(
       OUTPUT ${outputs}
       COMMAND ${ocloc_command} --toolchain "${work}/toolchain.json" --spirv "${spv}" ${job_args}
-              "--options=${ARG_OPTIONS}"
+              "--options=${ARG_OPTIONS}" --cost-id "${PROJECT_NAME}/${ARG_NAME}/${stem}" --source "${src}"
       DEPENDS "${spv}" "${work}/toolchain.json" ${ocloc_depends}
       COMMENT "aotwheel: ocloc ${base} -device ${group}"
       ${ocloc_pool}

@@ -69,9 +69,14 @@ def spirv_objects(server: NginxDav) -> list[Path]:
     return [p for p in server.objects() if _payload(p)[:4] == b"\x03\x02\x23\x07" or _payload(p).startswith(b'{"entries"')]
 
 
+def cost_records(server: NginxDav) -> list[Path]:
+    """The ocloc cost records on the server (buildsteps/history.py), by content."""
+    return [p for p in server.objects() if _payload(p).startswith(b'{"format": "aotwheel-ocloc-costs"')]
+
+
 def device_objects(server: NginxDav) -> list[Path]:
-    spirv = set(spirv_objects(server))
-    return [p for p in server.objects() if p not in spirv]
+    other = {*spirv_objects(server), *cost_records(server)}
+    return [p for p in server.objects() if p not in other]
 
 
 def logged_runs(log: Path) -> list[str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -120,8 +121,15 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
             ip = dev.ip if dev else device
         jobs.append(GroupJob(device=device, ocloc_name=names.get(device, device), ip=ip, output=Path(output)))
     tiers = Tiers.for_build(jobs[0].output.parent, settings)
+    on_compiled = None
+    if a.cost_id and a.source and tiers.stores and not tiers.readonly:
+        def on_compiled(devices: list[str], cpu_s: float) -> None:  # for the next shard plans
+            from aotwheel.buildsteps import history
+            from aotwheel.buildsteps.cache import file_sha256
+
+            history.record(tiers.stores, a.cost_id, file_sha256(a.source), history.split_cpu(cpu_s, devices))
     results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
-                        options=a.options, tiers=tiers)
+                        options=a.options, tiers=tiers, on_compiled=on_compiled)
     out = {}
     # ninja prints this only with -v or on failure; the cache's events.log is the record.
     for job, res in zip(jobs, results):
@@ -139,7 +147,18 @@ def cmd_shard(a: argparse.Namespace) -> int:
     shard = parse_shard(a.shard)
     if shard is None:
         raise AotwheelError("the shard step needs --shard i/n; e.g. --shard 1/4")
-    groups = slice_groups(read_jobs(Path(a.jobs)), shard, a.groups)
+    jobs = read_jobs(Path(a.jobs))
+    if a.cost_prefix:  # what earlier builds measured, from the remote stores (history.py)
+        from aotwheel.buildsteps.tiers import load_settings, remote_configured
+
+        settings = load_settings(a.settings)
+        if remote_configured(os.environ, settings):
+            from aotwheel.buildsteps import history
+            from aotwheel.buildsteps.remote import config_from
+
+            cfg = config_from(os.environ, settings)
+            jobs = history.with_measured(jobs, history.measured_costs(Path(a.jobs), a.cost_prefix, cfg.stores()))
+    groups = slice_groups(jobs, shard, a.groups)
     _write_if_changed(a.out, "".join(f"{stem}\t{'|'.join(','.join(g) for g in gs)}\n" for stem, gs in groups.items()))
     return 0
 
@@ -267,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fatbin", help="also write the source's fat binary (the jobs are all its devices, in devlist order)")
     s.add_argument("--info", help="with --fatbin: its member list (for the manifest)")
     s.add_argument("--ir", action="store_true", help="with --fatbin: add the SPIR-V as generic_ir (JIT fallback)")
+    s.add_argument("--cost-id", help="record ocloc's CPU time in the remote stores under this id (history.py)")
+    s.add_argument("--source", help="with --cost-id: the kernel source (its sha256 tells the records' generations apart)")
     s.set_defaults(fn=cmd_ocloc)
 
     s = sub.add_parser("shard")
@@ -274,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shard", required=True, help="AOTWHEEL_SHARD, i/n")
     s.add_argument("--groups", default="", help="AOTWHEEL_OCLOC_GROUPS (empty: the edges are planned for this machine's cores)")
     s.add_argument("--out", required=True, help="write the slice here")
+    s.add_argument("--cost-prefix", help="plan with the ocloc costs earlier builds recorded under <prefix>/<stem> (history.py)")
+    s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
     s.set_defaults(fn=cmd_shard)
 
     s = sub.add_parser("fatbin")

@@ -14,6 +14,7 @@ import hashlib
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,12 +104,14 @@ class GroupJob:
 
 
 def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: str, options: str,
-              tiers: Tiers) -> list[JobResult]:
+              tiers: Tiers, on_compiled: Callable[[list[str], float], None] | None = None) -> list[JobResult]:
     """Produce every job's output: per-device cache lookups, then one ocloc run for the misses.
 
     Each result is stored under its own key and written with its provenance, as :func:`run_job`
     does for one device. On an ocloc failure the failing device's log is printed and
     :class:`ToolchainError` names it; outputs of devices that did compile are kept.
+    ``on_compiled(devices, cpu_s)``: called after ocloc ran, with the compiled devices (catalog
+    names) and the CPU seconds (user + system) ocloc took for them.
     """
     blob = Path(spirv).read_bytes()
     tool_sha = tiers.local.tool_sha256(ocloc)
@@ -123,8 +126,11 @@ def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: st
         else:
             found[job] = (data, provenance)
     if missing:
+        cpu0 = _children_cpu()
         built = compile_devices(ocloc=ocloc, spirv=spirv, devices=[(j.ocloc_name, j.ip) for j, _, _ in missing],
                                 options=options)
+        if on_compiled is not None:
+            on_compiled([j.device for j, _, _ in missing], _children_cpu() - cpu0)
         for job, key, writable in missing:
             data = built[job.ocloc_name]
             tiers.store(key, data, f"{Path(spirv).name}:{job.ocloc_name}", writable)
@@ -137,6 +143,14 @@ def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: st
         results.append(JobResult(output=job.output, size=len(data), cache_hit=provenance in (LOCAL, REMOTE),
                                  provenance=provenance, data=data))
     return results
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's waited-for children so far."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], options: str = "") -> dict[str, bytes]:

@@ -43,6 +43,11 @@ def load_settings(path: Path | str | None) -> dict[str, str]:
     return out
 
 
+def remote_configured(environ: Mapping[str, str], settings: Mapping[str, str] | None = None) -> bool:
+    """Whether any remote-cache setting is given (without importing the stores)."""
+    return any(v.strip() for k, v in [*environ.items(), *(settings or {}).items()] if k.startswith(_REMOTE))
+
+
 @dataclass
 class Tiers:
     """The caches one build step consults, in order."""
@@ -59,7 +64,7 @@ class Tiers:
         local = DeviceCodeCache.from_env(warn_once=build_dir / ".aotwheel-cache-warning")
         local.build = build_id(build_dir)
         env = os.environ if environ is None else environ
-        if not any(v.strip() for k, v in [*env.items(), *(settings or {}).items()] if k.startswith(_REMOTE)):
+        if not remote_configured(env, settings):
             # No remote setting at all: skip importing the stores (socket, urllib, ...: ~20 ms
             # of every ocloc edge's start).
             return cls(local=local, build_dir=build_dir)
