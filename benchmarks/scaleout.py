@@ -15,6 +15,12 @@ this one); all talk to one real nginx/WebDAV store on loopback. Measured, in one
 * simulated wall = max(shard) + assemble, and its ratio to the ideal T1/R;
 * the cost of one remote hit: a 500 kB object fetched, verified and kept locally (HTTP, Redis).
 
+All of that twice, against the same remote: first the sources as generated (never built before:
+the shard plan weighs them by size), then their next commit (``next_commit``: one small kernel
+more in every source, so every job is new) whose shard plans weigh the sources by the ocloc costs
+the first round's edges recorded in the remote (buildsteps/history.py), as a CI matrix's shards
+do from the second run on. Each round has its own T1 (a cold one-machine build of that commit).
+
 ocloc, clang and llvm-spirv runs are counted by logging wrappers set via AOTWHEEL_OCLOC,
 AOTWHEEL_CLANG and AOTWHEEL_LLVM_SPIRV, not by aotwheel's own log.
 ``--costs`` measures ocloc's CPU seconds per device (the sharding's cost table) instead.
@@ -259,48 +265,82 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def next_commit(sources: list[Path]) -> None:
+    """The workload's next commit: one small kernel more in every source, so every source's
+    SPIR-V (and every ocloc job) is new while what ocloc spends on it barely moves."""
+    for i, path in enumerate(sources):
+        with open(path, "a") as f:
+            f.write(f"__kernel void next_commit_{i}(__global float *x) {{ x[get_global_id(0)] *= 2.0f; }}\n")
+
+
 def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
+    """Two rounds against one remote: the sources' first sharded build (plans by size), then the
+    next commit's (every source edited: plans by the ocloc costs the first round recorded)."""
     project = work / "project"
-    write_project(project, kernels=a.kernels, files=a.files, copies=a.copies)
-    wrapper, log = _wrapper(work / "bin")
-    clang, clang_log = _wrapper(work / "bin", "clang-15")
-    llvm_spirv, spirv_log = _wrapper(work / "bin", "llvm-spirv-15")
-    logs = (clang_log, spirv_log)
+    sources = write_project(project, kernels=a.kernels, files=a.files, copies=a.copies)
+    tools = (_wrapper(work / "bin"), _wrapper(work / "bin", "clang-15"), _wrapper(work / "bin", "llvm-spirv-15"))
     server = NginxDav(work / "nginx")
     try:
-        def env(root: Path, **extra: str) -> dict[str, str]:
-            return tool_env(root / "cache", AOTWHEEL_OCLOC=str(wrapper), USE_AOT_DEVLIST=DEVLIST,
-                            AOTWHEEL_CLANG=str(clang), AOTWHEEL_LLVM_SPIRV=str(llvm_spirv), **extra)
-
-        # T1: one machine, cold local cache, no remote.
-        one = Runner(project, work / "one", env(work / "one"), a.jobs, log, logs)
-        t1_conf = one.configure()
-        t1_graph = one.graph()
-        t1_spv = one.spirv()
-        t1_dev = one.device_code()
-        t1_rest = one.rest()
-        shards = []
-        for i in range(1, a.runners + 1):
-            root = work / f"shard{i}"
-            r = Runner(project, root, env(root, AOTWHEEL_REMOTE_CACHE=server.url(), AOTWHEEL_SHARD=f"{i}/{a.runners}"),
-                       a.jobs, log, logs)
-            conf = r.configure()
-            graph = r.graph()
-            spv = r.spirv()
-            dev = r.device_code()
-            shards.append({"shard": f"{i}/{a.runners}", "configure_s": conf["seconds"], "configure_cpu_s": conf["cpu_s"],
-                           "graph": graph, "spirv": spv, **dev,
-                           "total_s": round(conf["seconds"] + spv["seconds"] + dev["seconds"], 3),
-                           "total_cpu_s": round(conf["cpu_s"] + spv["cpu_s"] + dev["cpu_s"], 3)})
-        asm = Runner(project, work / "assemble", env(work / "assemble", AOTWHEEL_REMOTE_CACHE=server.url()), a.jobs, log, logs)
-        asm_conf = asm.configure()
-        asm_spv = asm.spirv()
-        asm_dev = asm.device_code()
-        asm_rest = asm.rest()
-        identical = asm.fatbins() == one.fatbins()
+        first = run_round(a, project, work / "first", server, tools)
+        next_commit(sources)
+        second = run_round(a, project, work / "next", server, tools)
         objects = len(server.objects())
     finally:
         server.stop()
+    return {
+        "benchmark": "scaleout",
+        "workload": {"name": a.workload, "distinct_kernels": a.kernels, "copies": a.copies,
+                     "kernels": a.kernels * a.copies, "sources": a.files},
+        "devlist": DEVLIST, "sources": a.files, "kernels": a.kernels * a.copies, "runners": a.runners,
+        "ninja_jobs": a.jobs,
+        # The first round: these sources never built before, so the shard plan weighs them by size.
+        **first,
+        # The next commit: each shard plan weighs the sources by what the first round's ocloc
+        # edges measured (buildsteps/history.py); T1 is this commit's own one-machine build.
+        "next_commit": second,
+        "remote_objects": objects,
+        "goal_ratio": 1.3,
+        "goal_warm_ratio": 0.15,
+        "remote_hit": remote_hit_cost(work, a.hit_reps),
+    }
+
+
+def run_round(a: argparse.Namespace, project: Path, work: Path, server: NginxDav,
+              tools: tuple[tuple[Path, Path], ...]) -> dict[str, object]:
+    """T1, the R shard builds and the assembling build of the project as it is now."""
+    (wrapper, log), (clang, clang_log), (llvm_spirv, spirv_log) = tools
+    logs = (clang_log, spirv_log)
+
+    def env(root: Path, **extra: str) -> dict[str, str]:
+        return tool_env(root / "cache", AOTWHEEL_OCLOC=str(wrapper), USE_AOT_DEVLIST=DEVLIST,
+                        AOTWHEEL_CLANG=str(clang), AOTWHEEL_LLVM_SPIRV=str(llvm_spirv), **extra)
+
+    # T1: one machine, cold local cache, no remote.
+    one = Runner(project, work / "one", env(work / "one"), a.jobs, log, logs)
+    t1_conf = one.configure()
+    t1_graph = one.graph()
+    t1_spv = one.spirv()
+    t1_dev = one.device_code()
+    t1_rest = one.rest()
+    shards = []
+    for i in range(1, a.runners + 1):
+        root = work / f"shard{i}"
+        r = Runner(project, root, env(root, AOTWHEEL_REMOTE_CACHE=server.url(), AOTWHEEL_SHARD=f"{i}/{a.runners}"),
+                   a.jobs, log, logs)
+        conf = r.configure()
+        graph = r.graph()
+        spv = r.spirv()
+        dev = r.device_code()
+        shards.append({"shard": f"{i}/{a.runners}", "configure_s": conf["seconds"], "configure_cpu_s": conf["cpu_s"],
+                       "graph": graph, "spirv": spv, **dev,
+                       "total_s": round(conf["seconds"] + spv["seconds"] + dev["seconds"], 3),
+                       "total_cpu_s": round(conf["cpu_s"] + spv["cpu_s"] + dev["cpu_s"], 3)})
+    asm = Runner(project, work / "assemble", env(work / "assemble", AOTWHEEL_REMOTE_CACHE=server.url()), a.jobs, log, logs)
+    asm_conf = asm.configure()
+    asm_spv = asm.spirv()
+    asm_dev = asm.device_code()
+    asm_rest = asm.rest()
+    identical = asm.fatbins() == one.fatbins()
     phases = ("spirv", "device_code", "rest")
     t1 = t1_conf["seconds"] + sum(float(x["seconds"]) for x in (t1_spv, t1_dev, t1_rest))
     t1_cpu = t1_conf["cpu_s"] + sum(float(x["cpu_s"]) for x in (t1_spv, t1_dev, t1_rest))
@@ -310,11 +350,6 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
     wall = max(shard_total) + t_asm
     ideal = t1 / a.runners
     return {
-        "benchmark": "scaleout",
-        "workload": {"name": a.workload, "distinct_kernels": a.kernels, "copies": a.copies,
-                     "kernels": a.kernels * a.copies, "sources": a.files},
-        "devlist": DEVLIST, "sources": a.files, "kernels": a.kernels * a.copies, "runners": a.runners,
-        "ninja_jobs": a.jobs,
         "one_machine": {"configure_s": t1_conf["seconds"], "configure_cpu_s": t1_conf["cpu_s"], "graph": t1_graph,
                         **dict(zip(phases, (t1_spv, t1_dev, t1_rest))), "total_s": round(t1, 3),
                         "total_cpu_s": round(t1_cpu, 3)},
@@ -327,10 +362,10 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
                      "total_cpu_s": round(t_asm_cpu, 3)},
         "assemble_fatbins_identical_to_one_machine": identical,
         # The SPIR-V step's cache: the assembler takes every source's SPIR-V from the remote.
+        "assemble_ocloc_runs": sum(int(x["ocloc_runs"]) for x in (asm_spv, asm_dev, asm_rest)),
         "assemble_clang_runs": sum(int(x["clang_runs"]) for x in (asm_spv, asm_dev, asm_rest)),
         "assemble_llvm_spirv_runs": sum(int(x["llvm_spirv_runs"]) for x in (asm_spv, asm_dev, asm_rest)),
         "shard_clang_runs": [int(s["spirv"]["clang_runs"]) for s in shards],
-        "remote_objects": objects,
         "shard_device_phase_s": [s["seconds"] for s in shards],
         "shard_total_s": shard_total,
         "shard_balance_max_over_mean": round(max(s["seconds"] for s in shards)
@@ -348,10 +383,7 @@ def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
         # path, much less moved by other people's load than wall seconds.
         "ratio_cpu_to_ideal": round((max(float(s["total_cpu_s"]) for s in shards) + t_asm_cpu)
                                     / (t1_cpu / a.runners), 3),
-        "goal_ratio": 1.3,
         "warm_remote_device_phase_ratio": round(asm_dev["seconds"] / t1_dev["seconds"], 3),
-        "goal_warm_ratio": 0.15,
-        "remote_hit": remote_hit_cost(work, a.hit_reps),
     }
 
 
