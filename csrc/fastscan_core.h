@@ -86,10 +86,13 @@ static inline const uint8_t *fs_fetch(const fs_src *s, int slot, uint64_t off, u
 
 /* A source reading a file with pread: one growing buffer per slot. Two reads take a little more
  * than asked, as the layouts read here put the next piece there: an ar member header reads the
- * 64 bytes after it (the member's ELF header), a zebin's section table the 16 kB before it (its
- * string table and notes). A fetch inside either window is copied from it instead of read: a
- * system call costs more than copying a few kB. */
-#define FS_READ_AHEAD 64
+ * 256 bytes after it (an ocloc fat binary's 8-byte pad_ member, the next header and the member's
+ * ELF header), a zebin's section table the 16 kB before it (its string table and notes) and the
+ * 256 bytes after it (a zebin member ends with its section table: the next members' headers and
+ * ELF header). A fetch inside either window is served from it instead of read (copied into the
+ * fetching slot's buffer; from its own window, in place): a system call costs more than copying
+ * a few kB. With both, one pread per zebin member of vllm-xpu-kernels' fat binaries, not three. */
+#define FS_READ_AHEAD 256
 #define FS_READ_BEHIND (16u << 10)
 
 typedef struct {
@@ -120,7 +123,9 @@ static const uint8_t *fs_pread_read(const fs_src *src, int slot, uint64_t at, si
     static const int windows[2] = {FS_SLOT_AR, FS_SLOT_TABLE};
     for (int k = 0; k < 2; ++k) {
         int w = windows[k];
-        if (w != slot && c->win_n[w] && at >= c->win_at[w] && at - c->win_at[w] <= c->win_n[w] && n <= c->win_n[w] - (at - c->win_at[w])) {
+        if (c->win_n[w] && at >= c->win_at[w] && at - c->win_at[w] <= c->win_n[w] && n <= c->win_n[w] - (at - c->win_at[w])) {
+            if (w == slot) /* this slot's own window: the bytes are already in its buffer */
+                return c->slot[w] + (at - c->win_at[w]);
             uint8_t *dst = fs_pread_room(c, slot, n);
             if (dst == NULL)
                 return NULL;
@@ -135,7 +140,7 @@ static const uint8_t *fs_pread_read(const fs_src *src, int slot, uint64_t at, si
     else if (slot == FS_SLOT_TABLE) {
         before = at < FS_READ_BEHIND ? at : FS_READ_BEHIND;
         start = at - before;
-        want = n + (size_t)before;
+        want = n + (size_t)before + FS_READ_AHEAD;
     }
     uint8_t *dst = fs_pread_room(c, slot, want);
     if (dst == NULL)
