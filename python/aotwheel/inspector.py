@@ -645,12 +645,23 @@ def _walk_content(walk: _Walk, region: Region, kind: str | None, img: Image, dep
         raise region.error(0, "zstd image nested inside a compressed image")
 
 
-def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> None:
-    from aotwheel.formats import fastscan
+_FASTSCAN = ("fastscan",)  # the walk's memo key of the C scanner module (or None)
 
+
+def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> None:
     # The C scanner reads the ar headers and each zebin's notes in one call (~1,000 members in
     # vllm-xpu-kernels); None (not built, switched off, or not sure) means the Python readers.
-    scanned = None if walk.deep or depth + 1 > _MAX_DEPTH else fastscan.fat_binary(region)
+    # Looked up once per walk (AOTWHEEL_NO_FASTSCAN is an environment read): 251 fat binaries.
+    fs = walk.memo.get(_FASTSCAN, False)
+    if fs is False:
+        from aotwheel.formats import fastscan
+
+        fs = walk.memo[_FASTSCAN] = None if walk.deep else fastscan.module()
+    scanned = None
+    if fs is not None and depth + 1 <= _MAX_DEPTH:
+        from aotwheel.formats.fastscan import scan_fat_binary
+
+        scanned = scan_fat_binary(fs, region)
     if scanned is None:
         from aotwheel.formats.ar import read_ar
 
@@ -697,7 +708,7 @@ def _target(walk: _Walk, kind: str, facts: tuple[int | None, int | None, int | N
     """The native target of one zebin/legacy binary from its note values ``facts`` (ip_u32,
     product family, gfx core, -, has_spirv). Everything but the size and position is a function of
     (kind, member name, facts): computed once per walk, as a fat-binary library repeats a few."""
-    key = (kind, member, facts[0], facts[1], facts[2], facts[4])
+    key = (kind, member, facts)  # facts[3] is unused, and a library repeats whole tuples
     known = walk.memo.get(key)
     if known is None:
         known = walk.memo[key] = _target_fields(walk.memo, kind, member, facts)

@@ -65,7 +65,13 @@ def fat_binary(region: Region) -> tuple[Member, ...] | None:
     ``read_zebin_summary``'s values when it is a zebin, the first 64 bytes of ``ir_payload`` for
     ``generic_ir``, else ``None``: walk that member in Python."""
     fs = module()
-    return None if fs is None else fs.fat_binary(region.buf, region.start, region.size, file_of(region.buf))  # type: ignore[no-any-return]
+    return None if fs is None else scan_fat_binary(fs, region)
+
+
+def scan_fat_binary(fs: Any, region: Region) -> tuple[Member, ...] | None:
+    """:func:`fat_binary` with the extension ``fs`` already looked up by :func:`module` (once
+    per walk, not once per fat binary)."""
+    return fs.fat_binary(region.buf, region.start, region.size, file_of(region.buf))  # type: ignore[no-any-return]
 
 
 def zebin_summary(region: Region) -> ZebinFacts | None:
