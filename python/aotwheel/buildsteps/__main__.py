@@ -26,7 +26,10 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwheel around it, first
-    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    _here = Path(__file__).resolve()
+    if sys.path and sys.path[0] == str(_here.parent):  # Python put this folder first (not with -P/PYTHONSAFEPATH)
+        del sys.path[0]
+    sys.path.insert(0, str(_here.parents[2]))
 
 from aotwheel.errors import AotwheelError, run_command  # noqa: E402
 
