@@ -1,7 +1,8 @@
 """Configure-time toolchain discovery for the open backend, memoised in the cache.
 
 Asking ocloc its version and device list costs two ocloc runs; the answer is cached keyed by the
-binary's path, size and mtime, so a rebuild with a warm cache runs ocloc zero times. A machine
+binary's path, size and mtime, so a rebuild with a warm cache runs ocloc zero times (and, the same
+way, clang and llvm-spirv are asked their ``--version`` once per binary, not every configure). A machine
 with an empty local cache asks the remote stores (``AOTWHEEL_REMOTE_CACHE``) first, by the
 binary's sha256: a fresh machine against a warm remote runs no ocloc at all, not even to ask.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 from aotwheel.config import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
-from aotwheel.backends.intel.clang import SpirvToolchain, find_spirv_toolchain
+from aotwheel.backends.intel.clang import SpirvToolchain, find_spirv_toolchain, tool_version
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,18 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[
     return path, found.version, found.acronyms
 
 
+def llvm_version(cache: DeviceCodeCache, path: str) -> str:
+    """``maj.min.patch`` of the clang or llvm-spirv at ``path`` (:func:`tool_version`), from the
+    cache while the binary's path, size and mtime are unchanged (each ``--version`` run costs
+    tens of ms of every configure)."""
+    facts = cache.tool_facts(path) or {}
+    if isinstance(facts.get("llvm_version"), str):
+        return str(facts["llvm_version"])
+    version = tool_version(path)
+    cache.store_tool_facts(path, {**facts, "llvm_version": version})
+    return version
+
+
 def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir: Path | None = None) -> OpenToolchain:
     """Find the tools for ``devices`` (canonical names; may be empty) and check ocloc knows each.
 
@@ -93,7 +106,7 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir
     Raises :class:`ToolchainError` with one line naming the missing tool or device.
     """
     cache = cache if cache is not None else DeviceCodeCache.from_env()
-    spirv = find_spirv_toolchain()
+    spirv = find_spirv_toolchain(version=lambda path: llvm_version(cache, path))
     if not devices:
         return OpenToolchain(spirv=spirv)
     path, version, acronyms = ocloc_facts(cache, build_dir)

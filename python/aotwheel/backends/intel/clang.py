@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aotwheel.config import CLANG, LLVM_SPIRV
@@ -59,17 +60,20 @@ def tool_version(path: str) -> str:
     return ".".join(m.groups())
 
 
-def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None) -> SpirvToolchain:
+def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None, *,
+                         version: Callable[[str], str] = tool_version) -> SpirvToolchain:
     """Locate clang and llvm-spirv of the same LLVM major.
 
     Explicit arguments win, then ``$AOTWHEEL_CLANG`` / ``$AOTWHEEL_LLVM_SPIRV``, then
-    ``clang-N`` + ``llvm-spirv-N`` on ``PATH`` for N in :data:`SUPPORTED_MAJORS`.
-    Raises :class:`ToolchainError` naming the missing tool and the package to install.
+    ``clang-N`` + ``llvm-spirv-N`` on ``PATH`` for N in :data:`SUPPORTED_MAJORS`. ``version``
+    answers a tool's ``maj.min.patch`` (default :func:`tool_version`: runs it; configure's is
+    memoised in the cache). Raises :class:`ToolchainError` naming the missing tool and the package
+    to install.
     """
     clang = clang or os.environ.get(CLANG.name) or None
     llvm_spirv = llvm_spirv or os.environ.get(LLVM_SPIRV.name) or None
     if clang and llvm_spirv:
-        return _pair(_which(clang, "clang"), _which(llvm_spirv, "llvm-spirv"))
+        return _pair(_which(clang, "clang"), _which(llvm_spirv, "llvm-spirv"), version)
 
     found_clang: list[int] = []
     for major in SUPPORTED_MAJORS:
@@ -79,7 +83,7 @@ def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None
         found_clang.append(major)
         s = llvm_spirv or shutil.which(f"llvm-spirv-{major}")
         if s:
-            pair = _pair(_which(c, "clang"), _which(s, "llvm-spirv"))
+            pair = _pair(_which(c, "clang"), _which(s, "llvm-spirv"), version)
             if clang or llvm_spirv or pair.major == major:
                 return pair
     if not found_clang:
@@ -98,8 +102,8 @@ def _which(name: str, what: str) -> str:
     return os.path.abspath(path)
 
 
-def _pair(clang: str, llvm_spirv: str) -> SpirvToolchain:
-    cv, sv = tool_version(clang), tool_version(llvm_spirv)
+def _pair(clang: str, llvm_spirv: str, version: Callable[[str], str] = tool_version) -> SpirvToolchain:
+    cv, sv = version(clang), version(llvm_spirv)
     if cv.split(".")[0] != sv.split(".")[0]:
         raise ToolchainError(
             f"clang {cv} ({clang}) and llvm-spirv {sv} ({llvm_spirv}) differ in LLVM major version; "
