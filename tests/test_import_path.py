@@ -64,3 +64,16 @@ def test_build_steps_run_as_a_file_put_their_aotwheel_first_and_keep_pythonpath(
         subprocess.run([sys.executable, str(REPO / "python" / "aotwheel" / "buildsteps" / "__main__.py"), "cache"],
                        env=env, capture_output=True, check=True)
         assert json.loads(record.read_text())[:2] == [str(REPO / "python"), str(tmp_path)], safe
+
+
+def test_build_steps_import_only_what_a_cache_hit_needs():
+    # Each spirv/ocloc edge is a process of its own that mostly fetches from the caches: no
+    # subprocess (only a compile runs one), no typing, no Intel backend package (model, config),
+    # and http.client only once a request is made (inside HttpStore).
+    unwanted = {"subprocess", "typing", "http.client", "aotwheel.backends", "aotwheel.model", "aotwheel.config"}
+    spirv = _new_modules("import aotwheel.buildsteps.spvcache, aotwheel.buildsteps.tiers, aotwheel.buildsteps.remote",
+                         REPO / "python")
+    assert not unwanted & set(spirv), sorted(unwanted & set(spirv))
+    ocloc = _new_modules("import aotwheel.buildsteps.ocloc_job, aotwheel.buildsteps.remote, aotwheel.buildsteps.fatbin, "
+                         "aotwheel.buildsteps.manifest", REPO / "python")
+    assert not unwanted & set(ocloc), sorted(unwanted & set(ocloc))

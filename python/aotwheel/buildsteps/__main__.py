@@ -68,8 +68,8 @@ def cmd_configure(a: argparse.Namespace) -> int:
 
 def cmd_spirv(a: argparse.Namespace) -> int:
     """Compile one kernel source to SPIR-V, through the SPIR-V cache (local, then the remote stores)."""
+    from aotwheel.buildsteps.spirv import SpirvToolchain
     from aotwheel.buildsteps.spvcache import build_spirv
-    from aotwheel.backends.intel.clang import SpirvToolchain
 
     t = _load_toolchain(a.toolchain)
     tc = SpirvToolchain(t["clang"], t["clang_version"], t["llvm_spirv"], t["llvm_spirv_version"])

@@ -18,7 +18,8 @@ from pathlib import Path
 from aotwheel.config import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
-from aotwheel.backends.intel.clang import SpirvToolchain, find_spirv_toolchain, tool_version
+from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
+from aotwheel.buildsteps.spirv import SpirvToolchain
 
 
 @dataclass(frozen=True)

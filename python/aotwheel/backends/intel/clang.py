@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 
+# The pair's record lives with the build step that uses it, so that each `spirv` step process
+# need not import this backend package (aotwheel.model, aotwheel.config, typing, ...).
+from aotwheel.buildsteps.spirv import SpirvToolchain as SpirvToolchain
 from aotwheel.config import CLANG, LLVM_SPIRV
 from aotwheel.errors import ToolchainError
 
@@ -24,32 +25,10 @@ CLANG_HINT = "Try: apt-get install clang-15 llvm-spirv-15 (or set AOTWHEEL_CLANG
 _VERSION_RE = re.compile(r"version\s+(\d+)\.(\d+)\.(\d+)")
 
 
-@dataclass(frozen=True)
-class SpirvToolchain:
-    """A matching clang / llvm-spirv pair."""
-
-    clang: str
-    clang_version: str
-    llvm_spirv: str
-    llvm_spirv_version: str
-
-    @property
-    def major(self) -> int:
-        """The LLVM major version both tools share."""
-        return int(self.clang_version.split(".")[0])
-
-    def to_dict(self) -> dict[str, str]:
-        """Paths and versions, as recorded in the toolchain JSON and the manifest."""
-        return {
-            "clang": self.clang,
-            "clang_version": self.clang_version,
-            "llvm_spirv": self.llvm_spirv,
-            "llvm_spirv_version": self.llvm_spirv_version,
-        }
-
-
 def tool_version(path: str) -> str:
     """``maj.min.patch`` from ``<path> --version``; raises :class:`ToolchainError` if it does not run."""
+    import subprocess
+
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
