@@ -47,10 +47,10 @@ def _facts_key(tool_sha256: str):  # type: ignore[no-untyped-def]
 
 def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[str, str, frozenset[str]]:
     """``(path, version, acronyms)`` of the ocloc in use, from the cache when its binary is unchanged."""
-    from aotwheel.backends.intel.ocloc import INSTALL_HINT, find_ocloc
-
     candidate = os.environ.get(OCLOC.name) or shutil.which("ocloc")
     if not candidate:
+        from aotwheel.backends.intel.ocloc import INSTALL_HINT
+
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
     path = shutil.which(candidate) or candidate
     path = os.path.abspath(path)
@@ -79,6 +79,8 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[
             else:
                 cache.store_tool_facts(path, {"version": version, "acronyms": sorted(acronyms)})
                 return path, version, acronyms
+    from aotwheel.backends.intel.ocloc import find_ocloc  # here: a warm configure runs no ocloc (nor imports subprocess)
+
     found = find_ocloc(path)
     doc = {"version": found.version, "acronyms": sorted(found.acronyms)}
     cache.store_tool_facts(path, doc)
@@ -125,8 +127,6 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
     from aotwheel.backends.intel.catalog import load_catalog
 
     catalog = load_catalog()
-    from aotwheel.backends.intel.ocloc import too_new_message
-
     names: dict[str, str] = {}
     missing: list[tuple[str, str]] = []
     for name in devices:
@@ -138,5 +138,7 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
         else:
             missing.append((name, dev.ip if dev else "?"))
     if missing:  # every target this ocloc cannot build, in one line
+        from aotwheel.backends.intel.ocloc import too_new_message
+
         raise ToolchainError(too_new_message(missing, version, path, hint=hint))
     return names
