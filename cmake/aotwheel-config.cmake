@@ -22,8 +22,9 @@ if(NOT DEFINED Python_EXECUTABLE)
   endif()
 endif()
 
-# `python -m aotwheel` of this aotwheel, as a list usable in execute_process/add_custom_command.
-# PYTHONPATH is prepended so the resolver always matches this config file, whatever else is installed.
+# `python -m aotwheel` of this aotwheel, as a list usable in execute_process/add_custom_command
+# (the CUDA build steps and the _aot.py hook edge; the resolver runs _AOTWHEEL_RESOLVE_COMMAND).
+# PYTHONPATH is prepended so the module always matches this config file, whatever else is installed.
 if(DEFINED ENV{PYTHONPATH} AND NOT "$ENV{PYTHONPATH}" STREQUAL "")
   set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}:$ENV{PYTHONPATH}")
 else()
@@ -33,13 +34,19 @@ set(_AOTWHEEL_PYTHON_COMMAND
     "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_aotwheel_pp}" "${Python_EXECUTABLE}" -m aotwheel)
 unset(_aotwheel_pp)
 
+# The resolver's `python -m aotwheel`, as configure runs it: this aotwheel's __main__.py as a file,
+# which puts this aotwheel first on sys.path itself (the environment's PYTHONPATH after it), so it
+# matches this config file without a `cmake -E env PYTHONPATH=...` process around it (as
+# _AOTWHEEL_BUILD_COMMAND runs the build steps).
+set(_AOTWHEEL_RESOLVE_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/__main__.py")
+
 # _aotwheel_run(<prefix> ARGS <arg>...)
 # Runs `python -m aotwheel <args>` at configure time; sets <prefix>_RESULT, <prefix>_OUTPUT and
 # <prefix>_ERROR (stderr without the "aotwheel: error: " prefix and trailing newline).
 function(_aotwheel_run prefix)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "ARGS")
   execute_process(
-    COMMAND ${_AOTWHEEL_PYTHON_COMMAND} ${ARG_ARGS}
+    COMMAND ${_AOTWHEEL_RESOLVE_COMMAND} ${ARG_ARGS}
     RESULT_VARIABLE result
     OUTPUT_VARIABLE output
     ERROR_VARIABLE error

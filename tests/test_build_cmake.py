@@ -328,6 +328,46 @@ def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
         discover([], cache)
 
 
+
+def test_clang_and_llvm_spirv_versions_are_asked_once_per_binary(tmp_path, monkeypatch):
+    # Configure asks `--version` once per binary (path, size, mtime), as it does ocloc's facts.
+    import os
+
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+    from aotwheel.buildsteps.toolchain import discover
+
+    log = tmp_path / "runs.log"
+
+    def tool(name: str, version: str, mtime: int) -> Path:
+        path = tmp_path / "bin" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(f"#!/bin/sh\necho {name} >> '{log}'\necho '{name} version {version}'\n")
+        path.chmod(0o755)
+        os.utime(path, (mtime, mtime))
+        return path
+
+    def runs() -> list[str]:
+        return log.read_text().split() if log.exists() else []
+
+    monkeypatch.setenv("AOTWHEEL_CLANG", str(tool("clang-15", "15.0.7", 1_000_000)))
+    monkeypatch.setenv("AOTWHEEL_LLVM_SPIRV", str(tool("llvm-spirv-15", "15.0.0", 1_000_000)))
+    cache = DeviceCodeCache(tmp_path / "cache")
+    assert discover([], cache).spirv.clang_version == "15.0.7"
+    assert runs() == ["clang-15", "llvm-spirv-15"]
+    spirv = discover([], cache).spirv
+    assert (spirv.clang_version, spirv.llvm_spirv_version) == ("15.0.7", "15.0.0")
+    assert runs() == ["clang-15", "llvm-spirv-15"]  # both answers from the cache
+    tool("clang-15", "15.0.8", 1_000_000)  # same size and mtime: taken for the same binary
+    assert discover([], cache).spirv.clang_version == "15.0.7" and len(runs()) == 2
+    tool("clang-15", "15.0.8", 1_000_001)  # a changed binary (mtime): asked again, llvm-spirv not
+    assert discover([], cache).spirv.clang_version == "15.0.8"
+    tool("clang-15", "15.0.10", 1_000_001)  # ... (size)
+    assert discover([], cache).spirv.clang_version == "15.0.10"
+    assert runs() == ["clang-15", "llvm-spirv-15", "clang-15", "clang-15"]
+    discover([], DeviceCodeCache(None))  # no cache: asked every time
+    assert runs()[4:] == ["clang-15", "llvm-spirv-15"]
+
+
 def test_downstream_header_dependency_clang_options_and_cpp_for_opencl(tmp_path):
     require(*TOOLS)
     src = tmp_path / "src"

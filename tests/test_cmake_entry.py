@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -96,3 +97,29 @@ def test_bad_devlist_stops_configure(tmp_path: Path, config_dir: Path, value: st
     flat = " ".join(proc.stderr.split())  # CMake wraps long messages
     assert f"aotwheel_resolve_devlist: USE_AOT_DEVLIST: " in flat
     assert needle.lower() in flat.lower()
+
+
+@pytest.mark.parametrize("safe_path", ["", "1"], ids=["plain", "PYTHONSAFEPATH"])
+def test_resolver_is_this_config_files_aotwheel_with_pythonpath_after_it(tmp_path: Path, config_dir: Path, safe_path: str) -> None:
+    # The resolver runs as <aotwheel>/__main__.py, no `cmake -E env PYTHONPATH=...` around it: the
+    # aotwheel of this config file still comes first when PYTHONPATH names another one, and the
+    # environment's PYTHONPATH entries follow it (recorded by a sitecustomize on PYTHONPATH).
+    other = tmp_path / "other"
+    (other / "aotwheel").mkdir(parents=True)
+    (other / "aotwheel" / "__init__.py").write_text("raise ImportError('not the aotwheel of this config file')\n")
+    record = tmp_path / "record.jsonl"
+    (other / "sitecustomize.py").write_text(
+        "import atexit, json, sys\n"
+        "def _record():\n"
+        "    if 'aotwheel' in sys.modules:  # the resolver, not CMake's own Python probes\n"
+        f"        with open({str(record)!r}, 'a') as f:\n"
+        "            f.write(json.dumps({'path': sys.path, 'aotwheel': sys.modules['aotwheel'].__file__}) + '\\n')\n"
+        "atexit.register(_record)\n")
+    env = {"PYTHONPATH": str(other), **({"PYTHONSAFEPATH": safe_path} if safe_path else {})}
+    proc, result = configure(tmp_path, config_dir, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert result["names"] == "pvc;acm-g10"
+    (run,) = [json.loads(line) for line in record.read_text().splitlines()]
+    root = os.path.realpath(REPO / "python" if config_dir == REPO / "cmake" else config_dir.parents[1])
+    assert os.path.realpath(run["aotwheel"]) == os.path.join(root, "aotwheel", "__init__.py")
+    assert [os.path.realpath(p) for p in run["path"][:2]] == [root, os.path.realpath(other)]

@@ -50,3 +50,30 @@ def test_lazy_attributes_still_resolve():
     out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'python')!r}); {code}"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out)[:2] == ["aotwheel.devlist", "Verdict"]
+
+
+def test_build_steps_run_as_a_file_put_their_aotwheel_first_and_keep_pythonpath(tmp_path):
+    # CMake's edges run <aotwheel>/buildsteps/__main__.py: that aotwheel first, PYTHONPATH after it,
+    # also with PYTHONSAFEPATH (where Python puts no script folder first for the step to replace).
+    record = tmp_path / "path.json"
+    (tmp_path / "sitecustomize.py").write_text(
+        f"import atexit, json, sys\natexit.register(lambda: open({str(record)!r}, 'w').write(json.dumps(sys.path)))\n")
+    for safe in ("", "1"):
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "AOTWHEEL_CACHE_DIR": "off",
+               **({"PYTHONSAFEPATH": safe} if safe else {})}
+        subprocess.run([sys.executable, str(REPO / "python" / "aotwheel" / "buildsteps" / "__main__.py"), "cache"],
+                       env=env, capture_output=True, check=True)
+        assert json.loads(record.read_text())[:2] == [str(REPO / "python"), str(tmp_path)], safe
+
+
+def test_build_steps_import_only_what_a_cache_hit_needs():
+    # Each spirv/ocloc edge is a process of its own that mostly fetches from the caches: no
+    # subprocess (only a compile runs one), no typing, no Intel backend package (model, config),
+    # and http.client only once a request is made (inside HttpStore).
+    unwanted = {"subprocess", "typing", "http.client", "aotwheel.backends", "aotwheel.model", "aotwheel.config"}
+    spirv = _new_modules("import aotwheel.buildsteps.spvcache, aotwheel.buildsteps.tiers, aotwheel.buildsteps.remote",
+                         REPO / "python")
+    assert not unwanted & set(spirv), sorted(unwanted & set(spirv))
+    ocloc = _new_modules("import aotwheel.buildsteps.ocloc_job, aotwheel.buildsteps.remote, aotwheel.buildsteps.fatbin, "
+                         "aotwheel.buildsteps.manifest", REPO / "python")
+    assert not unwanted & set(ocloc), sorted(unwanted & set(ocloc))

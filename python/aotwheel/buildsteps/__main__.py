@@ -27,7 +27,10 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwheel around it, first
-    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    _here = Path(__file__).resolve()
+    if sys.path and sys.path[0] == str(_here.parent):  # Python put this folder first (not with -P/PYTHONSAFEPATH)
+        del sys.path[0]
+    sys.path.insert(0, str(_here.parents[2]))
 
 from aotwheel.errors import AotwheelError, run_command  # noqa: E402
 
@@ -66,8 +69,8 @@ def cmd_configure(a: argparse.Namespace) -> int:
 
 def cmd_spirv(a: argparse.Namespace) -> int:
     """Compile one kernel source to SPIR-V, through the SPIR-V cache (local, then the remote stores)."""
+    from aotwheel.buildsteps.spirv import SpirvToolchain
     from aotwheel.buildsteps.spvcache import build_spirv
-    from aotwheel.backends.intel.clang import SpirvToolchain
 
     t = _load_toolchain(a.toolchain)
     tc = SpirvToolchain(t["clang"], t["clang_version"], t["llvm_spirv"], t["llvm_spirv_version"])

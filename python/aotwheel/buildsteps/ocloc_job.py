@@ -11,7 +11,6 @@ tests/test_ocloc_groups.py). A member that is not where expected is compiled on 
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -21,6 +20,10 @@ from pathlib import Path
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write
 from aotwheel.buildsteps.tiers import COMPILED, LOCAL, REMOTE, Tiers
 from aotwheel.errors import ToolchainError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
+if TYPE_CHECKING:
+    import subprocess
 
 # The SPIR-V travels once, in the fat binary's generic_ir member; per-device members omit it,
 # exactly as `ocloc compile -device a,b` does (its members equal `-exclude_ir` single builds).
@@ -178,6 +181,8 @@ def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], o
 def _run_ocloc(ocloc: str, cmd: list[str], tmp: str) -> subprocess.CompletedProcess[str]:
     """One ocloc run in its private folder ``tmp`` (cwd too: ocloc drops side files, e.g. query
     outputs, into the working directory); a missing or unrunnable ocloc is one clear error."""
+    import subprocess  # here: an edge whose devices all come from the caches runs no ocloc
+
     try:
         return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, check=False)
     except OSError as exc:

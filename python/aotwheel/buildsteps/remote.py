@@ -22,17 +22,19 @@ overwrites the bad object. Credentials never appear in a warning: stores are nam
 
 from __future__ import annotations
 
-import base64
 import os
 import socket
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
 from aotwheel.errors import AotwheelError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
+if TYPE_CHECKING:
+    from typing import Protocol
 
 ENV_URL = "AOTWHEEL_REMOTE_CACHE"
 ENV_READONLY = "AOTWHEEL_REMOTE_CACHE_READONLY"
@@ -55,16 +57,18 @@ class Timeouts:
     read: float = 10.0
 
 
-class Store(Protocol):
-    """One remote store: objects by key (hex sha256). ``get`` returns ``None`` on a miss."""
+if TYPE_CHECKING:  # a type only (HttpStore, RedisStore): no typing import in the build steps
 
-    name: str
+    class Store(Protocol):
+        """One remote store: objects by key (hex sha256). ``get`` returns ``None`` on a miss."""
 
-    def get(self, key: str) -> bytes | None: ...
+        name: str
 
-    def exists(self, key: str) -> bool: ...
+        def get(self, key: str) -> bytes | None: ...
 
-    def put(self, key: str, blob: bytes) -> None: ...
+        def exists(self, key: str) -> bool: ...
+
+        def put(self, key: str, blob: bytes) -> None: ...
 
 
 def redact(url: str) -> str:
@@ -100,6 +104,8 @@ class HttpStore:
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         elif parts.username is not None:
+            import base64
+
             cred = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
             self._headers["Authorization"] = "Basic " + base64.b64encode(cred).decode()
 

@@ -1,16 +1,20 @@
-"""OpenCL C (or C++ for OpenCL) -> SPIR-V with clang + llvm-spirv, and reading SPIR-V entry points."""
+"""OpenCL C (or C++ for OpenCL) -> SPIR-V with clang + llvm-spirv, and reading SPIR-V entry points.
+
+Every ``spirv`` build step imports this module, mostly to take its result from the cache: what only
+a compile needs (subprocess) is imported when one runs; finding the tools is
+:mod:`aotwheel.backends.intel.clang` (configure time).
+"""
 
 from __future__ import annotations
 
 import os
 import struct
-import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from aotwheel.errors import AotwheelError, ToolchainError
-from aotwheel.backends.intel.clang import SpirvToolchain
 
 SPIRV_MAGIC = 0x07230203
 _OP_ENTRY_POINT = 15
@@ -20,6 +24,30 @@ _LANG_FLAGS = {
     ".cl": ["-cl-std=CL2.0"],
     ".clcpp": ["-cl-std=clc++2021"],
 }
+
+
+@dataclass(frozen=True)
+class SpirvToolchain:
+    """A matching clang / llvm-spirv pair (found by :func:`aotwheel.backends.intel.clang.find_spirv_toolchain`)."""
+
+    clang: str
+    clang_version: str
+    llvm_spirv: str
+    llvm_spirv_version: str
+
+    @property
+    def major(self) -> int:
+        """The LLVM major version both tools share."""
+        return int(self.clang_version.split(".")[0])
+
+    def to_dict(self) -> dict[str, str]:
+        """Paths and versions, as recorded in the toolchain JSON and the manifest."""
+        return {
+            "clang": self.clang,
+            "clang_version": self.clang_version,
+            "llvm_spirv": self.llvm_spirv,
+            "llvm_spirv_version": self.llvm_spirv_version,
+        }
 
 
 def clang_command(tc: SpirvToolchain, source: str, bitcode: str, depfile: str | None, extra: list[str]) -> list[str]:
@@ -58,6 +86,8 @@ def compile_to_spirv(
 
 
 def _run(cmd: list[str], what: str, source: str) -> None:
+    import subprocess
+
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as exc:

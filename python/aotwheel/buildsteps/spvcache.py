@@ -23,12 +23,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from aotwheel.backends.intel.clang import SpirvToolchain
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id, unpack_object
-from aotwheel.buildsteps.spirv import clang_command, compile_to_spirv, entry_points
+from aotwheel.buildsteps.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
 if TYPE_CHECKING:
     from aotwheel.buildsteps.remote import Store
     from aotwheel.buildsteps.tiers import Tiers

@@ -1,7 +1,8 @@
 """Configure-time toolchain discovery for the open backend, memoised in the cache.
 
 Asking ocloc its version and device list costs two ocloc runs; the answer is cached keyed by the
-binary's path, size and mtime, so a rebuild with a warm cache runs ocloc zero times. A machine
+binary's path, size and mtime, so a rebuild with a warm cache runs ocloc zero times (and, the same
+way, clang and llvm-spirv are asked their ``--version`` once per binary, not every configure). A machine
 with an empty local cache asks the remote stores (``AOTWHEEL_REMOTE_CACHE``) first, by the
 binary's sha256: a fresh machine against a warm remote runs no ocloc at all, not even to ask.
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 from aotwheel.config import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
-from aotwheel.backends.intel.clang import SpirvToolchain, find_spirv_toolchain
+from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
+from aotwheel.buildsteps.spirv import SpirvToolchain
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,10 @@ def _facts_key(tool_sha256: str):  # type: ignore[no-untyped-def]
 
 def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[str, str, frozenset[str]]:
     """``(path, version, acronyms)`` of the ocloc in use, from the cache when its binary is unchanged."""
-    from aotwheel.backends.intel.ocloc import INSTALL_HINT, find_ocloc
-
     candidate = os.environ.get(OCLOC.name) or shutil.which("ocloc")
     if not candidate:
+        from aotwheel.backends.intel.ocloc import INSTALL_HINT
+
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
     path = shutil.which(candidate) or candidate
     path = os.path.abspath(path)
@@ -77,12 +79,26 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[
             else:
                 cache.store_tool_facts(path, {"version": version, "acronyms": sorted(acronyms)})
                 return path, version, acronyms
+    from aotwheel.backends.intel.ocloc import find_ocloc  # here: a warm configure runs no ocloc (nor imports subprocess)
+
     found = find_ocloc(path)
     doc = {"version": found.version, "acronyms": sorted(found.acronyms)}
     cache.store_tool_facts(path, doc)
     if tiers is not None and key is not None and writable is not None:
         tiers.push(writable, key, json.dumps(doc, sort_keys=True).encode(), "ocloc-facts")
     return path, found.version, found.acronyms
+
+
+def llvm_version(cache: DeviceCodeCache, path: str) -> str:
+    """``maj.min.patch`` of the clang or llvm-spirv at ``path`` (:func:`tool_version`), from the
+    cache while the binary's path, size and mtime are unchanged (each ``--version`` run costs
+    tens of ms of every configure)."""
+    facts = cache.tool_facts(path) or {}
+    if isinstance(facts.get("llvm_version"), str):
+        return str(facts["llvm_version"])
+    version = tool_version(path)
+    cache.store_tool_facts(path, {**facts, "llvm_version": version})
+    return version
 
 
 def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir: Path | None = None) -> OpenToolchain:
@@ -93,7 +109,7 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir
     Raises :class:`ToolchainError` with one line naming the missing tool or device.
     """
     cache = cache if cache is not None else DeviceCodeCache.from_env()
-    spirv = find_spirv_toolchain()
+    spirv = find_spirv_toolchain(version=lambda path: llvm_version(cache, path))
     if not devices:
         return OpenToolchain(spirv=spirv)
     path, version, acronyms = ocloc_facts(cache, build_dir)
@@ -111,8 +127,6 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
     from aotwheel.backends.intel.catalog import load_catalog
 
     catalog = load_catalog()
-    from aotwheel.backends.intel.ocloc import too_new_message
-
     names: dict[str, str] = {}
     missing: list[tuple[str, str]] = []
     for name in devices:
@@ -124,5 +138,7 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
         else:
             missing.append((name, dev.ip if dev else "?"))
     if missing:  # every target this ocloc cannot build, in one line
+        from aotwheel.backends.intel.ocloc import too_new_message
+
         raise ToolchainError(too_new_message(missing, version, path, hint=hint))
     return names

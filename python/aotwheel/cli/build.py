@@ -12,10 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from aotwheel.errors import AotwheelError
@@ -88,6 +85,11 @@ def _config_dir() -> Path:
 
 def warm(source: Path, *, shard: str | None, devlist: str | None, build_dir: str | None, as_json: bool) -> int:
     """Configure ``source`` and build only its device code (target ``aotwheel_device_code``)."""
+    # Here, not at the top: every `aotwheel` command (CMake's resolver among them) imports this module.
+    import shutil
+    import subprocess
+    import tempfile
+
     from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.buildsteps.shard import parse_shard
 

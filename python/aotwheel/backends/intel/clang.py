@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-from dataclasses import dataclass
+from collections.abc import Callable
 
+# The pair's record lives with the build step that uses it, so that each `spirv` step process
+# need not import this backend package (aotwheel.model, aotwheel.config, typing, ...).
+from aotwheel.buildsteps.spirv import SpirvToolchain as SpirvToolchain
 from aotwheel.config import CLANG, LLVM_SPIRV
 from aotwheel.errors import ToolchainError
 
@@ -23,32 +25,10 @@ CLANG_HINT = "Try: apt-get install clang-15 llvm-spirv-15 (or set AOTWHEEL_CLANG
 _VERSION_RE = re.compile(r"version\s+(\d+)\.(\d+)\.(\d+)")
 
 
-@dataclass(frozen=True)
-class SpirvToolchain:
-    """A matching clang / llvm-spirv pair."""
-
-    clang: str
-    clang_version: str
-    llvm_spirv: str
-    llvm_spirv_version: str
-
-    @property
-    def major(self) -> int:
-        """The LLVM major version both tools share."""
-        return int(self.clang_version.split(".")[0])
-
-    def to_dict(self) -> dict[str, str]:
-        """Paths and versions, as recorded in the toolchain JSON and the manifest."""
-        return {
-            "clang": self.clang,
-            "clang_version": self.clang_version,
-            "llvm_spirv": self.llvm_spirv,
-            "llvm_spirv_version": self.llvm_spirv_version,
-        }
-
-
 def tool_version(path: str) -> str:
     """``maj.min.patch`` from ``<path> --version``; raises :class:`ToolchainError` if it does not run."""
+    import subprocess
+
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -59,17 +39,20 @@ def tool_version(path: str) -> str:
     return ".".join(m.groups())
 
 
-def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None) -> SpirvToolchain:
+def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None, *,
+                         version: Callable[[str], str] = tool_version) -> SpirvToolchain:
     """Locate clang and llvm-spirv of the same LLVM major.
 
     Explicit arguments win, then ``$AOTWHEEL_CLANG`` / ``$AOTWHEEL_LLVM_SPIRV``, then
-    ``clang-N`` + ``llvm-spirv-N`` on ``PATH`` for N in :data:`SUPPORTED_MAJORS`.
-    Raises :class:`ToolchainError` naming the missing tool and the package to install.
+    ``clang-N`` + ``llvm-spirv-N`` on ``PATH`` for N in :data:`SUPPORTED_MAJORS`. ``version``
+    answers a tool's ``maj.min.patch`` (default :func:`tool_version`: runs it; configure's is
+    memoised in the cache). Raises :class:`ToolchainError` naming the missing tool and the package
+    to install.
     """
     clang = clang or os.environ.get(CLANG.name) or None
     llvm_spirv = llvm_spirv or os.environ.get(LLVM_SPIRV.name) or None
     if clang and llvm_spirv:
-        return _pair(_which(clang, "clang"), _which(llvm_spirv, "llvm-spirv"))
+        return _pair(_which(clang, "clang"), _which(llvm_spirv, "llvm-spirv"), version)
 
     found_clang: list[int] = []
     for major in SUPPORTED_MAJORS:
@@ -79,7 +62,7 @@ def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None
         found_clang.append(major)
         s = llvm_spirv or shutil.which(f"llvm-spirv-{major}")
         if s:
-            pair = _pair(_which(c, "clang"), _which(s, "llvm-spirv"))
+            pair = _pair(_which(c, "clang"), _which(s, "llvm-spirv"), version)
             if clang or llvm_spirv or pair.major == major:
                 return pair
     if not found_clang:
@@ -98,8 +81,8 @@ def _which(name: str, what: str) -> str:
     return os.path.abspath(path)
 
 
-def _pair(clang: str, llvm_spirv: str) -> SpirvToolchain:
-    cv, sv = tool_version(clang), tool_version(llvm_spirv)
+def _pair(clang: str, llvm_spirv: str, version: Callable[[str], str] = tool_version) -> SpirvToolchain:
+    cv, sv = version(clang), version(llvm_spirv)
     if cv.split(".")[0] != sv.split(".")[0]:
         raise ToolchainError(
             f"clang {cv} ({clang}) and llvm-spirv {sv} ({llvm_spirv}) differ in LLVM major version; "
