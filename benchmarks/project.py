@@ -103,7 +103,15 @@ def write_project(root: Path, *, kernels: int, files: int, copies: int = 1) -> l
 
 
 def tool_env(cache: Path | None, **extra: str) -> dict[str, str]:
-    """The environment for configure/build: aotwheel from this checkout, the chosen cache."""
+    """The environment for configure/build: aotwheel from this checkout, the chosen cache.
+
+    The checkout's modules are byte-compiled first, as pip does when it installs aotwheel: the
+    build edges import aotwheel from here, and without ``.pyc`` files (this machine sets
+    PYTHONDONTWRITEBYTECODE) every step process would compile each module it imports again.
+    """
+    import compileall
+
+    compileall.compile_dir(REPO / "python" / "aotwheel", quiet=1)  # only what changed since
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python"), str(REPO)])
     env["AOTWHEEL_CACHE_DIR"] = str(cache) if cache is not None else "off"
