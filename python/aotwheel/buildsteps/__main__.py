@@ -145,13 +145,12 @@ def cmd_shard(a: argparse.Namespace) -> int:
     """Write this shard's slice of the job list (configure time): ``<stem>\\t<group>|<group>...``
     a line, each group comma-separated devices; sources with no job in this shard are absent."""
     from aotwheel.buildsteps.groups import slice_groups
-    from aotwheel.buildsteps.shard import IMBALANCE, MEASURED_IMBALANCE, parse_shard, read_jobs
+    from aotwheel.buildsteps.shard import parse_shard, read_jobs
 
     shard = parse_shard(a.shard)
     if shard is None:
         raise AotwheelError("the shard step needs --shard i/n; e.g. --shard 1/4")
     jobs = read_jobs(Path(a.jobs))
-    imbalance = IMBALANCE
     if a.cost_prefix:  # what earlier builds measured, from the remote stores (history.py)
         from aotwheel.buildsteps.tiers import load_settings, remote_configured
 
@@ -160,11 +159,9 @@ def cmd_shard(a: argparse.Namespace) -> int:
             from aotwheel.buildsteps import history
             from aotwheel.buildsteps.remote import config_from
 
-            measured = history.measured_costs(Path(a.jobs), a.cost_prefix, config_from(os.environ, settings).stores())
-            jobs = history.with_measured(jobs, measured)
-            if all((j.source, j.device) in measured for j in jobs):
-                imbalance = MEASURED_IMBALANCE
-    groups = slice_groups(jobs, shard, a.groups, imbalance=imbalance)
+            cfg = config_from(os.environ, settings)
+            jobs = history.with_measured(jobs, history.measured_costs(Path(a.jobs), a.cost_prefix, cfg.stores()))
+    groups = slice_groups(jobs, shard, a.groups)
     _write_if_changed(a.out, "".join(f"{stem}\t{'|'.join(','.join(g) for g in gs)}\n" for stem, gs in groups.items()))
     return 0
 

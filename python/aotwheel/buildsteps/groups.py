@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import os
 
-from aotwheel.buildsteps.shard import DEVICE_COST, IMBALANCE, Job, Shard, assign, job_cost
+from aotwheel.buildsteps.shard import DEVICE_COST, Job, Shard, assign, job_cost
 from aotwheel.config import OCLOC_GROUPS
 from aotwheel.errors import AotwheelError
 
@@ -152,12 +152,11 @@ def source_jobs(sources: list[tuple[str, str]], devices: list[str]) -> list[Job]
     return jobs
 
 
-def slice_groups(jobs: list[Job], shard: Shard, setting: str | None = None, cores: int | None = None,
-                 imbalance: float = IMBALANCE) -> dict[str, list[list[str]]]:
+def slice_groups(jobs: list[Job], shard: Shard, setting: str | None = None, cores: int | None = None) -> dict[str, list[list[str]]]:
     """This shard's devices of each of its sources (job-list order), as ocloc edges planned by
     :func:`plan_edges` over the shard's own jobs (``setting``: ``AOTWHEEL_OCLOC_GROUPS``;
     ``cores``: default this machine's), as a one-machine build plans all of them."""
-    plan = assign(jobs, shard.count, imbalance)
+    plan = assign(jobs, shard.count)
     mine = [job for job in jobs if plan[(job.source, job.device)] == shard.index]
     out: dict[str, list[list[str]]] = {}
     for source, devices in plan_edges(mine, usable_cores() if cores is None else cores, setting):

@@ -8,8 +8,7 @@ cache.
 
 Source-affine: a source kept whole on one shard is compiled to SPIR-V by that shard alone and its
 devices share ocloc runs (one per group). Sources go by falling cost, each whole onto the
-least-loaded shard while that shard stays within :data:`IMBALANCE` of the ideal load
-(:data:`MEASURED_IMBALANCE` when earlier builds measured every job's cost); a source that
+least-loaded shard while that shard stays within :data:`IMBALANCE` of the ideal load; a source that
 fits nowhere is split device by device (falling cost): onto a shard already holding part of it
 while that one stays within the bound, else onto the least-loaded shard. Ties go to the lower
 index or name. The largest shard is therefore at most max(IMBALANCE x ideal, ideal + the largest
@@ -36,12 +35,9 @@ DEVICE_COST: dict[str, float] = {
 # How far over the ideal load (total / n) a shard may go to keep a source whole. Splitting a
 # source costs every shard that gets part of it that source's SPIR-V and one more ocloc run per
 # group (ocloc's start-up is a large part of a small source's compile), so 10% of imbalance is
-# the cheaper side while the costs are size-based guesses (equal sizes measured up to 1.5x apart
-# per device); the sharded benchmark's 4 sources on 4 runners need none.
+# the cheaper side for the sources of real projects; the sharded benchmark's 4 sources on 4
+# runners need none.
 IMBALANCE = 1.10
-# The same bound when every job's cost was measured by an earlier build (history.py): then a
-# 10% heavier shard is 10% more wall time for certain, more than splitting a source costs.
-MEASURED_IMBALANCE = 1.03
 
 
 @dataclass(frozen=True)
@@ -80,9 +76,8 @@ def job_cost(device: str, source_size: int) -> float:
     return DEVICE_COST.get(device, 1.0) * max(source_size, 1)
 
 
-def assign(jobs: list[Job], count: int, imbalance: float = IMBALANCE) -> dict[tuple[str, str], int]:
-    """Shard index (1-based) of every job: whole sources where balance allows (module docstring),
-    within ``imbalance`` x the ideal load."""
+def assign(jobs: list[Job], count: int) -> dict[tuple[str, str], int]:
+    """Shard index (1-based) of every job: whole sources where balance allows (module docstring)."""
     by_source: dict[str, list[Job]] = {}
     for job in jobs:
         by_source.setdefault(job.source, []).append(job)
@@ -90,7 +85,7 @@ def assign(jobs: list[Job], count: int, imbalance: float = IMBALANCE) -> dict[tu
         mine.sort(key=lambda j: (-j.cost, j.device))
     whole = {source: sum(j.cost for j in mine) for source, mine in by_source.items()}
     # A hair of slack so that a load equal to the bound (equal sources) counts as within it.
-    cap = imbalance * sum(whole[s] for s in sorted(whole)) / count * (1 + 1e-9)
+    cap = IMBALANCE * sum(whole[s] for s in sorted(whole)) / count * (1 + 1e-9)
     loads = [0.0] * count
     out: dict[tuple[str, str], int] = {}
 
