@@ -130,7 +130,11 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
             from aotwheel.buildsteps import history
             from aotwheel.buildsteps.cache import file_sha256
 
-            history.record(tiers.stores, a.cost_id, file_sha256(a.source), history.split_cpu(cpu_s, devices))
+            try:
+                sha = file_sha256(a.source)
+            except OSError:  # a hint only: a source gone since CMake ran records nothing
+                return
+            history.record(tiers.stores, a.cost_id, sha, history.split_cpu(cpu_s, devices))
     results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
                         options=a.options, tiers=tiers, on_compiled=on_compiled)
     out = {}
