@@ -136,18 +136,22 @@ def test_a_source_is_split_only_where_that_shortens_the_build():
 def test_the_plan_is_within_the_split_gain_of_every_finer_plan():
     """No plan with more groups for some source is estimated clearly shorter (checked by brute
     force over all group counts for small cases)."""
-    for sizes, n, cores in [([3000, 9000, 27000], 3, 2), ([16000] * 3, 2, 2), ([40000, 1000], 4, 4), ([8000] * 5, 3, 3)]:
+    for sizes, n, cores in [([3000, 9000, 27000], 3, 2), ([16000] * 3, 2, 2), ([40000, 1000], 4, 4), ([8000] * 5, 3, 3),
+                            ([16591, 16628, 17016, 17006], 6, 4)]:
         jobs = _jobs(sizes, SIX[:n])
         plan = plan_edges(jobs, cores)
         _check_plan(plan, jobs)
         cost = {(j.source, j.device): j.cost for j in jobs}
 
-        def makespan(p):
-            return estimated_makespan([EDGE_OVERHEAD + sum(cost[(s, d)] for d in g) for s, g in p], cores)
+        def makespan(p):  # the planner's own estimate: each core's largest edge may overrun
+            return estimated_makespan([EDGE_OVERHEAD + sum(cost[(s, d)] for d in g) for s, g in p], cores,
+                                      groups.UNCERTAINTY)
 
         best = min(makespan([(f"ops_{i}", g) for i, k in enumerate(ks) for g in device_groups(SIX[:n], k)])
                    for ks in itertools.product(range(1, n + 1), repeat=len(sizes)))
         assert makespan(plan) <= best * 1.15, (sizes, n, cores)
+        if (n, cores) == (6, 4):  # the P1 workload on 4 cores: split where that pays, by the estimate
+            assert len(plan) > 4 and makespan(plan) < makespan([(f"ops_{i}", SIX[:n]) for i in range(4)])
 
 
 def test_the_setting_overrides_the_plan_and_source_jobs_cost_by_size(tmp_path):
