@@ -16,7 +16,7 @@ from _build_util import REPO, build_env, ocloc_logger, require, run
 from aotwheel.buildsteps import history
 from aotwheel.buildsteps.cache import file_sha256, pack_object, unpack_object
 from aotwheel.buildsteps.remote import HttpStore, Timeouts, config_from
-from aotwheel.buildsteps.shard import Job, assign, job_cost
+from aotwheel.buildsteps.shard import Job, assign, job_cost, read_job_list
 from conftest import start_nginx, start_redis
 
 TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
@@ -94,7 +94,9 @@ def test_an_unreachable_store_is_asked_once_per_plan(tmp_path):
     for stem in ("a", "b", "c"):
         (tmp_path / f"{stem}.cl").write_text(f"// {stem}\n")
     jobs.write_text("".join(f"{s}\t{d}\t{tmp_path / f'{s}.cl'}\n" for s in "abc" for d in DEVICES.split(",")))
-    assert history.measured_costs(jobs, "p/rc", [store]) == {}
+    _, sources = read_job_list(jobs)
+    assert sorted(sources) == ["a", "b", "c"]
+    assert history.measured_costs(sources, "p/rc", [store]) == {}
     assert len(asked) == 1
 
 

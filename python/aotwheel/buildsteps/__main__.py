@@ -149,12 +149,12 @@ def cmd_shard(a: argparse.Namespace) -> int:
     """Write this shard's slice of the job list (configure time): ``<stem>\\t<group>|<group>...``
     a line, each group comma-separated devices; sources with no job in this shard are absent."""
     from aotwheel.buildsteps.groups import slice_groups
-    from aotwheel.buildsteps.shard import parse_shard, read_jobs
+    from aotwheel.buildsteps.shard import parse_shard, read_job_list
 
     shard = parse_shard(a.shard)
     if shard is None:
         raise AotwheelError("the shard step needs --shard i/n; e.g. --shard 1/4")
-    jobs = read_jobs(Path(a.jobs))
+    jobs, sources = read_job_list(Path(a.jobs))  # read once: the plan's jobs and the sources' paths
     if a.cost_prefix:  # what earlier builds measured, from the remote stores (history.py)
         from aotwheel.buildsteps.tiers import load_settings, remote_configured
 
@@ -164,7 +164,7 @@ def cmd_shard(a: argparse.Namespace) -> int:
             from aotwheel.buildsteps.remote import config_from
 
             cfg = config_from(os.environ, settings)
-            jobs = history.with_measured(jobs, history.measured_costs(Path(a.jobs), a.cost_prefix, cfg.stores()))
+            jobs = history.with_measured(jobs, history.measured_costs(sources, a.cost_prefix, cfg.stores()))
     groups = slice_groups(jobs, shard, a.groups)
     _write_if_changed(a.out, "".join(f"{stem}\t{'|'.join(','.join(g) for g in gs)}\n" for stem, gs in groups.items()))
     return 0

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from aotwheel.buildsteps.cache import pack_object, unpack_object
 from aotwheel.buildsteps.shard import DEVICE_COST, Job
@@ -118,18 +117,13 @@ def read(stores: Iterable[Store], cost_id: str, source_sha256: str) -> dict[str,
     return {}
 
 
-def measured_costs(jobs_file: Path, prefix: str, stores: list[Store]) -> dict[tuple[str, str], float]:
-    """``(stem, device) -> CPU seconds`` from the stores' records for the sources of the job
-    list CMake wrote (``<stem>\t<device>\t<source path>`` lines); cost ids ``<prefix>/<stem>``."""
+def measured_costs(sources: Mapping[str, str], prefix: str, stores: list[Store]) -> dict[tuple[str, str], float]:
+    """``(stem, device) -> CPU seconds`` from the stores' records for ``sources`` (stem -> path, as
+    :func:`shard.read_job_list` reads them from CMake's job list); cost ids ``<prefix>/<stem>``."""
     from aotwheel.buildsteps.cache import file_sha256
 
-    paths: dict[str, str] = {}
-    for line in jobs_file.read_text().splitlines():
-        if line.strip():
-            stem, _, source = line.split("\t", 2)
-            paths.setdefault(stem, source)
     out: dict[tuple[str, str], float] = {}
-    for stem, path in sorted(paths.items()):
+    for stem, path in sorted(sources.items()):
         try:
             sha = file_sha256(path)
         except OSError:

@@ -109,19 +109,27 @@ def assign(jobs: list[Job], count: int) -> dict[tuple[str, str], int]:
     return out
 
 
-def read_jobs(path: Path) -> list[Job]:
-    """The job list CMake wrote: ``<stem>\\t<device>\\t<source path>`` per line."""
+def read_job_list(path: Path) -> tuple[list[Job], dict[str, str]]:
+    """The job list CMake wrote (``<stem>\\t<device>\\t<source path>`` per line): the jobs, costed
+    by size, and each source's path by stem."""
     jobs = []
+    sources: dict[str, str] = {}
     for line in path.read_text().splitlines():
         if not line.strip():
             continue
         stem, device, source = line.split("\t", 2)
+        sources.setdefault(stem, source)
         try:
             size = Path(source).stat().st_size
         except OSError:
             size = 1
         jobs.append(Job(stem, device, job_cost(device, size)))
-    return jobs
+    return jobs, sources
+
+
+def read_jobs(path: Path) -> list[Job]:
+    """The jobs of the job list CMake wrote, costed by size (:func:`read_job_list`)."""
+    return read_job_list(path)[0]
 
 
 def in_slice(shard: Shard, jobs_file: Path, stem: str, device: str) -> bool:
