@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import threading
 from pathlib import Path
@@ -30,9 +32,19 @@ def spv(tmp_path_factory) -> Path:
      ("tool_version", "24.1"), ("options", "-cl-intel-greater-than-4GB-buffer-required"), ("flags", ("-x",))],
 )
 def test_every_key_field_changes_the_digest(field, value):
-    other = CacheKey(**{**KEY.__dict__, field: value})
+    other = CacheKey(**{**KEY.as_dict(), field: value})
     assert other.digest() != KEY.digest()
-    assert CacheKey(**KEY.__dict__).digest() == KEY.digest()
+    assert CacheKey(**KEY.as_dict()).digest() == KEY.digest()
+
+
+def test_digest_is_the_schema_2_key_json_so_objects_stored_by_earlier_releases_still_hit():
+    # Key schema 2 names an object by the sha256 of its fields and the schema as sorted JSON (flags a
+    # list): what every earlier release stored in local caches and remote stores under.
+    fields = {"input_sha256": "0" * 64, "target": "12.60.7", "tool": "ocloc", "tool_version": "22.43",
+              "tool_sha256": "a" * 64, "options": "-x", "flags": ["-exclude_ir"]}
+    text = json.dumps({"schema": 2, **fields}, sort_keys=True)
+    key = CacheKey(**{**fields, "flags": ("-exclude_ir",)})  # type: ignore[arg-type]
+    assert key.digest() == hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_default_root_follows_env(monkeypatch, tmp_path):
@@ -54,7 +66,7 @@ def test_get_put_and_counters(tmp_path):
     assert cache.get(KEY) is None
     cache.put(KEY, b"binary")
     assert cache.get(KEY) == b"binary"
-    assert cache.get(CacheKey(**{**KEY.__dict__, "target": "12.0.0"})) is None
+    assert cache.get(CacheKey(**{**KEY.as_dict(), "target": "12.0.0"})) is None
     s = cache.stats()
     assert (s.hits, s.misses, s.stores) == (1, 2, 1)
     log = (tmp_path / "v2" / "events.log").read_text().split("\n")

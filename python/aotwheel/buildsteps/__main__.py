@@ -254,22 +254,16 @@ def cmd_cache(a: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m aotwheel.buildsteps`` parser, one subcommand per step."""
-    p = argparse.ArgumentParser(prog="python -m aotwheel.buildsteps", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="step", required=True)
-
-    s = sub.add_parser("configure")
+def _configure_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--devices", default="", help="comma-separated canonical device names")
     s.add_argument("--out", required=True)
     s.add_argument("--source", action="append", metavar="STEM=PATH",
                    help="a kernel source (repeatable, in SOURCES order): the ocloc edges are planned over them")
     s.add_argument("--edges-out", help="write the ocloc edges here, one STEM=DEVICE,DEVICE... line per edge")
     s.add_argument("--groups", help="AOTWHEEL_OCLOC_GROUPS: groups per source (default: planned, groups.plan_edges)")
-    s.set_defaults(fn=cmd_configure)
 
-    s = sub.add_parser("spirv")
+
+def _spirv_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--toolchain", required=True)
     s.add_argument("--source", required=True)
     s.add_argument("--output", required=True)
@@ -278,9 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
     s.add_argument("--source-root", help="dependencies under it are cached by relative path (default: the source's folder)")
     s.add_argument("--build-root", help="likewise for generated files (default: the output's folder)")
-    s.set_defaults(fn=cmd_spirv)
 
-    s = sub.add_parser("ocloc")
+
+def _ocloc_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--toolchain", required=True)
     s.add_argument("--spirv", required=True)
     s.add_argument("--job", action="append", metavar="DEVICE=IP=OUTPUT",
@@ -295,39 +289,39 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ir", action="store_true", help="with --fatbin: add the SPIR-V as generic_ir (JIT fallback)")
     s.add_argument("--cost-id", help="record ocloc's CPU time in the remote stores under this id (history.py)")
     s.add_argument("--source", help="with --cost-id: the kernel source (its sha256 tells the records' generations apart)")
-    s.set_defaults(fn=cmd_ocloc)
 
-    s = sub.add_parser("shard")
+
+def _shard_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--jobs", required=True, help="the target's job list CMake wrote (stem, device, source path)")
     s.add_argument("--shard", required=True, help="AOTWHEEL_SHARD, i/n")
     s.add_argument("--groups", default="", help="AOTWHEEL_OCLOC_GROUPS (empty: the edges are planned for this machine's cores)")
     s.add_argument("--out", required=True, help="write the slice here")
     s.add_argument("--cost-prefix", help="plan with the ocloc costs earlier builds recorded under <prefix>/<stem> (history.py)")
     s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
-    s.set_defaults(fn=cmd_shard)
 
-    s = sub.add_parser("fatbin")
+
+def _fatbin_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--output", required=True)
     s.add_argument("--info", required=True)
     s.add_argument("--spirv", help="SPIR-V for the generic_ir member (JIT fallback)")
     s.add_argument("--native", action="append", metavar="DEVICE=IP=PATH")
-    s.set_defaults(fn=cmd_fatbin)
 
-    s = sub.add_parser("tgtsym")
+
+def _tgtsym_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--output", required=True)
     s.add_argument("--triples", required=True, help="e.g. spir64_gen,spir64")
     s.add_argument("spirv", nargs="*")
-    s.set_defaults(fn=cmd_tgtsym)
 
-    s = sub.add_parser("embed")
+
+def _embed_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--name", required=True)
     s.add_argument("--out-c", required=True)
     s.add_argument("--out-h", required=True)
     s.add_argument("--tgtsym", required=True)
     s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
-    s.set_defaults(fn=cmd_embed)
 
-    s = sub.add_parser("manifest")
+
+def _manifest_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--name", required=True)
     s.add_argument("--output", required=True)
     s.add_argument("--devlist", required=True)
@@ -337,16 +331,48 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jit-fallback", choices=("on", "off"), help="what was built (overrides the devlist JSON)")
     s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
     s.add_argument("--cuda-images", metavar="LIST", help="file naming the CUDA image records, one a line")
-    s.set_defaults(fn=cmd_manifest)
 
-    s = sub.add_parser("cache")
-    s.set_defaults(fn=cmd_cache)
+
+def _cache_arguments(s: argparse.ArgumentParser) -> None:
+    """No arguments: the cache root and counters come from the environment."""
+
+
+_STEPS = {
+    "configure": (_configure_arguments, cmd_configure),
+    "spirv": (_spirv_arguments, cmd_spirv),
+    "ocloc": (_ocloc_arguments, cmd_ocloc),
+    "shard": (_shard_arguments, cmd_shard),
+    "fatbin": (_fatbin_arguments, cmd_fatbin),
+    "tgtsym": (_tgtsym_arguments, cmd_tgtsym),
+    "embed": (_embed_arguments, cmd_embed),
+    "manifest": (_manifest_arguments, cmd_manifest),
+    "cache": (_cache_arguments, cmd_cache),
+}
+
+
+def _fixed_width(prog: str) -> argparse.HelpFormatter:
+    # With a width, argparse's formatter does not import shutil to ask the terminal.
+    return argparse.RawDescriptionHelpFormatter(prog, width=100)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``python -m aotwheel.buildsteps`` parser, one subcommand per step; ``only``: that step's
+    alone (each build edge is a process of its own: it builds the one parser it needs)."""
+    formatter = argparse.RawDescriptionHelpFormatter if only is None else _fixed_width
+    p = argparse.ArgumentParser(prog="python -m aotwheel.buildsteps", description=__doc__, formatter_class=formatter)
+    sub = p.add_subparsers(dest="step", required=True)
+    for name, (add_arguments, fn) in _STEPS.items():
+        if only is None or name == only:
+            s = sub.add_parser(name, formatter_class=formatter)
+            add_arguments(s)
+            s.set_defaults(fn=fn)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one step; errors print one line and return 2."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv and argv[0] in _STEPS else None).parse_args(argv)
     return run_command(lambda: args.fn(args))
 
 

@@ -31,11 +31,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
-import tempfile
-from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from aotwheel.buildsteps.values import Value
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from aotwheel.buildsteps.stats import CacheStats
 
 ENV = "AOTWHEEL_CACHE_DIR"
 _DISABLED = {"off", "0", "false", "no", "none", "disable", "disabled"}
@@ -46,56 +49,24 @@ _MAGIC = b"aotwheel-cache-object 1 "
 _HEADER = len(_MAGIC) + 64 + 1
 
 
-@dataclass(frozen=True)
-class CacheKey:
+class CacheKey(Value):
     """Everything that determines a device binary, by content (key schema 2).
 
     ``input_sha256``: the SPIR-V (CUDA: source + portability header); ``target``: the device's IP
     version (CUDA: the arch); ``tool_sha256``: the tool binary's own hash, never its path.
     """
 
-    input_sha256: str
-    target: str
-    tool: str
-    tool_version: str
-    tool_sha256: str
-    options: str
-    flags: tuple[str, ...] = ()
+    __slots__ = ("input_sha256", "target", "tool", "tool_version", "tool_sha256", "options", "flags")
+
+    def __init__(self, input_sha256: str, target: str, tool: str, tool_version: str, tool_sha256: str, options: str,
+                 flags: tuple[str, ...] = ()) -> None:
+        self.input_sha256, self.target, self.tool, self.tool_version = input_sha256, target, tool, tool_version
+        self.tool_sha256, self.options, self.flags = tool_sha256, options, flags
 
     def digest(self) -> str:
         """Hex SHA-256 of all fields and the schema: the object's name, locally and remotely."""
-        blob = json.dumps({"schema": KEY_SCHEMA, **asdict(self)}, sort_keys=True).encode()
+        blob = json.dumps({"schema": KEY_SCHEMA, **self.as_dict()}, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
-
-
-@dataclass(frozen=True)
-class CacheStats:
-    """Lookups recorded in ``events.log`` (all builds, or one build's)."""
-
-    hits: int
-    misses: int
-    stores: int
-    corrupt: int = 0  # entries that failed the hash check (each was removed and rebuilt)
-    remote_hits: int = 0
-    remote_misses: int = 0
-    remote_stores: int = 0
-    remote_failures: int = 0  # unreachable, refused, bad status, timeout, damaged object
-    remote_bytes_in: int = 0
-    remote_bytes_out: int = 0
-    # The SPIR-V step's cache (buildsteps.spvcache), apart from the device images' counts above:
-    # steps served from the local cache / a remote store, steps that compiled, and its objects'
-    # damaged entries, remote failures and remote stores.
-    spirv_hits: int = 0
-    spirv_remote_hits: int = 0
-    spirv_compiled: int = 0
-    spirv_corrupt: int = 0
-    spirv_remote_failures: int = 0
-    spirv_remote_stores: int = 0
-    build: str = ""  # the build these counts belong to ("" = all builds)
-
-    def to_dict(self) -> dict[str, object]:
-        """The counters as JSON-ready dict."""
-        return asdict(self)
 
 
 def build_id(build_dir: Path | str) -> str:
@@ -137,10 +108,23 @@ def default_root() -> Path | None:
     return base / "aotwheel"
 
 
+def _new_file_beside(path: Path) -> tuple[int, str]:
+    """A new, exclusively created, private file next to ``path`` (tempfile.mkstemp's guarantees,
+    without importing tempfile in every build step process)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name next to {path}")
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same directory and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _new_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -266,6 +250,8 @@ class DeviceCodeCache:
 
     def stats(self, *, last_build: bool = False) -> CacheStats:
         """Counts of all events recorded so far, or (``last_build``) of the most recent build's."""
+        from aotwheel.buildsteps.stats import CacheStats
+
         kinds = {"hit": "hits", "miss": "misses", "store": "stores", "corrupt": "corrupt",
                  "remote-hit": "remote_hits", "remote-miss": "remote_misses",
                  "remote-store": "remote_stores", "remote-fail": "remote_failures"}
@@ -303,7 +289,10 @@ class DeviceCodeCache:
 
     def tool_sha256(self, path: str) -> str:
         """SHA-256 of the tool binary at ``path``, remembered while its size and mtime are unchanged."""
-        path = shutil.which(path) or path
+        if not os.path.dirname(path):  # a bare name: where PATH finds it (a path is taken as it is)
+            import shutil
+
+            path = shutil.which(path) or path
         facts = self.tool_facts(path) or {}
         if isinstance(facts.get("sha256"), str):
             return str(facts["sha256"])

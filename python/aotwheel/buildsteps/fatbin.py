@@ -13,7 +13,8 @@ so for the same members the output equals ``ocloc compile -device a,b`` byte for
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+from aotwheel.buildsteps.values import Value
 
 AR_MAGIC = b"!<arch>\n"
 _HEADER_SIZE = 60
@@ -24,12 +25,13 @@ SHT_OPENCL_SPIRV = 0xFF000009
 _SHT_STRTAB = 3
 
 
-@dataclass(frozen=True)
-class Member:
+class Member(Value):
     """One ar member: name (at most 15 characters, no '/') and data."""
 
-    name: str
-    data: bytes
+    __slots__ = ("name", "data")
+
+    def __init__(self, name: str, data: bytes) -> None:
+        self.name, self.data = name, data
 
 
 def member_name(ip: str, pointer_bits: int = 64) -> str:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import sys
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write
 from aotwheel.buildsteps.tiers import COMPILED, LOCAL, REMOTE, Tiers
+from aotwheel.buildsteps.values import Value
 from aotwheel.errors import ToolchainError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
@@ -30,15 +29,15 @@ if TYPE_CHECKING:
 _FLAGS = ("-exclude_ir",)
 
 
-@dataclass(frozen=True)
-class JobResult:
-    """What one job produced and where it came from."""
+class JobResult(Value):
+    """What one job produced and where it came from: ``provenance`` compiled | local | remote;
+    ``data`` what was written (run_group; not in the repr or comparisons)."""
 
-    output: Path
-    size: int
-    cache_hit: bool
-    provenance: str = "compiled"  # compiled | local | remote
-    data: bytes = field(default=b"", repr=False, compare=False)  # what was written (run_group)
+    __slots__ = ("output", "size", "cache_hit", "provenance", "data")
+    _hidden = _uncompared = ("data",)
+
+    def __init__(self, output: Path, size: int, cache_hit: bool, provenance: str = "compiled", data: bytes = b"") -> None:
+        self.output, self.size, self.cache_hit, self.provenance, self.data = output, size, cache_hit, provenance, data
 
 
 def provenance_file(output: Path | str) -> Path:
@@ -95,15 +94,14 @@ def run_job(
     return JobResult(output=out, size=len(data), cache_hit=provenance in (LOCAL, REMOTE), provenance=provenance)
 
 
-@dataclass(frozen=True)
-class GroupJob:
+class GroupJob(Value):
     """One device of a group: the catalog name, ocloc's name for it, its IP (the key's target and
     the fat-binary member's name) and the output path."""
 
-    device: str
-    ocloc_name: str
-    ip: str
-    output: Path
+    __slots__ = ("device", "ocloc_name", "ip", "output")
+
+    def __init__(self, device: str, ocloc_name: str, ip: str, output: Path) -> None:
+        self.device, self.ocloc_name, self.ip, self.output = device, ocloc_name, ip, output
 
 
 def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: str, options: str,
@@ -166,6 +164,8 @@ def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], o
     if len(devices) == 1:
         return {devices[0][0]: compile_device(ocloc=ocloc, spirv=spirv, device=devices[0][0], options=options)}
     out: dict[str, bytes] = {}
+    import tempfile  # only when compiling (a cache hit never needs it)
+
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         names = ",".join(name for name, _ in devices)
         proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), names, "fat", tmp, options), tmp)
@@ -224,6 +224,8 @@ def compile_device_logged(*, ocloc: str, spirv: str, device: str, options: str =
     """Like :func:`compile_device`, returning ``(binary, ocloc's log)``; the log holds its warnings
     (spills among them). With ``echo_failure=False`` a failure's message quotes the log's first
     error line instead of printing the whole log."""
+    import tempfile  # only when compiling (a cache hit never needs it)
+
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), device, "image", tmp, options), tmp)
         produced = Path(tmp, "image")

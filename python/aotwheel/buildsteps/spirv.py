@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 import struct
 import sys
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from aotwheel.buildsteps.values import Value
 from aotwheel.errors import AotwheelError, ToolchainError
 
 SPIRV_MAGIC = 0x07230203
@@ -26,14 +25,14 @@ _LANG_FLAGS = {
 }
 
 
-@dataclass(frozen=True)
-class SpirvToolchain:
+class SpirvToolchain(Value):
     """A matching clang / llvm-spirv pair (found by :func:`aotwheel.backends.intel.clang.find_spirv_toolchain`)."""
 
-    clang: str
-    clang_version: str
-    llvm_spirv: str
-    llvm_spirv_version: str
+    __slots__ = ("clang", "clang_version", "llvm_spirv", "llvm_spirv_version")
+
+    def __init__(self, clang: str, clang_version: str, llvm_spirv: str, llvm_spirv_version: str) -> None:
+        self.clang, self.clang_version = clang, clang_version
+        self.llvm_spirv, self.llvm_spirv_version = llvm_spirv, llvm_spirv_version
 
     @property
     def major(self) -> int:
@@ -68,6 +67,8 @@ def compile_to_spirv(
     """
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # only when compiling (a cache hit never needs it)
+
     with tempfile.TemporaryDirectory(prefix=".aotwheel-spv-", dir=out.parent) as tmp:
         bc = os.path.join(tmp, out.stem + ".bc")
         spv = os.path.join(tmp, out.name)

@@ -21,11 +21,11 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id, unpack_object
 from aotwheel.buildsteps.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
+from aotwheel.buildsteps.values import Value
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
 if TYPE_CHECKING:
@@ -41,12 +41,13 @@ COMPILED, LOCAL, REMOTE = "compiled", "local", "remote"
 Dep = tuple[str, str, str]  # (role, path, sha256)
 
 
-@dataclass(frozen=True)
-class Roots:
+class Roots(Value):
     """The project's source and build roots: dependencies under them are recorded relative."""
 
-    source: str
-    build: str
+    __slots__ = ("source", "build")
+
+    def __init__(self, source: str, build: str) -> None:
+        self.source, self.build = source, build
 
     def ordered(self) -> list[tuple[str, str]]:
         # The longer root first: a build tree inside the source tree is "build".

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, build_id, pack_object, unpack_object
+from aotwheel.buildsteps.values import Value
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~2.5 ms of each ocloc edge)
 if TYPE_CHECKING:
@@ -48,14 +48,17 @@ def remote_configured(environ: Mapping[str, str], settings: Mapping[str, str] | 
     return any(v.strip() for k, v in [*environ.items(), *(settings or {}).items()] if k.startswith(_REMOTE))
 
 
-@dataclass
-class Tiers:
-    """The caches one build step consults, in order."""
+class Tiers(Value):
+    """The caches one build step consults, in order; ``build_dir`` is where the once-per-build
+    warning markers live."""
 
-    local: DeviceCodeCache
-    stores: list[Store] = field(default_factory=list)
-    readonly: bool = False
-    build_dir: Path | None = None  # where the once-per-build warning markers live
+    __slots__ = ("local", "stores", "readonly", "build_dir")
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __init__(self, local: DeviceCodeCache, stores: list[Store] | None = None, readonly: bool = False,
+                 build_dir: Path | None = None) -> None:
+        self.local, self.readonly, self.build_dir = local, readonly, build_dir
+        self.stores: list[Store] = [] if stores is None else stores
 
     @classmethod
     def for_build(cls, build_dir: Path, settings: Mapping[str, str] | None = None,
