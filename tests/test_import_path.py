@@ -68,12 +68,25 @@ def test_build_steps_run_as_a_file_put_their_aotwheel_first_and_keep_pythonpath(
 
 def test_build_steps_import_only_what_a_cache_hit_needs():
     # Each spirv/ocloc edge is a process of its own that mostly fetches from the caches: no
-    # subprocess (only a compile runs one), no typing, no Intel backend package (model, config),
-    # and http.client only once a request is made (inside HttpStore).
-    unwanted = {"subprocess", "typing", "http.client", "aotwheel.backends", "aotwheel.model", "aotwheel.config"}
+    # subprocess, tempfile or shutil (only a compile needs them), no typing or dataclasses (inspect,
+    # ast), no Intel backend package (model, config), and no http.client at all (HttpStore speaks
+    # HTTP on the socket module).
+    unwanted = {"subprocess", "tempfile", "shutil", "typing", "dataclasses", "inspect", "http.client",
+                "aotwheel.backends", "aotwheel.model", "aotwheel.config"}
     spirv = _new_modules("import aotwheel.buildsteps.spvcache, aotwheel.buildsteps.tiers, aotwheel.buildsteps.remote",
                          REPO / "python")
     assert not unwanted & set(spirv), sorted(unwanted & set(spirv))
     ocloc = _new_modules("import aotwheel.buildsteps.ocloc_job, aotwheel.buildsteps.remote, aotwheel.buildsteps.fatbin, "
                          "aotwheel.buildsteps.manifest", REPO / "python")
     assert not unwanted & set(ocloc), sorted(unwanted & set(ocloc))
+
+
+def test_a_build_step_parses_its_arguments_without_shutil_or_the_other_steps_parsers():
+    # argparse's help formatter imports shutil (to ask the terminal's width) unless given a width,
+    # and building all nine steps' parsers was most of the argument parsing of every edge.
+    code = ("import json, sys; import aotwheel.buildsteps.__main__ as m; "
+            "p = m.build_parser('ocloc'); a = p.parse_args(['ocloc', '--toolchain', 't', '--spirv', 's', '--job', 'pvc=12.60.7=o']); "
+            "print(json.dumps(['shutil' in sys.modules, sorted(p._subparsers._group_actions[0].choices), a.job]))")
+    out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'python')!r}); {code}"],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == [False, ["ocloc"], ["pvc=12.60.7=o"]]
