@@ -82,10 +82,36 @@ def _which(name: str, what: str) -> str:
 
 
 def _pair(clang: str, llvm_spirv: str, version: Callable[[str], str] = tool_version) -> SpirvToolchain:
-    cv, sv = version(clang), version(llvm_spirv)
+    cv, sv = _both(version, clang, llvm_spirv)
     if cv.split(".")[0] != sv.split(".")[0]:
         raise ToolchainError(
             f"clang {cv} ({clang}) and llvm-spirv {sv} ({llvm_spirv}) differ in LLVM major version; "
             f"install the matching llvm-spirv-{cv.split('.')[0]}"
         )
     return SpirvToolchain(clang=clang, clang_version=cv, llvm_spirv=llvm_spirv, llvm_spirv_version=sv)
+
+
+def _both(version: Callable[[str], str], first: str, second: str) -> tuple[str, str]:
+    """``version`` of both tools, asked at the same time: on a machine whose cache has not seen
+    them yet, each ``--version`` run is ~40 ms of the configure step. The first error is raised."""
+    import threading
+
+    answers: list[str | BaseException] = []
+
+    def ask() -> None:
+        try:
+            answers.append(version(second))
+        except BaseException as exc:  # re-raised below, in the caller's thread
+            answers.append(exc)
+
+    worker = threading.Thread(target=ask, daemon=True)
+    worker.start()
+    try:
+        cv = version(first)
+    finally:
+        worker.join()
+    sv = answers[0]
+    if isinstance(sv, BaseException):
+        raise sv
+    return cv, sv
+
