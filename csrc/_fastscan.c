@@ -183,12 +183,12 @@ static PyObject *tgtsym(PyObject *self, PyObject *args) {
 
 /* Attribute names and kind strings, made once (module state would be cleaner; these are immortal
  * enough: the module is never unloaded). */
-static PyObject *s_offset, *s_size, *s_triple, *s_section, *s_listed_size, *s_compile_options, *s_link_options, *s_spirv, *s_llvmbc;
+static PyObject *s_offset, *s_size, *s_triple, *s_section, *s_listed_size, *s_compile_options, *s_link_options, *s_spirv, *s_llvmbc, *s_zstd;
 
 static int intern_all(void) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_offset, "offset"}, {&s_size, "size"}, {&s_triple, "triple"}, {&s_section, "section"}, {&s_listed_size, "listed_size"},
-        {&s_compile_options, "compile_options"}, {&s_link_options, "link_options"}, {&s_spirv, "spirv"}, {&s_llvmbc, "llvmbc"},
+        {&s_compile_options, "compile_options"}, {&s_link_options, "link_options"}, {&s_spirv, "spirv"}, {&s_llvmbc, "llvmbc"}, {&s_zstd, "zstd"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if ((*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
@@ -209,49 +209,117 @@ static Py_ssize_t get_ssize(PyObject *obj, PyObject *name) {
     return out;
 }
 
-/* One leaf Image, as _walk_host makes it; NULL with an exception, or Py_None: not a plain leaf. */
+/* The image's first bytes from a pread copy, the rest from the map (fs_fetch keeps every read
+ * inside the image, and the caller keeps the image inside the map). */
+typedef struct {
+    const uint8_t *copy, *mapped;
+    size_t copied;
+} head_or_map;
+
+static const uint8_t *read_head_or_map(const fs_src *src, int slot, uint64_t at, size_t n) {
+    const head_or_map *h = src->ctx;
+    (void)slot;
+    return at <= h->copied && n <= h->copied - at ? h->copy + at : h->mapped + at;
+}
+
+/* triple.partition("-")[0] == "spir64": SYCL IR (SPIR-V), as inspector._is_sycl_ir; -1 with an exception. */
+static int is_sycl_ir(PyObject *triple) {
+    if (!PyUnicode_Check(triple))
+        return 0;
+    Py_ssize_t n;
+    const char *t = PyUnicode_AsUTF8AndSize(triple, &n);
+    if (t == NULL)
+        return -1;
+    const char *dash = memchr(t, '-', (size_t)n);
+    Py_ssize_t head = dash ? dash - t : n;
+    return head == 6 && memcmp(t, "spir64", 6) == 0;
+}
+
+/* One leaf Image, as _walk_host makes it; NULL with an exception, or Py_None: not a plain leaf.
+ * SPIR-V and bitcode images without a listed size (the Python loop adds that warning), and
+ * zstd-compressed SYCL IR images whose frame headers are plain (kind "zstd", compressed, content
+ * "spirv", the declared size, and listed_size as the Python loop sets it). */
 static PyObject *leaf_image(PyObject *host, PyObject *image_cls, const uint8_t *buf, Py_ssize_t len, Py_ssize_t start, Py_ssize_t base,
                             Py_ssize_t index, int fd, PyObject **kind) {
     Py_ssize_t off = get_ssize(host, s_offset), size = get_ssize(host, s_size);
     if (off < 0 || size < 0 || start < 0 || start > len || off > len - start)
         Py_RETURN_NONE;
-    Py_ssize_t avail = len - start - off, n = size < 4 ? size : 4;
+    Py_ssize_t avail = len - start - off, n = size < 32 ? size : 32;
     const uint8_t *head = buf + start + off;
+    if (n > avail)
+        Py_RETURN_NONE;
 #ifndef _WIN32
     /* The same bytes through the file: a page fault maps the 16 pages around it (fault-around),
-     * which for 14k heads cost more than the reads, twice (again at munmap). */
-    uint8_t copy[4];
-    if (fd >= 0 && n > 0 && n <= avail && pread(fd, copy, (size_t)n, (off_t)(start + off)) == n)
+     * which for 14k heads cost more than the reads, twice (again at munmap). 32 bytes: a zstd
+     * frame's header and its first block header. */
+    uint8_t copy[32];
+    if (fd >= 0 && n > 0 && pread(fd, copy, (size_t)n, (off_t)(start + off)) == n)
         head = copy;
 #endif
-    int leaf = n <= avail ? fs_leaf_kind(head, (size_t)n) : FS_LEAF_NONE;
+    int leaf = fs_leaf_kind(head, (size_t)(n < 4 ? n : 4));
     if (leaf == FS_LEAF_NONE)
         Py_RETURN_NONE;
     PyObject *listed = PyObject_GetAttr(host, s_listed_size);
     if (listed == NULL)
         return NULL;
-    int plain = listed == Py_None;
-    Py_DECREF(listed);
-    if (!plain)
+    uint64_t stored = (uint64_t)size, declared = 0;
+    int has_declared = 0;
+    if (leaf == FS_LEAF_ZSTD) {
+        if (size > avail) { /* the Python loop reads such an image as far as the map goes */
+            Py_DECREF(listed);
+            Py_RETURN_NONE;
+        }
+        head_or_map ctx = {head, buf + start + off, (size_t)n};
+        fs_src frame = {NULL, read_head_or_map, &ctx, 0, (uint64_t)size};
+        PyObject *triple = PyObject_GetAttr(host, s_triple);
+        int ir = triple ? is_sycl_ir(triple) : -1;
+        Py_XDECREF(triple);
+        if (ir < 0) {
+            Py_DECREF(listed);
+            return NULL;
+        }
+        if (!ir || fs_zstd_facts(&frame, &stored, &has_declared, &declared) != FS_OK) {
+            Py_DECREF(listed);
+            Py_RETURN_NONE;
+        }
+    } else if (listed != Py_None) {
+        Py_DECREF(listed);
         Py_RETURN_NONE; /* the Python loop adds the cut-image warning */
-    *kind = leaf == FS_LEAF_SPIRV ? s_spirv : s_llvmbc;
+    }
+    int zstd = leaf == FS_LEAF_ZSTD;
+    *kind = leaf == FS_LEAF_LLVMBC ? s_llvmbc : s_spirv; /* what joins the report's ir list */
     PyObject *triple = PyObject_GetAttr(host, s_triple), *section = triple ? PyObject_GetAttr(host, s_section) : NULL;
-    PyObject *args[3] = {PyLong_FromSsize_t(index), PyLong_FromSsize_t(base + off), PyLong_FromSsize_t(size)};
+    PyObject *args[3] = {PyLong_FromSsize_t(index), PyLong_FromSsize_t(base + off), PyLong_FromUnsignedLongLong(stored)};
+    PyObject *decl = zstd && has_declared ? PyLong_FromUnsignedLongLong(declared) : Py_NewRef(Py_None);
     PyObject *img = NULL;
-    if (args[0] && args[1] && args[2] && triple && section) /* positional, as _walk_host calls it */
-        img = PyObject_CallFunctionObjArgs(image_cls, args[0], args[1], args[2], *kind, triple, Py_False, section, NULL);
+    if (args[0] && args[1] && args[2] && decl && triple && section) { /* positional, as _walk_host calls it */
+        if (zstd)
+            img = PyObject_CallFunctionObjArgs(image_cls, args[0], args[1], args[2], s_zstd, triple, Py_True, section, s_spirv,
+                                               decl, NULL);
+        else
+            img = PyObject_CallFunctionObjArgs(image_cls, args[0], args[1], args[2], *kind, triple, Py_False, section, NULL);
+    }
     for (int i = 0; i < 3; ++i)
         Py_XDECREF(args[i]);
+    Py_XDECREF(decl);
     Py_XDECREF(triple);
     Py_XDECREF(section);
-    if (img == NULL)
+    if (img == NULL) {
+        Py_DECREF(listed);
         return NULL;
+    }
     PyObject *copt = PyObject_GetAttr(host, s_compile_options), *lopt = copt ? PyObject_GetAttr(host, s_link_options) : NULL;
     int rc = copt && lopt ? 0 : -1;
     if (rc == 0 && (copt != Py_None || lopt != Py_None))
         rc = PyObject_SetAttr(img, s_compile_options, copt) < 0 || PyObject_SetAttr(img, s_link_options, lopt) < 0 ? -1 : 0;
+    if (rc == 0 && zstd && (listed != Py_None || stored != (uint64_t)size)) { /* the size the table claims */
+        PyObject *claim = listed != Py_None ? Py_NewRef(listed) : PyLong_FromSsize_t(size);
+        rc = claim == NULL || PyObject_SetAttr(img, s_listed_size, claim) < 0 ? -1 : 0;
+        Py_XDECREF(claim);
+    }
     Py_XDECREF(copt);
     Py_XDECREF(lopt);
+    Py_DECREF(listed);
     if (rc < 0)
         Py_CLEAR(img);
     return img;
@@ -259,7 +327,8 @@ static PyObject *leaf_image(PyObject *host, PyObject *image_cls, const uint8_t *
 
 PyDoc_STRVAR(leaves_doc, "leaves(buf, start, base, hosts, lo, hi, index, Image, fd=-1) -> (images, next, kinds)\n\n"
                          "Image objects for hosts[lo:hi] (HostImage, offsets relative to start) up to the first that is not a\n"
-                         "plain SPIR-V or LLVM bitcode leaf (by its magic; no listed_size): numbered from index, at base +\n"
+                         "plain SPIR-V or LLVM bitcode leaf (by its magic; no listed_size) or zstd-compressed SYCL IR with\n"
+                         "plain frame headers: numbered from index, at base +\n"
                          "offset, as _walk_host makes them. next: the position of that first other image (hi: none);\n"
                          "kinds: the leaf kinds met, in first-seen order. fd >= 0: buf maps that file from offset 0, and the\n"
                          "magic is read with pread (no page mapped), else (or when the read falls short) from buf.");

@@ -15,7 +15,8 @@
  *   fs_zebin_summary       backends/intel/zebin.py read_zebin_summary (+ sniff's "zebin" test)
  *   fs_ir_payload          backends/intel/legacy.py ir_payload of an IR-only ELF (generic_ir)
  *   fs_tgtsym              formats/elf.py read_host's .tgtsym split and _count_tgtsym
- *   fs_leaf_kind           formats/sniff.py sniff, for the kinds inspect only notes (SPIR-V, bitcode)
+ *   fs_leaf_kind           formats/sniff.py sniff, for the kinds inspect only notes (SPIR-V, bitcode, zstd)
+ *   fs_zstd_facts          formats/zstd.py frame_facts (a compressed SYCL IR image's sizes)
  */
 #ifndef AOTWHEEL_FASTSCAN_CORE_H
 #define AOTWHEEL_FASTSCAN_CORE_H
@@ -410,10 +411,11 @@ static inline int fs_ir_payload(const fs_src *s, uint64_t *off, uint64_t *n) {
 
 /* ---- image heads ------------------------------------------------------------------------------ */
 
-enum { FS_LEAF_NONE = 0, FS_LEAF_SPIRV = 1, FS_LEAF_LLVMBC = 2 };
+enum { FS_LEAF_NONE = 0, FS_LEAF_SPIRV = 1, FS_LEAF_LLVMBC = 2, FS_LEAF_ZSTD = 3 };
 
 /* sniff()'s answer for an image of `size` bytes at p when it is "spirv" or "llvmbc" (the kinds
- * the default mode notes without walking into); FS_LEAF_NONE for everything else. */
+ * the default mode notes without walking into) or "zstd" (a leaf when it is SYCL IR and its frame
+ * headers are plain: fs_zstd_facts); FS_LEAF_NONE for everything else. */
 static inline int fs_leaf_kind(const uint8_t *p, size_t size) {
     if (size < 4)
         return FS_LEAF_NONE;
@@ -421,7 +423,68 @@ static inline int fs_leaf_kind(const uint8_t *p, size_t size) {
         return FS_LEAF_SPIRV;
     if (memcmp(p, "\xde\xc0\x17\x0b", 4) == 0 || memcmp(p, "BC\xc0\xde", 4) == 0)
         return FS_LEAF_LLVMBC;
+    if (memcmp(p, "\x28\xb5\x2f\xfd", 4) == 0)
+        return FS_LEAF_ZSTD;
     return FS_LEAF_NONE;
+}
+
+/* ---- zstd frames (compressed SYCL IR images) --------------------------------------------- */
+
+/* zstd.frame_facts: the stored size of the zstd frame that starts the view and its declared
+ * content size (*has_declared 0: the header declares none), from the frame and block headers
+ * alone; FS_DOUBT whenever anything is unusual (not a zstd frame, reserved bits, a window past
+ * zstd's maximum, an "unknown"/"error" size, a header or block past the view), for Python's
+ * Region-based readers to decide and word. */
+static inline int fs_zstd_facts(const fs_src *s, uint64_t *stored, int *has_declared, uint64_t *declared) {
+    static const uint8_t dict_id_bytes[4] = {0, 1, 2, 4}, size_bytes[4] = {0, 2, 4, 8};
+    uint64_t end = s->size;
+    if (end < 6)
+        return FS_DOUBT;
+    const uint8_t *h = fs_fetch(s, FS_SLOT_HEADER, 0, end < 32 ? end : 32);
+    if (h == NULL || memcmp(h, "\x28\xb5\x2f\xfd", 4) != 0)
+        return FS_DOUBT;
+    uint8_t fhd = h[4];
+    unsigned single_segment = (fhd >> 5) & 1;
+    if ((fhd & 0x08) || (!single_segment && (h[5] >> 3) + 10 > 31))
+        return FS_DOUBT;
+    uint64_t pos = 5 + (single_segment ? 0 : 1) + dict_id_bytes[fhd & 3];
+    unsigned fcs = (fhd >> 6) == 0 ? single_segment : size_bytes[fhd >> 6];
+    if (pos + fcs > end)
+        return FS_DOUBT;
+    *has_declared = fcs != 0;
+    if (fcs) {
+        const uint8_t *f = fs_fetch(s, FS_SLOT_NOTES, pos, fcs);
+        if (f == NULL)
+            return FS_DOUBT;
+        uint64_t v = 0;
+        for (unsigned i = 0; i < fcs; ++i)
+            v |= (uint64_t)f[i] << (8 * i);
+        if (fcs == 2)
+            v += 256;
+        if (v >= UINT64_MAX - 1)
+            return FS_DOUBT;
+        *declared = v;
+    }
+    pos += fcs;
+    for (;;) {
+        if (pos + 3 > end)
+            return FS_DOUBT;
+        const uint8_t *b = fs_fetch(s, FS_SLOT_NOTES, pos, 3);
+        if (b == NULL)
+            return FS_DOUBT;
+        uint32_t header = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16;
+        unsigned block_type = (header >> 1) & 3;
+        if (block_type == 3)
+            return FS_DOUBT;
+        pos += 3 + (block_type == 1 ? 1 : header >> 3);
+        if (header & 1)
+            break;
+    }
+    pos += (fhd & 4) ? 4 : 0;
+    if (pos > end)
+        return FS_DOUBT;
+    *stored = pos;
+    return FS_OK;
 }
 
 /* ---- .tgtsym -------------------------------------------------------------------------------- */

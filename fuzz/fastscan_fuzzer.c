@@ -109,6 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         close(fd);
     }
+    uint64_t stored1 = 0, stored2 = 0, declared1 = 0, declared2 = 0;
+    int has1 = 0, has2 = 0;
+    int z1 = fs_zstd_facts(&mem, &stored1, &has1, &declared1), z2 = fs_zstd_facts(&rd, &stored2, &has2, &declared2);
+    assert(z1 == z2 && (z1 != FS_OK || (stored1 == stored2 && stored1 <= size && has1 == has2 && declared1 == declared2)));
     int leaf = fs_leaf_kind(data, size);
     assert(leaf == FS_LEAF_NONE || size >= 4);
     fs_tgtsym_out t;

@@ -16,7 +16,7 @@ SOURCE = REPO / "fuzz" / "fastscan_fuzzer.c"
 CORE = REPO / "csrc" / "fastscan_core.h"
 CLANG = "clang-15"
 FLAGS = ("-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all")
-_SEEDS = (fu.fat_zebin_seed, fu.fat_seed, fu.zebin_seed, fu.legacy_seed, fu.generic_ir_seed)
+_SEEDS = (fu.fat_zebin_seed, fu.fat_seed, fu.zebin_seed, fu.legacy_seed, fu.generic_ir_seed, fu.zstd_seed)
 
 
 def build(dest: Path) -> Path:
@@ -30,8 +30,8 @@ def build(dest: Path) -> Path:
 
 
 def seed_corpus(dest: Path) -> list[Path]:
-    """Real ocloc output (fat binaries in both formats, a bare zebin, a legacy binary, generic_ir)
-    and a real ``.tgtsym`` section, copied into ``dest``."""
+    """Real ocloc output (fat binaries in both formats, a bare zebin, a legacy binary, generic_ir),
+    a real zstd frame (fs_zstd_facts) and a real ``.tgtsym`` section, copied into ``dest``."""
     from aotwheel.formats.elf import open_elf
     from aotwheel.formats.region import Region
 
