@@ -17,9 +17,9 @@ job).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from aotwheel.buildsteps.values import Value
 from aotwheel.errors import AotwheelError
 
 # ocloc's relative cost per device: CPU seconds of `ocloc compile -device X` (Debian's ocloc
@@ -40,12 +40,13 @@ DEVICE_COST: dict[str, float] = {
 IMBALANCE = 1.10
 
 
-@dataclass(frozen=True)
-class Shard:
+class Shard(Value):
     """Shard ``index`` (1-based) of ``count``."""
 
-    index: int
-    count: int
+    __slots__ = ("index", "count")
+
+    def __init__(self, index: int, count: int) -> None:
+        self.index, self.count = index, count
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -62,13 +63,14 @@ def parse_shard(text: str | None) -> Shard | None:
     return Shard(int(i), int(n))
 
 
-@dataclass(frozen=True)
-class Job:
-    """One (source, device) job and its estimated cost."""
+class Job(Value):
+    """One (source, device) job and its estimated cost; ``source`` is the kernel source's stem
+    (unique within a target)."""
 
-    source: str  # the kernel source's stem (unique within a target)
-    device: str
-    cost: float
+    __slots__ = ("source", "device", "cost")
+
+    def __init__(self, source: str, device: str, cost: float) -> None:
+        self.source, self.device, self.cost = source, device, cost
 
 
 def job_cost(device: str, source_size: int) -> float:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.config import OCLOC
@@ -20,17 +19,20 @@ from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
 from aotwheel.buildsteps.spirv import SpirvToolchain
+from aotwheel.buildsteps.values import Value
 
 
-@dataclass(frozen=True)
-class OpenToolchain:
-    """What the build edges need: the SPIR-V pair and, when there are devices, ocloc."""
+class OpenToolchain(Value):
+    """What the build edges need: the SPIR-V pair and, when there are devices, ocloc;
+    ``ocloc_names`` maps each canonical device name to the spelling this ocloc accepts for ``-device``."""
 
-    spirv: SpirvToolchain
-    ocloc: str | None = None
-    ocloc_version: str | None = None
-    #: canonical device name -> the spelling this ocloc accepts for ``-device``
-    ocloc_names: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("spirv", "ocloc", "ocloc_version", "ocloc_names")
+    __hash__ = None  # type: ignore[assignment]  # holds a dict
+
+    def __init__(self, spirv: SpirvToolchain, ocloc: str | None = None, ocloc_version: str | None = None,
+                 ocloc_names: dict[str, str] | None = None) -> None:
+        self.spirv, self.ocloc, self.ocloc_version = spirv, ocloc, ocloc_version
+        self.ocloc_names: dict[str, str] = {} if ocloc_names is None else ocloc_names
 
     def to_dict(self) -> dict[str, object]:
         """The toolchain JSON the build edges read (paths, versions, ocloc spellings)."""
