@@ -222,14 +222,17 @@ static const uint8_t *read_head_or_map(const fs_src *src, int slot, uint64_t at,
     return at <= h->copied && n <= h->copied - at ? h->copy + at : h->mapped + at;
 }
 
-/* triple.partition("-")[0] == "spir64": SYCL IR (SPIR-V), as inspector._is_sycl_ir; -1 with an exception. */
+/* triple.partition("-")[0] == "spir64": SYCL IR (SPIR-V), as inspector._is_sycl_ir. 0 also for a
+ * triple UTF-8 cannot hold (a surrogate-escaped section name): the Python loop then decides. */
 static int is_sycl_ir(PyObject *triple) {
     if (!PyUnicode_Check(triple))
         return 0;
     Py_ssize_t n;
     const char *t = PyUnicode_AsUTF8AndSize(triple, &n);
-    if (t == NULL)
-        return -1;
+    if (t == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
     const char *dash = memchr(t, '-', (size_t)n);
     Py_ssize_t head = dash ? dash - t : n;
     return head == 6 && memcmp(t, "spir64", 6) == 0;
@@ -272,12 +275,12 @@ static PyObject *leaf_image(PyObject *host, PyObject *image_cls, const uint8_t *
         head_or_map ctx = {head, buf + start + off, (size_t)n};
         fs_src frame = {NULL, read_head_or_map, &ctx, 0, (uint64_t)size};
         PyObject *triple = PyObject_GetAttr(host, s_triple);
-        int ir = triple ? is_sycl_ir(triple) : -1;
-        Py_XDECREF(triple);
-        if (ir < 0) {
+        if (triple == NULL) {
             Py_DECREF(listed);
             return NULL;
         }
+        int ir = is_sycl_ir(triple);
+        Py_DECREF(triple);
         if (!ir || fs_zstd_facts(&frame, &stored, &has_declared, &declared) != FS_OK) {
             Py_DECREF(listed);
             Py_RETURN_NONE;
