@@ -198,7 +198,10 @@ def test_a_server_that_never_answers_times_out(spv, tmp_path, capfd):
      ({"AOTWHEEL_REMOTE_CACHE": "redis://h:1/abc"}, "must be a number"),
      ({"AOTWHEEL_REMOTE_CACHE": "http://h:99999999/x"}, "bad port"),
      ({"AOTWHEEL_REMOTE_CACHE_READONLY": "maybe"}, "set it to 1 or 0"),
-     ({"AOTWHEEL_REMOTE_CACHE_TIMEOUT": "fast"}, "e.g. 1,10")],
+     ({"AOTWHEEL_REMOTE_CACHE_TIMEOUT": "fast"}, "e.g. 1,10"),
+     # Header and request-line injection: the client writes both itself.
+     ({"AOTWHEEL_REMOTE_CACHE": "http://h:1/x", "AOTWHEEL_REMOTE_CACHE_TOKEN": "SECRET\r\nX-Evil: 1"}, "set it to the bare token"),
+     ({"AOTWHEEL_REMOTE_CACHE": "http://h:1/my cache"}, "percent-encode it")],
 )
 def test_bad_settings_are_one_line_errors_without_secrets(env, fix):
     with pytest.raises(AotwheelError) as err:

@@ -106,9 +106,14 @@ class HttpStore:
         except ValueError:
             raise AotwheelError(f"{ENV_URL}: '{self.name}' has a bad port; fix it") from None
         self._prefix = parts.path.rstrip("/")
+        if not self._prefix.isascii() or any(c <= " " or c == "\x7f" for c in self._prefix):
+            raise AotwheelError(f"{ENV_URL}: the path of '{self.name}' has a space, control or non-ASCII character; "
+                                "percent-encode it (%20)")
         self._timeouts = timeouts
         self._headers: dict[str, str] = {}
         if token:
+            if not all(" " <= c <= "~" for c in token):  # it goes into a header line as it is
+                raise AotwheelError(f"{ENV_TOKEN} holds a line break, control or non-ASCII character; set it to the bare token")
             self._headers["Authorization"] = f"Bearer {token}"
         elif parts.username is not None:
             import base64
