@@ -4,13 +4,13 @@ An edge is one Python process around one ocloc (together ~0.2 s CPU to start: th
 and imports, ocloc's own start-up), so every edge more than the cores need is overhead. The plan
 (:func:`plan_edges`) starts from one edge per source with all its devices, and splits a source's
 devices into groups only where that shortens the build: while its largest edge is what keeps
-the estimated build (longest-first list scheduling of the edges on the cores, each edge its
-jobs plus :data:`EDGE_OVERHEAD`) from being balanced. A plan with more edges is kept only if its
+the estimated build (list scheduling of the edges on the cores in the order ninja will start
+them, :func:`plan_estimate`, each edge its jobs plus :data:`EDGE_OVERHEAD`) from being balanced. A plan with more edges is kept only if its
 estimate is more than :data:`SPLIT_GAIN` shorter. Job costs are the measured per-device ocloc
 costs sharding uses (:data:`shard.DEVICE_COST`) times the source's size. Sizes are a weak
 estimate, so the estimate lets the largest edge on each core run :data:`UNCERTAINTY` longer
 than its cost says: a plan whose cores each end on one big edge (two whole sources on two cores)
-is split into smaller edges, which longest-first order evens out whatever they really cost.
+is split into smaller edges, which even out whatever they really cost.
 So many sources of similar size give one edge per source (and that edge also writes the
 source's fat binary: no separate process), one source gives at least min(N, cores) groups,
 a few sources on as many cores are split in two, and a source much larger than the rest is
@@ -65,30 +65,51 @@ def group_count(setting: str | None, devices: int, cores: int | None = None) -> 
     return max(1, min(wanted, devices))
 
 
-def device_groups(devices: list[str], count: int) -> list[list[str]]:
-    """``devices`` split into at most ``count`` cost-balanced groups, each in devlist order."""
+def device_groups(devices: list[str], count: int, cost: dict[str, float] | None = None) -> list[list[str]]:
+    """``devices`` split into at most ``count`` cost-balanced groups, each in devlist order.
+    ``cost``: each device's cost for this source (default: the per-device factors)."""
     if not devices:
         return []
     count = max(1, min(count, len(devices)))
     order = {d: i for i, d in enumerate(devices)}
+    weight = (lambda d: cost.get(d, 1.0)) if cost is not None else (lambda d: DEVICE_COST.get(d, 1.0))
     loads = [0.0] * count
     groups: list[list[str]] = [[] for _ in range(count)]
-    for device in sorted(devices, key=lambda d: (-DEVICE_COST.get(d, 1.0), order[d])):
+    for device in sorted(devices, key=lambda d: (-weight(d), order[d])):
         k = min(range(count), key=lambda g: (loads[g], g))
-        loads[k] += DEVICE_COST.get(device, 1.0)
+        loads[k] += weight(device)
         groups[k].append(device)
     return [sorted(g, key=order.__getitem__) for g in groups if g]
 
 
 def estimated_makespan(costs: list[float], cores: int, uncertainty: float = 0.0) -> float:
-    """The build's length if its edges of ``costs`` run longest first, each on the least-loaded
-    core, and the largest edge on each core runs ``uncertainty`` (a fraction) longer than its cost."""
-    # (load, largest edge) per core; longest first, so a core's first edge is its largest.
-    cores_ = [(0.0, 0.0)] * max(1, min(cores, len(costs)))
-    for c in sorted(costs, reverse=True):
-        load, largest = cores_[0]
-        heapq.heapreplace(cores_, (load + c, largest or c))
-    return max(load + uncertainty * largest for load, largest in cores_)
+    """The build's length if its edges of ``costs`` start in the order given, each on the core
+    that frees up first, and the largest edge on each core runs ``uncertainty`` (a fraction)
+    longer than its cost."""
+    # (load, core, largest edge) per core: the lowest load first, ties to the lower core.
+    cores_ = [(0.0, k, 0.0) for k in range(max(1, min(cores, len(costs))))]
+    for c in costs:
+        load, k, largest = cores_[0]
+        heapq.heapreplace(cores_, (load + c, k, max(largest, c)))
+    return max(load + uncertainty * largest for load, _, largest in cores_)
+
+
+def plan_estimate(edges: list[tuple[str, list[str], float]], cores: int) -> float:
+    """The estimated length of a plan of ``(source, devices, cost)`` edges in the order CMake writes
+    them (SOURCES order, a source's groups together), in the order ninja will start them.
+
+    ninja does not know the costs: of the edges ready at once it starts those it read first
+    (ninja 1.11), or those on the longest path, ties in that order (1.12+: a split source's groups
+    feed a fatbin edge, so they come before whole sources). Either order is estimated and the
+    longer one counts: longest-first would have the halves of one source and a whole one share the
+    cores, where ninja starts both halves first and the whole source after them (measured: a
+    shard's device phase 1.45x its CPU/2 with such a plan)."""
+    per_source: dict[str, int] = {}
+    for s, _, _ in edges:
+        per_source[s] = per_source.get(s, 0) + 1
+    written = [c for _, _, c in edges]
+    split_first = [c for s, _, c in edges if per_source[s] > 1] + [c for s, _, c in edges if per_source[s] == 1]
+    return max(estimated_makespan(written, cores, UNCERTAINTY), estimated_makespan(split_first, cores, UNCERTAINTY))
 
 
 def plan_edges(jobs: list[Job], cores: int, setting: str | None = None) -> list[tuple[str, list[str]]]:
@@ -108,11 +129,12 @@ def plan_edges(jobs: list[Job], cores: int, setting: str | None = None) -> list[
     count = dict.fromkeys(devices, 1)
 
     def edges(plan: dict[str, int]) -> list[tuple[str, list[str], float]]:
+        # Groups balanced by the jobs' own costs (measured ones, when the shard step has them).
         return [(s, g, EDGE_OVERHEAD + sum(cost[(s, d)] for d in g))
-                for s, devs in devices.items() for g in device_groups(devs, plan[s])]
+                for s, devs in devices.items() for g in device_groups(devs, plan[s], {d: cost[(s, d)] for d in devs})]
 
     def estimate(plan: list[tuple[str, list[str], float]]) -> float:
-        return estimated_makespan([c for _, _, c in plan], cores, UNCERTAINTY)
+        return plan_estimate(plan, cores)
 
     current = edges(count)
     plans = [(estimate(current), current)]
