@@ -36,7 +36,10 @@ the 8 devices of DEVLIST:
   every kernel on its own) = 192 kernels in 8 sources of 24 (32-34 kB each): an operator
   library's many instantiations; T1 about 50 s on 2 quiet cores (estimated from the small one).
 
-    python -m benchmarks.scaleout [--workload small|large] [--runners 4] [--out benchmarks/results/scaleout[_large].json]
+``--passes N`` runs both rounds N times, each against a fresh remote (so each pass's first round
+again plans by size), and adds ``best_of_passes``: each build's fastest time across passes.
+
+    python -m benchmarks.scaleout [--workload small|large] [--runners 4] [--passes N] [--out benchmarks/results/scaleout[_large].json]
 """
 
 from __future__ import annotations
@@ -242,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="ninja -j per simulated runner")
     p.add_argument("--hit-reps", type=int, default=20)
     p.add_argument("--costs", action="store_true", help="measure per-device ocloc cost instead")
+    p.add_argument("--passes", type=int, default=1,
+                   help="run both rounds this many times, each against a fresh remote; 'best_of_passes' then "
+                        "counts each build's fastest time (other people's load only ever adds time)")
     p.add_argument("--out", type=Path, help="default: benchmarks/results/scaleout.json (scaleout_large.json for large)")
     a = p.parse_args(argv)
     kernels, files, copies = WORKLOADS[a.workload]
@@ -254,8 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.costs:
             doc: dict[str, object] = {"ocloc_costs": measure_costs(work, DEVLIST.split(","), 3)}
-        else:
+        elif a.passes <= 1:
             doc = run(a, work)
+        else:
+            runs = [run(a, work / f"pass{k + 1}") for k in range(a.passes)]
+            doc = {**runs[0], "passes": runs, "best_of_passes": best_of(runs, a.runners)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     doc["machine"] = {"cpus": os.cpu_count(), "loadavg_before": [round(x, 2) for x in load_before],
@@ -265,6 +274,23 @@ def main(argv: list[str] | None = None) -> int:
     a.out.write_text(json.dumps(doc, indent=2) + "\n")
     print(json.dumps(doc, indent=2))
     return 0
+
+
+def best_of(runs: list[dict], runners: int) -> dict[str, object]:
+    """Per round, the fastest time of each build across passes (T1: of its 2 x passes builds; each
+    shard and the assembler: of its passes; the plans are the same in every pass), and the ratio
+    those give. Fair to the shards: T1 has twice their samples to be fast in."""
+    out: dict[str, object] = {}
+    for name, rounds in (("first", runs), ("next_commit", [r["next_commit"] for r in runs])):
+        t1 = min(min(r["one_machine"]["first_total_s"], r["one_machine"]["again_total_s"]) for r in rounds)
+        shards = [min(float(r["shards"][i]["total_s"]) for r in rounds) for i in range(runners)]
+        asm = min(float(r["assemble"]["total_s"]) for r in rounds)
+        out[name] = {"T1_s": t1, "shard_total_s": shards, "assemble_s": asm, "simulated_wall_s": round(max(shards) + asm, 3),
+                     "ideal_T1_over_R_s": round(t1 / runners, 3),
+                     "ratio_wall_to_ideal": round((max(shards) + asm) / (t1 / runners), 3),
+                     "ratio_wall_to_ideal_per_pass": [r["ratio_wall_to_ideal"] for r in rounds],
+                     "plans": [[s["graph"]["sources"] for s in r["shards"]] for r in rounds]}
+    return out
 
 
 def next_commit(sources: list[Path]) -> None:
@@ -278,6 +304,7 @@ def next_commit(sources: list[Path]) -> None:
 def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
     """Two rounds against one remote: the sources' first sharded build (plans by size), then the
     next commit's (every source edited: plans by the ocloc costs the first round recorded)."""
+    work.mkdir(parents=True, exist_ok=True)
     project = work / "project"
     sources = write_project(project, kernels=a.kernels, files=a.files, copies=a.copies)
     tools = (_wrapper(work / "bin"), _wrapper(work / "bin", "clang-15"), _wrapper(work / "bin", "llvm-spirv-15"))
