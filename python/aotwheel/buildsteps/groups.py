@@ -5,9 +5,10 @@ and imports, ocloc's own start-up), so every edge more than the cores need is ov
 (:func:`plan_edges`) starts from one edge per source with all its devices, and splits a source's
 devices into groups only where that shortens the build: while its largest edge is what keeps
 the estimated build (list scheduling of the edges on the cores in the order ninja will start
-them, :func:`plan_estimate`, each edge its jobs plus :data:`EDGE_OVERHEAD`) from being balanced. A plan with more edges is kept only if its
-estimate is more than :data:`SPLIT_GAIN` shorter. Job costs are the measured per-device ocloc
-costs sharding uses (:data:`shard.DEVICE_COST`) times the source's size. Sizes are a weak
+them, :func:`plan_estimate`, each edge its jobs plus :data:`EDGE_OVERHEAD`) from being balanced.
+A plan with more edges is kept only if its estimate is more than :data:`SPLIT_GAIN` shorter. Job
+costs are the measured per-device ocloc costs sharding uses (:data:`shard.DEVICE_COST`) times the
+source's size, or what earlier builds recorded (a shard plan, ``history.py``). Sizes are a weak
 estimate, so the estimate lets the largest edge on each core run :data:`UNCERTAINTY` longer
 than its cost says: a plan whose cores each end on one big edge (two whole sources on two cores)
 is split into smaller edges, which even out whatever they really cost.
