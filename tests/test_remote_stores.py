@@ -6,6 +6,7 @@ redis-cli) are read independently of aotwheel's clients."""
 from __future__ import annotations
 
 import hashlib
+import os
 import socket
 import sys
 import threading
@@ -363,3 +364,42 @@ def test_settings_file_names_cover_the_remote_settings():
     from aotwheel.buildsteps.tiers import SETTING_NAMES
 
     assert set(SETTINGS) | {"AOTWHEEL_SHARD"} == set(SETTING_NAMES)
+
+
+@pytest.mark.parametrize("reply", [b":abc\r\n", b"$--5\r\n", b"$x\r\n", b"*1\r\n" * 50, b"?\r\n", b"+OK"])
+def test_a_redis_store_that_answers_nonsense_is_a_remote_failure_not_a_crash(reply):
+    """A listener that answers each connection with a malformed RESP reply (or one cut short):
+    the store raises RemoteError, which the build turns into one warning and a compile."""
+    from aotwheel.buildsteps.remote import RemoteError
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+
+    def answer() -> None:
+        conn, _ = sock.accept()
+        with conn:
+            conn.recv(1 << 16)
+            conn.sendall(reply)
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    try:
+        store = config_from({"AOTWHEEL_REMOTE_CACHE": f"redis://127.0.0.1:{sock.getsockname()[1]}",
+                             "AOTWHEEL_REMOTE_CACHE_TIMEOUT": "1,2"}).stores()[0]
+        with pytest.raises(RemoteError) as err:
+            store.get("d" * 64)
+    finally:
+        t.join(timeout=5)
+        sock.close()
+    assert "\n" not in str(err.value)
+
+
+def test_a_large_object_round_trips_through_redis(redis):
+    # 24 MB arrives in hundreds of recv() pieces (a fat binary of many targets can be that large).
+    from aotwheel.buildsteps.cache import pack_object, unpack_object
+
+    store = config_from({"AOTWHEEL_REMOTE_CACHE": redis.url()}).stores()[0]
+    blob = pack_object(os.urandom(1 << 20) * 24)
+    store.put("e" * 64, blob)
+    assert store.get("e" * 64) == blob and unpack_object(blob) is not None

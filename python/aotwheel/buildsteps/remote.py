@@ -348,11 +348,12 @@ def _encode(args: list[bytes]) -> bytes:
 
 
 class _Reader:
-    """A bounded RESP2 reply reader over a socket."""
+    """A bounded RESP2 reply reader over a socket (a bytearray: a multi-megabyte value arrives in
+    64 kB pieces, and appending to bytes copied the whole value each time)."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
-        self._buf = b""
+        self._buf = bytearray()
 
     def _fill(self) -> None:
         chunk = self._sock.recv(1 << 16)
@@ -361,20 +362,30 @@ class _Reader:
         self._buf += chunk
 
     def _line(self) -> bytes:
-        while b"\r\n" not in self._buf:
+        while (end := self._buf.find(b"\r\n")) < 0:
             if len(self._buf) > 1 << 16:
                 raise RemoteError("redis: reply line too long")
             self._fill()
-        line, self._buf = self._buf.split(b"\r\n", 1)
+        line = bytes(self._buf[:end])
+        del self._buf[: end + 2]
         return line
 
     def _exact(self, n: int) -> bytes:
         while len(self._buf) < n + 2:
             self._fill()
-        data, self._buf = self._buf[:n], self._buf[n + 2 :]
+        data = bytes(self._buf[:n])
+        del self._buf[: n + 2]
         return data
 
-    def reply(self) -> object:
+    @staticmethod
+    def _int(text: bytes) -> int:
+        if not (text[1:] if text[:1] == b"-" else text).isdigit():
+            raise RemoteError("redis: malformed reply")
+        return int(text)
+
+    def reply(self, depth: int = 0) -> object:
+        if depth > 8:  # the commands sent here get no nested replies at all
+            raise RemoteError("redis: malformed reply")
         line = self._line()
         kind, rest = line[:1], line[1:]
         if kind == b"+":
@@ -382,13 +393,13 @@ class _Reader:
         if kind == b"-":
             return _RedisError(rest.decode(errors="replace"))
         if kind == b":":
-            return int(rest)
+            return self._int(rest)
         if kind == b"$":
-            n = int(rest)
+            n = self._int(rest)
             return None if n < 0 else self._exact(n)
         if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self.reply() for _ in range(n)]
+            n = self._int(rest)
+            return None if n < 0 else [self.reply(depth + 1) for _ in range(n)]
         raise RemoteError("redis: malformed reply")
 
 
