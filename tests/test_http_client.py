@@ -21,17 +21,25 @@ from hypothesis import strategies as st
 from aotwheel.buildsteps.remote import HttpProtocolError, read_http_response
 
 
-def _pieces(data: bytes, seed: int):  # noqa: ANN202 - a recv(n) over data, in random pieces
-    rnd, pos = random.Random(seed), 0
+class _Pieces(io.RawIOBase):
+    """The bytes of a response as a socket hands them out: in pieces of random sizes."""
 
-    def recv(n: int) -> bytes:
-        nonlocal pos
-        take = min(n, rnd.choice([1, 2, 7, 64, 1000, 1 << 16]))
-        out = data[pos : pos + take]
-        pos += len(out)
-        return out
+    def __init__(self, data: bytes, seed: int) -> None:
+        self._data, self._pos, self._rnd = data, 0, random.Random(seed)
 
-    return recv
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def, override]
+        take = min(len(b), self._rnd.choice([1, 2, 7, 64, 1000, 1 << 16]), len(self._data) - self._pos)
+        b[:take] = self._data[self._pos : self._pos + take]
+        self._pos += take
+        return take
+
+
+def _pieces(data: bytes, seed: int) -> io.BufferedReader:
+    """What ``socket.makefile("rb")`` gives: a buffered reader over those pieces."""
+    return io.BufferedReader(_Pieces(data, seed))
 
 
 def _reference(data: bytes, method: str) -> tuple[int, bytes]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -34,7 +34,7 @@ from aotwheel.errors import AotwheelError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import BinaryIO, Protocol
 
 ENV_URL = "AOTWHEEL_REMOTE_CACHE"
 ENV_READONLY = "AOTWHEEL_REMOTE_CACHE_READONLY"
@@ -151,7 +151,8 @@ class HttpStore:
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self._host)
             sock.settimeout(self._timeouts.read)
             sock.sendall(request)
-            return read_http_response(sock.recv, head_only=method == "HEAD")
+            with sock.makefile("rb") as fp:
+                return read_http_response(fp, head_only=method == "HEAD")
         except socket.timeout:
             raise RemoteError(f"{self.name}: timed out") from None
         except HttpProtocolError as exc:
@@ -252,47 +253,42 @@ _HTTP_HEAD_LIMIT = 64 << 10  # status line + headers; nginx's own default limit 
 _HTTP_LINE_LIMIT = 4096  # one chunk-size or trailer line
 
 
-def read_http_response(recv: Callable[[int], bytes], *, head_only: bool = False) -> tuple[int, bytes]:
-    """(status, body) of one HTTP/1.x response read through ``recv`` until the body ends.
+def read_http_response(fp: BinaryIO, *, head_only: bool = False) -> tuple[int, bytes]:
+    """(status, body) of one HTTP/1.x response read from ``fp`` (a buffered binary reader: the
+    socket's ``makefile("rb")``, as http.client reads) until the body ends.
 
     The body is delimited by ``Transfer-Encoding: chunked``, ``Content-Length`` or the end of the
     connection (the request said ``Connection: close``); none for HEAD, 1xx, 204 and 304. Interim
-    1xx responses are skipped. Bounded: the head may take 64 kB, a chunk line 4 kB; a body shorter
-    than its declared length, a malformed line or length is an :class:`HttpProtocolError`.
+    1xx responses are skipped. Bounded: the head may take 64 kB, a chunk-size or trailer line 4 kB;
+    a body shorter than its declared length, a malformed line or length is an
+    :class:`HttpProtocolError`.
     """
-    buf = bytearray()
-
-    def fill() -> bool:
-        chunk = recv(1 << 16)
-        buf.extend(chunk)
-        return bool(chunk)
+    head_left = _HTTP_HEAD_LIMIT
 
     def line(limit: int) -> bytes:
-        while (end := buf.find(b"\r\n", 0, limit + 2)) < 0:
-            if len(buf) > limit:
-                raise HttpProtocolError("response line too long")
-            if not fill():
-                raise HttpProtocolError("connection closed in the response head")
-        out = bytes(buf[:end])
-        del buf[: end + 2]
-        return out
+        text = fp.readline(limit + 1)
+        if not text.endswith(b"\r\n"):
+            raise HttpProtocolError("response line too long" if len(text) > limit else "connection closed in the response head")
+        return text[:-2]
 
     def exactly(n: int) -> bytes:
-        while len(buf) < n:
-            if not fill():
-                raise HttpProtocolError(f"connection closed {n - len(buf)} bytes before the end of the body")
-        out = bytes(buf[:n])
-        del buf[:n]
-        return out
+        data = fp.read(n)
+        if len(data) < n:
+            raise HttpProtocolError(f"connection closed {n - len(data)} bytes before the end of the body")
+        return data
 
     while True:
-        while (end := buf.find(b"\r\n\r\n", 0, _HTTP_HEAD_LIMIT)) < 0:
-            if len(buf) >= _HTTP_HEAD_LIMIT:
+        head: list[str] = []
+        while True:
+            raw = line(head_left)
+            head_left -= len(raw) + 2
+            if head_left <= 0:
                 raise HttpProtocolError("response head over 64 kB")
-            if not fill():
-                raise HttpProtocolError("connection closed before a complete response head")
-        head = bytes(buf[:end]).decode("latin-1").split("\r\n")
-        del buf[: end + 4]
+            if not raw:
+                break
+            head.append(raw.decode("latin-1"))
+        if not head:
+            raise HttpProtocolError("an empty line where the status line belongs")
         parts = head[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or len(parts[1]) != 3 or not (parts[1].isascii() and parts[1].isdigit()):
             raise HttpProtocolError(f"not an HTTP/1.x status line: {head[0][:60]!r}")
@@ -301,10 +297,10 @@ def read_http_response(recv: Callable[[int], bytes], *, head_only: bool = False)
             continue  # interim (100 Continue, 103 Early Hints): the final response follows
         break
     fields: dict[str, list[str]] = {}
-    for text in head[1:]:
-        name, colon, value = text.partition(":")
+    for header in head[1:]:
+        name, colon, value = header.partition(":")
         if not colon or not name or name != name.strip():
-            raise HttpProtocolError(f"malformed header line: {text[:60]!r}")
+            raise HttpProtocolError(f"malformed header line: {header[:60]!r}")
         fields.setdefault(name.lower(), []).append(value.strip())
     if head_only or status < 200 or status in (204, 304):
         return status, b""
@@ -324,13 +320,11 @@ def read_http_response(recv: Callable[[int], bytes], *, head_only: bool = False)
                 raise HttpProtocolError("chunk not followed by CRLF")
     lengths = set(fields.get("content-length", []))
     if lengths:
-        text = lengths.pop()
-        if lengths or not text.isdigit() or not text.isascii():
+        length = lengths.pop()
+        if lengths or not length.isdigit() or not length.isascii():
             raise HttpProtocolError("bad Content-Length")
-        return status, exactly(int(text))
-    while fill():  # delimited by the end of the connection
-        pass
-    return status, bytes(buf)
+        return status, exactly(int(length))
+    return status, fp.read()  # delimited by the end of the connection
 
 
 class _RedisError(Value):
