@@ -262,36 +262,28 @@ static PyObject *leaf_image(PyObject *host, PyObject *image_cls, const uint8_t *
     int leaf = fs_leaf_kind(head, (size_t)(n < 4 ? n : 4));
     if (leaf == FS_LEAF_NONE)
         Py_RETURN_NONE;
-    PyObject *listed = PyObject_GetAttr(host, s_listed_size);
-    if (listed == NULL)
+    PyObject *listed = PyObject_GetAttr(host, s_listed_size), *triple = listed ? PyObject_GetAttr(host, s_triple) : NULL;
+    if (triple == NULL) {
+        Py_XDECREF(listed);
         return NULL;
+    }
     uint64_t stored = (uint64_t)size, declared = 0;
-    int has_declared = 0;
+    int has_declared = 0, plain;
     if (leaf == FS_LEAF_ZSTD) {
-        if (size > avail) { /* the Python loop reads such an image as far as the map goes */
-            Py_DECREF(listed);
-            Py_RETURN_NONE;
-        }
         head_or_map ctx = {head, buf + start + off, (size_t)n};
         fs_src frame = {NULL, read_head_or_map, &ctx, 0, (uint64_t)size};
-        PyObject *triple = PyObject_GetAttr(host, s_triple);
-        if (triple == NULL) {
-            Py_DECREF(listed);
-            return NULL;
-        }
-        int ir = is_sycl_ir(triple);
-        Py_DECREF(triple);
-        if (!ir || fs_zstd_facts(&frame, &stored, &has_declared, &declared) != FS_OK) {
-            Py_DECREF(listed);
-            Py_RETURN_NONE;
-        }
-    } else if (listed != Py_None) {
+        /* size > avail: the Python loop reads such an image as far as the map goes */
+        plain = size <= avail && is_sycl_ir(triple) && fs_zstd_facts(&frame, &stored, &has_declared, &declared) == FS_OK;
+    } else
+        plain = listed == Py_None; /* else the Python loop adds the cut-image warning */
+    if (!plain) {
         Py_DECREF(listed);
-        Py_RETURN_NONE; /* the Python loop adds the cut-image warning */
+        Py_DECREF(triple);
+        Py_RETURN_NONE;
     }
     int zstd = leaf == FS_LEAF_ZSTD;
     *kind = leaf == FS_LEAF_LLVMBC ? s_llvmbc : s_spirv; /* what joins the report's ir list */
-    PyObject *triple = PyObject_GetAttr(host, s_triple), *section = triple ? PyObject_GetAttr(host, s_section) : NULL;
+    PyObject *section = PyObject_GetAttr(host, s_section);
     PyObject *args[3] = {PyLong_FromSsize_t(index), PyLong_FromSsize_t(base + off), PyLong_FromUnsignedLongLong(stored)};
     PyObject *decl = zstd && has_declared ? PyLong_FromUnsignedLongLong(declared) : Py_NewRef(Py_None);
     PyObject *img = NULL;
@@ -305,7 +297,7 @@ static PyObject *leaf_image(PyObject *host, PyObject *image_cls, const uint8_t *
     for (int i = 0; i < 3; ++i)
         Py_XDECREF(args[i]);
     Py_XDECREF(decl);
-    Py_XDECREF(triple);
+    Py_DECREF(triple);
     Py_XDECREF(section);
     if (img == NULL) {
         Py_DECREF(listed);
