@@ -185,3 +185,29 @@ def resident_bytes(path: Path) -> int:
     finally:
         os.close(fd)
     return sum(v & 1 for v in vec) * page
+
+
+def zstd_frame(work: Path, data: bytes, name: str, *opts: str) -> bytes:
+    """``data`` compressed by the real ``zstd`` tool with ``opts``."""
+    require("zstd")
+    raw = work / f"{name}.raw"
+    raw.write_bytes(data)
+    run(["zstd", "-q", "-f", *opts, str(raw), "-o", str(work / f"{name}.zst")])
+    return (work / f"{name}.zst").read_bytes()
+
+
+def host_library(work: Path, images: list[tuple[str, bytes, int]], name: str = "host") -> Path:
+    """A gcc-built shared object ``lib<name>.so``: each image in ``__CLANG_OFFLOAD_BUNDLE__sycl-<triple>``,
+    and a ``.tgtimg`` row for each listing the size given (the image's own, or not)."""
+    require("gcc")
+    lines = []
+    for i, (triple, blob, _) in enumerate(images):
+        (work / f"{name}{i}.bin").write_bytes(blob)
+        lines += [f'.section __CLANG_OFFLOAD_BUNDLE__sycl-{triple},"a"', ".balign 16", f"img{i}:",
+                  f'.incbin "{work / f"{name}{i}.bin"}"']
+    lines += ['.section .tgtimg,"aw"', ".balign 16", *(f".quad img{i}, {n}" for i, (_, _, n) in enumerate(images))]
+    lines += [".text", ".globl anchor", ".type anchor,@function", "anchor: ret"]
+    (work / f"{name}.s").write_text("\n".join(lines) + "\n")
+    run(["gcc", "-shared", "-fPIC", "-nostdlib", "-o", str(work / f"lib{name}.so"), str(work / f"{name}.s")])
+    return work / f"lib{name}.so"
+

@@ -14,37 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from _inspect_util import ocloc_fat, require, run, spirv
+from _inspect_util import host_library, ocloc_fat, spirv, zstd_frame
 from aotwheel.formats import zstd
 from aotwheel.formats.region import Region
 from aotwheel.inspector import inspect
 
 
-def _zstd(work: Path, data: bytes, name: str, *opts: str) -> bytes:
-    require("zstd")
-    raw = work / f"{name}.raw"
-    raw.write_bytes(data)
-    run(["zstd", "-q", "-f", *opts, str(raw), "-o", str(work / f"{name}.zst")])
-    return (work / f"{name}.zst").read_bytes()
-
-
 def _host(work: Path, images: list[tuple[str, bytes]]) -> Path:
     """A shared object with each image in ``__CLANG_OFFLOAD_BUNDLE__sycl-<triple>`` and a ``.tgtimg`` row."""
-    require("gcc")
-    lines = []
-    for i, (triple, blob) in enumerate(images):
-        (work / f"img{i}.bin").write_bytes(blob)
-        lines += [f'.section __CLANG_OFFLOAD_BUNDLE__sycl-{triple},"a"', ".balign 16", f"img{i}:", f'.incbin "{work / f"img{i}.bin"}"']
-    lines += ['.section .tgtimg,"aw"', ".balign 16", *(f".quad img{i}, {len(b)}" for i, (_, b) in enumerate(images))]
-    lines += [".text", ".globl anchor", ".type anchor,@function", "anchor: ret"]
-    (work / "host.s").write_text("\n".join(lines) + "\n")
-    run(["gcc", "-shared", "-fPIC", "-nostdlib", "-o", str(work / "libhost.so"), str(work / "host.s")])
-    return work / "libhost.so"
+    return host_library(work, [(triple, blob, len(blob)) for triple, blob in images])
 
 
 def test_compressed_spirv_image_reads_the_same_by_default_and_deep(tmp_path: Path) -> None:
     spv = spirv(tmp_path).read_bytes()
-    frame = _zstd(tmp_path, spv, "spv", "-19")
+    frame = zstd_frame(tmp_path, spv, "spv", "-19")
     so = _host(tmp_path, [("spir64", frame)])
     (fast,) = inspect(so).files
     (deep,) = inspect(so, deep=True).files
@@ -58,7 +41,7 @@ def test_compressed_spirv_image_reads_the_same_by_default_and_deep(tmp_path: Pat
 def test_default_report_takes_a_spir64_image_content_from_its_triple_deep_reads_it(tmp_path: Path) -> None:
     # A compiler never puts native code in a spir64 section; this pins down what each mode trusts.
     fat = ocloc_fat(spirv(tmp_path), "tgllp,dg1", tmp_path / "fat").read_bytes()
-    so = _host(tmp_path, [("spir64", _zstd(tmp_path, fat, "fat"))])
+    so = _host(tmp_path, [("spir64", zstd_frame(tmp_path, fat, "fat"))])
     (fast,) = inspect(so).files
     (deep,) = inspect(so, deep=True).files
     assert fast.images[0].content == "spirv" and fast.native_targets == []
@@ -68,7 +51,7 @@ def test_default_report_takes_a_spir64_image_content_from_its_triple_deep_reads_
 def test_compressed_native_image_is_always_decompressed_for_its_targets(tmp_path: Path) -> None:
     spv_path = spirv(tmp_path)
     fat = ocloc_fat(spv_path, "pvc,tgllp", tmp_path / "fat").read_bytes()
-    so = _host(tmp_path, [("spir64_gen", _zstd(tmp_path, fat, "gen")), ("spir64", _zstd(tmp_path, spv_path.read_bytes(), "ir"))])
+    so = _host(tmp_path, [("spir64_gen", zstd_frame(tmp_path, fat, "gen")), ("spir64", zstd_frame(tmp_path, spv_path.read_bytes(), "ir"))])
     (fr,) = inspect(so).files
     assert [i.content for i in fr.images] == ["ar", "spirv"]
     assert sorted(t.name for t in fr.native_targets) == ["pvc", "tgllp"]
@@ -78,7 +61,7 @@ def test_compressed_native_image_is_always_decompressed_for_its_targets(tmp_path
 @pytest.mark.parametrize("opts", [(), ("--no-check",), ("--no-content-size",), ("-19", "--long=27"), ("--ultra", "-22", "-B4096")])
 def test_frame_facts_agree_with_the_region_readers_on_real_zstd_frames(tmp_path: Path, opts: tuple[str, ...]) -> None:
     data = spirv(tmp_path).read_bytes() * 40  # > one 128 kB block with -B4096: several blocks
-    frame = _zstd(tmp_path, data, "f", *opts)
+    frame = zstd_frame(tmp_path, data, "f", *opts)
     padded = b"\0" * 7 + frame + b"\xff" * 9  # read where it sits, not past its end
     region = Region(frame, "frame")
     expected = (zstd.frame_size(region), zstd.content_size(region))

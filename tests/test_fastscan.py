@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import _fuzz_util as fu
+from _inspect_util import host_library, zstd_frame
 from conftest import REPO
 from aotwheel.errors import InspectError
 from aotwheel.formats import fastscan
@@ -283,29 +284,6 @@ def test_leaves_hands_odd_inputs_to_python_without_an_exception() -> None:
     assert mod.leaves(spirv, -8, 0, [Leaf()], 0, 1, 0, object, -1)[:2] == ([], 0)
 
 
-def _zstd_frame(work: Path, data: bytes, name: str, *opts: str) -> bytes:
-    raw = work / f"{name}.raw"
-    raw.write_bytes(data)
-    subprocess.run(["zstd", "-q", "-f", *opts, str(raw), "-o", str(work / f"{name}.zst")], check=True)
-    return (work / f"{name}.zst").read_bytes()
-
-
-def _host_library(work: Path, name: str, images: list[tuple[str, bytes, int]]) -> Path:
-    """A gcc-built shared object: each image in ``__CLANG_OFFLOAD_BUNDLE__sycl-<triple>``, a
-    ``.tgtimg`` row each listing the given size (not always the image's own)."""
-    lines = []
-    for i, (triple, blob, _) in enumerate(images):
-        (work / f"{name}{i}.bin").write_bytes(blob)
-        lines += [f'.section __CLANG_OFFLOAD_BUNDLE__sycl-{triple},"a"', ".balign 16", f"img{i}:",
-                  f'.incbin "{work / f"{name}{i}.bin"}"']
-    lines += ['.section .tgtimg,"aw"', ".balign 16", *(f".quad img{i}, {n}" for i, (_, _, n) in enumerate(images))]
-    lines += [".text", ".globl anchor", ".type anchor,@function", "anchor: ret"]
-    (work / f"{name}.s").write_text("\n".join(lines) + "\n")
-    so = work / f"lib{name}.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-nostdlib", "-o", str(so), str(work / f"{name}.s")], check=True)
-    return so
-
-
 @needs_fastscan
 def test_compressed_sycl_ir_leaves_made_in_c_read_as_python_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """zstd-compressed SYCL IR images (icpx --offload-compress; 19k in an XPU environment) are made
@@ -314,13 +292,11 @@ def test_compressed_sycl_ir_leaves_made_in_c_read_as_python_reads_them(tmp_path:
     decompressed size) and past the section; a compressed native image stays the Python loop's, and
     so do a damaged frame and a frame cut short (each its own library: the Python reader's error).
     Same report, default and deep, as the Python readers."""
-    if subprocess.run(["sh", "-c", "command -v zstd && command -v gcc"], capture_output=True).returncode:
-        pytest.skip("needs zstd and gcc (ci/setup.sh installs them)")
     spv = fu.spirv_seed().read_bytes()
-    frames = [_zstd_frame(tmp_path, spv, "plain"), _zstd_frame(tmp_path, spv, "nocheck", "--no-check"),
-              _zstd_frame(tmp_path, spv, "nosize", "--no-content-size"),
-              _zstd_frame(tmp_path, spv * 40, "blocks", "--ultra", "-22", "-B4096")]
-    so = _host_library(tmp_path, "good", [("spir64", f, len(f)) for f in frames] + [
+    frames = [zstd_frame(tmp_path, spv, "plain"), zstd_frame(tmp_path, spv, "nocheck", "--no-check"),
+              zstd_frame(tmp_path, spv, "nosize", "--no-content-size"),
+              zstd_frame(tmp_path, spv * 40, "blocks", "--ultra", "-22", "-B4096")]
+    so = host_library(tmp_path, name="good", images=[("spir64", f, len(f)) for f in frames] + [
         ("spir64", frames[0], len(spv)),  # the decompressed size, as onemkl-sycl 2026.2 lists it
         ("spir64_gen", frames[1], len(frames[1])),  # native: decompressed for its targets
         ("spir64", frames[2], len(frames[2]) + 4096),  # the last one: listed past its section's end
@@ -343,7 +319,7 @@ def test_compressed_sycl_ir_leaves_made_in_c_read_as_python_reads_them(tmp_path:
     damaged = bytearray(frames[0])
     damaged[4] |= 0x08  # a reserved frame-header bit: zstd rejects it
     for name, blob in (("damaged", bytes(damaged)), ("cut", frames[3][:-5])):
-        bad = _host_library(tmp_path, name, [("spir64", frames[0], len(frames[0])), ("spir64", blob, len(blob))])
+        bad = host_library(tmp_path, name=name, images=[("spir64", frames[0], len(frames[0])), ("spir64", blob, len(blob))])
         _same_report(bad, monkeypatch)
         host = read_host(open_elf(Region(bad.read_bytes(), bad.name)), all_descriptors=False, descriptors_up_to=0)
         assert fastscan.module().leaves(bad.read_bytes(), 0, 0, host.images, 0, 2, 0, Image, -1)[1] == 1, name
