@@ -83,6 +83,39 @@ def parallel_capacity(spv: Path, device: str, scratch: Path) -> float:
     return seq / (time.perf_counter() - t0)
 
 
+def raw_edges_ninja(tree: BuildTree, scratch: Path) -> Path:
+    """A build.ninja of the same ocloc edges as our build's plan (``ocloc-edges.txt``), each a bare
+    ``ocloc -device <group>`` with the flags our edges pass and no aotwheel process around it: the
+    control. What ``ninja -j<cores>`` of it takes is what per-source parallelism reaches on this
+    machine at all; ours minus that is what our edges add."""
+    import json
+
+    from aotwheel.buildsteps.ocloc_job import ocloc_command
+
+    toolchain = json.loads((tree.work / "toolchain.json").read_text())
+    names = toolchain.get("ocloc_names", {})
+    out = scratch / "raw_edges"
+    out.mkdir(parents=True, exist_ok=True)
+    lines = ["rule ocloc", "  command = $cmd", "  description = raw ocloc $out", ""]
+    for k, line in enumerate((tree.work / "ocloc-edges.txt").read_text().split()):
+        stem, group = line.split("=", 1)
+        devices = ",".join(names.get(d, d) for d in group.split(","))
+        cmd = ocloc_command("ocloc", str((tree.work / f"{stem}.spv").resolve()), devices, f"edge{k}", str(out.resolve()), "")
+        quoted = " ".join(c.replace("$", "$$").replace(" ", "$ ") for c in cmd)
+        lines += [f"build {out}/edge{k}: ocloc", f"  cmd = {quoted}", ""]
+    (out / "build.ninja").write_text("\n".join(lines))
+    return out
+
+
+def run_raw_edges(build: Path, jobs: int) -> tuple[float, float]:
+    """(wall, CPU) of ``ninja -j<jobs>`` over the control's edges, from scratch."""
+    for p in build.glob("edge*"):
+        p.unlink()
+    for p in (build / ".ninja_log", build / ".ninja_deps"):
+        p.unlink(missing_ok=True)
+    return run_timed(["ninja", "-C", str(build), f"-j{jobs}", "-k", "1"])
+
+
 def ar_members(path: Path) -> list[str]:
     """Member names as binutils' ``ar t`` lists them (an independent reader)."""
     out = subprocess.run(["ar", "t", str(path)], check=True, capture_output=True, text=True).stdout
@@ -103,8 +136,10 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
         scratch = ctx.fresh_dir(f"p1_n{n}_serial")
         spvs = [tree.build / p for p in tree.outputs(".spv")]
         all_spv = link_spirv(spvs, scratch / "all.spv")
+        raw_build = raw_edges_ninja(tree, scratch)
         serial, ours, ratio, eff, cpu_ratio = Samples(), Samples(), Samples(), Samples(), Samples()
         capacity, ratio_cap = Samples(), Samples()
+        control, control_ratio, over_control, control_cpu = Samples(), Samples(), Samples(), Samples()
         edges = runs = 0
         for r in range(ctx.runs):
             def run_ours() -> tuple[float, float]:
@@ -113,10 +148,13 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
                 nr = tree.ninja(tree.outputs(".fatbin"), cache=None)
                 edges, runs = nr.ocloc_edge_count, nr.ocloc_runs
                 return nr.seconds, nr.cpu
+            # Ours always in the middle; the serial call and the control take turns at the ends.
             if r % 2 == 0:
                 s, s_cpu = serial_ocloc(all_spv, devs, scratch)
                 o, o_cpu = run_ours()
+                c, c_cpu = run_raw_edges(raw_build, cores)
             else:
+                c, c_cpu = run_raw_edges(raw_build, cores)
                 o, o_cpu = run_ours()
                 s, s_cpu = serial_ocloc(all_spv, devs, scratch)
             cap = parallel_capacity(spvs[0], devs[0], scratch)
@@ -128,7 +166,12 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
             ratio.add(o / ideal)
             eff.add(ideal / o)
             cpu_ratio.add(o_cpu / s_cpu)
-            ctx.log(f"P1 N={n} run {r + 1}: serial {s:.2f}s ours {o:.2f}s ratio {o / ideal:.3f} CPU ours/serial {o_cpu / s_cpu:.3f} capacity {cap:.2f}")
+            control.add(c)
+            control_ratio.add(c / ideal)
+            over_control.add(o / c)
+            control_cpu.add(c_cpu / s_cpu)
+            ctx.log(f"P1 N={n} run {r + 1}: serial {s:.2f}s ours {o:.2f}s ratio {o / ideal:.3f} CPU ours/serial {o_cpu / s_cpu:.3f} "
+                    f"control {c:.2f}s ratio {c / ideal:.3f} ours/control {o / c:.3f} capacity {cap:.2f}")
         result["by_n"][str(n)] = {
             "devices": devs,
             "serial_ocloc_s": serial.to_dict(),
@@ -138,6 +181,11 @@ def p1_parallel(ctx: Context, ns: tuple[int, ...]) -> dict:
             "cpu_ours_over_serial": cpu_ratio.to_dict(),
             "parallel_capacity": capacity.to_dict(),
             "ratio_to_achievable": ratio_cap.to_dict(),
+            # The control: the same edges as bare ocloc processes under ninja (raw_edges_ninja).
+            "control_raw_edges_s": control.to_dict(),
+            "control_ratio_to_ideal": control_ratio.to_dict(),
+            "control_cpu_over_serial": control_cpu.to_dict(),
+            "ours_over_control": over_control.to_dict(),
             "ocloc_edges": edges,
             "ocloc_runs": runs,
             "serial_members": ar_members(scratch / "fat"),

@@ -232,13 +232,20 @@ def _details(res: dict) -> list[str]:
                 "\"Capacity\" is measured in the same run: two identical, independent `ocloc` processes (first source, first "
                 "device) one after the other vs side by side; 2.0 on two idle cores, less when other people's jobs hold "
                 "part of a core. \"ours/achievable\" divides by serial/min(N, capacity) instead of serial/min(N, C).", "",
-                "| N | devices | serial ocloc | ours (ninja) | ours/(serial/min(N,C)) | efficiency | CPU ours/serial | capacity | ours/achievable | ocloc runs (ours) |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+                "The control, in the same runs: the same edges as configure planned them, each a bare `ocloc compile "
+                "-device <group> -exclude_ir` (the command our edge runs) under `ninja -j<cores>`, with no aotwheel "
+                "process: what per-source parallelism reaches on this machine at all. \"ours/control\" is what our "
+                "edges add to it (their Python processes, the fat binaries); each run times ours between the serial call "
+                "and the control, which take turns at the ends.", "",
+                "| N | devices | serial ocloc | ours (ninja) | ours/(serial/min(N,C)) | efficiency | CPU ours/serial | capacity | ours/achievable | control (bare ocloc edges) | control/(serial/min(N,C)) | ours/control | ocloc runs (ours) |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for n, d in c["p1"]["by_n"].items():
+            control = (f"{_mm(d['control_raw_edges_s'])} | {_cap(d, 'control_ratio_to_ideal', '{:.3f}')} | "
+                       f"{_cap(d, 'ours_over_control', '{:.3f}')}" if "control_raw_edges_s" in d else "— | — | —")
             out.append(f"| {n} | {','.join(d['devices'])} | {_mm(d['serial_ocloc_s'])} | {_mm(d['ours_ninja_s'])} | "
                        f"{d['ratio_to_ideal']['median']:.3f} ({d['ratio_to_ideal']['min']:.3f}–{d['ratio_to_ideal']['max']:.3f}) | "
                        f"{d['efficiency']['median']:.0%} | {d['cpu_ours_over_serial']['median']:.3f} | "
-                       f"{_cap(d, 'parallel_capacity', '{:.2f}')} | {_cap(d, 'ratio_to_achievable', '{:.3f}')} | {d['ocloc_runs']} |")
+                       f"{_cap(d, 'parallel_capacity', '{:.2f}')} | {_cap(d, 'ratio_to_achievable', '{:.3f}')} | {control} | {d['ocloc_runs']} |")
         out.append("")
         ov = c["p1"].get("overhead")
         if ov:
