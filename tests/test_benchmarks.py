@@ -166,3 +166,32 @@ def test_native_code_benchmark_smoke(tmp_path):
     assert {f["source"] for f in runs["second"]["files"].values()} == {"jit-cache"}
     text = doc.read_text()
     assert text.index("## Native code outside CMake") < text.index("## NVIDIA (H100)") and text.rstrip().endswith("kept")
+
+
+def _scaleout_pass(plan: list[list[str]], t1: tuple[float, float], shards: list[float], asm: float) -> dict:
+    """One pass's round as benchmarks.scaleout writes it (only the fields best_of reads)."""
+    ideal = sum(t1) / 2 / len(plan)
+    return {"one_machine": {"first_total_s": t1[0], "again_total_s": t1[1]},
+            "shards": [{"graph": {"sources": srcs}, "total_s": s} for srcs, s in zip(plan, shards)],
+            "assemble": {"total_s": asm}, "ratio_wall_to_ideal": round((max(shards) + asm) / ideal, 3)}
+
+
+def test_scaleout_best_of_counts_only_passes_that_planned_the_same_slices():
+    from benchmarks.scaleout import best_of
+
+    a, b = [["s0", "s1"], ["s2", "s3"]], [["s0", "s2"], ["s1", "s3"]]
+    rounds = [_scaleout_pass(a, (40.0, 44.0), [21.0, 23.0], 3.0),
+              _scaleout_pass(b, (30.0, 50.0), [10.0, 10.0], 1.0),  # fastest of all, but another plan
+              _scaleout_pass(a, (42.0, 41.0), [24.0, 20.0], 2.5)]
+    runs = [{**r, "next_commit": r} for r in rounds]
+    got = best_of(runs, 2)["next_commit"]
+    assert got["passes_counted"] == [1, 3]
+    assert got["T1_s"] == 40.0  # the fastest of passes 1 and 3's four T1 builds, not pass 2's 30 s
+    assert got["shard_total_s"] == [21.0, 20.0] and got["assemble_s"] == 2.5
+    assert got["ratio_wall_to_ideal"] == round((21.0 + 2.5) / 20.0, 3)
+    per_pass = [r["ratio_wall_to_ideal"] for r in rounds]
+    assert got["ratio_wall_to_ideal_median_of_passes"] == sorted(per_pass)[1]
+
+    alone = best_of([runs[0], runs[1]], 2)["first"]  # two passes, two plans: no fastest-of figure
+    assert alone["ratio_wall_to_ideal"] is None and "passes_counted" not in alone
+    assert alone["ratio_wall_to_ideal_median_of_passes"] == round((per_pass[0] + per_pass[1]) / 2, 3)
