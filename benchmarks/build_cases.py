@@ -6,7 +6,9 @@ side goes first), then summarised as median and min-max over the runs.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -88,9 +90,7 @@ def raw_edges_ninja(tree: BuildTree, scratch: Path) -> Path:
     ``ocloc -device <group>`` with the flags our edges pass and no aotwheel process around it: the
     control. What ``ninja -j<cores>`` of it takes is what per-source parallelism reaches on this
     machine at all; ours minus that is what our edges add."""
-    import json
-
-    from aotwheel.buildsteps.ocloc_job import ocloc_command
+    from aotwheel.buildsteps.ocloc_job import ocloc_command  # the argument list our edges run
 
     toolchain = json.loads((tree.work / "toolchain.json").read_text())
     names = toolchain.get("ocloc_names", {})
@@ -101,10 +101,16 @@ def raw_edges_ninja(tree: BuildTree, scratch: Path) -> Path:
         stem, group = line.split("=", 1)
         devices = ",".join(names.get(d, d) for d in group.split(","))
         cmd = ocloc_command("ocloc", str((tree.work / f"{stem}.spv").resolve()), devices, f"edge{k}", str(out.resolve()), "")
-        quoted = " ".join(c.replace("$", "$$").replace(" ", "$ ") for c in cmd)
-        lines += [f"build {out}/edge{k}: ocloc", f"  cmd = {quoted}", ""]
+        quoted = " ".join(_ninja_escape(shlex.quote(c)) for c in cmd)  # ninja runs it through /bin/sh
+        lines += [f"build {_ninja_escape(str(out / f'edge{k}'), path=True)}: ocloc", f"  cmd = {quoted}", ""]
     (out / "build.ninja").write_text("\n".join(lines))
     return out
+
+
+def _ninja_escape(text: str, path: bool = False) -> str:
+    """``text`` as one word of a build.ninja line (a path in a build statement escapes ':' too)."""
+    text = text.replace("$", "$$").replace(" ", "$ ")
+    return text.replace(":", "$:") if path else text
 
 
 def run_raw_edges(build: Path, jobs: int) -> tuple[float, float]:
