@@ -27,7 +27,7 @@ ocloc, clang and llvm-spirv runs are counted by logging wrappers set via AOTWHEE
 AOTWHEEL_CLANG and AOTWHEEL_LLVM_SPIRV, not by aotwheel's own log.
 ``--costs`` measures ocloc's CPU seconds per device (the sharding's cost table) instead.
 
-Workloads (``--workload``; ``--kernels``/``--files``/``--copies`` override its numbers), both over
+Workloads (``--workload``; ``--kernels``/``--files``/``--copies`` override its numbers), all over
 the 8 devices of DEVLIST:
 
 * ``small`` (default): 36 distinct kernels (12 GEMM, 12 softmax, 12 reduction) in 4 sources of
@@ -35,12 +35,15 @@ the 8 devices of DEVLIST:
 * ``large``: the 48 distinct kernels (16 per family) plus 3 renamed copies of each (ocloc compiles
   every kernel on its own) = 192 kernels in 8 sources of 24 (32-34 kB each): an operator
   library's many instantiations; T1 about 50 s on 2 quiet cores (estimated from the small one).
+* ``xlarge``: the 48 kernels plus 7 renamed copies of each = 384 kernels in 16 sources of 24, each
+  source like a large one's: twice the large workload's device work, so the fixed cost of a
+  runner (its CMake configure, the assembling build) weighs half as much; T1 about 2.5 min here.
 
 ``--passes N`` runs both rounds N times, each against a fresh remote (so each pass's first round
 again plans by size), and adds ``best_of_passes``: each build's fastest time across the passes
 that planned the same slices, and the median of the passes' ratios.
 
-    python -m benchmarks.scaleout [--workload small|large] [--runners 4] [--passes N] [--out benchmarks/results/scaleout[_large].json]
+    python -m benchmarks.scaleout [--workload small|large|xlarge] [--runners 4] [--passes N] [--out benchmarks/results/scaleout[_<workload>].json]
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Eight devices with eight distinct IP versions that Debian's ocloc 22.43 builds.
 DEVLIST = "pvc,acm-g10,acm-g11,acm-g12,tgllp,dg1,adl-p,rkl"
 # --workload: (distinct kernels, sources, copies of each kernel); see the docstring.
-WORKLOADS = {"small": (36, 4, 1), "large": (48, 8, 4)}
+WORKLOADS = {"small": (36, 4, 1), "large": (48, 8, 4), "xlarge": (48, 16, 8)}
 
 
 def _wrapper(directory: Path, name: str = "ocloc") -> tuple[Path, Path]:
@@ -254,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     kernels, files, copies = WORKLOADS[a.workload]
     a.kernels, a.files, a.copies = a.kernels or kernels, a.files or files, a.copies or copies
     if a.out is None:
-        suffix = "_large" if a.workload == "large" and not a.costs else ""
+        suffix = f"_{a.workload}" if a.workload != "small" and not a.costs else ""
         a.out = REPO / "benchmarks" / "results" / ("scaleout_costs.json" if a.costs else f"scaleout{suffix}.json")
     work = Path(tempfile.mkdtemp(prefix="aotwheel-scaleout-"))
     load_before = os.getloadavg()
