@@ -164,12 +164,12 @@ def render(res: dict) -> str:
         if not d["met"]:
             text = _WHY["P4"]
             if d["inspect_ms"]["median"] > 50:
-                text += (f" The time goal was missed in this run with `cat` of the same file at {_mm(d['cat_ms'], 'ms', '{:.1f}')}: "
-                         "inspect moves with the machine as `cat` does (this code measured 45.7 ms against `cat` 63.7 ms in the "
-                         "run of 2026-11-23 18:26 UTC). What is left per image: the C loop makes each Image through the "
-                         "dataclass `__init__` (14k of them made from Python on this machine: ~1.3 µs each) and each HostImage "
-                         "it is made from (~0.7 µs), about half of the time; the next step is a C pass from the table to Images that makes no HostImage for "
-                         "plain leaf images.")
+                text += (f" The time goal was missed in this run, with `cat` of the same file at {_mm(d['cat_ms'], 'ms', '{:.1f}')} "
+                         f"and inspect/cat {d['ratio']['median']:.2f}: inspect moves with the machine as `cat` does. What is left "
+                         "per image (profiled on this machine, 2026-11-23): the C loop makes each Image through the dataclass "
+                         "`__init__` (~1.3 µs each, made from Python) and each HostImage it is made from (~0.7 µs), about half "
+                         "of the time; the next step is one C pass from the table to Images that makes no HostImage for plain "
+                         "leaf images.")
             why.append(("P4", text))
     elif "p4" in c:
         lines.append(f"| P4 inspect | skipped: {c['p4']['skipped']} | ≤ 50 ms | — |")

@@ -37,7 +37,7 @@ the 8 devices of DEVLIST:
   library's many instantiations; T1 about 50 s on 2 quiet cores (estimated from the small one).
 * ``xlarge``: the 48 kernels plus 7 renamed copies of each = 384 kernels in 16 sources of 24, each
   source like a large one's: twice the large workload's device work, so the fixed cost of a
-  runner (its CMake configure, the assembling build) weighs half as much; T1 about 2.5 min here.
+  runner (its CMake configure, the assembling build) weighs half as much; T1 about 2.2 min here.
 
 ``--passes N`` runs both rounds N times, each against a fresh remote (so each pass's first round
 again plans by size), and adds ``best_of_passes``: each build's fastest time across the passes
