@@ -210,4 +210,3 @@ def host_library(work: Path, images: list[tuple[str, bytes, int]], name: str = "
     (work / f"{name}.s").write_text("\n".join(lines) + "\n")
     run(["gcc", "-shared", "-fPIC", "-nostdlib", "-o", str(work / f"lib{name}.so"), str(work / f"{name}.s")])
     return work / f"lib{name}.so"
-
