@@ -92,13 +92,16 @@ def _agrees(region: Region) -> bool:
     return all(g[3] is not None for g in got)
 
 
-def _report(path: Path, deep: bool, monkeypatch: pytest.MonkeyPatch, python_only: bool) -> str:
+def _report(path: Path, deep: bool, monkeypatch: pytest.MonkeyPatch, python_only: bool, descriptors_up_to: int | None = None) -> str:
     if python_only:
         monkeypatch.setenv("AOTWHEEL_NO_FASTSCAN", "1")
     else:
         monkeypatch.delenv("AOTWHEEL_NO_FASTSCAN", raising=False)
     try:
-        return json.dumps(inspect(path, deep=deep).to_dict(), sort_keys=True)
+        with pytest.MonkeyPatch.context() as mp:
+            if descriptors_up_to is not None:  # 0: read as a large table is (no descriptors; C: fastscan.table_leaves)
+                mp.setattr("aotwheel.formats.elf.DESCRIPTORS_ALWAYS_UP_TO", descriptors_up_to)
+            return json.dumps(inspect(path, deep=deep).to_dict(), sort_keys=True)
     except InspectError as exc:
         return f"InspectError: {exc}"
     finally:
@@ -106,8 +109,10 @@ def _report(path: Path, deep: bool, monkeypatch: pytest.MonkeyPatch, python_only
 
 
 def _same_report(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for deep in (False, True):
-        assert _report(path, deep, monkeypatch, False) == _report(path, deep, monkeypatch, True)
+    """The same report with and without the C scanner: default and deep, and the default report
+    read as tables of more than DESCRIPTORS_ALWAYS_UP_TO entries are (the test inputs are small)."""
+    for deep, up_to in ((False, None), (True, None), (False, 0)):
+        assert _report(path, deep, monkeypatch, False, up_to) == _report(path, deep, monkeypatch, True, up_to)
 
 
 def test_import_aotwheel_does_not_load_the_extension() -> None:
@@ -282,6 +287,19 @@ def test_leaves_hands_odd_inputs_to_python_without_an_exception() -> None:
 
     assert mod.leaves(spirv, 0, 0, [NoSize()], 0, 1, 0, object, -1) == ([], 0, [])
     assert mod.leaves(spirv, -8, 0, [Leaf()], 0, 1, 0, object, -1)[:2] == ([], 0)
+    # slot_addends: keys that are no slot are left out; values that are no u64 are the Python loop's.
+    from aotwheel.model import Image
+
+    rec = mod.slot_addends({16: 4, 24: 7, 48: -1, 64: "x", -16: 1, 1 << 70: 1, "k": 2, 32: (1 << 64) - 1}, 16, 4)
+    assert [(int.from_bytes(rec[i:i + 8], "little"), int.from_bytes(rec[i + 8:i + 16], "little")) for i in range(0, 64, 16)] == [
+        (4, 1), (0, 2), (0, 2), (0, 2)]
+    # table_leaves with one entry: its slot's addend (4) wins over the table's address (16).
+    table = (16).to_bytes(8, "little") + (4).to_bytes(8, "little")
+    shared = (spirv + table, 16, 1, 0, rec[:16], 16, [0, 0, 64], [0], [16], ["s"], ["spir64"], 32)
+    made, stop, kinds, host = mod.table_leaves(*shared, 0, 100, 7, Image, -1)
+    assert (stop, kinds, host, [(m.index, m.offset, m.size, m.kind, m.section) for m in made]) == (1, ["spirv"], None, [(7, 104, 4, "spirv", "s")])
+    with pytest.raises(ValueError, match="fewer addend records"):
+        mod.table_leaves(*shared[:4], b"", *shared[5:], 0, 0, 0, Image, -1)
 
 
 @needs_fastscan
@@ -316,6 +334,19 @@ def test_compressed_sycl_ir_leaves_made_in_c_read_as_python_reads_them(tmp_path:
     assert pos == 5 and kinds == ["spirv"] and [m.size for m in made] == [len(f) for f in frames] + [len(frames[0])]
     assert made[4].listed_size == len(spv) and made[3].decompressed_size == len(spv) * 40
     assert fastscan.module().leaves(buf, 0, 0, host.images, 6, 7, 6, Image, -1)[1] == 7  # past the section: C too
+    # Read as a large table is (read_host(leaf_scan=True)): no HostImage for the images in bundle
+    # sections that the C loop resolves, and table_leaves makes the same Images from the table itself, stopping at the same
+    # image; the one it stops at is the HostImage the full read made.
+    deferred = read_host(open_elf(Region(buf, so.name)), all_descriptors=False, descriptors_up_to=0, leaf_scan=True)
+    assert deferred.scan is not None and deferred.scan.count == len(host.images)
+    assert deferred.images == [host.images[6]]  # listed past its section: only the Python loop reads it
+    from dataclasses import asdict
+
+    got, stop, got_kinds, native = deferred.scan.leaves(0, 0, 0, 0, Image, -1)
+    assert (stop, got_kinds, [asdict(m) for m in got]) == (5, ["spirv"], [asdict(m) for m in made])
+    assert native == host.images[5] and native.entry == 5  # the native image it stops at, as the full read made it
+    none, stop, _kinds, native = deferred.scan.leaves(6, 0, 0, 6, Image, -1)
+    assert (none, stop, native) == ([], 6, None)  # past its section: not resolved here; read_host made its HostImage
     damaged = bytearray(frames[0])
     damaged[4] |= 0x08  # a reserved frame-header bit: zstd rejects it
     for name, blob in (("damaged", bytes(damaged)), ("cut", frames[3][:-5])):

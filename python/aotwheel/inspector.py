@@ -342,7 +342,6 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
 
 def _walk_host(walk: _Walk, region: Region) -> None:
     from aotwheel.formats.elf import DESCRIPTORS_ALWAYS_UP_TO, open_elf, read_host
-    from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
 
     view = open_elf(region)
     for name in (".tgtimg", ".tgtsym"):  # read whole: one sweep, not a fault per page
@@ -350,55 +349,24 @@ def _walk_host(walk: _Walk, region: Region) -> None:
         if sec is not None and sec.type != "SHT_NOBITS" and sec.size > mmap.PAGESIZE:
             _will_need(region.buf, region.start + sec.offset, sec.size)
     # Bundle section names give the triples; small tables also get their descriptors' build options.
-    host = read_host(view, all_descriptors=walk.deep, descriptors_up_to=DESCRIPTORS_ALWAYS_UP_TO)
+    # Without deep, the C scanner makes plain leaf images straight from the table (host.scan).
+    host = read_host(view, all_descriptors=walk.deep, descriptors_up_to=DESCRIPTORS_ALWAYS_UP_TO, leaf_scan=not walk.deep)
     walk.report.kernels = host.kernels
     walk.report.kernels_by_triple = {k.removesuffix("-unknown-unknown"): v for k, v in host.kernels_by_triple.items()}
-    fr, buf, start, base = walk.report, region.buf, region.start, region.where(0)
-    images, ir, deep = fr.images, fr.ir, walk.deep
-    all_images = host.images
+    fr, buf, start = walk.report, region.buf, region.start
     from aotwheel.formats import fastscan
 
-    fs = None if deep else fastscan.module()
-    for lo in range(0, len(all_images), _READAHEAD_IMAGES):
-        chunk = all_images[lo : lo + _READAHEAD_IMAGES]
-        _read_ahead(buf, start, chunk)
-        # C makes the same leaf Images as below up to each image it leaves to this loop (14k SPIR-V in mkl).
-        for img in chunk if fs is None else _left_by(fs, buf, start, base, chunk, images, ir):
-            # Most images of big libraries are SPIR-V, which the default mode only notes: read the
-            # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
-            off, size = img.offset, img.size
-            a = start + off
-            kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
-            if kind in _LEAF_KINDS and not deep:
-                leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
-                images.append(leaf)
-                if kind not in ir:
-                    ir.append(kind)  # what _note_ir does
-                if img.compile_options is not None or img.link_options is not None:  # positional above: 14k images in mkl
-                    leaf.compile_options, leaf.link_options = img.compile_options, img.link_options
-                if img.listed_size is not None:
-                    leaf.listed_size = img.listed_size
-                    fr.warnings.append(_cut_warning(leaf.index, img.listed_size, img.section, size))
-            elif kind == "zstd" and not deep and _is_sycl_ir(img.triple) and (facts := zstd_frame_facts(buf, a, size)) is not None:
-                # What _add_image does for a compressed SYCL IR image, minus its sub-regions (19k
-                # such images in an XPU environment).
-                stored, declared = facts
-                leaf = Image(len(images), base + off, stored, kind, img.triple, True, img.section, "spirv", declared)
-                images.append(leaf)
-                if "spirv" not in ir:
-                    ir.append("spirv")
-                if img.compile_options is not None or img.link_options is not None:
-                    leaf.compile_options, leaf.link_options = img.compile_options, img.link_options
-                if img.listed_size is not None or stored != size:
-                    leaf.listed_size = size if img.listed_size is None else img.listed_size
-            else:
-                _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
-                added = images[-1]
-                added.compile_options, added.link_options = img.compile_options, img.link_options
-                if img.listed_size is not None:
-                    added.listed_size = img.listed_size
-                    if not added.compressed:  # a zstd frame delimits itself; other images were cut at their section
-                        fr.warnings.append(_cut_warning(added.index, img.listed_size, img.section, added.size))
+    if host.scan is not None:
+        _walk_table(walk, region, host.scan, host.images)
+    else:
+        fs = None if walk.deep else fastscan.module()
+        all_images = host.images
+        for lo in range(0, len(all_images), _READAHEAD_IMAGES):
+            chunk = all_images[lo : lo + _READAHEAD_IMAGES]
+            _read_ahead(buf, start, chunk)
+            # C makes the same leaf Images as _walk_host_image up to each image it leaves to it.
+            for img in chunk if fs is None else _left_by(fs, buf, start, region.where(0), chunk, fr.images, fr.ir):
+                _walk_host_image(walk, region, img)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
     if any(t.vendor == INTEL for t in fr.native_targets):  # kernels only the IR serves matter only then
@@ -409,6 +377,79 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     nv = view.section(".nv_fatbin")
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
+
+
+def _walk_table(walk: _Walk, region: Region, scan: Any, hosts: list[Any]) -> None:
+    """Every ``.tgtimg`` entry in table order: runs of plain leaves made by ``scan`` (C), and
+    between them the entries it stops at: an image that is not a plain leaf (the scan returns its
+    HostImage), else the next of ``hosts`` (read_host made them: no bundle triple, or an entry
+    only the Python loop resolves)."""
+    from aotwheel.formats import fastscan
+
+    fr = walk.report
+    images, ir, start, base, fd = fr.images, fr.ir, region.start, region.where(0), fastscan.file_of(region.buf)
+    pos, h = 0, 0
+    while True:
+        made, pos, kinds, img = scan.leaves(pos, start, base, len(images), Image, fd)
+        images += made
+        ir += [k for k in kinds if k not in ir]
+        if pos >= scan.count:
+            break
+        if img is None:  # not one the scan resolves: read_host made its HostImage
+            if h >= len(hosts) or hosts[h].entry != pos:
+                raise RuntimeError(f"aotwheel: .tgtimg entry {pos} has no image record; please report this with the binary")
+            img, h = hosts[h], h + 1
+        _walk_host_image(walk, region, img)
+        pos += 1
+    if h != len(hosts):
+        raise RuntimeError(f"aotwheel: .tgtimg entry {hosts[h].entry} was left unread; please report this with the binary")
+
+
+def _walk_host_image(walk: _Walk, region: Region, img: Any) -> None:
+    """One ``.tgtimg`` image (a HostImage) into the report."""
+    fr, buf, start, base, deep = walk.report, region.buf, region.start, region.where(0), walk.deep
+    images, ir = fr.images, fr.ir
+    # Most images of big libraries are SPIR-V, which the default mode only notes: read the
+    # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
+    off, size = img.offset, img.size
+    a = start + off
+    kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
+    if kind in _LEAF_KINDS and not deep:
+        leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
+        images.append(leaf)
+        if kind not in ir:
+            ir.append(kind)  # what _note_ir does
+        if img.compile_options is not None or img.link_options is not None:  # positional above: 14k images in mkl
+            leaf.compile_options, leaf.link_options = img.compile_options, img.link_options
+        if img.listed_size is not None:
+            leaf.listed_size = img.listed_size
+            fr.warnings.append(_cut_warning(leaf.index, img.listed_size, img.section, size))
+    elif kind == "zstd" and not deep and _is_sycl_ir(img.triple) and (facts := _zstd_frame_facts(buf, a, size)) is not None:
+        # What _add_image does for a compressed SYCL IR image, minus its sub-regions (19k
+        # such images in an XPU environment).
+        stored, declared = facts
+        leaf = Image(len(images), base + off, stored, kind, img.triple, True, img.section, "spirv", declared)
+        images.append(leaf)
+        if "spirv" not in ir:
+            ir.append("spirv")
+        if img.compile_options is not None or img.link_options is not None:
+            leaf.compile_options, leaf.link_options = img.compile_options, img.link_options
+        if img.listed_size is not None or stored != size:
+            leaf.listed_size = size if img.listed_size is None else img.listed_size
+    else:
+        _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
+        added = images[-1]
+        added.compile_options, added.link_options = img.compile_options, img.link_options
+        if img.listed_size is not None:
+            added.listed_size = img.listed_size
+            if not added.compressed:  # a zstd frame delimits itself; other images were cut at their section
+                fr.warnings.append(_cut_warning(added.index, img.listed_size, img.section, added.size))
+
+
+def _zstd_frame_facts(buf: Any, at: int, size: int) -> tuple[int, int | None] | None:
+    from aotwheel.formats.zstd import frame_facts
+
+    return frame_facts(buf, at, size)
 
 
 def _left_by(fs: Any, buf: Any, start: int, base: int, chunk: list[Any], images: list[Image], ir: list[str]) -> Iterator[Any]:

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import compress
+from typing import Any
 
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
@@ -231,11 +232,28 @@ class HostImage:
     listed_size: int | None = None  # the table's size when it cannot be the stored size (see _bounded_image)
     compile_options: str | None = None  # the descriptor's CompileOptions, when found and not empty
     link_options: str | None = None  # the descriptor's LinkOptions, when found and not empty
+    entry: int = -1  # its position in the .tgtimg table
+
+
+class TableScan:
+    """The ``.tgtimg`` table bound to the C scanner, for images ``read_host(leaf_scan=True)`` makes
+    no HostImage for: ``fastscan.table_leaves`` makes their Images straight from the table."""
+
+    def __init__(self, fs: Any, shared: tuple[Any, ...], count: int) -> None:
+        self._fs, self._shared, self.count = fs, shared, count
+
+    def leaves(self, lo: int, start: int, base: int, index: int, image_cls: type, fd: int
+               ) -> tuple[list[Any], int, list[str], HostImage | None]:
+        """``(images, next, kinds, host)`` from entry ``lo``: see ``table_leaves`` in csrc/_fastscan.c."""
+        buf, table, count, _lo, *rest = self._shared
+        return self._fs.table_leaves(buf, table, count, lo, *rest, start, base, index, image_cls, fd, HostImage)  # type: ignore[no-any-return]
 
 
 @dataclass
 class HostOffload:
+    # In table order; with read_host(leaf_scan=True) only the entries ``scan`` leaves to Python.
     images: list[HostImage] = field(default_factory=list)
+    scan: TableScan | None = None
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     kernels: int | None = None
     offloading_sections: list[Section] = field(default_factory=list)  # .llvm.offloading (objects)
@@ -251,20 +269,24 @@ class HostOffload:
         return _ir_only_kernels(_tgtsym_names(self.tgtsym_raw), self.tgtsym_prefixes)
 
 
-def read_host(view: ElfView, *, all_descriptors: bool = True, descriptors_up_to: int = 0) -> HostOffload:
+def read_host(view: ElfView, *, all_descriptors: bool = True, descriptors_up_to: int = 0, leaf_scan: bool = False) -> HostOffload:
     """Everything the host side records about embedded device images.
 
     With ``all_descriptors=False`` an image inside a ``__CLANG_OFFLOAD_BUNDLE__<triple>`` section
     takes its triple from that name and its descriptor is not looked for (``desc_format`` None):
     finding descriptors means scanning every relocation, ~0.1 s on a 650 MB library. Tables of at
     most ``descriptors_up_to`` entries get all their descriptors read all the same.
+
+    ``leaf_scan=True`` (with ``all_descriptors`` off and the C scanner present): no HostImage is
+    made for such an image in a bundle section; ``images`` holds the others, each with its
+    ``entry``, and ``scan`` walks the whole table (14k images in mkl: one object each, not two).
     """
     out = HostOffload()
     tgtimg = view.section(".tgtimg")
     if tgtimg is not None and tgtimg.type != "SHT_NOBITS":
         if descriptors_up_to and tgtimg.size // _TGTIMG_ENTRY <= descriptors_up_to:
             all_descriptors = True
-        out.images = _tgtimg_images(view, tgtimg, all_descriptors)
+        out.images = _tgtimg_images(view, tgtimg, all_descriptors, defer=leaf_scan and not all_descriptors, out=out)
     tgtsym = view.section(".tgtsym")
     if tgtsym is not None and 0 < tgtsym.size <= _MAX_SMALL_SECTION:
         from aotwheel.formats import fastscan
@@ -333,7 +355,8 @@ def _bundle_triple(sec: Section | None) -> str | None:
     return sec.name[len(_BUNDLE_PREFIX) :].removeprefix("sycl-")
 
 
-def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True) -> list[HostImage]:
+def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True, defer: bool = False,
+                   out: HostOffload | None = None) -> list[HostImage]:
     region = view.region
     if tgtimg.size % _TGTIMG_ENTRY:
         raise region.error(tgtimg.offset, f".tgtimg size {tgtimg.size} is not a multiple of {_TGTIMG_ENTRY}")
@@ -344,7 +367,7 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
     if relocs is None:
         slots = {tgtimg.addr + i * _TGTIMG_ENTRY for i in range(count)}
         relocs = _relative_relocs(view, want_offsets=slots, want_addends=set())
-    fast = _fast_tgtimg(view, tgtimg, count, relocs)
+    fast = _fast_tgtimg(view, tgtimg, count, relocs, defer, out)
     # One loop, no per-image lookups beyond the segment and section (14k images in mkl): bundle
     # section names give triples; only the other images need their descriptors.
     images: list[HostImage] = []
@@ -384,7 +407,7 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True)
         triple = triples[name]
         if all_descriptors or triple is None:
             pending.append(len(images))
-        images.append(HostImage(off, size, vaddr, name, triple, None, listed))
+        images.append(HostImage(off, size, vaddr, name, triple, None, listed, entry=i))
     if fast is not None:  # the C loop leaves pending to here
         pending = [k for k, img in enumerate(images) if all_descriptors or img.triple is None]
     if pending:
@@ -411,9 +434,11 @@ def _left_by(fast: Callable[[int], tuple[list[HostImage], int]], table: memoryvi
             i += 1
 
 
-def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: dict[int, int]) -> Callable[[int], tuple[list[HostImage], int]] | None:
+def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: dict[int, int], defer: bool = False,
+                 out: HostOffload | None = None) -> Callable[[int], tuple[list[HostImage], int]] | None:
     """``fastscan.tgtimg`` bound to this table (None: no extension, or overlapping sections, whose
-    lookup only the scan in header order answers)."""
+    lookup only the scan in header order answers). ``defer``: it makes no HostImage for an entry
+    in a section with a triple, and ``out.scan`` is the table's :class:`TableScan`."""
     from aotwheel.formats import fastscan
 
     fs = fastscan.module()
@@ -428,11 +453,15 @@ def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: dict[int, i
     segments = [v for seg in view.segments for v in seg]
     ends, names = [s.offset + s.size for s in secs], [s.name for s in secs]
     triples = [_bundle_triple(s) for s in secs]
-    table = region.start + tgtimg.offset
+    # The relocations as one record per slot (C reads them by index, not by a dict lookup per entry and pass).
+    addends = fs.slot_addends(relocs, tgtimg.addr, count)
+    shared = (region.buf, region.start + tgtimg.offset, count, 0, addends, tgtimg.addr, segments, starts, ends, names, triples, region.size)
+    if defer and out is not None:
+        out.scan = TableScan(fs, shared, count)
 
     def run(lo: int) -> tuple[list[HostImage], int]:
-        return fs.tgtimg(region.buf, table, count, lo, relocs, tgtimg.addr, segments, starts, ends, names, triples,  # type: ignore[no-any-return]
-                         region.size, HostImage)
+        buf, table, n, _lo, *rest = shared
+        return fs.tgtimg(buf, table, n, lo, *rest, HostImage, defer)  # type: ignore[no-any-return]
 
     return run
 
