@@ -17,7 +17,8 @@
 
 #include <stdarg.h>
 #ifndef _WIN32
-#include <fcntl.h> /* posix_fadvise */
+#include <fcntl.h>   /* posix_fadvise */
+#include <sys/mman.h> /* mincore */
 #endif
 
 /* buf[start:start+size] as a pointer; -1 with an exception when the span is not inside buf. */
@@ -297,6 +298,11 @@ static PyObject *make_leaf(PyObject *image_cls, const uint8_t *buf, Py_ssize_t l
     Py_XDECREF(decl);
     if (img == NULL)
         return NULL;
+    /* Its fields are numbers, strings, None and the (empty) members list: it can be in no
+     * reference cycle, so the cyclic collector need not scan it, as CPython untracks tuples of
+     * atoms (measured: the young-generation collection 14k leaf Images set off took 3.2 ms of a
+     * ~45 ms inspect of mkl, 0.6 ms untracked). Reference counting frees it all the same. */
+    PyObject_GC_UnTrack(img);
     int rc = 0;
     if (copt != Py_None || lopt != Py_None)
         rc = PyObject_SetAttr(img, s_compile_options, copt) < 0 || PyObject_SetAttr(img, s_link_options, lopt) < 0 ? -1 : 0;
@@ -616,6 +622,21 @@ done:
 #define TG_DENSE_BYTES_PER_IMAGE (32 << 10)
 #define TG_HEAD_SPAN (64 << 10)
 
+/* Whether the page holding buf[at] is in the page cache (mincore on the map; 0 when unsure). */
+static int resident(const tg_table *tb, uint64_t at) {
+#if defined(__linux__)
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || at >= (uint64_t)tb->view.len)
+        return 0;
+    uintptr_t addr = (uintptr_t)tb->view.buf + (uintptr_t)at;
+    unsigned char vec = 0;
+    return mincore((void *)(addr - addr % (uintptr_t)page), 1, &vec) == 0 && (vec & 1);
+#else
+    (void)tb, (void)at;
+    return 0;
+#endif
+}
+
 /* POSIX_FADV_WILLNEED over entries [i, the next multiple of TG_READAHEAD_ENTRIES) when their
  * images are densely packed: with an empty page cache one synchronous read per head made inspect
  * 5-15x slower than cat (advice only: never fails). */
@@ -624,19 +645,27 @@ static void tg_read_ahead(const tg_table *tb, Py_ssize_t i, int fd, Py_ssize_t s
     Py_ssize_t end = i - i % TG_READAHEAD_ENTRIES + TG_READAHEAD_ENTRIES;
     if (end > tb->count)
         end = tb->count;
-    uint64_t va, first, last, size, last_size;
+    uint64_t va, first, last, first_size, last_size;
     Py_ssize_t k, a = i, b = end - 1;
-    while (a <= b && tg_entry(tb, a, &va, &first, &size, &k) != TG_OK)
+    while (a <= b && tg_entry(tb, a, &va, &first, &first_size, &k) != TG_OK)
         PyErr_Clear(), ++a;
     while (b > a && tg_entry(tb, b, &va, &last, &last_size, &k) != TG_OK)
         PyErr_Clear(), --b;
     if (a > b)
         return;
     if (a == b)
-        last = first, last_size = size;
+        last = first, last_size = first_size;
     uint64_t lo = (uint64_t)start + first, hi = (uint64_t)start + last + (last_size < TG_HEAD_SPAN ? last_size : TG_HEAD_SPAN);
-    if (hi > lo && hi - lo <= (uint64_t)(end - i) * TG_DENSE_BYTES_PER_IMAGE)
-        (void)posix_fadvise(fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
+    if (hi <= lo || hi - lo > (uint64_t)(end - i) * TG_DENSE_BYTES_PER_IMAGE)
+        return;
+    /* Both ends of the run already in the page cache: the advice would only walk ~2k cached
+     * pages per run (4% of a warm inspect of mkl), so it is left out. mincore on the map asks
+     * without reading (a preadv2 RWF_NOWAIT probe that missed started a one-page read that
+     * made the advice after it 5x slower); where the kernel does not tell page-cache residency
+     * (a file the caller may not write), it answers "not resident" and the advice is given. */
+    if (resident(tb, start + first) && resident(tb, start + last))
+        return;
+    (void)posix_fadvise(fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
 #else
     (void)tb, (void)i, (void)fd, (void)start;
 #endif

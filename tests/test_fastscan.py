@@ -9,6 +9,7 @@ same C core is tests/test_fuzz_fastscan.py.
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -345,6 +346,7 @@ def test_compressed_sycl_ir_leaves_made_in_c_read_as_python_reads_them(tmp_path:
     got, stop, got_kinds, native = deferred.scan.leaves(0, 0, 0, 0, Image, -1)
     assert (stop, got_kinds, [asdict(m) for m in got]) == (5, ["spirv"], [asdict(m) for m in made])
     assert native == host.images[5] and native.entry == 5  # the native image it stops at, as the full read made it
+    assert not any(gc.is_tracked(m) for m in got)  # atoms and an empty list: no cycle to collect (csrc/_fastscan.c make_leaf)
     none, stop, _kinds, native = deferred.scan.leaves(6, 0, 0, 6, Image, -1)
     assert (none, stop, native) == ([], 6, None)  # past its section: not resolved here; read_host made its HostImage
     damaged = bytearray(frames[0])
