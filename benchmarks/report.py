@@ -30,12 +30,14 @@ _WHY = {
         "keeps the capacity probe below 2.0 on idle cores."
     ),
     "P4": (
-        "The time goal: the `.tgtimg` loop, its RELATIVE addends, the `.tgtsym` kernel count and the leaf (SPIR-V) "
-        "images run in C (`aotwheel._fastscan`, header bytes read with pread on the mapped file, not page faults); "
-        "Python keeps the ELF headers, the descriptors and the report objects. The ratio goal (inspect <= 0.05 x `cat`, "
-        "about 4 ms here) is below what listing 13,991 images costs at all: one HostImage and one Image object per "
-        "image (made from C), one pread per image and the munmap. Reaching it would take a report "
-        "that does not list every image (a contract change), so it is left missed."
+        "The time goal: one C pass (`aotwheel._fastscan.table_leaves`) goes from the `.tgtimg` table to the report's "
+        "Image objects: each entry's address (RELATIVE addends read once into per-slot records), file offset and "
+        "bundle section, its head read with pread on the mapped file (not a page fault), one Image made per image and "
+        "no intermediate record (until 2026-11-23 each image was first a HostImage made in C and then an Image made "
+        "from it). Python keeps the ELF headers, `.tgtsym`'s kernel count (C) and the report. The ratio goal "
+        "(inspect <= 0.05 x `cat`, about 3-4 ms here) is below what listing 13,991 images costs at all: one pread "
+        "(~0.8 µs here) and one Image object (~0.7 µs) per image. Reaching it would take a report that does not "
+        "list every image (a contract change), so it is left missed."
     ),
     "P4n": (
         "The per-member step runs in C (aotwheel._fastscan: one call per fat binary reads the ar headers, each "
@@ -165,11 +167,7 @@ def render(res: dict) -> str:
             text = _WHY["P4"]
             if d["inspect_ms"]["median"] > 50:
                 text += (f" The time goal was missed in this run, with `cat` of the same file at {_mm(d['cat_ms'], 'ms', '{:.1f}')} "
-                         f"and inspect/cat {d['ratio']['median']:.2f}: inspect moves with the machine as `cat` does. What is left "
-                         "per image (profiled on this machine, 2026-11-23): the C loop makes each Image through the dataclass "
-                         "`__init__` (~1.3 µs each, made from Python) and each HostImage it is made from (~0.7 µs), about half "
-                         "of the time; the next step is one C pass from the table to Images that makes no HostImage for plain "
-                         "leaf images.")
+                         f"and inspect/cat {d['ratio']['median']:.2f}: inspect moves with the machine as `cat` does.")
             why.append(("P4", text))
     elif "p4" in c:
         lines.append(f"| P4 inspect | skipped: {c['p4']['skipped']} | ≤ 50 ms | — |")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -32,7 +33,7 @@ from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
 from aotwheel.inspector import inspect
 
-EXAMPLES = 300
+EXAMPLES = int(os.environ.get("AOTWHEEL_FASTSCAN_EXAMPLES", "300"))  # fuzz/fastscan_asan.py --examples raises it
 OPS = st.tuples(st.sampled_from(fu.OPS), st.integers(-4096, 1 << 30), st.integers(0, 1 << 16), st.integers(0, 1 << 16))
 
 needs_fastscan = pytest.mark.skipif(sys.version_info < (3, 11), reason="_fastscan needs the 3.11 limited API")
