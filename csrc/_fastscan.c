@@ -528,12 +528,12 @@ static int tail_args(PyObject *args, const char *format, ...) {
     return ok ? 0 : -1;
 }
 
-enum { TG_OK, TG_EMPTY, TG_STOP, TG_ERROR };
+enum { TG_OK, TG_EMPTY, TG_STOP };
 
 /* Entry i as _tgtimg_images' loop resolves it: the address (the relocation's addend wins), the
  * file offset from the first PT_LOAD holding it, and the index of the section holding that offset
  * (-1: none). TG_EMPTY: an empty slot; TG_STOP: the Python loop must take it (no address, no
- * segment, past limit, an addend that is not a plain u64); TG_ERROR: an exception is set. */
+ * segment, past limit, an addend that is not a plain u64). No Python call: it sets no exception. */
 static int tg_entry(const tg_table *tb, Py_ssize_t i, uint64_t *vaddr, uint64_t *off, uint64_t *size, Py_ssize_t *sec) {
     *vaddr = fs_u64(tb->t + 16 * i);
     *size = fs_u64(tb->t + 16 * i + 8);
@@ -598,11 +598,8 @@ static PyObject *tgtimg(PyObject *self, PyObject *args) {
         int rc = tg_entry(&tb, i, &vaddr, &off, &size, &k);
         if (rc == TG_EMPTY)
             continue;
-        if (rc != TG_OK) {
-            if (rc == TG_ERROR)
-                Py_CLEAR(made); /* out of memory: NULL with the exception */
+        if (rc != TG_OK)
             break;
-        }
         PyObject *name = k >= 0 ? PyList_GetItem(tb.names, k) : Py_None, *triple = k >= 0 ? PyList_GetItem(tb.triples, k) : Py_None;
         if (defer && triple != Py_None)
             continue;
@@ -648,9 +645,9 @@ static void tg_read_ahead(const tg_table *tb, Py_ssize_t i, int fd, Py_ssize_t s
     uint64_t va, first, last, first_size, last_size;
     Py_ssize_t k, a = i, b = end - 1;
     while (a <= b && tg_entry(tb, a, &va, &first, &first_size, &k) != TG_OK)
-        PyErr_Clear(), ++a;
+        ++a;
     while (b > a && tg_entry(tb, b, &va, &last, &last_size, &k) != TG_OK)
-        PyErr_Clear(), --b;
+        --b;
     if (a > b)
         return;
     if (a == b)
@@ -691,15 +688,15 @@ static PyObject *table_leaves(PyObject *self, PyObject *args) {
     made = PyList_New(0);
     kinds = PyList_New(0);
     for (i = tb.lo; made && kinds && i < tb.count; ++i) {
-        if (fd >= 0 && (i == tb.lo || i % TG_READAHEAD_ENTRIES == 0))
+        /* Each run of entries once, at its start: a call that starts inside a run continues one
+         * an earlier call began (the scan starts at entry 0 and goes on where it stopped). */
+        if (fd >= 0 && i % TG_READAHEAD_ENTRIES == 0)
             tg_read_ahead(&tb, i, fd, start);
         uint64_t vaddr, off, size;
         Py_ssize_t k;
         int rc = tg_entry(&tb, i, &vaddr, &off, &size, &k);
         if (rc == TG_EMPTY)
             continue;
-        if (rc == TG_ERROR)
-            Py_CLEAR(made);
         if (rc != TG_OK || k < 0)
             break;
         PyObject *triple = PyList_GetItem(tb.triples, k), *kind = NULL;
