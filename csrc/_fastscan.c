@@ -729,44 +729,51 @@ done:
     return Py_BuildValue("(NnNN)", made, i, kinds, host ? host : Py_NewRef(Py_None));
 }
 
-PyDoc_STRVAR(relative_doc, "relative(buf, table, lo, hi, first, end, stride, found)\n\n"
-                           "For rows lo..hi of the Elf64_Rela table at buf[table:]: each R_X86_64_RELATIVE relocation with\n"
-                           "first <= r_offset < end on a stride boundary sets found[r_offset] = addend (signed), as\n"
-                           "_slot_relocs' loop does.");
+PyDoc_STRVAR(relative_records_doc, "relative_records(buf, table, lo, hi, first, end, stride, records) -> filled\n\n"
+                                   "For rows lo..hi of the Elf64_Rela table at buf[table:]: each R_X86_64_RELATIVE relocation with\n"
+                                   "first <= r_offset < end on a stride boundary is written into records (a bytearray of 16 bytes per\n"
+                                   "slot first + stride * i, as slot_addends lays them out: u64 addend, u64 state 1, or 2 for a\n"
+                                   "negative addend; a later row for the slot overwrites it). filled: slots that got their first record.");
 
-static PyObject *relative(PyObject *self, PyObject *args) {
-    PyObject *obj, *found;
-    Py_ssize_t table, lo, hi;
+static PyObject *relative_records(PyObject *self, PyObject *args) {
+    PyObject *obj, *out;
+    Py_ssize_t table, lo, hi, filled = 0;
     unsigned long long first, end, stride;
-    Py_buffer view;
-    if (!PyArg_ParseTuple(args, "OnnnKKKO!", &obj, &table, &lo, &hi, &first, &end, &stride, &PyDict_Type, &found))
+    Py_buffer view, rec;
+    if (!PyArg_ParseTuple(args, "OnnnKKKO", &obj, &table, &lo, &hi, &first, &end, &stride, &out))
         return NULL;
     if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
         return NULL;
+    if (PyObject_GetBuffer(out, &rec, PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
     int rc = 0;
-    if (table < 0 || lo < 0 || hi < lo || table > view.len || hi > (view.len - table) / 24 || stride == 0) {
-        PyErr_SetString(PyExc_ValueError, "relative: rows outside the buffer");
+    if (table < 0 || lo < 0 || hi < lo || table > view.len || hi > (view.len - table) / 24 || stride == 0 || end < first ||
+        (end - first) / stride > (unsigned long long)(rec.len / 16)) {
+        PyErr_SetString(PyExc_ValueError, "relative_records: rows outside the buffer, or fewer records than slots");
         rc = -1;
     }
     const uint8_t *t = (const uint8_t *)view.buf + table;
+    uint8_t *records = rec.buf;
     for (Py_ssize_t i = lo; rc == 0 && i < hi; ++i) {
         const uint8_t *row = t + 24 * i;
-        uint64_t r_offset = fs_u64(row), r_info = fs_u64(row + 8);
+        uint64_t r_offset = fs_u64(row), r_info = fs_u64(row + 8), addend = fs_u64(row + 16);
         if (r_offset < first || r_offset >= end || (r_offset - first) % stride || (r_info & 0xFFFFFFFFu) != 8)
             continue;
-        PyObject *k = PyLong_FromUnsignedLongLong(r_offset), *v = PyLong_FromLongLong((long long)fs_u64(row + 16));
-        rc = k && v ? PyDict_SetItem(found, k, v) : -1;
-        Py_XDECREF(k);
-        Py_XDECREF(v);
+        uint8_t *r = records + 16 * ((r_offset - first) / stride);
+        uint64_t state = addend >> 63 ? SLOT_PYTHON : SLOT_ADDEND; /* negative (Elf64_Sxword): the Python loop's */
+        filled += fs_u64(r + 8) == SLOT_NONE;
+        for (int b = 0; b < 8; ++b)
+            r[b] = (uint8_t)(addend >> 8 * b), r[8 + b] = (uint8_t)(state >> 8 * b);
     }
+    PyBuffer_Release(&rec);
     PyBuffer_Release(&view);
-    if (rc < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return rc < 0 ? NULL : PyLong_FromSsize_t(filled);
 }
 
 static PyMethodDef methods[] = {
-    {"relative", relative, METH_VARARGS, relative_doc},
+    {"relative_records", relative_records, METH_VARARGS, relative_records_doc},
     {"tgtimg", tgtimg, METH_VARARGS, tgtimg_doc},
     {"table_leaves", table_leaves, METH_VARARGS, table_leaves_doc},
     {"slot_addends", slot_addends, METH_VARARGS, slot_addends_doc},

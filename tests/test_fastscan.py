@@ -357,3 +357,27 @@ def test_compressed_sycl_ir_leaves_made_in_c_read_as_python_reads_them(tmp_path:
         _same_report(bad, monkeypatch)
         host = read_host(open_elf(Region(bad.read_bytes(), bad.name)), all_descriptors=False, descriptors_up_to=0)
         assert fastscan.module().leaves(bad.read_bytes(), 0, 0, host.images, 0, 2, 0, Image, -1)[1] == 1, name
+
+
+@needs_fastscan
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.sampled_from([8, 8, 8, 1, 8 | (5 << 32)]), st.integers(-(1 << 63), (1 << 63) - 1)), max_size=12))
+def test_relative_records_read_as_the_python_loop_reads_rows(rows: list[tuple[int, int, int]]) -> None:
+    """fastscan.relative_records (the .tgtimg slots' addends as records, read through SlotAddends)
+    against _slot_relocs' Python loop over the same Elf64_Rela rows: RELATIVE or not, on a slot,
+    between slots or past them, negative addends, a slot written twice (the last row wins)."""
+    import struct
+
+    from aotwheel.formats.elf import SlotAddends
+
+    first, count = 0x1000, 4
+    raw = b"".join(struct.pack("<QQq", first + 8 * pos, info, addend) for pos, info, addend in rows)
+    want: dict[int, int] = {}
+    for r_offset, r_info, addend in struct.iter_unpack("<QQq", raw):
+        if first <= r_offset < first + 16 * count and not (r_offset - first) % 16 and (r_info & 0xFFFFFFFF) == 8:
+            want[r_offset] = addend
+    records = bytearray(16 * count)
+    filled = fastscan.module().relative_records(raw or b"\0", 0, 0, len(rows), first, first + 16 * count, 16, records)
+    got = SlotAddends(records, first, count)
+    assert (filled, dict(got), len(got)) == (len(want), want, len(want))
+    assert all(got.get(k) == v for k, v in want.items()) and got.get(first + 8) is None and got.get(first + 16 * count) is None

@@ -11,7 +11,7 @@ import bisect
 import struct
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
@@ -434,7 +434,7 @@ def _left_by(fast: Callable[[int], tuple[list[HostImage], int]], table: memoryvi
             i += 1
 
 
-def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: dict[int, int], defer: bool = False,
+def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: Mapping[int, int], defer: bool = False,
                  out: HostOffload | None = None) -> Callable[[int], tuple[list[HostImage], int]] | None:
     """``fastscan.tgtimg`` bound to this table (None: no extension, or overlapping sections, whose
     lookup only the scan in header order answers). ``defer``: it makes no HostImage for an entry
@@ -454,7 +454,7 @@ def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: dict[int, i
     ends, names = [s.offset + s.size for s in secs], [s.name for s in secs]
     triples = [_bundle_triple(s) for s in secs]
     # The relocations as one record per slot (C reads them by index, not by a dict lookup per entry and pass).
-    addends = fs.slot_addends(relocs, tgtimg.addr, count)
+    addends = relocs.records if isinstance(relocs, SlotAddends) else fs.slot_addends(relocs, tgtimg.addr, count)
     shared = (region.buf, region.start + tgtimg.offset, count, 0, addends, tgtimg.addr, segments, starts, ends, names, triples, region.size)
     if defer and out is not None:
         out.scan = TableScan(fs, shared, count)
@@ -505,11 +505,36 @@ def _rela_tables(view: ElfView) -> list[Section]:
     return [s for s in view.sections if s.type == "SHT_RELA" and not s.size % 24 and s.size <= _MAX_SMALL_SECTION]
 
 
-def _slot_relocs(view: ElfView, first: int, count: int) -> dict[int, int] | None:
+class SlotAddends(Mapping[int, int]):
+    """The ``.tgtimg`` slots' RELATIVE addends as 16-byte records ``{u64 addend, u64 state}`` per
+    slot (``fastscan.relative_records`` fills them; the C table walk reads them by index), looked
+    up by slot address like the dict the Python loop makes (state 0: no relocation)."""
+
+    def __init__(self, records: bytearray, first: int, count: int) -> None:
+        self.records, self._first, self._count = records, first, count
+
+    def __getitem__(self, addr: int) -> int:
+        k, rest = divmod(addr - self._first, _TGTIMG_ENTRY)
+        if rest or not 0 <= k < self._count:
+            raise KeyError(addr)
+        addend, state = _ENTRY.unpack_from(self.records, 16 * k)
+        if not state:
+            raise KeyError(addr)
+        return addend - (1 << 64) if addend >> 63 else addend  # Elf64_Sxword
+
+    def __iter__(self) -> Iterator[int]:
+        return (self._first + _TGTIMG_ENTRY * k for k in range(self._count) if self.records[16 * k + 8 : 16 * k + 16] != bytes(8))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _slot_relocs(view: ElfView, first: int, count: int) -> Mapping[int, int] | None:
     """RELATIVE addends for the ``count`` .tgtimg slots at ``first``, read by bisecting the sorted
     r_offsets (ld -z combreloc puts RELATIVE relocations first, sorted; DT_RELACOUNT says how many)
     instead of unpacking ~566k relocations. None when a slot is not found this way: then the caller
-    scans every table, as slots without relocations (non-PIC, unsorted tables) need."""
+    scans every table, as slots without relocations (non-PIC, unsorted tables) need. With the C
+    scanner the addends come as :class:`SlotAddends` records (no dict of 14k ints in mkl)."""
     if sys.byteorder != "little" or not count:
         return None
     end = first + count * _TGTIMG_ENTRY
@@ -518,6 +543,7 @@ def _slot_relocs(view: ElfView, first: int, count: int) -> dict[int, int] | None
     from aotwheel.formats import fastscan
 
     fs = fastscan.module() if end < 1 << 64 else None
+    records, filled = (bytearray(16 * count), 0) if fs is not None else (None, 0)
     for sec in _rela_tables(view):
         with view.data(sec) as mv, mv.cast("Q") as table:
             n = len(table) // 3
@@ -525,12 +551,14 @@ def _slot_relocs(view: ElfView, first: int, count: int) -> dict[int, int] | None
                 n = relcount
             with table[0 : 3 * n : 3] as offsets:
                 lo, hi = bisect.bisect_left(offsets, first), bisect.bisect_left(offsets, end)
-            if fs is not None:  # the same loop in C (14k rows in mkl)
-                fs.relative(view.region.buf, view.region.start + sec.offset, lo, hi, first, end, _TGTIMG_ENTRY, found)
+            if records is not None:  # the same loop in C (14k rows in mkl)
+                filled += fs.relative_records(view.region.buf, view.region.start + sec.offset, lo, hi, first, end, _TGTIMG_ENTRY, records)
                 continue
             for r_offset, r_info, addend in struct.iter_unpack("<QQq", mv[24 * lo : 24 * hi]):
                 if first <= r_offset < end and not (r_offset - first) % _TGTIMG_ENTRY and (r_info & 0xFFFFFFFF) == R_X86_64_RELATIVE:
                     found[r_offset] = addend
+    if records is not None:
+        return SlotAddends(records, first, count) if filled == count else None
     return found if len(found) == count else None
 
 
