@@ -551,7 +551,7 @@ def _slot_relocs(view: ElfView, first: int, count: int) -> Mapping[int, int] | N
                 n = relcount
             with table[0 : 3 * n : 3] as offsets:
                 lo, hi = bisect.bisect_left(offsets, first), bisect.bisect_left(offsets, end)
-            if records is not None:  # the same loop in C (14k rows in mkl)
+            if fs is not None and records is not None:  # the same loop in C (14k rows in mkl)
                 filled += fs.relative_records(view.region.buf, view.region.start + sec.offset, lo, hi, first, end, _TGTIMG_ENTRY, records)
                 continue
             for r_offset, r_info, addend in struct.iter_unpack("<QQq", mv[24 * lo : 24 * hi]):
