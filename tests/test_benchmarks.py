@@ -195,3 +195,19 @@ def test_scaleout_best_of_counts_only_passes_that_planned_the_same_slices():
     alone = best_of([runs[0], runs[1]], 2)["first"]  # two passes, two plans: no fastest-of figure
     assert alone["ratio_wall_to_ideal"] is None and "passes_counted" not in alone
     assert alone["ratio_wall_to_ideal_median_of_passes"] == round((per_pass[0] + per_pass[1]) / 2, 3)
+
+
+def test_inspect_ab_runs_each_tree_alternately_and_refuses_a_tree_without_the_package(tmp_path: Path) -> None:
+    """benchmarks.inspect_ab: each checkout's own aotwheel inspects the file (4 processes here),
+    every call is counted, and a directory that holds no python/aotwheel is refused, not silently
+    measured as whatever aotwheel happens to be installed."""
+    from benchmarks import inspect_ab
+
+    binary = tmp_path / "true"  # any binary inspect reads: an ELF without device images
+    shutil.copyfile(shutil.which("true") or "/bin/true", binary)
+    got = inspect_ab.compare([REPO, REPO], binary, rounds=2, calls=3)
+    (tree,) = got["trees"]  # the same checkout twice: one entry, both runs pooled
+    assert tree == str(REPO) and got["trees"][tree]["calls"] == 12 and got["ratio_second_to_first"] == 1.0
+    assert 0 < got["trees"][tree]["min_ms"] <= got["trees"][tree]["median_ms"]
+    with pytest.raises(SystemExit, match="imported aotwheel from"):
+        inspect_ab.compare([tmp_path, REPO], binary, rounds=1, calls=1)
