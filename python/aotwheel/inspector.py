@@ -20,13 +20,16 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import InspectError
 from aotwheel.model import AMD, INTEL, NVIDIA, Image, NativeTarget, Target
 from aotwheel.report import FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
+
+if TYPE_CHECKING:
+    from aotwheel.formats.elf import HostImage, TableScan
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
 _CANDIDATE_RE = re.compile(r"(\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar|\.zebin)$")
@@ -379,7 +382,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
         _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
 
 
-def _walk_table(walk: _Walk, region: Region, scan: Any, hosts: list[Any]) -> None:
+def _walk_table(walk: _Walk, region: Region, scan: TableScan, hosts: list[HostImage]) -> None:
     """Every ``.tgtimg`` entry in table order: runs of plain leaves made by ``scan`` (C), and
     between them the entries it stops at: an image that is not a plain leaf (the scan returns its
     HostImage), else the next of ``hosts`` (read_host made them: no bundle triple, or an entry
@@ -405,7 +408,7 @@ def _walk_table(walk: _Walk, region: Region, scan: Any, hosts: list[Any]) -> Non
         raise RuntimeError(f"aotwheel: .tgtimg entry {hosts[h].entry} was left unread; please report this with the binary")
 
 
-def _walk_host_image(walk: _Walk, region: Region, img: Any) -> None:
+def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
     """One ``.tgtimg`` image (a HostImage) into the report."""
     fr, buf, start, base, deep = walk.report, region.buf, region.start, region.where(0), walk.deep
     images, ir = fr.images, fr.ir
