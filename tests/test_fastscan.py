@@ -381,3 +381,23 @@ def test_relative_records_read_as_the_python_loop_reads_rows(rows: list[tuple[in
     got = SlotAddends(records, first, count)
     assert (filled, dict(got), len(got)) == (len(want), want, len(want))
     assert all(got.get(k) == v for k, v in want.items()) and got.get(first + 8) is None and got.get(first + 16 * count) is None
+
+
+@needs_fastscan
+def test_leaf_images_are_untracked_and_an_object_without_collector_support_is_left_alone() -> None:
+    """make_leaf untracks the Images it makes (they can be in no reference cycle); whatever the
+    class argument makes is returned, and an object the collector does not know (a float: no GC
+    header to touch) is left as it is."""
+    mod = fastscan.module()
+    spirv = b"\x03\x02\x23\x07" * 4
+
+    class Leaf:
+        offset, size, triple, section, compile_options, link_options, listed_size = 0, 16, "spir64", "s", None, None, None
+
+    from aotwheel.model import Image
+
+    made, stop, kinds = mod.leaves(spirv, 0, 0, [Leaf()], 0, 1, 0, Image, -1)
+    assert (stop, kinds, [(m.kind, m.size, m.section) for m in made]) == (1, ["spirv"], [("spirv", 16, "s")])
+    assert gc.is_tracked(Image(0, 0, 0, "spirv", None, False)) and not gc.is_tracked(made[0])
+    made, stop, kinds = mod.leaves(spirv, 0, 0, [Leaf()], 0, 1, 0, lambda *args: float(len(args)), -1)
+    assert (made, stop, kinds) == ([7.0], 1, ["spirv"])
