@@ -336,6 +336,15 @@ static PyObject *leaf_image(PyObject *host, PyObject *image_cls, const uint8_t *
     return img;
 }
 
+/* Appends the leaf img (a new reference, consumed; NULL: make_leaf failed) to made and its kind to
+ * kinds if new there (leaves and table_leaves); -1 with an exception. */
+static int keep_leaf(PyObject *made, PyObject *kinds, PyObject *img, PyObject *kind) {
+    int known = img == NULL ? -1 : PySequence_Contains(kinds, kind);
+    int rc = img == NULL || known < 0 || PyList_Append(made, img) < 0 || (known == 0 && PyList_Append(kinds, kind) < 0) ? -1 : 0;
+    Py_XDECREF(img);
+    return rc;
+}
+
 PyDoc_STRVAR(leaves_doc, "leaves(buf, start, base, hosts, lo, hi, index, Image, fd=-1) -> (images, next, kinds)\n\n"
                          "Image objects for hosts[lo:hi] (HostImage, offsets relative to start) up to the first that is not a\n"
                          "plain SPIR-V or LLVM bitcode leaf (by its magic; no listed_size) or zstd-compressed SYCL IR with\n"
@@ -362,13 +371,10 @@ static PyObject *leaves(PyObject *self, PyObject *args) {
             Py_DECREF(img);
             break;
         }
-        int known = img == NULL ? -1 : PySequence_Contains(kinds, kind);
-        if (img == NULL || known < 0 || PyList_Append(made, img) < 0 || (known == 0 && PyList_Append(kinds, kind) < 0)) {
-            Py_XDECREF(img);
+        if (keep_leaf(made, kinds, img, kind) < 0) {
             Py_CLEAR(made);
             break;
         }
-        Py_DECREF(img);
     }
     PyBuffer_Release(&view);
     if (made == NULL || kinds == NULL) {
@@ -474,6 +480,12 @@ static int tg_open(tg_table *tb, PyObject *args) {
 
 enum { SLOT_NONE, SLOT_ADDEND, SLOT_PYTHON };
 
+/* One slot's record: {u64 addend, u64 state}, little-endian as fs_u64 reads them. */
+static void put_slot(uint8_t *r, uint64_t addend, uint64_t state) {
+    for (int b = 0; b < 8; ++b)
+        r[b] = (uint8_t)(addend >> 8 * b), r[8 + b] = (uint8_t)(state >> 8 * b);
+}
+
 PyDoc_STRVAR(slot_addends_doc, "slot_addends(relocs, slot, count) -> bytes\n\n"
                                "relocs (slot address -> RELATIVE addend) as count 16-byte records {u64 addend, u64 state}, one per\n"
                                "slot + 16 * i: state 0 no relocation, 1 the addend, 2 one the Python loop takes (not an int in\n"
@@ -508,8 +520,7 @@ static PyObject *slot_addends(PyObject *self, PyObject *args) {
             PyErr_Clear();
             addend = 0, state = SLOT_PYTHON;
         }
-        for (int b = 0; b < 8; ++b)
-            r[b] = (uint8_t)(addend >> 8 * b), r[8 + b] = (uint8_t)(state >> 8 * b);
+        put_slot(r, addend, state);
     }
     PyObject *out = PyBytes_FromStringAndSize((const char *)rec, count * 16);
     PyMem_Free(rec);
@@ -712,13 +723,10 @@ static PyObject *table_leaves(PyObject *self, PyObject *args) {
                 Py_CLEAR(made);
             break;
         }
-        int known = img == NULL ? -1 : PySequence_Contains(kinds, kind);
-        if (img == NULL || known < 0 || PyList_Append(made, img) < 0 || (known == 0 && PyList_Append(kinds, kind) < 0)) {
-            Py_XDECREF(img);
+        if (keep_leaf(made, kinds, img, kind) < 0) {
             Py_CLEAR(made);
             break;
         }
-        Py_DECREF(img);
     }
 done:
     tg_close(&tb);
@@ -765,8 +773,7 @@ static PyObject *relative_records(PyObject *self, PyObject *args) {
         uint8_t *r = records + 16 * ((r_offset - first) / stride);
         uint64_t state = addend >> 63 ? SLOT_PYTHON : SLOT_ADDEND; /* negative (Elf64_Sxword): the Python loop's */
         filled += fs_u64(r + 8) == SLOT_NONE;
-        for (int b = 0; b < 8; ++b)
-            r[b] = (uint8_t)(addend >> 8 * b), r[8 + b] = (uint8_t)(state >> 8 * b);
+        put_slot(r, addend, state);
     }
     PyBuffer_Release(&rec);
     PyBuffer_Release(&view);
