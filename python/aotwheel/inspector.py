@@ -27,6 +27,7 @@ from aotwheel.model import AMD, INTEL, NVIDIA, Image, NativeTarget, Target
 from aotwheel.report import FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
+from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
 
 if TYPE_CHECKING:
     from aotwheel.formats.elf import HostImage, TableScan
@@ -427,7 +428,7 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
         if img.listed_size is not None:
             leaf.listed_size = img.listed_size
             fr.warnings.append(_cut_warning(leaf.index, img.listed_size, img.section, size))
-    elif kind == "zstd" and not deep and _is_sycl_ir(img.triple) and (facts := _zstd_frame_facts(buf, a, size)) is not None:
+    elif kind == "zstd" and not deep and _is_sycl_ir(img.triple) and (facts := zstd_frame_facts(buf, a, size)) is not None:
         # What _add_image does for a compressed SYCL IR image, minus its sub-regions (19k
         # such images in an XPU environment).
         stored, declared = facts
@@ -447,12 +448,6 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
             added.listed_size = img.listed_size
             if not added.compressed:  # a zstd frame delimits itself; other images were cut at their section
                 fr.warnings.append(_cut_warning(added.index, img.listed_size, img.section, added.size))
-
-
-def _zstd_frame_facts(buf: Any, at: int, size: int) -> tuple[int, int | None] | None:
-    from aotwheel.formats.zstd import frame_facts
-
-    return frame_facts(buf, at, size)
 
 
 def _left_by(fs: Any, buf: Any, start: int, base: int, chunk: list[Any], images: list[Image], ir: list[str]) -> Iterator[Any]:
