@@ -1,15 +1,42 @@
 #!/usr/bin/env bash
-# Installs aotwheel's toolchain on Debian 12 (run as root) and creates .venv with the test
-# dependencies and Intel's CPU OpenCL runtime. Idempotent: a second run only checks.
+# Installs aotwheel's toolchain (run as root) and creates .venv with the test dependencies and
+# Intel's CPU OpenCL runtime. Idempotent: a second run only checks.
+#
+# Two Intel toolchains, picked by what the apt archive offers (AOTWHEEL_TOOLCHAIN=debian12|current
+# forces one):
+#   debian12: Debian 12's intel-opencl-icd (ocloc 22.43: up to pvc / acm-g12) + clang-15/llvm-spirv-15;
+#   current:  Debian sid/testing's intel-ocloc 26.x with libigc2/libigdfcl2 (bmg, lnl, ptl, wcl, nvl,
+#             cri too) + clang-19/llvm-spirv-19.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
 
+toolchain=${AOTWHEEL_TOOLCHAIN:-}
+if [[ -z "$toolchain" ]]; then
+  # The archive's package lists decide; a minbase root has none until the first update.
+  if ! apt-cache show intel-ocloc intel-opencl-icd >/dev/null 2>&1; then apt-get update -qq; fi
+  if apt-cache show intel-ocloc >/dev/null 2>&1; then toolchain=current; else toolchain=debian12; fi
+fi
+case "$toolchain" in
+  debian12)
+    INTEL_PACKAGES=(
+      intel-opencl-icd   # ocloc: Intel's offline GPU compiler (22.43 on Debian 12)
+      libigc-tools       # iga64: disassembler used by tests to prove images are real GPU code
+      clang-15 llvm-spirv-15 llvm-15  # OpenCL C -> LLVM IR -> SPIR-V; llvm-link-15 for benchmarks/
+      libclang-common-15-dev  # libclang_rt.fuzzer/asan/ubsan: the libFuzzer target fuzz/fastscan_fuzzer.c
+      clang-tools-15     # clang-offload-bundler-15: makes and independently lists AMD offload bundles
+    ) ;;
+  current)
+    INTEL_PACKAGES=(
+      intel-ocloc libigc2 libigdfcl2  # ocloc 26.x and the compiler libraries it loads
+      clang-19 llvm-spirv-19 llvm-19  # OpenCL C -> LLVM IR -> SPIR-V
+      libclang-rt-19-dev clang-tools-19  # fuzzer/sanitizer runtimes; clang-offload-bundler-19
+      g++-15  # nvcc 13.0 takes host compilers up to gcc 15; sid's default gcc is newer (ci/test.sh points nvcc at it)
+    ) ;;
+  *) echo "ci/setup.sh: error: AOTWHEEL_TOOLCHAIN=$toolchain; use debian12 or current" >&2; exit 2 ;;
+esac
 APT_PACKAGES=(
-  intel-opencl-icd   # ocloc: Intel's offline GPU compiler (22.43 on Debian 12)
-  libigc-tools       # iga64: disassembler used by tests to prove images are real GPU code
-  clang-15 llvm-spirv-15 llvm-15  # OpenCL C -> LLVM IR -> SPIR-V; llvm-link-15 for benchmarks/
-  libclang-common-15-dev  # libclang_rt.fuzzer/asan/ubsan: the libFuzzer target fuzz/fastscan_fuzzer.c
-  clang-tools-15     # clang-offload-bundler-15: makes and independently lists AMD offload bundles
+  "${INTEL_PACKAGES[@]}"
   cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build; readelf/ar check it
   python3 python3-venv python3-dev python3-pip
   ca-certificates git zstd  # zstd: an independent decompressor for the inspector tests
@@ -21,8 +48,7 @@ for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
-  echo "ci/setup.sh: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
+  echo "ci/setup.sh: installing ($toolchain toolchain) ${missing[*]}"
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
@@ -32,7 +58,7 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cmake>=3.26" ninja pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl wheel "cibuildwheel>=2.16" pyyaml "mypy>=1.8"
+.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cmake>=3.26" ninja setuptools pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl wheel "cibuildwheel>=2.16" pyyaml "mypy>=1.8"
 # NVIDIA's nvcc from PyPI: the packages of `pip install aotwheel[cuda]`, pinned to CUDA 13.0 (the
 # release the NVIDIA tests' expectations were measured with) -> .venv/lib/python3.*/site-packages/
 # nvidia/cu13/bin/nvcc, which aotwheel's nvcc discovery finds without PATH or CUDA_HOME.
@@ -42,4 +68,5 @@ fi
 if [[ -f ci/install-opencl-cpu.sh ]]; then
   PYTHON=.venv/bin/python bash ci/install-opencl-cpu.sh
 fi
-echo "ci/setup.sh: toolchain ready: $(command -v ocloc) $(command -v clang-15) $(command -v llvm-spirv-15)"
+llvm=15; [[ $toolchain == current ]] && llvm=19
+echo "ci/setup.sh: $toolchain toolchain ready: $(command -v ocloc) $(command -v clang-$llvm) $(command -v llvm-spirv-$llvm)"

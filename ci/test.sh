@@ -13,4 +13,8 @@ wheel=$(ls "$wheeldir"/aotwheel-*.whl)
 .venv/bin/python -m pip install -q "$wheel[test]"
 export PATH="$PWD/.venv/bin:$PATH"
 if [[ -f .venv/opencl-cpu.env ]]; then source .venv/opencl-cpu.env; fi
+# nvcc 13.0 refuses gcc newer than 15 (Debian sid's is 16): give it the g++-15 ci/setup.sh installed.
+if command -v g++-15 >/dev/null && (( $(gcc -dumpversion | cut -d. -f1) > 15 )); then
+  export NVCC_PREPEND_FLAGS="-ccbin=$(command -v g++-15) ${NVCC_PREPEND_FLAGS:-}"
+fi
 .venv/bin/python -m pytest -q "$@"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import REPO
 
 EXAMPLE = REPO / "examples" / "downstream"
@@ -25,7 +26,7 @@ FAT_SECTION = "__CLANG_OFFLOAD_BUNDLE__sycl-spir64_gen"
 SPIRV_SECTION = "__CLANG_OFFLOAD_BUNDLE__sycl-spir64"
 
 BINUTILS = ("readelf", "objcopy", "ar")
-TOOLS = ("cmake", "ninja", "ocloc", "clang-15", "llvm-spirv-15", "cc", *BINUTILS)
+TOOLS = ("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV, "cc", *BINUTILS)
 
 
 def require_tools(*tools: str) -> None:

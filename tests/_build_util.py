@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import REPO, require  # noqa: F401 (re-exported to the build tests)
 from conftest import run_tool as run
 
@@ -21,8 +22,8 @@ PYTHONPATH = str(REPO / "python")
 def compile_spirv(source: Path, out: Path) -> bytes:
     """SPIR-V straight from clang-15 + llvm-spirv-15 (not through aotwheel)."""
     bc = out.with_suffix(".bc")
-    run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(source), "-o", str(bc)])
-    run(["llvm-spirv-15", str(bc), "-o", str(out)])
+    run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(source), "-o", str(bc)])
+    run([LLVM_SPIRV, str(bc), "-o", str(out)])
     return out.read_bytes()
 
 

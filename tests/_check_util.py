@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import REPO, require
 from conftest import run_tool as _run
 
@@ -35,7 +36,7 @@ __kernel void add_one(__global int *x) { x[get_global_id(0)] += 1; }
 
 def spirv(source: str | Path, name: str) -> Path:
     """SPIR-V compiled by clang-15 + llvm-spirv-15 from OpenCL C text or a .cl file."""
-    require("clang-15", "llvm-spirv-15")
+    require(CLANG, LLVM_SPIRV)
     CACHE.mkdir(parents=True, exist_ok=True)
     out = CACHE / f"{name}.spv"
     if out.exists():
@@ -44,8 +45,8 @@ def spirv(source: str | Path, name: str) -> Path:
     if not isinstance(source, Path):
         cl.write_text(source, encoding="utf-8")
     bc = CACHE / f"{name}.bc"
-    _run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(cl), "-o", str(bc)])
-    _run(["llvm-spirv-15", str(bc), "-o", str(out)])
+    _run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(cl), "-o", str(bc)])
+    _run([LLVM_SPIRV, str(bc), "-o", str(out)])
     return out
 
 

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import _fuzz_util as fu
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import REPO
 
 SOURCE = REPO / "fuzz" / "fastscan_fuzzer.c"
 CORE = REPO / "csrc" / "fastscan_core.h"
-CLANG = "clang-15"
+CLANG = CLANG
 FLAGS = ("-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all")
 _SEEDS = (fu.fat_zebin_seed, fu.fat_seed, fu.zebin_seed, fu.legacy_seed, fu.generic_ir_seed, fu.zstd_seed)
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import REPO
 CACHE = REPO / "tests" / ".cache" / "fuzz"
 KERNEL = """
@@ -72,8 +73,8 @@ def spirv_seed() -> Path:
         src = CACHE / "k.cl"
         src.write_text(KERNEL)
         bc = tmp.with_suffix(".bc")
-        _run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)])
-        _run(["llvm-spirv-15", str(bc), "-o", str(tmp)])
+        _run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)])
+        _run([LLVM_SPIRV, str(bc), "-o", str(tmp)])
 
     return _cached("k.spv", make)
 
@@ -146,7 +147,7 @@ def host_so_seed() -> Path:
     SPIR-V image, R_X86_64_RELATIVE relocations."""
 
     def make(tmp: Path) -> None:
-        for tool in ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15"):
+        for tool in ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV):
             if shutil.which(tool) is None:
                 raise MissingTool(f"needs {tool} to build the host .so seed (CI installs it)")
         with tempfile.TemporaryDirectory(prefix="fuzz-so-") as work:
@@ -206,7 +207,7 @@ def amd_bundle_seed() -> Path:
             src = Path(work, "a.cl")
             src.write_text(AMD_KERNEL)
             for cpu in ("gfx90a:xnack-", "gfx1030"):
-                _run(["clang-15", "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-nogpulib", "-O2",
+                _run([CLANG, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-nogpulib", "-O2",
                       "-c", str(src), "-o", str(Path(work, cpu.split(":")[0] + ".co"))])
             Path(work, "host.bin").write_bytes(b"")
             _run(["clang-offload-bundler-15", "-type=bc",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import require
 from conftest import run_tool as run
 
@@ -29,11 +30,11 @@ KERNEL_NAMES = ("add", "mul", "neg")
 
 def spirv(workdir: Path) -> Path:
     """SPIR-V for KERNELS_CL straight from clang-15 + llvm-spirv-15."""
-    require("clang-15", "llvm-spirv-15")
+    require(CLANG, LLVM_SPIRV)
     src = workdir / "k.cl"
     src.write_text(KERNELS_CL)
-    run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(workdir / "k.bc")])
-    run(["llvm-spirv-15", str(workdir / "k.bc"), "-o", str(workdir / "k.spv")])
+    run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(workdir / "k.bc")])
+    run([LLVM_SPIRV, str(workdir / "k.bc"), "-o", str(workdir / "k.spv")])
     return workdir / "k.spv"
 
 

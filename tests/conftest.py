@@ -37,6 +37,18 @@ CUDA_MODULES = frozenset({
 })
 
 
+def _spirv_pair() -> tuple[str, str]:
+    """The clang + llvm-spirv pair the tests compile OpenCL C with: the oldest installed matching
+    pair (Debian 12: clang-15; Debian sid's current toolchain: clang-19)."""
+    for major in range(15, 20):
+        if shutil.which(f"clang-{major}") and shutil.which(f"llvm-spirv-{major}"):
+            return f"clang-{major}", f"llvm-spirv-{major}"
+    return "clang-15", "llvm-spirv-15"  # none installed: tests that need them skip, naming these
+
+
+CLANG, LLVM_SPIRV = _spirv_pair()
+
+
 def require(*tools: str) -> None:
     """Skip (only) when a tool the test drives is not installed; CI installs them all."""
     missing = [t for t in tools if shutil.which(t) is None]

@@ -17,6 +17,7 @@ import pytest
 from _inspect_util import require, run
 from aotwheel.inspector import inspect
 from aotwheel.runtime import check
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 _CL = "kernel void add(global float* a, global const float* b) { size_t i = get_global_id(0); a[i] += b[i]; }\n"
 TARGETS = ("gfx90a:xnack-", "gfx1030")
@@ -24,13 +25,13 @@ TARGETS = ("gfx90a:xnack-", "gfx1030")
 
 @pytest.fixture(scope="module")
 def hip_so(tmp_path_factory) -> tuple[Path, Path]:
-    require("clang-15", "clang-offload-bundler-15", "gcc")
+    require(CLANG, "clang-offload-bundler-15", "gcc")
     work = tmp_path_factory.mktemp("amd")
     (work / "a.cl").write_text(_CL)
     objs = []
     for cpu in TARGETS:
         out = work / (cpu.split(":")[0] + ".co")
-        run(["clang-15", "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-nogpulib", "-O2", "-c", str(work / "a.cl"), "-o", str(out)])
+        run([CLANG, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-nogpulib", "-O2", "-c", str(work / "a.cl"), "-o", str(out)])
         objs.append(out)
     (work / "host.bin").write_bytes(b"")
     bundle = work / "b.bundle"

@@ -17,6 +17,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import report  # noqa: E402
 from benchmarks.workload import write_workload  # noqa: E402
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 _KERNEL_RE = re.compile(r"__kernel\b[^{;]*?\bvoid\s+(\w+)\s*\(")
 
@@ -30,7 +31,7 @@ def _require(*tools: str) -> None:
 def _spirv_entry_points(spv: Path, tmp: Path) -> list[str]:
     """Kernel names from llvm-spirv's own text form (independent of aotwheel's SPIR-V reader)."""
     txt = tmp / (spv.stem + ".spt")
-    subprocess.run(["llvm-spirv-15", "-to-text", str(spv), "-o", str(txt)], check=True, capture_output=True)
+    subprocess.run([LLVM_SPIRV, "-to-text", str(spv), "-o", str(txt)], check=True, capture_output=True)
     names = []
     for line in txt.read_text().splitlines():
         parts = line.split()
@@ -40,7 +41,7 @@ def _spirv_entry_points(spv: Path, tmp: Path) -> list[str]:
 
 
 def test_workload_compiles_with_clang15_and_llvm_spirv15(tmp_path: Path) -> None:
-    _require("clang-15", "llvm-spirv-15")
+    _require(CLANG, LLVM_SPIRV)
     sources = write_workload(tmp_path / "k", kernels=12, files=3)
     assert [p.name for p in sources] == ["ops_0.cl", "ops_1.cl", "ops_2.cl"]
     all_names: list[str] = []
@@ -50,9 +51,9 @@ def test_workload_compiles_with_clang15_and_llvm_spirv15(tmp_path: Path) -> None
         assert len(declared) == 4
         assert {n.split("_")[0] for n in declared} == {"gemm", "softmax", "reduce"}
         bc, spv = tmp_path / f"{src.stem}.bc", tmp_path / f"{src.stem}.spv"
-        subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
+        subprocess.run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
                        check=True, capture_output=True)
-        subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True, capture_output=True)
+        subprocess.run([LLVM_SPIRV, str(bc), "-o", str(spv)], check=True, capture_output=True)
         assert spv.read_bytes()[:4] == bytes.fromhex("03022307")
         assert sorted(_spirv_entry_points(spv, tmp_path)) == sorted(declared)
         all_names += declared
@@ -74,7 +75,7 @@ def test_workload_default_set_is_distinct_and_regeneration_keeps_mtime(tmp_path:
 def test_large_workload_copies_are_distinct_and_every_file_gets_the_same_mix(tmp_path: Path) -> None:
     """scaleout's --workload large: 48 kernels x 4 copies in 8 files, renamed copies (distinct
     kernel names, helper functions renamed with them) and each file 2 of every GEMM tile config."""
-    _require("clang-15", "llvm-spirv-15")
+    _require(CLANG, LLVM_SPIRV)
     sources = write_workload(tmp_path, kernels=48, files=8, copies=4)
     names = [n for p in sources for n in _KERNEL_RE.findall(p.read_text())]
     assert len(names) == 192 and len(set(names)) == 192
@@ -83,19 +84,19 @@ def test_large_workload_copies_are_distinct_and_every_file_gets_the_same_mix(tmp
         assert tiles == sorted(["gemm_t16_w2", "gemm_t16_w4", "gemm_t32_w2", "gemm_t32_w4"] * 2)
     src = sources[0]
     bc, spv = tmp_path / "a.bc", tmp_path / "a.spv"
-    subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
+    subprocess.run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
                    check=True, capture_output=True)
-    subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True, capture_output=True)
+    subprocess.run([LLVM_SPIRV, str(bc), "-o", str(spv)], check=True, capture_output=True)
     assert sorted(_spirv_entry_points(spv, tmp_path)) == sorted(_KERNEL_RE.findall(src.read_text()))
 
 
 def test_generated_gemm_file_compiles_with_ocloc_for_pvc(tmp_path: Path) -> None:
-    _require("clang-15", "llvm-spirv-15", "ocloc")
+    _require(CLANG, LLVM_SPIRV, "ocloc")
     src = write_workload(tmp_path / "k", kernels=3, files=1)[0]
     bc, spv = tmp_path / "k.bc", tmp_path / "k.spv"
-    subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
+    subprocess.run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)],
                    check=True, capture_output=True)
-    subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True, capture_output=True)
+    subprocess.run([LLVM_SPIRV, str(bc), "-o", str(spv)], check=True, capture_output=True)
     proc = subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc", "-output", "k",
                            "-out_dir", str(tmp_path / "out"), "-output_no_suffix", "-q"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -108,7 +109,7 @@ def _ocloc_ip(device: str) -> str:
 
 
 def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
-    _require("cmake", "ninja", "ocloc", "clang-15", "llvm-spirv-15", "llvm-link-15", "ar")
+    _require("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV, "llvm-link-15", "ar")
     out = tmp_path / "quick.json"
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "p1,p2,p3",
                            "--json", str(out), "--work", str(tmp_path / "work")],
@@ -152,7 +153,7 @@ def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
 def test_native_code_benchmark_smoke(tmp_path):
     """One run of the JIT-cache benchmark on this repository's kernels: the first process JITs, the
     second loads cached binaries (the script checks both per module), and the doc section renders."""
-    _require("clang-15", "llvm-spirv-15", "ocloc")
+    _require(CLANG, LLVM_SPIRV, "ocloc")
     pytest.importorskip("pyopencl")
     out, doc = tmp_path / "native.json", tmp_path / "perf.md"
     doc.write_text("# Performance\n\n## NVIDIA (H100)\n\nkept\n")

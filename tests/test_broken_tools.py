@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, build_env, compile_spirv, require
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
-TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
+TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 FP64_KERNEL = "__kernel void halve(__global double *x) { x[get_global_id(0)] = sqrt(x[get_global_id(0)]) * 0.5; }\n"
 FINE_KERNEL = "__kernel void inc(__global int *x) { x[get_global_id(0)] += 1; }\n"
 PROJECT = """
@@ -87,7 +88,7 @@ def _cmake_error(proc: subprocess.CompletedProcess[str]) -> str:
     [
         ((r"ocloc.*",), "ocloc", "apt-get install intel-opencl-icd"),
         ((r"clang.*",), "clang", "apt-get install clang-15 llvm-spirv-15"),
-        ((r"llvm-spirv.*",), "llvm-spirv-15", "apt-get install llvm-spirv-15"),
+        ((r"llvm-spirv.*",), LLVM_SPIRV, "apt-get install llvm-spirv-15"),
     ],
 )
 def test_tool_missing_from_path_stops_configure_with_one_line(tmp_path: Path, hidden: tuple[str, ...], tool: str, fix: str) -> None:
@@ -142,7 +143,7 @@ def test_ocloc_failure_fails_the_build_showing_its_log(tmp_path: Path) -> None:
 
 def test_ocloc_rejecting_corrupt_spirv_shows_its_log_and_one_line(tmp_path: Path) -> None:
     """The ocloc build step on a SPIR-V module whose first instruction has opcode 0xFFFF."""
-    require("ocloc", "clang-15", "llvm-spirv-15")
+    require("ocloc", CLANG, LLVM_SPIRV)
     (tmp_path / "k.cl").write_text(FINE_KERNEL)
     spv = tmp_path / "k.spv"
     data = bytearray(compile_spirv(tmp_path / "k.cl", spv))

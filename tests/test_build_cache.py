@@ -14,13 +14,14 @@ from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require,
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
 from aotwheel.buildsteps.ocloc_job import run_job
 from aotwheel.errors import ToolchainError
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 KEY = CacheKey(input_sha256="0" * 64, target="12.60.7", tool="ocloc", tool_version="22.43", tool_sha256="a" * 64, options="")
 
 
 @pytest.fixture(scope="module")
 def spv(tmp_path_factory) -> Path:
-    require("clang-15", "llvm-spirv-15")
+    require(CLANG, LLVM_SPIRV)
     out = tmp_path_factory.mktemp("spv") / "reduce.spv"
     compile_spirv(REPO / "csrc" / "kernels" / "reduce.cl", out)
     return out
@@ -167,7 +168,7 @@ def test_cli_build_cache_reports_counters(tmp_path):
 
 
 def test_cli_build_toolchain_missing_ocloc_is_one_line_exit_2(tmp_path):
-    require("clang-15", "llvm-spirv-15")
+    require(CLANG, LLVM_SPIRV)
     proc = _cli(["toolchain", "--devices", "pvc"], AOTWHEEL_OCLOC=str(tmp_path / "no" / "ocloc"),
                 AOTWHEEL_CACHE_DIR=str(tmp_path / "c"))
     assert proc.returncode == 2

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from _build_util import (
     PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, disassemble, embedded_images,
     logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run, tgtsym_names,
 )
 
-TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
+TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV, "ar")
 # In the order CMakeLists.txt lists them (the embedding order).
 SOURCES = [REPO / p for p in re.findall(r"^\s+(csrc/kernels/[\w.-]+\.cl)\s*$", (REPO / "CMakeLists.txt").read_text(), re.M)]
 # `ocloc disasm` + iga64 platform per device (iga64's own platform names).
@@ -30,7 +31,7 @@ def _kernels_in(source: Path, work: Path) -> list[str]:
     spv = work / (source.stem + ".ref.spv")
     compile_spirv(source, spv)
     txt = work / (source.stem + ".spt")
-    run(["llvm-spirv-15", "-to-text", str(spv), "-o", str(txt)])
+    run([LLVM_SPIRV, "-to-text", str(spv), "-o", str(txt)])
     return re.findall(r'^\d+ EntryPoint \d+ \d+ "([^"]+)"', txt.read_text(), re.M)
 
 
@@ -153,7 +154,7 @@ def test_manifest_reports_devlist_toolchain_and_sizes(repo_build, tmp_path):
     m = json.loads(repo_build["manifest"].read_text())
     assert [(t["name"], t["ip"]) for t in m["devlist"]["targets"]] == [("pvc", ocloc_ip("pvc")), ("acm-g10", ocloc_ip("ats-m150"))]
     assert m["devlist"]["jit_fallback"] is True
-    clang_v = re.search(r"version (\d+\.\d+\.\d+)", run(["clang-15", "--version"]).stdout).group(1)
+    clang_v = re.search(r"version (\d+\.\d+\.\d+)", run([CLANG, "--version"]).stdout).group(1)
     assert m["toolchain"]["clang_version"] == clang_v
     run(["ocloc", "query", "OCL_DRIVER_VERSION"], cwd=tmp_path)  # writes ./OCL_DRIVER_VERSION
     assert m["toolchain"]["ocloc_version"] == (tmp_path / "OCL_DRIVER_VERSION").read_text().strip(" \0\n")
@@ -281,7 +282,7 @@ def test_missing_ocloc_stops_configure_naming_the_package(tmp_path):
 
 def test_missing_clang_stops_configure_naming_the_package(tmp_path):
     require("cmake", "ninja", "cc")
-    msg = _configure_fails(tmp_path, AOTWHEEL_CLANG=str(tmp_path / "nowhere" / "clang-15"))
+    msg = _configure_fails(tmp_path, AOTWHEEL_CLANG=str(tmp_path / "nowhere" / CLANG))
     assert msg.startswith("aotwheel_add_device_code:") and "clang" in msg and "apt-get install clang-15" in msg
 
 
@@ -305,10 +306,10 @@ def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
     from aotwheel.buildsteps.toolchain import discover
     from aotwheel.errors import ToolchainError
 
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     only_clang = tmp_path / "a"
     only_clang.mkdir()
-    for t in ("clang-15", "llvm-spirv-15"):
+    for t in (CLANG, LLVM_SPIRV):
         (only_clang / t).symlink_to(shutil.which(t))
     monkeypatch.delenv("AOTWHEEL_OCLOC", raising=False)
     monkeypatch.delenv("AOTWHEEL_CLANG", raising=False)
@@ -319,7 +320,7 @@ def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
     with pytest.raises(ToolchainError, match=r"^Missing ocloc .*apt-get install intel-opencl-icd"):
         discover(["pvc"], cache)
     (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "clang-15").symlink_to(shutil.which("clang-15"))
+    (tmp_path / "b" / CLANG).symlink_to(shutil.which(CLANG))
     monkeypatch.setenv("PATH", str(tmp_path / "b"))
     with pytest.raises(ToolchainError, match=r"^Missing llvm-spirv-15 .*apt-get install llvm-spirv-15"):
         discover([], cache)
@@ -349,23 +350,23 @@ def test_clang_and_llvm_spirv_versions_are_asked_once_per_binary(tmp_path, monke
     def runs() -> list[str]:
         return log.read_text().split() if log.exists() else []
 
-    both = ["clang-15", "llvm-spirv-15"]  # asked at the same time: in either order
+    both = [CLANG, LLVM_SPIRV]  # asked at the same time: in either order
 
-    monkeypatch.setenv("AOTWHEEL_CLANG", str(tool("clang-15", "15.0.7", 1_000_000)))
-    monkeypatch.setenv("AOTWHEEL_LLVM_SPIRV", str(tool("llvm-spirv-15", "15.0.0", 1_000_000)))
+    monkeypatch.setenv("AOTWHEEL_CLANG", str(tool(CLANG, "15.0.7", 1_000_000)))
+    monkeypatch.setenv("AOTWHEEL_LLVM_SPIRV", str(tool(LLVM_SPIRV, "15.0.0", 1_000_000)))
     cache = DeviceCodeCache(tmp_path / "cache")
     assert discover([], cache).spirv.clang_version == "15.0.7"
     assert sorted(runs()) == both
     spirv = discover([], cache).spirv
     assert (spirv.clang_version, spirv.llvm_spirv_version) == ("15.0.7", "15.0.0")
     assert sorted(runs()) == both  # both answers from the cache
-    tool("clang-15", "15.0.8", 1_000_000)  # same size and mtime: taken for the same binary
+    tool(CLANG, "15.0.8", 1_000_000)  # same size and mtime: taken for the same binary
     assert discover([], cache).spirv.clang_version == "15.0.7" and len(runs()) == 2
-    tool("clang-15", "15.0.8", 1_000_001)  # a changed binary (mtime): asked again, llvm-spirv not
+    tool(CLANG, "15.0.8", 1_000_001)  # a changed binary (mtime): asked again, llvm-spirv not
     assert discover([], cache).spirv.clang_version == "15.0.8"
-    tool("clang-15", "15.0.10", 1_000_001)  # ... (size)
+    tool(CLANG, "15.0.10", 1_000_001)  # ... (size)
     assert discover([], cache).spirv.clang_version == "15.0.10"
-    assert sorted(runs()[:2]) == both and runs()[2:] == ["clang-15", "clang-15"]
+    assert sorted(runs()[:2]) == both and runs()[2:] == [CLANG, CLANG]
     discover([], DeviceCodeCache(None))  # no cache: asked every time
     assert sorted(runs()[4:]) == both
 

@@ -13,13 +13,14 @@ from _build_util import REPO, ar_members, compile_spirv, ocloc_ip, require, run
 from aotwheel.buildsteps.fatbin import Member, build_fatbin, spirv_ir_elf, write_ar
 from aotwheel.buildsteps.spirv import entry_points
 from aotwheel.errors import AotwheelError
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 KERNELS = REPO / "csrc" / "kernels"
 
 
 @pytest.fixture(scope="module")
 def spv(tmp_path_factory) -> Path:
-    require("clang-15", "llvm-spirv-15")
+    require(CLANG, LLVM_SPIRV)
     out = tmp_path_factory.mktemp("spv") / "elementwise.spv"
     compile_spirv(KERNELS / "elementwise.cl", out)
     return out
@@ -100,7 +101,7 @@ def test_generic_ir_matches_ocloc_and_readelf(spv, tmp_path):
 
 def test_entry_points_match_llvm_spirv_text(spv, tmp_path):
     text = tmp_path / "k.spt"
-    run(["llvm-spirv-15", "-to-text", str(spv), "-o", str(text)])
+    run([LLVM_SPIRV, "-to-text", str(spv), "-o", str(text)])
     # Text form: "EntryPoint 6 <id> "name" ..." per kernel.
     expected = re.findall(r'^\d+ EntryPoint \d+ \d+ "([^"]+)"', text.read_text(), re.M)
     assert expected == ["vector_add", "saxpy"]

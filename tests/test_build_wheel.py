@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from _build_util import (
     REPO, ar_members, build_env, embedded_images, logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run,
 )
 
-TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
+TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV, "ar")
 
 
 def _pip_wheel(out: Path, build_dir: Path, env: dict[str, str], *config: str, isolated: bool = True

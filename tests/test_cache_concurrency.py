@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, build_env, compile_spirv, embedded_images, logged_runs, ocloc_logger, require, run
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
-TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
+TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 DEVICES = ("pvc", "acm-g10")
 KERNEL = REPO / "csrc" / "kernels" / "elementwise.cl"
 PROJECT = """

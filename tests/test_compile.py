@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_logger, require, run
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 KERNELS = REPO / "csrc" / "kernels"
 
@@ -40,7 +41,7 @@ __kernel void spill(__global const float *in, __global float *out, int n) {
 
 @pytest.fixture(scope="module")
 def spv(tmp_path_factory) -> Path:
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     out = tmp_path_factory.mktemp("spv") / "elementwise.spv"
     compile_spirv(KERNELS / "elementwise.cl", out)
     return out
@@ -48,7 +49,7 @@ def spv(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def spilling_spv(tmp_path_factory) -> Path:
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     d = tmp_path_factory.mktemp("spill")
     (d / "spill.cl").write_text(SPILLING_KERNEL)
     compile_spirv(d / "spill.cl", d / "spill.spv")

@@ -17,9 +17,10 @@ from aotwheel.buildsteps import history
 from aotwheel.buildsteps.cache import file_sha256, pack_object, unpack_object
 from aotwheel.buildsteps.remote import HttpStore, Timeouts, config_from
 from aotwheel.buildsteps.shard import Job, assign, job_cost, read_job_list
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import start_nginx, start_redis
 
-TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
+TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 DEVICES = "pvc,acm-g10,tgllp"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from _cuda_util import HEADER, KERNELS, listing, nvcc_path, run
 from aotwheel.buildsteps.cuda import render_embed
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja")
@@ -176,7 +177,7 @@ def test_cuda_images_reach_the_manifest_and_aot_targets(tmp_path: Path, cuda_fir
     import sys
 
     nvcc_path()
-    for tool in ("clang-15", "llvm-spirv-15"):
+    for tool in (CLANG, LLVM_SPIRV):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed (ci/setup.sh installs it)")
     src = tmp_path / "src"

@@ -14,6 +14,7 @@ from aotwheel.backends.intel import gfx, legacy
 from aotwheel.formats import ar, spirv as spirv_fmt
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 DEVICES = ("pvc", "acm-g10", "tgllp")
 
@@ -76,7 +77,7 @@ def test_generic_ir_member_carries_the_input_spirv(work):
 
 def test_spirv_header_and_kernel_count_match_llvm_spirv_text(work):
     d, spv = work
-    text = run(["llvm-spirv-15", "-to-text", str(spv), "-o", "-"]).stdout
+    text = run([LLVM_SPIRV, "-to-text", str(spv), "-o", "-"]).stdout
     entry_kernels = len(re.findall(r"^\s*\d+\s+EntryPoint\s+6\s", text, re.M))
     version = re.search(r"^(\d+)\s*$", text, re.M)  # first line: the version word in decimal
     info = spirv_fmt.read_spirv(_region(spv), count_kernels=True)

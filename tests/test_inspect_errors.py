@@ -18,6 +18,7 @@ from aotwheel.errors import InspectError
 from aotwheel.formats import zstd
 from aotwheel.formats.region import Region
 from aotwheel.inspector import inspect
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 OFFSET_RE = re.compile(r"at offset 0x[0-9a-f]+")
 
@@ -162,8 +163,8 @@ def test_inspect_restores_the_callers_garbage_collector_state(tmp_path) -> None:
     spv = tmp_path / "k.spv"
     cl = tmp_path / "k.cl"
     cl.write_text("kernel void k(global float *a) { a[0] = 1.0f; }\n")
-    subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(cl), "-o", str(tmp_path / "k.bc")], check=True)
-    subprocess.run(["llvm-spirv-15", str(tmp_path / "k.bc"), "-o", str(spv)], check=True)
+    subprocess.run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(cl), "-o", str(tmp_path / "k.bc")], check=True)
+    subprocess.run([LLVM_SPIRV, str(tmp_path / "k.bc"), "-o", str(spv)], check=True)
     bad = tmp_path / "bad.so"
     bad.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9) + b"\xff" * 48)
 

@@ -13,13 +13,14 @@ import pytest
 
 from _inspect_util import REPO, ocloc_ip, require
 from aotwheel.inspector import find_spirv, inspect
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 DEVLIST = "pvc,ats-m150"
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    require("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
+    require("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
     if not (REPO / "cmake" / "aotwheel-build.cmake").is_file() or not (REPO / "csrc").is_dir():
         pytest.skip("the CMake build (cmake/aotwheel-build.cmake, csrc/) is not in this checkout")
     root = tmp_path_factory.mktemp("ownwheel")
@@ -57,5 +58,5 @@ def test_own_wheel_spirv_is_a_valid_module(wheel, tmp_path):
     out = tmp_path / "k.spv"
     out.write_bytes(spv)
     # llvm-spirv-15 can read it back and sees kernels in it.
-    text = subprocess.run(["llvm-spirv-15", "-to-text", str(out), "-o", "-"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run([LLVM_SPIRV, "-to-text", str(out), "-o", "-"], capture_output=True, text=True, check=True).stdout
     assert re.search(r"EntryPoint\s+6\s", text)

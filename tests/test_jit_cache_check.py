@@ -14,6 +14,7 @@ import pytest
 from _build_util import REPO, compile_spirv, require
 from _check_util import opencl_cpu_env, run_cli, run_python
 from aotwheel import syclcache
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 VLLM = REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
 
@@ -21,7 +22,7 @@ VLLM = REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_x
 @pytest.fixture(scope="module")
 def spv(tmp_path_factory) -> Path:
     """A SPIR-V module: what a CPU JIT-compiles (a GPU fat binary's generic_ir is for GPU drivers)."""
-    require("clang-15", "llvm-spirv-15")
+    require(CLANG, LLVM_SPIRV)
     d = tmp_path_factory.mktemp("spv")
     compile_spirv(REPO / "csrc" / "kernels" / "elementwise.cl", d / "k.spv")
     return d / "k.spv"
@@ -29,7 +30,7 @@ def spv(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def fatbin(tmp_path_factory) -> Path:
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     d = tmp_path_factory.mktemp("fat")
     compile_spirv(REPO / "csrc" / "kernels" / "elementwise.cl", d / "k.spv")
     subprocess.run(["ocloc", "compile", "-file", str(d / "k.spv"), "-spirv_input", "-device", "pvc,acm-g10", "-output", "k.ar"],

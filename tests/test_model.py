@@ -17,6 +17,7 @@ import pytest
 
 from _check_util import child_env, fat_binary, run_cli
 from _cuda_util import VADD, VSCALE, nvcc_out, source
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 H100 = REPO / "tests" / "data" / "cuda-h100"
@@ -344,7 +345,7 @@ def test_this_repository_built_for_intel_and_nvidia_reads_as_one_list(fresh, tmp
     from aotwheel.inspector import inspect
     from aotwheel.report import summary
 
-    require("cmake", "ninja", "ocloc", "clang-15", "llvm-spirv-15")
+    require("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV)
     from _cuda_util import nvcc_path
 
     nvcc = nvcc_path()

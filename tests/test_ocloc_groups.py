@@ -27,10 +27,11 @@ from aotwheel.buildsteps.ocloc_job import GroupJob, compile_devices, run_group, 
 from aotwheel.buildsteps.shard import DEVICE_COST, Job, job_cost
 from aotwheel.buildsteps.tiers import Tiers
 from aotwheel.errors import AotwheelError, ToolchainError
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 KERNELS = REPO / "csrc" / "kernels"
 SIX = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]
-TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
+TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV, "ar")
 
 
 # ---- the plan ----------------------------------------------------------------------------------
@@ -198,7 +199,7 @@ def test_the_setting_overrides_the_plan_and_source_jobs_cost_by_size(tmp_path):
 
 @pytest.fixture(scope="module")
 def spvs(tmp_path_factory) -> dict[str, Path]:
-    require("clang-15", "llvm-spirv-15", "ocloc", "ar")
+    require(CLANG, LLVM_SPIRV, "ocloc", "ar")
     d = tmp_path_factory.mktemp("spv")
     return {p.stem: (compile_spirv(p, d / f"{p.stem}.spv"), d / f"{p.stem}.spv")[1] for p in sorted(KERNELS.glob("*.cl"))}
 
@@ -227,7 +228,7 @@ def test_split_members_equal_single_device_builds_for_every_kernel(spvs, tmp_pat
 
 
 def test_a_failing_device_in_a_group_is_named_and_the_others_still_build(tmp_path, capfd):
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     (tmp_path / "k.cl").write_text("__kernel void halve(__global double *x) { x[get_global_id(0)] *= 0.5; }\n")
     spv = tmp_path / "k.spv"
     compile_spirv(tmp_path / "k.cl", spv)

@@ -26,6 +26,7 @@ import numpy as np, pyopencl as cl
 from aotwheel.jitcache import JITCacheWarning
 from aotwheel.opencl import load_program
 from aotwheel.selftest import _run_program
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 dev = next(d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.CPU)
 ctx = cl.Context([dev]); queue = cl.CommandQueue(ctx)
@@ -61,7 +62,7 @@ def cpu_runtime():
 
 @pytest.fixture(scope="module")
 def gemm_spv(tmp_path_factory, cpu_runtime) -> Path:
-    require("clang-15", "llvm-spirv-15")
+    require(CLANG, LLVM_SPIRV)
     out = tmp_path_factory.mktemp("spv") / "gemm.spv"
     compile_spirv(KERNELS / "gemm.cl", out)
     return out
@@ -195,7 +196,7 @@ def test_open_folder_of_this_user_is_made_private(gemm_spv, tmp_path):
 
 
 def test_fat_binary_without_a_matching_device_jits_its_generic_ir_and_caches_it(tmp_path, cpu_runtime):
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     spv = tmp_path / "elementwise.spv"
     compile_spirv(KERNELS / "elementwise.cl", spv)
     subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc,acm-g10", "-output", "k.ar"],
@@ -240,7 +241,7 @@ class _RecordingProgram:
 def test_intel_gpu_double_gets_the_fat_binary_when_a_member_matches(tmp_path, monkeypatch):
     """The loader's choice on an Intel GPU (a test double: no Intel GPU exists here): a device
     whose IP has a member gets the fat binary (the driver then picks the member); another gets the SPIR-V."""
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     pytest.importorskip("pyopencl")
     import pyopencl as cl
 

@@ -22,9 +22,10 @@ from _build_util import (PYTHONPATH, REPO, build_env, compile_runs, embedded_ima
                          ocloc_logger, require, run, tool_logger)
 
 from benchmarks.servers import NginxDav
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import start_nginx
 
-TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
+TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 DEVICES = "pvc,acm-g10,tgllp"
 KERNELS = [REPO / "csrc" / "kernels" / "reduce.cl", REPO / "csrc" / "kernels" / "softmax.cl"]
 PROJECT = """
@@ -55,8 +56,8 @@ def project(tmp_path) -> Path:
 
 def spirv_tools(directory: Path) -> tuple[dict[str, str], Path, Path]:
     """Environment naming logging clang/llvm-spirv wrappers, and their logs."""
-    clang, clang_log = tool_logger(directory, "clang-15")
-    spirv, spirv_log = tool_logger(directory, "llvm-spirv-15")
+    clang, clang_log = tool_logger(directory, CLANG)
+    spirv, spirv_log = tool_logger(directory, LLVM_SPIRV)
     return {"AOTWHEEL_CLANG": str(clang), "AOTWHEEL_LLVM_SPIRV": str(spirv)}, clang_log, spirv_log
 
 

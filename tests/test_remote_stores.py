@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import run_tool, start_nginx, start_redis
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.buildsteps.ocloc_job import run_job
@@ -28,7 +29,7 @@ DEVICES = ("pvc", "tgllp")
 
 @pytest.fixture(scope="module")
 def spv(tmp_path_factory) -> Path:
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     out = tmp_path_factory.mktemp("spv") / "reduce.spv"
     compile_spirv(REPO / "csrc" / "kernels" / "reduce.cl", out)
     return out

@@ -21,7 +21,7 @@ from _check_util import child_env, run_python
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "downstream"
-TOOLS = ("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15")
+TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 
 # A stub Level Zero loader whose FAIL_AT step returns an error code (ze_api.h values).
 STUB = r"""
@@ -58,6 +58,7 @@ CHECK = """
 import json
 import aotdemo                      # loads the extension that embeds the device code
 import aotdemo._aot as aot
+from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 verdicts = aot.check()
 aot.ensure()                        # must not raise either: no device is not an unsupported device
 print(json.dumps([v.to_dict() for v in verdicts]))

@@ -3,12 +3,15 @@
 Grammar (case-insensitive; tokens separated by commas and/or whitespace)::
 
     devlist  := token ( [,\\s]+ token )*
-    token    := device | alias | sycl-arch | ip | group | "none" | "native" | "no-jit"
-    device   := a catalog name              pvc, acm-g10, bmg-g21
+    token    := device | alias | generic | sycl-arch | ip | pci-id | group | range | "none" | "native" | "no-jit"
+    device   := a catalog name              pvc, acm-g10, bmg-g21 (or any product the installed ocloc knows)
     alias    := another name of one target  ats-m150, dg2-g10 (-> acm-g10)
     sycl-arch:= intel_gpu_<...>             intel_gpu_pvc
     ip       := maj.min.rev                 12.60.7
-    group    := family or release name      dg2, xe-hpc, bmg (-> its shipping products)
+    generic  := ocloc's generic name        dg2, mtl, bmg, ptl (-> the group's root product: acm-g10, mtl-u, bmg-g21, ptl-h)
+    pci-id   := 0x<device id>               0x9a49 (-> tgllp)
+    group    := family or release name      xe2, xe-hpc, xe3p (-> its shipping products)
+    range    := first:last | first: | :last dg1:acm-g10, xe-hpg: (-> the shipping products between, by IP)
     none     := no AOT: JIT from SPIR-V only
     native   := the devices found on this machine (error if none)
     no-jit   := do not keep SPIR-V for JIT (same as USE_AOT_JIT_FALLBACK=OFF)
@@ -43,8 +46,9 @@ NO_JIT_TOKEN = "no-jit"
 _KEYWORDS = (NONE_TOKEN, NATIVE_TOKEN, NO_JIT_TOKEN)
 
 _SEPARATORS = re.compile(r"[,\s]+")
-_ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-, \t\r\n")
-_TOKEN_SHAPE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# ':' for ocloc's product ranges (dg1:acm-g10, xe-hpg:, :dg1).
+_ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:, \t\r\n")
+_TOKEN_SHAPE = re.compile(r"^(?:[a-z0-9][a-z0-9._-]*)?(?::(?:[a-z0-9][a-z0-9._-]*)?)?$")
 
 # Look-alike characters people paste from documents; used only to suggest a fix, never to accept.
 _CONFUSABLES = str.maketrans({
@@ -59,7 +63,7 @@ class Expansion:
     """How one input token became targets (families say which products they became)."""
 
     token: str
-    kind: str  # "device" | "alias" | "sycl-arch" | "ip" | "group" | "native"
+    kind: str  # "device" | "alias" | "generic" | "sycl-arch" | "ip" | "pci-id" | "group" | "range" | "native"
     names: tuple[str, ...]
 
 
@@ -292,6 +296,11 @@ def describe(devlist: DevList) -> str:
     for e in devlist.expansions:
         if e.kind == "group":
             lines.append(f"  '{e.token}' is a family: its shipping products are {', '.join(e.names)}")
+        elif e.kind == "range":
+            lines.append(f"  '{e.token}' is a range: its shipping products are {', '.join(e.names)}")
+        elif e.kind == "generic":
+            lines.append(f"  '{e.token}' is ocloc's generic name for {e.names[0]}: one binary, which the driver also runs "
+                         f"on the rest of the {e.token.lower()} group (compute-runtime's compatibility mapping)")
         elif e.kind == "native":
             lines.append(f"  'native' found: {', '.join(e.names)}")
     if devlist.cuda:

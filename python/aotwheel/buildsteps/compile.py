@@ -117,9 +117,10 @@ def check_spirv(spirv: bytes) -> None:
 
 def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
     """The devlist to build: Intel devices only (SPIR-V has no NVIDIA path through ocloc)."""
+    from aotwheel.buildsteps.toolchain import installed_catalog
     from aotwheel.devlist import DevList, resolve
 
-    dl = devlist if isinstance(devlist, DevList) else resolve(devlist, jit_fallback=jit_fallback)
+    dl = devlist if isinstance(devlist, DevList) else resolve(devlist, jit_fallback=jit_fallback, catalog=installed_catalog())
     if dl.cuda is not None:
         raise DevlistError(f"'{','.join(dl.cuda.names)}' are NVIDIA targets; SPIR-V compiles for Intel devices only: "
                            "drop them from the device list")

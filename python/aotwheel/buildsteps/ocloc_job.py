@@ -169,8 +169,8 @@ def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], o
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         names = ",".join(name for name, _ in devices)
         proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), names, "fat", tmp, options), tmp)
-        produced = Path(tmp, "fat")
-        if proc.returncode == 0 and produced.is_file():
+        produced = _produced(tmp, "fat")
+        if proc.returncode == 0 and produced is not None:
             out = _split_members(produced.read_bytes(), devices)
     for name, _ in devices:  # failed run, or a member not found: that device on its own
         if name not in out:
@@ -228,9 +228,9 @@ def compile_device_logged(*, ocloc: str, spirv: str, device: str, options: str =
 
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), device, "image", tmp, options), tmp)
-        produced = Path(tmp, "image")
+        produced = _produced(tmp, "image")
         log = (proc.stdout + proc.stderr).strip()
-        if proc.returncode != 0 or not produced.is_file():
+        if proc.returncode != 0 or produced is None:
             if echo_failure:
                 print(log, file=sys.stderr)
                 where = "its log is above"
@@ -241,6 +241,15 @@ def compile_device_logged(*, ocloc: str, spirv: str, device: str, options: str =
                 f"fix the kernel for {device} or remove {device} from USE_AOT_DEVLIST"
             )
         return produced.read_bytes(), log
+
+
+def _produced(tmp: str, name: str) -> Path | None:
+    """The file ocloc wrote for ``-output <name> -output_no_suffix``: ``<name>`` up to 25.x, while
+    26.x still appends ``.bin`` to a single device's binary (a fat binary keeps the bare name)."""
+    for candidate in (Path(tmp, name), Path(tmp, f"{name}.bin")):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _first_error(log: str) -> str:

@@ -47,9 +47,10 @@ def _facts_key(tool_sha256: str):  # type: ignore[no-untyped-def]
                     tool_sha256=tool_sha256, options="version,acronyms")
 
 
-def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[str, str, frozenset[str]]:
-    """``(path, version, acronyms)`` of the ocloc in use, from the cache when its binary is unchanged."""
-    candidate = os.environ.get(OCLOC.name) or shutil.which("ocloc")
+def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit: str | None = None) -> tuple[str, str, frozenset[str]]:
+    """``(path, version, acronyms)`` of the ocloc in use (``explicit``, else ``$AOTWHEEL_OCLOC``,
+    else ``PATH``), from the cache when its binary is unchanged."""
+    candidate = explicit or os.environ.get(OCLOC.name) or shutil.which("ocloc")
     if not candidate:
         from aotwheel.backends.intel.ocloc import INSTALL_HINT
 
@@ -91,6 +92,28 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None) -> tuple[
     return path, found.version, found.acronyms
 
 
+def installed_catalog(explicit: str | None = None, cache: DeviceCodeCache | None = None):  # type: ignore[no-untyped-def]
+    """The device catalog as the installed ocloc sees it (:func:`aotwheel.backends.intel.ocloc_table.merge`);
+    the built-in catalog alone when no ocloc is found or it does not run. The ocloc's table is
+    asked once per binary and kept with its other facts in the cache."""
+    from aotwheel.backends.intel.catalog import load_catalog
+    from aotwheel.backends.intel.ocloc_table import OclocTable, merge, query_table
+
+    base = load_catalog()
+    cache = cache if cache is not None else DeviceCodeCache.from_env()
+    try:
+        path, version, acronyms = ocloc_facts(cache, explicit=explicit)
+    except ToolchainError:
+        return base
+    facts = cache.tool_facts(path) or {}
+    table = OclocTable.from_dict(facts.get("device_table") or {})
+    if table is None or table.version != version:
+        table = query_table(path, version, acronyms)
+        if table.products:
+            cache.store_tool_facts(path, {**facts, "version": version, "acronyms": sorted(acronyms), "device_table": table.to_dict()})
+    return merge(base, table) if table.products else base
+
+
 def llvm_version(cache: DeviceCodeCache, path: str) -> str:
     """``maj.min.patch`` of the clang or llvm-spirv at ``path`` (:func:`tool_version`), from the
     cache while the binary's path, size and mtime are unchanged (each ``--version`` run costs
@@ -128,7 +151,7 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
     """
     from aotwheel.backends.intel.catalog import load_catalog
 
-    catalog = load_catalog()
+    catalog = load_catalog()  # a device only the installed ocloc knows is named as ocloc names it
     names: dict[str, str] = {}
     missing: list[tuple[str, str]] = []
     for name in devices:

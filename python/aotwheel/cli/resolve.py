@@ -35,8 +35,12 @@ def run(args: argparse.Namespace) -> int:
     from aotwheel.config import read
     from aotwheel.devlist import describe, resolve
 
+    from aotwheel.buildsteps.toolchain import installed_catalog
+
+    # The installed ocloc is the authority on what its names mean; the catalog answers without one.
+    catalog = installed_catalog(args.ocloc)
     if args.list:
-        print(_catalog_listing())
+        print(_catalog_listing(catalog))
         return 0
     config = read()  # an empty variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`)
     text = args.text if args.devlist_option is None else args.devlist_option
@@ -44,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         text = config.devlist
     jit_fallback = config.jit_fallback if args.jit_fallback is None else args.jit_fallback
 
-    devlist = resolve(text, jit_fallback=jit_fallback)
+    devlist = resolve(text, jit_fallback=jit_fallback, catalog=catalog)
     if args.toolchain == "ocloc":
         check_ocloc(devlist, args.ocloc)
 
@@ -61,6 +65,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"USE_AOT_DEVLIST={text.strip()}")
         print(describe(devlist))
+        unbuildable = [t for t in devlist.targets if catalog.ocloc_version and catalog.source(t.name) == "catalog"]
+        if unbuildable:
+            from aotwheel.backends.intel.ocloc import build_note
+
+            names = ", ".join(t.name for t in unbuildable)
+            print(f"note: the installed ocloc {catalog.ocloc_version} does not know {names}{build_note([t.name for t in unbuildable])}: "
+                  "a build stops at configure; 'aotwheel resolve --toolchain ocloc' says how to get one that can")
     return 0
 
 
@@ -75,17 +86,21 @@ def check_ocloc(devlist, explicit: str | None) -> None:
         raise ToolchainError(too_new_message([(t.name, t.ip) for t in missing], ocloc.version, ocloc.path))
 
 
-def _catalog_listing() -> str:
-    from aotwheel.backends.intel.catalog import load_catalog
-
-    cat = load_catalog()
-    lines = ["devices (name  IP  aliases  SYCL arch):"]
+def _catalog_listing(cat) -> str:  # type: ignore[no-untyped-def]
+    where = (f"from the installed ocloc {cat.ocloc_version} and aotwheel's catalog; [ocloc]/[catalog]: only that one knows the name"
+             if cat.ocloc_version else "from aotwheel's catalog (no ocloc installed)")
+    tag_of = (lambda name: "" if cat.source(name) == "catalog+ocloc" else f" [{cat.source(name)}]") if cat.ocloc_version else (lambda name: "")
+    lines = [f"devices ({where}; name  IP  aliases  SYCL arch):"]
     for d in cat.devices:
         tag = "" if d.shipping else "  [pre-production]"
-        lines.append(f"  {d.name:<8} {d.ip:<8} {', '.join(d.aliases) or '-':<32} {d.sycl_arch}{tag}")
+        lines.append(f"  {d.name + tag_of(d.name):<18} {d.ip:<8} {', '.join(d.aliases) or '-':<32} {d.sycl_arch}{tag}")
+    lines.append("generic names (build the root product; the driver runs it on the whole group):")
+    for name, root in cat.generic:
+        lines.append(f"  {name + tag_of(name):<18} -> {root}")
     lines.append("families and releases (expand to shipping products):")
     for g in cat.groups:
         names = "/".join((g.name, *g.aliases))
-        lines.append(f"  {names:<16} -> {', '.join(m.name for m in g.members)}")
+        lines.append(f"  {names + tag_of(g.name):<18} -> {', '.join(m.name for m in g.members) or '(no shipping product)'}")
+    lines.append("ranges: first:last, first:, :last (ocloc's notation; shipping products between, by IP)")
     lines.append("keywords: none (JIT-only), native (devices on this machine), no-jit (drop SPIR-V)")
     return "\n".join(lines)

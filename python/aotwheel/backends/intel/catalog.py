@@ -1,7 +1,11 @@
 """The device catalog: Intel GPU AOT targets, loaded from ``catalog.json`` shipped in the package.
 
-One :class:`Device` per IP version; its aliases compile to the same binary. Groups (product
-families such as ``dg2`` and release names such as ``xe-hpc``) expand to shipping products only.
+One :class:`Device` per IP version; its aliases compile to the same binary. Groups (families such
+as ``xe2`` and release names such as ``xe-hpc``) expand to shipping products only. Generic names
+(``dg2``, ``mtl``, ``bmg``, ``ptl``) mean what ocloc makes of them: the group's root product
+(compute-runtime's ``AOT::genericIdAcronyms``), whose binary the driver also runs on the rest of
+the group. When an ocloc is installed, :mod:`aotwheel.backends.intel.ocloc_table` merges what it
+accepts into this catalog (:attr:`Catalog.sources` says where each name came from).
 """
 
 from __future__ import annotations
@@ -87,10 +91,22 @@ class Group:
     members: tuple[Device, ...]
 
 
+CATALOG = "catalog"  # a name only aotwheel's own catalog knows
+OCLOC = "ocloc"  # a name only the installed ocloc knows
+BOTH = "catalog+ocloc"
+
+
 @dataclass(frozen=True)
 class Catalog:
     devices: tuple[Device, ...]
     groups: tuple[Group, ...]
+    generic: tuple[tuple[str, str], ...] = ()  # (generic name, root device name)
+    ocloc_version: str | None = None  # the ocloc whose table was merged in, if any
+    sources: tuple[tuple[str, str], ...] = ()  # (lower-case name, CATALOG | OCLOC | BOTH) after a merge
+
+    def source(self, name: str) -> str:
+        """Where ``name`` comes from: :data:`CATALOG`, :data:`OCLOC` or :data:`BOTH`."""
+        return dict(self.sources).get(name.lower(), CATALOG)
 
     @functools.cached_property
     def _names(self) -> dict[str, Device]:
@@ -98,6 +114,10 @@ class Catalog:
         for dev in self.devices:
             for key in (dev.name, *dev.aliases, dev.sycl_arch):
                 table[key.lower()] = dev
+        roots = {d.name: d for d in self.devices}
+        for name, root in self.generic:
+            if root in roots:
+                table.setdefault(name, roots[root])
         return table
 
     @functools.cached_property
@@ -122,6 +142,11 @@ class Catalog:
         else:
             key = (ip[0], ip[1], ip[2])
         return self._ips.get(key) if key is not None else None
+
+    def generic_root(self, token: str) -> Device | None:
+        """The root product of a generic name (``bmg`` -> bmg-g21), else None."""
+        root = dict(self.generic).get(token.lower())
+        return self.by_name(root) if root else None
 
     def by_pci_id(self, pci_id: int) -> Device | None:
         for dev in self.devices:
@@ -158,7 +183,8 @@ def _load(raw: dict) -> Catalog:
         Group(name=name, aliases=tuple(g["aliases"]), members=tuple(by_name[m] for m in g["members"]))
         for name, g in raw["groups"].items()
     )
-    return Catalog(devices=devices, groups=groups)
+    generic = tuple((name.lower(), root) for name, root in raw.get("generic", {}).items())
+    return Catalog(devices=devices, groups=groups, generic=generic)
 
 
 @functools.lru_cache(maxsize=1)

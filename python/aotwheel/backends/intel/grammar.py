@@ -1,5 +1,7 @@
 """The Intel part of the ``USE_AOT_DEVLIST`` grammar: catalog names, aliases, SYCL arch names,
-IP versions (``12.60.7``) and groups (families, releases). Standard library only."""
+generic names (``bmg`` = bmg-g21, as ocloc builds it), IP versions (``12.60.7``, or the decimal
+u32 ocloc also takes), PCI device ids (``0x9a49``), groups (families, releases) and ocloc's
+product ranges (``dg1:acm-g10``, ``xe-hpg:``, ``:dg1``). Standard library only."""
 
 from __future__ import annotations
 
@@ -7,17 +9,20 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from aotwheel.backends.intel.catalog import Catalog, Device, load_catalog, parse_ip
+from aotwheel.backends.intel.catalog import Catalog, Device, format_ip, ip_from_u32, load_catalog, parse_ip
 from aotwheel.errors import DevlistError
 
 KEYWORDS = ("none", "native", "no-jit")  # the core resolver's words, offered as suggestions too
 _IP_SHAPE = re.compile(r"^\d+\.\d+\.\d+$")
+_DECIMAL_IP = re.compile(r"^\d{5,10}$")  # ocloc's decimal form of a u32 IP version (12.10.0 = 50495488)
+_PCI_ID = re.compile(r"^0x[0-9a-f]{1,4}$")
 
 
 def owns_token(token: str, catalog: Catalog | None = None) -> bool:
     """A catalog name, alias, IP-shaped token or group: the Intel grammar's."""
     catalog = catalog or load_catalog()
-    return bool(catalog.by_name(token) or _IP_SHAPE.match(token) or catalog.group(token))
+    return bool(catalog.by_name(token) or _IP_SHAPE.match(token) or catalog.group(token)
+                or _DECIMAL_IP.match(token) or _PCI_ID.match(token) or ":" in token)
 
 
 def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, tuple[Device, ...]]:
@@ -27,21 +32,67 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
             kind = "device"
         elif token == dev.sycl_arch.lower():
             kind = "sycl-arch"
+        elif catalog.generic_root(token) is dev and token not in dev.aliases:
+            kind = "generic"
         else:
             kind = "alias"
         return kind, (dev,)
-    if _IP_SHAPE.match(token):
-        ip = parse_ip(token)
+    if _IP_SHAPE.match(token) or _DECIMAL_IP.match(token):
+        ip = parse_ip(token) if _IP_SHAPE.match(token) else ip_from_u32(int(token))
         dev = catalog.by_ip(ip) if ip else None
         if dev is None:
-            raise DevlistError(unknown_ip_message(raw, catalog), raw, ())
+            raise DevlistError(unknown_ip_message(raw if _IP_SHAPE.match(token) else format_ip(ip), catalog), raw, ())
         return "ip", (dev,)
+    if _PCI_ID.match(token):
+        dev = catalog.by_pci_id(int(token, 16))
+        if dev is None:
+            raise DevlistError(f"USE_AOT_DEVLIST: PCI device id {raw} is not in the catalog{_ocloc_note(catalog)}; "
+                               "name the device instead ('aotwheel resolve --list')", raw, ())
+        return "pci-id", (dev,)
     group = catalog.group(token)
     if group is not None:
         return "group", group.members
+    if ":" in token:
+        return "range", _range(token, raw, catalog)
     suggestions = suggest(token, rest, catalog)
     hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; run 'aotwheel resolve --list' for valid names"
     raise DevlistError(f"USE_AOT_DEVLIST: unknown device '{raw}'{hint}", raw, suggestions)
+
+
+def _range(token: str, raw: str, catalog: Catalog) -> tuple[Device, ...]:
+    """ocloc's ``a:b`` (inclusive), ``a:`` (a and newer) and ``:b`` (b and older): the shipping
+    products whose IP versions lie between the endpoints (a family or release endpoint spans
+    all of its products)."""
+    if token.count(":") != 1 or token == ":":
+        raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a range; write first:last, first: or :last (e.g. dg1:acm-g10)", raw, ())
+    low_name, high_name = token.split(":")
+    ends = []
+    for name in (low_name, high_name):
+        if not name:
+            ends.append(None)
+            continue
+        dev = catalog.by_name(name)
+        group = catalog.group(name)
+        ips = [dev.ip_tuple] if dev else [m.ip_tuple for m in group.members] if group else []
+        if not ips:
+            hint = suggest(name, (), catalog)
+            did = f"; did you mean {' or '.join(hint)}?" if hint else "; run 'aotwheel resolve --list' for valid names"
+            raise DevlistError(f"USE_AOT_DEVLIST: unknown device '{name}' in the range '{raw}'{did}", raw, hint)
+        ends.append(ips)
+    low = min(ends[0]) if ends[0] else (0, 0, 0)
+    high = max(ends[1]) if ends[1] else (1 << 10, 0, 0)
+    # As ocloc means it: the targets the installed ocloc knows, when one was asked.
+    known = (lambda d: catalog.source(d.name) != "catalog") if catalog.ocloc_version else (lambda d: True)
+    members = tuple(sorted((d for d in catalog.devices if d.shipping and known(d) and low <= d.ip_tuple <= high),
+                           key=lambda d: d.ip_tuple))
+    if not members:
+        raise DevlistError(f"USE_AOT_DEVLIST: the range '{raw}' holds no shipping product; is it reversed? "
+                           "(ranges run from older to newer, e.g. dg1:acm-g10)", raw, ())
+    return members
+
+
+def _ocloc_note(catalog: Catalog) -> str:
+    return f" nor known to the installed ocloc {catalog.ocloc_version}" if catalog.ocloc_version else " (no ocloc installed to ask)"
 
 
 def suggest(token: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, ...]:
@@ -62,4 +113,4 @@ def unknown_ip_message(raw: str, catalog: Catalog) -> str:
         near = [d for d in catalog.devices if d.ip_tuple[0] == ip[0]]
     known = ", ".join(f"{d.ip} ({d.name})" for d in near[:4])
     hint = f"; known nearby: {known}" if known else "; run 'aotwheel resolve --list' for known IP versions"
-    return f"USE_AOT_DEVLIST: IP version {raw} is not a known product{hint}"
+    return f"USE_AOT_DEVLIST: IP version {raw} is not a known product{_ocloc_note(catalog) if catalog.ocloc_version else ''}{hint}"
