@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from _check_util import child_env, run_python
+from conftest import CLANG, LLVM_SPIRV
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "downstream"
@@ -58,7 +59,6 @@ CHECK = """
 import json
 import aotdemo                      # loads the extension that embeds the device code
 import aotdemo._aot as aot
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 verdicts = aot.check()
 aot.ensure()                        # must not raise either: no device is not an unsupported device
 print(json.dumps([v.to_dict() for v in verdicts]))

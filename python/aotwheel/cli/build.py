@@ -68,9 +68,16 @@ def run(args: argparse.Namespace) -> int:
     if args.what == "warm":
         return warm(Path(args.source_dir), shard=args.shard, devlist=args.devlist, build_dir=args.build_dir,
                     as_json=args.json)
-    from aotwheel.buildsteps.toolchain import discover
+    from aotwheel.buildsteps.toolchain import discover, ocloc_facts
+    from aotwheel.errors import ToolchainError
 
-    _print(discover([d for d in args.devices.split(",") if d], cache).to_dict(), args.json)
+    doc = discover([d for d in args.devices.split(",") if d], cache).to_dict()
+    if doc.get("ocloc") is None:  # no devices asked for: still say which ocloc the builds would use
+        try:
+            doc["ocloc"], doc["ocloc_version"], _ = ocloc_facts(cache)
+        except ToolchainError as exc:
+            doc["ocloc_error"] = str(exc)
+    _print(doc, args.json)
     return 0
 
 

@@ -13,12 +13,25 @@ CORE_FAMILIES: dict[int, str] = {
     18: "GEN12LP_CORE",  # ocloc -device tgllp, dg1, adl-p
     0xC07: "XE_HPG_CORE",  # ocloc -device acm-g10/g11/g12
     0xC08: "XE_HPC_CORE",  # ocloc -device pvc, pvc-sdv; vllm-xpu-kernels 64.12.60.7 zebin note
-    0xC09: "XE2_HPG_CORE",  # vllm-xpu-kernels 64.bmg / 64.20.1.0 zebin note
+    0xC09: "XE2_HPG_CORE",  # vllm-xpu-kernels 64.bmg / 64.20.1.0 zebin note; ocloc 26.27 bmg-g21/g31, lnl-m
+    0x1E00: "XE3_CORE",  # ocloc 26.27 (Debian sid) -device ptl-h, ptl-u, wcl, nvl-s, nvl-h
+    0x2300: "XE3P_CORE",  # ocloc 26.27 -device nvl-p, cri
 }
 
+# Names as in IGC's igfxfmid.h (IGFX_<name>); values from the zebin product-family notes.
 PRODUCT_FAMILIES: dict[int, str] = {
+    29: "TIGERLAKE_LP",  # ocloc 26.27 -device tgllp
+    1210: "DG1",  # ocloc 26.27 -device dg1
+    1270: "DG2",  # ocloc 26.27 -device acm-g10
     1271: "PVC",  # vllm-xpu-kernels 64.12.60.7 zebin note
-    1274: "BMG",  # vllm-xpu-kernels 64.20.1.0 zebin note
+    1272: "METEORLAKE",  # ocloc 26.27 -device mtl-u, mtl-h
+    1273: "ARROWLAKE",  # ocloc 26.27 -device arl-h
+    1274: "BMG",  # vllm-xpu-kernels 64.20.1.0 zebin note; ocloc 26.27 bmg-g21, bmg-g31
+    1275: "LUNARLAKE",  # ocloc 26.27 -device lnl-m
+    1300: "PTL",  # ocloc 26.27 -device ptl-h, ptl-u, wcl
+    1340: "NVL_XE3G",  # ocloc 26.27 -device nvl-s, nvl-h
+    1360: "NVL",  # ocloc 26.27 -device nvl-p
+    1380: "CRI",  # ocloc 26.27 -device cri
 }
 
 # Catalog release name -> the core family its binaries must declare (cross-check of ar members).
@@ -27,6 +40,12 @@ RELEASE_CORE: dict[str, str] = {
     "xe-hpg": "XE_HPG_CORE",
     "xe-hpc": "XE_HPC_CORE",
     "xe2-hpg": "XE2_HPG_CORE",
+    "xe-lpg": "XE_HPG_CORE",  # ocloc 26.27 mtl-u, mtl-h notes
+    "xe-lpgplus": "XE_HPG_CORE",  # ocloc 26.27 arl-h note
+    "xe2-lpg": "XE2_HPG_CORE",  # IGFX_XE2_HPG_CORE = IGFX_XE2_LPG_CORE (igfxfmid.h)
+    "xe3-lpg": "XE3_CORE",
+    "xe3p-lpg": "XE3P_CORE",
+    "xe3p-xpc": "XE3P_CORE",
 }
 
 

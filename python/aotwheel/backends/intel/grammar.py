@@ -51,6 +51,9 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
         return "pci-id", (dev,)
     group = catalog.group(token)
     if group is not None:
+        if not group.members:
+            raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' holds no shipping product "
+                               "(only pre-production IP versions); name a device or an IP version instead", raw, ())
         return "group", group.members
     if ":" in token:
         return "range", _range(token, raw, catalog)

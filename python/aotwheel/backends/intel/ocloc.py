@@ -17,7 +17,10 @@ from aotwheel.errors import ToolchainError
 INSTALL_HINT = "Try: apt-get install intel-opencl-icd (Debian/Ubuntu) or install the oneAPI Base Toolkit"
 # The first ocloc release that builds a target (compute-runtime's history, docs/formats.md §10).
 # Debian 12's intel-opencl-icd ships 22.43, which builds none of these.
-FIRST_OCLOC = {"bmg-g21": "24.31", "lnl-m": "24.31", "ptl-h": "25.05", "ptl-u": "25.05", "bmg-g31": "25.27"}
+FIRST_OCLOC = {"bmg-g21": "24.31", "lnl-m": "24.31", "ptl-h": "25.05", "ptl-u": "25.05", "bmg-g31": "25.27", "wcl": "25.27"}
+# Where a current ocloc comes from (README "Toolchains"): Debian sid's intel-ocloc was 26.27 in 2026-11.
+NEWEST_HINT = ("Debian sid/testing: apt-get install intel-ocloc libigc2 libigdfcl2 (26.x), "
+               "or Intel's compute-runtime releases")
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -32,8 +35,8 @@ def too_new_message(missing: list[tuple[str, str]], version: str, path: str, *, 
     firsts = [FIRST_OCLOC[name] for name, _ in missing if name in FIRST_OCLOC]
     need = f"ocloc {max(firsts, key=_release)} or newer" if firsts else "a newer ocloc"
     them = "it" if len(missing) == 1 else "them"
-    return (f"ocloc {version} at {path} cannot build {named}: install {need} (Intel's compute-runtime releases "
-            f"or oneAPI; Debian 12's intel-opencl-icd is 22.43) and set AOTWHEEL_OCLOC to it, or leave {them} out of "
+    return (f"ocloc {version} at {path} cannot build {named}: install {need} ({NEWEST_HINT}; "
+            f"Debian 12's intel-opencl-icd is 22.43) and set AOTWHEEL_OCLOC to it, or leave {them} out of "
             f"{hint}: with JIT fallback on (the default) such devices still run the kernels, JIT-compiled "
             f"from the embedded SPIR-V at first use")
 
