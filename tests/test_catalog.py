@@ -87,7 +87,9 @@ def test_groups_hold_shipping_products_only() -> None:
         assert g.members, g.name
         assert all(m.shipping for m in g.members), g.name
     assert [m.name for m in cat.group("xe-hpc").members] == ["pvc"]  # not the 12.60.x steppings
-    assert {m.name for m in cat.group("dg2").members} == {"acm-g10", "acm-g11", "acm-g12"}
+    assert {m.name for m in cat.group("xe-hpg").members} == {"acm-g10", "acm-g11", "acm-g12"}
+    # Generic names are not groups: each names its root product (compute-runtime genericIdAcronyms).
+    assert cat.group("dg2") is None and cat.by_name("dg2").name == "acm-g10" and cat.by_name("bmg").name == "bmg-g21"
 
 
 @pytest.mark.skipif(shutil.which("ocloc") is None, reason="ocloc not installed (apt-get install intel-opencl-icd)")

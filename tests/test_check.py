@@ -144,8 +144,8 @@ def test_cli_check_device_override(device, verdict, rule, rc):
     assert (v["verdict"], v["rule"]) == (verdict, rule)
 
 
-def test_cli_check_bmg_on_pvc_only_no_ir_is_unsupported_exit_1():
-    proc = run_cli(["check", str(single_binary("pvc")), "--device", "bmg"], child_env())
+def test_cli_check_xe2_hpg_on_pvc_only_no_ir_is_unsupported_exit_1():
+    proc = run_cli(["check", str(single_binary("pvc")), "--device", "xe2-hpg"], child_env())
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
     assert len(lines) == 2 and all(": unsupported" in line and "[rule no-match]" in line for line in lines)

@@ -34,17 +34,27 @@ OK_CASES = [
     ("20.1.0", ["bmg-g21"], True),
     ("intel_gpu_pvc,intel_gpu_acm_g10", ["pvc", "acm-g10"], True),
     ("INTEL_GPU_BMG_G21", ["bmg-g21"], True),
-    ("dg2", ["acm-g10", "acm-g11", "acm-g12"], True),
+    # Generic names mean what ocloc builds for them: the group's root product (compute-runtime's
+    # AOT::genericIdAcronyms; `ocloc ids bmg` = 20.1.0 only), which the driver runs on the group.
+    ("dg2", ["acm-g10"], True),
+    ("xe-hpg", ["acm-g10", "acm-g11", "acm-g12"], True),
     ("xe-hpc", ["pvc"], True),
     ("xe-hpg", ["acm-g10", "acm-g11", "acm-g12"], True),
     ("gen12lp", ["tgllp", "rkl", "adl-s", "adl-p", "adl-n", "dg1"], True),
-    ("bmg", ["bmg-g21", "bmg-g31"], True),
-    ("mtl", ["mtl-u", "mtl-h"], True),
+    ("bmg", ["bmg-g21"], True),
+    ("xe2-hpg", ["bmg-g21", "bmg-g31"], True),
+    ("mtl", ["mtl-u"], True),
+    ("xe-lpg", ["mtl-u", "mtl-h"], True),
     ("arl", ["mtl-u", "arl-h"], True),
-    ("ptl,lnl", ["ptl-h", "ptl-u", "lnl-m"], True),
-    ("acm-g11,dg2", ["acm-g11", "acm-g10", "acm-g12"], True),  # first mention wins
+    ("ptl,lnl", ["ptl-h", "lnl-m"], True),
+    ("xe3", ["ptl-h", "ptl-u", "wcl", "nvl-s", "nvl-h"], True),  # ocloc 26.27's xe3 products
+    ("xe3p", ["nvl-p", "cri"], True),
+    ("acm-g11,xe-hpg", ["acm-g11", "acm-g10", "acm-g12"], True),  # first mention wins
+    ("dg1:acm-g10", ["dg1", "acm-g10"], True),  # ocloc's range notation (shipping products between, by IP)
+    ("0x0bd5", ["pvc"], True),  # a PCI device id
+    ("50495488", ["dg1"], True),  # ocloc's decimal IP version (12.10.0)
     # torch-xpu-ops' Linux default list (docs/formats.md §1)
-    ("pvc,bmg,dg2,arl-h,mtl-h,lnl-m,ptl-h,ptl-u", ["pvc", "bmg-g21", "bmg-g31", "acm-g10", "acm-g11", "acm-g12", "arl-h", "mtl-h", "lnl-m", "ptl-h", "ptl-u"], True),
+    ("pvc,bmg,dg2,arl-h,mtl-h,lnl-m,ptl-h,ptl-u", ["pvc", "bmg-g21", "acm-g10", "arl-h", "mtl-h", "lnl-m", "ptl-h", "ptl-u"], True),
     ("none", [], True),
     ("NONE", [], True),
     ("pvc,no-jit", ["pvc"], False),
@@ -107,10 +117,11 @@ def test_sycl_targets_follow_fallback() -> None:
 
 
 def test_family_expansion_is_reported() -> None:
-    dl = resolve("dg2,pvc")
+    dl = resolve("xe-hpg,pvc,dg2")
     assert [(e.token, e.kind, e.names) for e in dl.expansions] == [
-        ("dg2", "group", ("acm-g10", "acm-g11", "acm-g12")),
+        ("xe-hpg", "group", ("acm-g10", "acm-g11", "acm-g12")),
         ("pvc", "device", ("pvc",)),
+        ("dg2", "generic", ("acm-g10",)),
     ]
 
 

@@ -42,7 +42,7 @@ INJECTIONS = [
     "pvc#", "pvc%s", "pvc\u200b", "рvс", "ρvc", "pvс", "ＰＶＣ", "pvc\u2013acm-g10",
     "-Dfoo=bar", "--help", "-rf", "../../etc/passwd", "pvc/acm-g10", "pvc=1", "pvc:acm", "*", "?",
     "ats m150", "acm g10", "pvc\nrm", "\n", "", " ", ",", ",,,,", " , \t ,\n", "none,pvc", "none no-jit",
-    "99.99.99", "12.60", "12.60.7.1", "0x0bd5", "sm_90x", "pvc," * 5000, "p" * (1 << 20),
+    "99.99.99", "12.60", "12.60.7.1", "0x0bd5x", "pvc:acm:dg1", "sm_90x", "pvc," * 5000, "p" * (1 << 20),
 ]
 
 CASES = [t for t, _ in TYPOS] + INJECTIONS
