@@ -142,8 +142,11 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     newest = at(None)
     since = None
     if newest.verdict == NATIVE and _by_compatibility(newest):
-        since = next((r for r in BREAKPOINTS if all(at(later).image == newest.image and at(later).verdict == NATIVE
-                                                    for later in BREAKPOINTS if later >= r)), None)
+        for r in reversed(BREAKPOINTS):  # back from the newest release while the lookup still gives this image
+            old = at(r)
+            if old.verdict != NATIVE or old.image != newest.image:
+                break
+            since = r
     need = release_text(since) if since else ""
     driver = getattr(device, "driver", None)
     release = driver_release(driver)
