@@ -1,6 +1,7 @@
-"""The compatibility fallback depends on the driver (issue 14 item 5): compute-runtime honours
-``compatibilityMapping`` for a single binary since 24.45 and for a member chosen inside a fat
-binary since 25.44 (REFERENCE.md §10). Input: the committed icpx-built vllm-xpu-kernels excerpt
+"""The compatibility fallback depends on the driver (issue 14 item 5): compute-runtime's
+``validateTargetDevice`` honours ``compatibilityMapping`` since 24.45 (for a single binary and for a
+member the device's own filters found), and its fat-binary lookup tries another product's members
+(lnl -> bmg) since 25.44 (docs/formats.md §10). Input: the committed icpx-built vllm-xpu-kernels excerpt
 (fat binaries with 64.20.1.0 / 64.20.2.0 / 64.bmg members and generic_ir); devices are named,
 as no Intel GPU is reachable here (their driver strings are what OpenCL's driver_version says)."""
 

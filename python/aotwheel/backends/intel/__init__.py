@@ -51,10 +51,9 @@ class IntelBackend:
             return self._finish(Verdict(label, getattr(device, "ip", None), UNSUPPORTED, None,
                                    "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
                                    getattr(device, "kind", "gpu"), ("spir64_x86_64",)))
-        v = decide(targets, ir, device, binary=binary, compatibility=compatibility)
-        if compatibility and v.verdict == NATIVE and _by_compatibility(v):
-            v = _per_driver_version(v, decide(targets, ir, device, binary=binary, compatibility=False), getattr(device, "driver", None))
-        return self._finish(v, file)
+        if not compatibility:
+            return self._finish(decide(targets, ir, device, binary=binary, compatibility=False), file)
+        return self._finish(_per_driver_version(targets, ir, device, binary), file)
 
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
@@ -116,12 +115,6 @@ class IntelBackend:
         return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
 
 
-# compute-runtime releases (year.week) since which the compatibility mapping is honoured: for a
-# single-device binary since 24.45, for a member chosen inside a fat binary (ar) since 25.44.
-COMPAT_SINGLE_SINCE = (24, 45)
-COMPAT_FAT_SINCE = (25, 44)
-
-
 def driver_release(text: str | None) -> tuple[int, int] | None:
     """``(25, 44)`` from a compute-runtime version such as ``25.44.36015.5`` (OpenCL's
     driver_version); None for anything else (Level Zero's packed numbers, other vendors)."""
@@ -135,21 +128,40 @@ def _by_compatibility(v: Verdict) -> bool:
     return v.rule.startswith("compat") or "compatibility mapping" in v.reason
 
 
-def _per_driver_version(v: Verdict, strict: Verdict, driver: str | None) -> Verdict:
-    """A native verdict that rests on the compatibility mapping holds only on drivers that honour it."""
+def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: str) -> Verdict:
+    """The lookup of the device's driver release; for an unknown driver the newest one's, and when
+    that rests on the compatibility mapping or fallback, the first release that gives it and what
+    older ones do (``rules.BREAKPOINTS``: the releases at which the lookup changed)."""
     from dataclasses import replace
 
-    fat = v.rule != "single-binary"
-    since = COMPAT_FAT_SINCE if fat else COMPAT_SINGLE_SINCE
-    need = f"{since[0]}.{since[1]}"
-    where = "inside a fat binary " if fat else ""
+    from aotwheel.backends.intel.rules import BREAKPOINTS, decide, release_text
+
+    def at(release: tuple[int, int] | None) -> Verdict:
+        return decide(targets, ir, device, binary=binary, release=release)
+
+    newest = at(None)
+    since = None
+    if newest.verdict == NATIVE and _by_compatibility(newest):
+        for r in reversed(BREAKPOINTS):  # back from the newest release while the lookup still gives this image
+            old = at(r)
+            if old.verdict != NATIVE or old.image != newest.image:
+                break
+            since = r
+    need = release_text(since) if since else ""
+    driver = getattr(device, "driver", None)
     release = driver_release(driver)
     if release is None:
-        return replace(v, reason=f"{v.reason}; this needs compute-runtime {need} or newer (compatibility fallback {where}honoured since "
-                                 f"{need}); with an older or unknown driver: {strict.verdict} ({strict.reason})")
-    if release >= since:
+        if since is None:
+            return newest
+        older = at((0, 0) if since == BREAKPOINTS[0] else BREAKPOINTS[BREAKPOINTS.index(since) - 1])
+        return replace(newest, reason=f"{newest.reason}; this needs compute-runtime {need} or newer (the first release whose "
+                                      f"lookup gives it); with an older or unknown driver: {older.verdict} ({older.reason})")
+    v = at(release)
+    if since is None:
+        return v
+    if v.verdict == NATIVE and v.image == newest.image:
         return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
-    return replace(strict, reason=f"{strict.reason}; driver {driver} predates {need}, which first honours the compatibility fallback {where}".rstrip())
+    return replace(v, reason=f"{v.reason}; driver {driver} predates {need}, the first release whose lookup runs it native ({newest.image})")
 
 
 BACKEND = IntelBackend()

@@ -3,27 +3,31 @@
 Given the native targets an inspector found in one binary (anything with ``.ip``, ``.member``,
 ``.name``, ``.generic``, ``.format``, optionally ``.core``), the IR kinds it carries and a device
 (anything with ``.ip``, ``.kind``, ``.vendor``, ``.name``), :func:`decide` says what Intel's
-compute-runtime would do and records the rule that decided it.
+compute-runtime would do and records the rule that decided it. ``release`` picks the driver
+release (year, week) whose tables and lookup are modelled; None is the newest (docs/formats.md §10
+quotes each source line and the release tag that first carries it).
 
 The lookup mirrors compute-runtime ``shared/source/device_binary_format/device_binary_format_ar.cpp``
-(``unpackSingleDeviceBinary<archive>``, 2025): for the device's product abbreviation ``P``
-(``HwMapper<...>::abbreviation``: dg2, pvc, bmg, lnl, ...) it takes, for each filter in order,
-the *first* archive member whose name *starts with*
+(``unpackSingleDeviceBinary<archive>``): for the device's product abbreviation ``P``
+(``HwMapper<...>::abbreviation``: dg2, pvc, bmg, lnl, ptl, nvls, nvlp, cri, ...) it takes, for each
+filter in order, the *first* archive member whose name *starts with*
 
 1. ``64.<maj>.<min>.<rev>``  (the device IP),
 2. ``64.<P>.<stepping>``     (not modelled separately: the stepping is the PCI revision, which no
    probe reports, and such a member also matches filter 4),
 3. ``64.<maj>.<min>``        (a prefix: ``64.12.1`` also matches ``64.12.10.0``),
-4. ``64.<P>``                (generic members such as ``64.dg2``, ``64.bmg``),
+4. ``64.<P>``                (generic members such as ``64.dg2``, ``64.bmg``, ``64.ptl``),
 
 and keeps it only if the image validates for the device: a zebin with a product-config note
-(IP version) must equal the device's IP, or be listed for it in ``AOT::compatibilityMapping``
-(``platforms.h``) when compatibility mode is on (``validateTargetDevice`` in
-``zebin_decoder.cpp``); a legacy patch-token image only needs the same GPU core family
-(``device_binary_format_patchtokens.cpp``). Then the same filters for each product
-``AOT::getCompatibilityFallbackProductAbbreviations(P)`` returns (``neo_aot_platforms.h``; e.g.
-lnl -> bmg; nothing for dg2, so acm-g11 never uses an acm-g10 image), then ``generic_ir`` (a
-rebuild from SPIR-V: JIT), else "Couldn't find matching binary in AR archive".
+(IP version) must equal the device's IP, or (since 24.45) be a key of ``AOT::compatibilityMapping``
+that lists the device's IP (``validateTargetDevice`` in ``zebin_decoder.cpp``); a legacy
+patch-token image only needs the same GPU core family (``device_binary_format_patchtokens.cpp``).
+Since 25.44 the same filters then run for each product
+``ProductConfigHelper::getCompatibilityFallbackProductAbbreviations(P)`` returns (it looks ``P`` up
+as the first ``AOT::deviceAcronyms`` key equal to ``P`` or starting with ``P-``, and names the
+products whose images the mapping lets serve that acronym's IP: lnl -> bmg; nothing for dg2, bmg,
+ptl, nvls, nvlp, cri), with the *device's* IP in filters 1 and 3; then ``generic_ir`` (a rebuild
+from SPIR-V: JIT), else "Couldn't find matching binary in AR archive".
 """
 
 from __future__ import annotations
@@ -35,18 +39,26 @@ from typing import Any
 from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
 
 POINTER_BITS = "64"
+Release = tuple[int, int]  # compute-runtime (year, week): 25.44.36015.5 -> (25, 44)
 
-# compute-runtime HwMapper<IGFX_...>::abbreviation per catalog device (hw_info_<platform>.cpp).
+# compute-runtime HwMapper<IGFX_...>::abbreviation per product config (IP): the hardware config of each
+# DEVICE_CONFIG in shared/source/dll/devices/product_config_base.inl and its hw_info_<platform>.cpp.
+# WCL runs as IGFX_PTL ("ptl"); NVL-S/U/H as IGFX_NVL_XE3G ("nvls"); NVL-P as IGFX_NVL ("nvlp").
 _ABBREVIATION = {
-    "tgllp": "tgllp", "rkl": "rkl", "adl-s": "adls", "adl-p": "adlp", "adl-n": "adln", "dg1": "dg1",
-    "acm-g10": "dg2", "acm-g11": "dg2", "acm-g12": "dg2", "pvc-sdv": "pvc", "pvc": "pvc", "pvc-vg": "pvc",
-    "mtl-u": "mtl", "mtl-h": "mtl", "arl-h": "arl", "bmg-g21": "bmg", "bmg-g31": "bmg", "lnl-m": "lnl",
-    "ptl-h": "ptl", "ptl-u": "ptl",
+    "12.0.0": "tgllp", "12.1.0": "rkl", "12.2.0": "adls", "12.3.0": "adlp", "12.4.0": "adln",
+    "12.10.0": "dg1",
+    **dict.fromkeys(("12.55.0", "12.55.1", "12.55.4", "12.55.8", "12.56.0", "12.56.4", "12.56.5", "12.57.0"), "dg2"),
+    **dict.fromkeys(("12.60.0", "12.60.1", "12.60.3", "12.60.5", "12.60.6", "12.60.7", "12.61.7"), "pvc"),
+    **dict.fromkeys(("12.70.0", "12.70.4", "12.71.0", "12.71.4"), "mtl"), **dict.fromkeys(("12.74.0", "12.74.4"), "arl"),
+    **dict.fromkeys(("20.1.0", "20.2.0"), "bmg"), **dict.fromkeys(("20.4.0", "20.4.1", "20.4.4"), "lnl"),
+    **dict.fromkeys(("30.0.0", "30.0.4", "30.1.0", "30.3.0", "30.3.1"), "ptl"),
+    **dict.fromkeys(("30.4.0", "30.4.4", "30.5.0", "30.5.1", "30.5.4"), "nvls"),
+    **dict.fromkeys(("35.10.0", "35.10.4"), "nvlp"), "35.11.0": "cri",
 }
 
-# AOT::deviceAcronyms from platforms.h (a std::map, so iterated in key order) as IP versions;
-# the driver's compatibility fallback walks it by name.
-_DEVICE_ACRONYMS = sorted({
+# AOT::deviceAcronyms (third_party/aot_config_headers/platforms.h) as IP versions, in declaration
+# order (for display); the driver's std::map walks them in key order (_DEVICE_ACRONYMS).
+_ACRONYMS = {
     "tgllp": "12.0.0", "tgl": "12.0.0", "rkl": "12.1.0", "adl-s": "12.2.0", "rpl-s": "12.2.0",
     "adl-p": "12.3.0", "rpl-p": "12.3.0", "adl-n": "12.4.0", "dg1": "12.10.0",
     "acm-g10": "12.55.8", "dg2-g10": "12.55.8", "ats-m150": "12.55.8",
@@ -57,22 +69,37 @@ _DEVICE_ACRONYMS = sorted({
     "mtl-h": "12.71.4", "mtl-p": "12.71.4", "arl-h": "12.74.4",
     "bmg-g21": "20.1.0", "bmg-g31": "20.2.0", "lnl-m": "20.4.4",
     "ptl-h": "30.0.4", "ptl-u": "30.1.0", "wcl": "30.3.1",
-}.items())
-
-# AOT::compatibilityMapping (platforms.h): an image built for the key also serves these IPs.
-_COMPATIBILITY = {
-    "12.55.8": ("12.56.5", "12.57.0"),               # DG2_G10_C0 -> DG2_G11_B1, DG2_G12_A0
-    "12.70.4": ("12.71.4",),                          # MTL_U_B0 -> MTL_H_B0
-    "20.1.0": ("20.2.0", "20.4.4"),                   # BMG_G21_A0 -> BMG_G31_A0, LNL_B0
-    "20.1.1": ("20.1.0", "20.2.0", "20.4.4"),         # BMG_G21_A1_RESERVED
-    "20.1.4": ("20.1.0", "20.2.0", "20.4.4"),         # BMG_G21_B0_RESERVED
-    "30.0.4": ("30.1.0", "30.3.0"),                   # PTL_H_B0 -> PTL_U_A0, WCL_A0
+    "nvl-s": "30.4.4", "nvl-hx": "30.4.4", "nvl-ul": "30.4.4", "nvl-u": "30.5.4", "nvl-h": "30.5.4",
+    "nvl-p": "35.10.4", "cri": "35.11.0",
 }
+_DEVICE_ACRONYMS = sorted(_ACRONYMS.items())
+
+# AOT::compatibilityMapping (platforms.h): an image built for the first IP also serves the second,
+# from the first compute-runtime release tag whose platforms.h lists the pair until (exclusive) the
+# first that drops it. The BMG_G21_A1/B0_RESERVED keys (20.1.1, 20.1.4) have no acronym and no
+# device reports them, but they are what getCompatibilityFallbackProductAbbreviations finds for bmg.
+_COMPATIBILITY: dict[tuple[str, str], tuple[Release, Release | None]] = {
+    ("12.55.8", "12.56.5"): ((24, 26), None), ("12.55.8", "12.57.0"): ((24, 26), None),  # DG2_G10_C0
+    ("12.70.4", "12.71.4"): ((24, 26), None),                                              # MTL_U_B0
+    ("20.1.0", "20.4.4"): ((24, 48), None), ("20.1.0", "20.2.0"): ((25, 27), None),       # BMG_G21_A0
+    ("20.1.1", "20.1.0"): ((24, 48), None), ("20.1.1", "20.4.4"): ((24, 48), None), ("20.1.1", "20.2.0"): ((25, 27), None),
+    ("20.1.4", "20.1.0"): ((24, 48), None), ("20.1.4", "20.4.4"): ((24, 48), None), ("20.1.4", "20.2.0"): ((25, 27), None),
+    ("30.0.4", "30.1.0"): ((25, 18), None),                                                # PTL_H_B0 -> PTL_U_A0
+    ("30.0.4", "30.3.0"): ((25, 35), (26, 5)),                                             # -> WCL_A0, replaced by WCL_A1
+    ("30.0.4", "30.3.1"): ((26, 5), None), ("30.0.4", "30.4.4"): ((26, 5), None),         # -> WCL_A1, NVL_S_B0
+    ("30.0.4", "30.5.4"): ((26, 14), None),                                                # -> NVL_U_B0
+}
+MAPPING_SINCE: Release = (24, 45)   # validateTargetDevice consults the mapping (c65b45471b7f)
+FALLBACK_SINCE: Release = (25, 44)  # the ar lookup tries fallback products (4a9b918a856b)
+# Releases at which the modelled lookup changes, oldest first (for "native since" answers).
+BREAKPOINTS: tuple[Release, ...] = tuple(sorted(
+    {MAPPING_SINCE, FALLBACK_SINCE} | {r for span in _COMPATIBILITY.values() for r in span if r and r > MAPPING_SINCE}))
 
 # GPU core family per catalog release (what a legacy patch-token image is checked against).
 _CORE = {
     "gen12lp": "GEN12LP", "xe-hpg": "XE_HPG", "xe-hpc": "XE_HPC", "xe-lpg": "XE_HPG",
     "xe-lpgplus": "XE_HPG", "xe2-hpg": "XE2_HPG", "xe2-lpg": "XE2_HPG", "xe3-lpg": "XE3", "xe3p": "XE3P",
+    "xe3p-lpg": "XE3P", "xe3p-xpc": "XE3P",
 }
 
 RULES = {
@@ -115,41 +142,102 @@ def _core_of_ip(ip: str | None) -> str | None:
 
 
 def product_abbreviation(ip: str | None) -> str | None:
-    """The driver's product abbreviation for a device IP (``"dg2"`` for 12.56.5)."""
+    """The driver's product abbreviation for a device IP (``"dg2"`` for 12.56.5, ``"nvls"`` for 30.4.4);
+    for an IP compute-runtime's tables lack, the catalog family."""
+    if ip in _ABBREVIATION:
+        return _ABBREVIATION[ip]
     dev = _catalog_device(ip)
-    if dev is None:
-        return None
-    return _ABBREVIATION.get(dev.name, dev.family)
+    return dev.family if dev is not None else None
 
 
-def compatibility_fallbacks(product: str) -> list[str]:
-    """``AOT::getCompatibilityFallbackProductAbbreviations``: other products whose members the
-    driver also tries, found by the first acronym named ``product`` or ``product-*``."""
-    requested = next((ip for name, ip in _DEVICE_ACRONYMS if name == product or name.startswith(product + "-")), None)
-    if requested is None:
+def _mapping(release: Release | None) -> dict[str, list[str]]:
+    """compatibilityMapping as the given release has it: image IP -> device IPs, keys in enum order."""
+    result: dict[str, list[str]] = {}
+    for (image_ip, device_ip), (since, until) in sorted(_COMPATIBILITY.items(), key=lambda kv: _ip_tuple(kv[0][0]) or (0, 0, 0)):
+        if (until is None or (release is not None and release < until)) and (release is None or since <= release):
+            result.setdefault(image_ip, []).append(device_ip)
+    return result
+
+
+def compatible(image_ip: str, device_ip: str, release: Release | None = None) -> bool:
+    """Whether ``validateTargetDevice`` of that release accepts an ``image_ip`` zebin on ``device_ip``
+    through the compatibility mapping (never before 24.45)."""
+    if release is not None and release < MAPPING_SINCE:
+        return False
+    return device_ip in _mapping(release).get(image_ip, ())
+
+
+def release_text(release: Release) -> str:
+    """``"26.05"`` for (26, 5): compute-runtime's release tag prefix."""
+    return f"{release[0]}.{release[1]:02d}"
+
+
+def _acronym(ip: str) -> str | None:
+    return next((name for name, value in _ACRONYMS.items() if value == ip), None)
+
+
+def _first_acronym(product: str) -> tuple[str, str] | None:
+    return next(((n, ip) for n, ip in _DEVICE_ACRONYMS if n == product or n.startswith(product + "-")), None)
+
+
+def compatibility_fallbacks(product: str, release: Release | None = None) -> list[str]:
+    """``ProductConfigHelper::getCompatibilityFallbackProductAbbreviations``: other products whose members
+    the driver also tries, found from the first acronym named ``product`` or ``product-*`` (so for
+    ``bmg`` from bmg-g21's IP, whatever the device); empty before 25.44, which had no such pass."""
+    if release is not None and release < FALLBACK_SINCE:
+        return []
+    first = _first_acronym(product)
+    if first is None:
         return []
     result: list[str] = []
-    for image_ip in sorted(_COMPATIBILITY, key=lambda text: _ip_tuple(text) or (0, 0, 0)):
-        if requested in _COMPATIBILITY[image_ip]:
+    for image_ip, served in _mapping(release).items():
+        if first[1] in served:
             name = next((n for n, ip in _DEVICE_ACRONYMS if ip == image_ip), None)
             if name is not None and name.split("-")[0] not in result:
                 result.append(name.split("-")[0])
     return result
 
 
+def _no_fallback_note(product: str, device_ip: str, release: Release | None, device_name: str | None = None) -> str:
+    """Why the driver tries no other product for this device, naming what would have served it."""
+    if release is not None and release < FALLBACK_SINCE:
+        why = f"the driver's fat-binary lookup tries no other product before compute-runtime {release_text(FALLBACK_SINCE)}"
+    else:
+        first = _first_acronym(product)
+        if first is None:
+            why = f"the driver has no compatibility fallback for {product} (no AOT acronym is named {product} or {product}-*)"
+        elif first[1] != device_ip:
+            why = (f"the driver has no compatibility fallback for {product}: it looks {product} up as {first[0]} ({first[1]}), "
+                   "not as this device, and no named product's image is mapped to that IP")
+        else:
+            why = f"the driver has no compatibility fallback for {product}"
+    servers = [ip for ip, served in _mapping(release).items() if device_ip in served and _acronym(ip)]
+    if servers and (release is None or release >= MAPPING_SINCE):
+        names = ", ".join(f"{_acronym(ip)} -> {device_name or _acronym(device_ip) or device_ip}" for ip in servers)
+        why += (f" (the compatibility mapping {names} applies only to a member the filters for {product} find, such as "
+                f"{POINTER_BITS}.{product}, or to a single-device binary)")
+    return why
+
+
 def _member_name(target: Any) -> str:
     return (getattr(target, "member", None) or "").rstrip("/")
 
 
-def _validate(target: Any, device_ip: str, compatibility: bool) -> tuple[bool, str]:
+def _validate(target: Any, device_ip: str, compatibility: bool, release: Release | None = None,
+              device_name: str | None = None) -> tuple[bool, str]:
     """Whether the driver accepts this image on the device, and why."""
     fmt = (getattr(target, "format", None) or "zebin").lower()
     t_ip = getattr(target, "ip", None)
     if fmt != "legacy" and t_ip:
         if t_ip == device_ip:
             return True, f"its product config {t_ip} equals the device's"
-        if compatibility and device_ip in _COMPATIBILITY.get(t_ip, ()):
-            return True, f"the driver's compatibility mapping lets a {t_ip} image serve {device_ip}"
+        pair = f"{_acronym(t_ip) or t_ip} -> {device_name or _acronym(device_ip) or device_ip}"
+        if compatibility and compatible(t_ip, device_ip, release):
+            since = max(MAPPING_SINCE, _COMPATIBILITY[(t_ip, device_ip)][0])
+            return True, (f"the driver's compatibility mapping {pair} lets a {t_ip} image serve {device_ip} "
+                          f"(compute-runtime {release_text(since)} and newer)")
+        if compatibility and compatible(t_ip, device_ip):
+            return False, f"its product config {t_ip} differs from the device's {device_ip} (this driver's compatibility mapping lacks {pair})"
         return False, f"its product config {t_ip} differs from the device's {device_ip}"
     want = _core_of_ip(device_ip)
     have = _core_of_ip(t_ip) or _core_key(getattr(target, "core", None))
@@ -159,7 +247,7 @@ def _validate(target: Any, device_ip: str, compatibility: bool) -> tuple[bool, s
 
 
 def _search(members: Sequence[Any], product: str | None, ip: tuple[int, int, int], device_ip: str,
-            compatibility: bool) -> tuple[str, Any, str, list[str]] | None:
+            compatibility: bool, release: Release | None = None, device_name: str | None = None) -> tuple[str, Any, str, list[str]] | None:
     filters = [("exact-ip", f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}"), ("major-minor", f"{POINTER_BITS}.{ip[0]}.{ip[1]}")]
     if product:
         filters.append(("name", f"{POINTER_BITS}.{product}"))
@@ -168,7 +256,7 @@ def _search(members: Sequence[Any], product: str | None, ip: tuple[int, int, int
         hit = next((t for t in members if _member_name(t).startswith(prefix)), None)
         if hit is None:
             continue
-        ok, why = _validate(hit, device_ip, compatibility)
+        ok, why = _validate(hit, device_ip, compatibility, release, device_name)
         if ok:
             return rule, hit, why, rejected
         rejected.append(f"{_member_name(hit)} ({why})")
@@ -192,11 +280,12 @@ def target_names(targets: Sequence[Any]) -> tuple[str, ...]:
 
 
 def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: str | None = None,
-           compatibility: bool = True) -> Verdict:
+           compatibility: bool = True, release: Release | None = None) -> Verdict:
     """The driver's verdict for one binary (its native ``targets`` and ``ir`` kinds) on ``device``.
 
     ``compatibility`` models compute-runtime's compatibility mode (``AOT::compatibilityMapping``
     accepted at validation); turn it off to model a driver that demands an exact product config.
+    ``release`` is the compute-runtime (year, week) modelled; None models the newest.
     """
     label, dev_ip, kind = _label(device), getattr(device, "ip", None), getattr(device, "kind", "gpu")
     names = target_names(targets)
@@ -222,38 +311,40 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: st
         fallback = "JIT from SPIR-V" if has_ir else "unsupported"
         return make(UNKNOWN, None, "no-ip", f"{label}'s IP version is unknown to its runtime; native if it is one of {embedded}, else {fallback}")
     device_ip = str(dev_ip)  # it parsed as maj.min.rev above
+    dev_name = getattr(device, "catalog", None) or _acronym(device_ip)
 
     members = [t for t in targets if _member_name(t)]
     bare = [t for t in targets if not _member_name(t)]
     notes: list[str] = []
     for t in bare:  # a single-device binary: the driver validates it directly
-        ok, why = _validate(t, device_ip, compatibility)
+        ok, why = _validate(t, device_ip, compatibility, release, dev_name)
         if ok:
             return make(NATIVE, f"image {getattr(t, 'image', 0)} ({getattr(t, 'format', 'zebin')})", "single-binary", f"native: {why}")
         notes.append(why)
 
     product = product_abbreviation(device_ip)
-    found = _search(members, product, ip, device_ip, compatibility) if members else None
+    found = _search(members, product, ip, device_ip, compatibility, release, dev_name) if members else None
     if found and found[1] is not None:
         rule, hit, why, rejected = found
         return make(NATIVE, _member_name(hit), rule, f"native: member {_member_name(hit)} chosen by rule {rule} ({RULES[rule]}); {why}")
     if found:
         notes.extend(found[3])
-    for other in compatibility_fallbacks(product) if product and members else []:
-        found = _search(members, other, ip, device_ip, compatibility)
+    fallbacks = [p for p in compatibility_fallbacks(product, release) if p != product] if product else []
+    for other in fallbacks if members else []:
+        found = _search(members, other, ip, device_ip, compatibility, release, dev_name)
         if found and found[1] is not None:
             _, hit, why, _ = found
             return make(NATIVE, _member_name(hit), f"compat:{other}",
-                        f"native: compatibility fallback {product} -> {other} chose {_member_name(hit)}; {why}")
+                        f"native: compatibility fallback {product} -> {other} (compute-runtime {release_text(FALLBACK_SINCE)} "
+                        f"and newer) chose {_member_name(hit)}; {why}")
         if found:
             notes.extend(found[3])
 
-    dev_name = getattr(device, "catalog", None) or product or dev_ip
-    why_not = f"no image for {dev_name} ({dev_ip}) among {embedded}"
+    why_not = f"no image for {dev_name or product or dev_ip} ({dev_ip}) among {embedded}"
     if notes:
         why_not += "; rejected: " + "; ".join(notes)
-    if product and not compatibility_fallbacks(product):
-        why_not += f"; the driver has no compatibility fallback for {product}"
+    if product and members and not fallbacks:
+        why_not += "; " + _no_fallback_note(product, device_ip, release, dev_name)
     if has_ir:
         return make(JIT, ir_image, "ir", f"JIT: {why_not}; the driver rebuilds {ir_image} (SPIR-V) at first use")
     return make(UNSUPPORTED, None, "no-match", f"unsupported: {why_not}, and no SPIR-V was kept (built with JIT fallback off); the driver reports \"Couldn't find matching binary\"")
