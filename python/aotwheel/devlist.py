@@ -117,7 +117,7 @@ class DevList:
         if self.targets:
             intel = ["spir64_gen", "spir64"] if self.jit_fallback else ["spir64_gen"]
         else:
-            intel = ["spir64"] if self.spirv else []
+            intel = ["spir64"] if self.spirv or not (self.cuda and self.cuda.cubins) else []  # never empty
         nvidia = [f"nvidia_gpu_{t.name}" for t in self.cuda.cubins] if self.cuda else []
         return ",".join(intel + nvidia)
 

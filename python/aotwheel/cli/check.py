@@ -107,7 +107,7 @@ def run_check(args: argparse.Namespace) -> int:
             for i, v in enumerate(verdicts):
                 if (v.binary or args.binary) == binary:
                     where = f" {v.image}" if v.image else ""
-                    fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild" not in v.reason else ""
+                    fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild with" not in v.reason else ""
                     print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.summary}{_cached_label(cached.get(i))}{where} "
                           f"[rule {v.rule}] - {v.reason}{fix}")
         if len(binaries) > 1:
