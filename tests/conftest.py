@@ -32,7 +32,7 @@ SLOW_MODULES = frozenset({
     "test_broken_tools", "test_typing",
 })
 CUDA_MODULES = frozenset({
-    "test_cuda_build", "test_cuda_check", "test_cuda_fatbin", "test_cuda_h100_record", "test_cuda_probe",
+    "test_cuda_build", "test_cuda_check", "test_cuda_fatbin", "test_cuda_h100_record", "test_cuda_probe", "test_cuda_sections",
     "test_cuda_selftest", "test_model",
 })
 

@@ -30,7 +30,8 @@ from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
 
 if TYPE_CHECKING:
-    from aotwheel.formats.elf import HostImage, TableScan
+    from aotwheel.backends.nvidia.fatbin import FatbinEntry
+    from aotwheel.formats.elf import ElfView, HostImage, TableScan
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
 _CANDIDATE_RE = re.compile(r"(\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar|\.zebin)$")
@@ -378,9 +379,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     hip = view.section(".hip_fatbin")
     if hip is not None and hip.type != "SHT_NOBITS" and hip.size:
         _walk_hip(walk, region.sub(hip.offset, hip.size, "section '.hip_fatbin'"), ".hip_fatbin")
-    nv = view.section(".nv_fatbin")
-    if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
-        _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
+    _walk_cuda_sections(walk, region, view)
 
 
 def _walk_table(walk: _Walk, region: Region, scan: TableScan, hosts: list[HostImage]) -> None:
@@ -502,19 +501,43 @@ def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str
     return f"image {index}: the image table lists {listed} bytes, past the end of {section or 'its segment'}; read as the {size} bytes there"
 
 
+def _walk_cuda_sections(walk: _Walk, region: Region, view: ElfView) -> None:
+    """A host ELF's NVIDIA fat binaries: ``.nv_fatbin`` (parsed whole, strictly) and the containers
+    that libraries keep in other data sections (``.ldata``, ``.data``, ``.cask_resource``: found by
+    magic, each kept only when its structure holds; fatbin.scan_sections)."""
+    from aotwheel.backends.nvidia.fatbin import parse_fatbin, scan_sections
+
+    pairs: list[tuple[FatbinEntry, str | None]] = []
+    nv = view.section(".nv_fatbin")
+    if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
+        fat = parse_fatbin(region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), section=".nv_fatbin")
+        pairs += [(e, ".nv_fatbin") for e in fat.entries]
+    containers, _ = scan_sections(region, view.sections)
+    pairs += [(e, c.section) for c in containers for e in c.entries]
+    if pairs:
+        _add_cuda(walk, pairs)
+
+
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
-    """NVIDIA fat binaries: one Image per cubin/PTX entry; cubins are native targets (vendor
-    ``nvidia``), PTX an IR form ``ptx compute_XY``; all loadable targets also in ``FileReport.cuda``."""
+    """A raw NVIDIA fat binary file (every container in ``region``)."""
     from aotwheel.backends.nvidia.fatbin import parse_fatbin
 
-    fat = parse_fatbin(region, section=section)
+    _add_cuda(walk, [(e, section) for e in parse_fatbin(region, section=section).entries])
+
+
+def _add_cuda(walk: _Walk, pairs: list[tuple[FatbinEntry, str | None]]) -> None:
+    """NVIDIA fat binary entries (with their sections): one Image per cubin/PTX entry; cubins are
+    native targets (vendor ``nvidia``), PTX an IR form ``ptx compute_XY``; all loadable targets
+    also in ``FileReport.cuda``."""
     fr = walk.report
-    for e in sorted(fat.entries, key=lambda e: (e.arch, e.kind, e.target)):
+    for e in sorted({e.target: e for e, _ in pairs}.values(), key=lambda e: (e.arch, e.kind, e.target)):
         if e.target not in fr.cuda and e.kind in ("cubin", "ptx"):
             fr.cuda.append(e.target)
             if e.kind == "ptx":
                 walk.add_ir(f"ptx {e.target}")
-    for e in fat.entries:
+    for e, section in pairs:
+        if e.kind == "ltoir":  # input for nvJitLink, not an image the driver loads
+            continue
         index = len(fr.images)
         fr.images.append(Image(
             index=index, offset=e.payload_offset, size=e.stored_size, kind=e.kind, triple="nvptx64",

@@ -9,6 +9,12 @@ options block), the payload right after the header. Containers in a section are 
 
 Compressed payloads (flag 0x8000: zstd, nvcc 13's default for PTX; flag 0x2000: LZ4 block, what
 ``--compress-mode=speed`` writes) are decompressed only by :func:`entry_payload`, with a cap.
+
+Libraries also keep containers outside ``.nv_fatbin`` and load them with ``cuModuleLoadData``
+(cuFFT 12 in ``.ldata``, cuFFT 11 in ``.data``, cuBLASLt in ``.cask_resource``): :func:`scan_sections`
+finds them by magic in every data section, and keeps a match only when its structure holds
+(:func:`_checked_container`), skipping each container's body once found, so the scan reads the
+gaps between containers and nothing twice.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ SECTIONS = (".nv_fatbin", "__nv_relfatbin")  # linked code; relocatable (-rdc) o
 
 KIND_PTX = 1
 KIND_CUBIN = 2
-_KINDS = {KIND_PTX: "ptx", KIND_CUBIN: "cubin"}
+KIND_LTOIR = 8  # NVVM LTO IR for nvJitLink (cuFFT 12's callback kernels): no cuModuleLoadData image
+_KINDS = {KIND_PTX: "ptx", KIND_CUBIN: "cubin", KIND_LTOIR: "ltoir"}
 
 # Entry flags (measured with nvcc 13.0 -gencode / --compress-mode variants).
 FLAG_64BIT = 0x1
@@ -40,6 +47,16 @@ _CONTAINER = "<IHHQ"  # 16 bytes
 _ENTRY = "<HHIQIIHHIIIQQQ"  # 64 bytes
 _ENTRY_SIZE = 64
 _MAX_ENTRIES = 1 << 16  # per container; real libraries hold hundreds
+_MAX_ARCH = 255  # sm_20 .. sm_121 today: an arch field beyond this is not an entry
+
+# Sections scanned for containers besides SECTIONS: allocated data of any name (vendor sections
+# such as .cask_resource included), never code, symbol/string/relocation tables, unwind or debug
+# data, whose bytes can hold the magic by chance but never a container.
+_NOT_SCANNED = frozenset({
+    ".text", ".init", ".fini", ".plt", ".plt.got", ".plt.sec", ".eh_frame", ".eh_frame_hdr", ".gcc_except_table",
+    ".got", ".got.plt", ".init_array", ".fini_array", ".dynamic", ".comment", ".interp", ".stapsdt.base",
+    *SECTIONS,
+})
 DEFAULT_CAP = 1 << 30  # largest decompressed payload entry_payload() will produce
 
 
@@ -48,7 +65,7 @@ class FatbinEntry:
     """One image in a fat binary: a cubin for ``sm_<arch>`` or PTX for ``compute_<arch>``."""
 
     offset: int  # file offset of the entry header
-    kind: str  # "cubin" | "ptx" | "unknown"
+    kind: str  # "cubin" | "ptx" | "ltoir" | "unknown"
     kind_code: int
     arch: int  # 90 for sm_90 / compute_90
     arch_specific: bool  # the "a" variant (sm_90a): runs on exactly that arch
@@ -188,6 +205,69 @@ def parse_fatbin(region: Region, *, path: str | None = None, section: str | None
     return Fatbin(path or region.label, section, tuple(containers))
 
 
+def scannable(name: str, sh_type: int | str) -> bool:
+    """Whether section ``name`` may hold fat binary containers that :func:`scan_sections` looks for."""
+    return sh_type == "SHT_PROGBITS" and name not in _NOT_SCANNED and not name.startswith((".debug", ".note", ".gnu", ".rela", ".rel."))
+
+
+def scan_sections(region: Region, sections, first_index: int = 0) -> tuple[list[FatbinContainer], int]:  # type: ignore[no-untyped-def]
+    """Containers found by magic in the :func:`scannable` ones of ``sections`` (ELF section
+    headers of ``region``), numbered from ``first_index``; and how many magic matches their
+    structure rejected (chance bytes in data, never reported as images)."""
+    containers: list[FatbinContainer] = []
+    rejected = 0
+    for sec in sections:
+        if not sec.size or not scannable(sec.name, sec.type):
+            continue
+        found, bad = _scan(region.sub(sec.offset, sec.size, f"section {sec.name}"), sec.name, first_index + len(containers))
+        containers += found
+        rejected += bad
+    return containers, rejected
+
+
+def _scan(region: Region, section: str, first_index: int) -> tuple[list[FatbinContainer], int]:
+    buf, lo, hi = region.buf, region.start, region.start + region.size
+    find = buf.find if hasattr(buf, "find") else bytes(buf).find  # mmap and bytes search in C
+    out: list[FatbinContainer] = []
+    rejected = 0
+    pos = lo
+    while (at := find(MAGIC_BYTES, pos, hi)) >= 0:
+        off = at - lo
+        fat_size = _checked_container(region, off)
+        if fat_size is None:
+            rejected += 1
+            pos = at + 4  # the magic cannot overlap itself
+            continue
+        body = region.sub(off + 16, fat_size, "fat binary container")
+        out.append(FatbinContainer(region.where(off), 1, fat_size, _entries(body, first_index + len(out)), section))
+        pos = at + 16 + fat_size
+    return out, rejected
+
+
+def _checked_container(region: Region, off: int) -> int | None:
+    """``fat_size`` if a real container starts at ``off``, else None: version 1, a 16-byte header,
+    entries of a known kind and a plausible arch whose headers and payloads tile the body exactly,
+    all inside the region. Reads headers only; allocates nothing a header claims."""
+    if off + 16 > region.size:
+        return None
+    _magic, version, header_size, fat_size = region.unpack(_CONTAINER, off, "fat binary container header")
+    if version != 1 or header_size != 16 or fat_size < _ENTRY_SIZE or off + 16 + fat_size > region.size:
+        return None
+    eo, count, base = 0, 0, off + 16
+    while eo < fat_size:
+        if eo + _ENTRY_SIZE > fat_size or count >= _MAX_ENTRIES:
+            return None
+        (kind, _ver, hsize, size, csize, _opt, _minor, _major, arch, _noff, _nlen, flags, _z, _dsize) = region.unpack(
+            _ENTRY, base + eo, "fat binary entry header")
+        if kind not in _KINDS or hsize < _ENTRY_SIZE or not 0 < arch <= _MAX_ARCH or eo + hsize + size > fat_size:
+            return None
+        if flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD) and csize > size:
+            return None
+        eo += hsize + size
+        count += 1
+    return fat_size
+
+
 def _skip_padding(region: Region, off: int) -> int:
     """The offset of the next non-zero byte: sections pad containers with zeros (8-byte alignment,
     sometimes more at the end), and a zero word can never start a container."""
@@ -295,6 +375,9 @@ def _read_region(region: Region, name: str) -> Fatbin | None:
         fat = parse_fatbin(sub, path=name, section=sec_name)
         base = len(containers)
         containers.extend(_renumber(c, base + i) for i, c in enumerate(fat.containers))
+    scanned, _ = scan_sections(region, view.sections, len(containers))
+    containers += scanned
+    found += list(dict.fromkeys(c.section for c in scanned if c.section))
     if not found:
         return None
     return Fatbin(name, ",".join(found), tuple(containers))
