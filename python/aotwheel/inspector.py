@@ -515,20 +515,21 @@ def _walk_cuda_sections(walk: _Walk, region: Region, view: ElfView) -> None:
     containers, _ = scan_sections(region, view.sections)
     pairs += [(e, c.section) for c in containers for e in c.entries]
     if pairs:
-        _add_cuda(walk, pairs)
+        _add_cuda(walk, region, pairs)
 
 
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
     """A raw NVIDIA fat binary file (every container in ``region``)."""
     from aotwheel.backends.nvidia.fatbin import parse_fatbin
 
-    _add_cuda(walk, [(e, section) for e in parse_fatbin(region, section=section).entries])
+    _add_cuda(walk, region, [(e, section) for e in parse_fatbin(region, section=section).entries])
 
 
-def _add_cuda(walk: _Walk, pairs: list[tuple[FatbinEntry, str | None]]) -> None:
-    """NVIDIA fat binary entries (with their sections): one Image per cubin/PTX entry; cubins are
-    native targets (vendor ``nvidia``), PTX an IR form ``ptx compute_XY``; all loadable targets
-    also in ``FileReport.cuda``."""
+def _add_cuda(walk: _Walk, region: Region, pairs: list[tuple[FatbinEntry, str | None]]) -> None:
+    """NVIDIA fat binary entries (with their sections) of ``region``: one Image per cubin/PTX
+    entry; cubins are native targets (vendor ``nvidia``), PTX an IR form ``ptx compute_XY``; all
+    loadable targets also in ``FileReport.cuda``. Deep mode hashes each stored payload and
+    decompresses it (bounded: fatbin.region_payload), so a damaged entry is an error."""
     fr = walk.report
     for e in sorted({e.target: e for e, _ in pairs}.values(), key=lambda e: (e.arch, e.kind, e.target)):
         if e.target not in fr.cuda and e.kind in ("cubin", "ptx"):
@@ -539,9 +540,16 @@ def _add_cuda(walk: _Walk, pairs: list[tuple[FatbinEntry, str | None]]) -> None:
         if e.kind == "ltoir":  # input for nvJitLink, not an image the driver loads
             continue
         index = len(fr.images)
-        fr.images.append(Image(
+        img = Image(
             index=index, offset=e.payload_offset, size=e.stored_size, kind=e.kind, triple="nvptx64",
-            compressed=e.compressed, section=section, decompressed_size=e.decompressed_size or None, arch=e.target))
+            compressed=e.compressed, section=section, decompressed_size=e.decompressed_size or None, arch=e.target)
+        fr.images.append(img)
+        if walk.deep:
+            from aotwheel.backends.nvidia.fatbin import region_payload, stored_region
+
+            img.sha256 = hashlib.sha256(stored_region(region, e).view(0, e.stored_size, "payload")).hexdigest()
+            if e.kind in ("cubin", "ptx"):
+                region_payload(region, e)  # raises, one line, for a damaged or oversized entry
         if e.kind == "cubin":
             fr.native_targets.append(Target(name=e.target, ip=None, member=None, format="cubin", size=e.stored_size,
                                             image=index, vendor=NVIDIA, arch=e.target))

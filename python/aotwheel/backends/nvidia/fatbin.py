@@ -399,22 +399,47 @@ def entry_payload(path: str | os.PathLike[str], entry: FatbinEntry, *, decompres
     """
     name = os.fspath(path)
     with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        region = Region(mm, name)
-        stored = region.sub(entry.payload_offset, entry.stored_size, f"{entry.target} payload")
-        if not (decompress and entry.compressed):
-            data = stored.read(0, len(stored), "payload")
-        elif entry.decompressed_size > cap:
-            raise stored.error(0, f"{entry.target} declares {entry.decompressed_size} decompressed bytes, above the {cap}-byte cap")
-        elif entry.compression == "zstd":
-            from aotwheel.formats import zstd
+        return region_payload(Region(mm, name), entry, decompress=decompress, cap=cap)
 
-            data = zstd.decompress(stored, cap=min(cap, entry.decompressed_size or cap))
-        elif not entry.decompressed_size:
-            raise stored.error(0, f"{entry.target} is LZ4-compressed but declares no decompressed size")
-        else:
-            data = lz4_block_decompress(stored, entry.decompressed_size)
+
+# LZ4 cannot expand a block more than 255-fold (a length byte of 255 per 255 output bytes).
+LZ4_MAX_RATIO = 255
+
+
+def stored_region(region: Region, entry: FatbinEntry) -> Region:
+    """The stored bytes of ``entry`` inside ``region`` (whose offsets ``entry`` was read with)."""
+    return region.sub(entry.payload_offset - region.where(0), entry.stored_size, f"{entry.target} payload",
+                      label=f"{region.label} ({entry.target} {entry.kind} entry)")
+
+
+def region_payload(region: Region, entry: FatbinEntry, *, decompress: bool = True, cap: int = DEFAULT_CAP) -> bytes:
+    """:func:`entry_payload` for an entry of ``region``. A compressed entry is refused, with one
+    line naming it, before anything is allocated when its declared size is above ``cap`` or more
+    than its stored bytes can expand to, and after decompression when its data is corrupt or
+    decodes to another size than declared; cubins must then be ELF files."""
+    stored = stored_region(region, entry)  # its label names the entry in every error
+    what = "the entry"
+    if not (decompress and entry.compressed):
+        data = stored.read(0, len(stored), "payload")
+    elif entry.decompressed_size > cap:
+        raise stored.error(0, f"{what} declares {entry.decompressed_size} decompressed bytes, above the {cap}-byte cap")
+    elif entry.compression == "zstd":
+        from aotwheel.formats import zstd
+
+        data = zstd.decompress(stored, cap=min(cap, entry.decompressed_size or cap))
+        if entry.decompressed_size and len(data) != entry.decompressed_size:
+            raise stored.error(0, f"{what} declares {entry.decompressed_size} decompressed bytes but its zstd data holds {len(data)}")
+    elif not entry.decompressed_size:
+        raise stored.error(0, f"{what} is LZ4-compressed but declares no decompressed size")
+    elif entry.decompressed_size > LZ4_MAX_RATIO * len(stored) + 64:
+        raise stored.error(0, f"{what} declares {entry.decompressed_size} decompressed bytes, more than its "
+                              f"{len(stored)} LZ4 bytes can hold")
+    else:
+        data = lz4_block_decompress(stored, entry.decompressed_size)
     if entry.kind == "ptx" and (decompress or not entry.compressed):
         data = data.rstrip(b"\0")
+    if decompress and entry.kind == "cubin" and data[:4] != b"\x7fELF":
+        raise stored.error(0, f"{what} is not an ELF cubin after {'decompression' if entry.compressed else 'reading'}")
     return data
 
 
