@@ -367,3 +367,20 @@ def test_this_repository_builds_for_nvidia_alone(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", "import aotwheel._aot as a; print(','.join(a.targets()))"], capture_output=True,
                          text=True, env=dict(env, PYTHONPATH=str(root)), cwd=tmp_path, timeout=120, check=False)
     assert out.returncode == 0 and out.stdout.strip() == "sm_80,sm_90", out.stdout + out.stderr
+
+
+def test_family_specific_targets_build_and_follow_the_family_rule(tmp_path: Path) -> None:
+    """sm_100f and sm_120f from USE_AOT_DEVLIST build with nvcc (cuobjdump lists the cubins, and
+    prints 'f' cubins without the suffix: REFERENCE §12); NVIDIA's family rule: an 'f' cubin runs on
+    its major's later minors (10.3, 12.1), never on another major (11.0)."""
+    from aotwheel import check
+
+    nvcc_path()
+    proc, bld = build(tmp_path, "", env_devlist="sm_100f,sm_120f,ptx")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (bld / "made.txt").read_text() == "sm_100f;sm_120f;compute_120"
+    so = bld / "libkern.so"
+    assert sorted(listing(so)) == sorted([("cubin", "sm_100"), ("cubin", "sm_120"), ("ptx", "sm_120")] * 2)
+    got = {v.device: (v.verdict, v.image, v.rule) for v in check(str(so), devices="sm_103,sm_121,sm_110,sm_90", policy="ignore")}
+    assert got == {"sm_103": ("native", "sm_100f", "cubin-family"), "sm_121": ("native", "sm_120f", "cubin-family"),
+                   "sm_110": ("unsupported", None, "no-match"), "sm_90": ("unsupported", None, "no-match")}
