@@ -17,20 +17,20 @@ import re
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import InspectError
 from aotwheel.model import AMD, INTEL, NVIDIA, Image, NativeTarget, Target
-from aotwheel.report import FileReport, Report
+from aotwheel.report import CudaModule, FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
 
 if TYPE_CHECKING:
-    from aotwheel.backends.nvidia.fatbin import FatbinEntry
+    from aotwheel.backends.nvidia.fatbin import FatbinContainer, FatbinEntry
     from aotwheel.formats.elf import ElfView, HostImage, TableScan
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
@@ -512,10 +512,40 @@ def _walk_cuda_sections(walk: _Walk, region: Region, view: ElfView) -> None:
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         fat = parse_fatbin(region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), section=".nv_fatbin")
         pairs += [(e, ".nv_fatbin") for e in fat.entries]
+        walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
     containers, _ = scan_sections(region, view.sections)
     pairs += [(e, c.section) for c in containers for e in c.entries]
     if pairs:
         _add_cuda(walk, region, pairs)
+
+
+def _cuda_modules(walk: _Walk, region: Region, containers: Sequence[FatbinContainer]) -> list[CudaModule]:
+    """``.nv_fatbin``'s containers grouped by the targets they carry, when they differ (else
+    ``[]``: the file's verdict is every module's). Deep mode also names each group's kernels from
+    one of its cubins (decompressed: the default mode never does)."""
+    groups: dict[tuple[str, ...], list[FatbinContainer]] = {}
+    for c in containers:
+        key = tuple(sorted({e.target for e in c.entries if e.kind in ("cubin", "ptx")}))
+        if key:
+            groups.setdefault(key, []).append(c)
+    if len(groups) < 2:
+        return []
+    out = []
+    for key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        entries = [e for c in members for e in c.entries]
+        sources = list(dict.fromkeys(e.name.removeprefix("../") for e in entries if e.name))[:3]
+        module = CudaModule(".nv_fatbin", len(members), list(key), sources, sum(e.stored_size for e in entries))
+        if walk.deep:
+            from aotwheel.backends.nvidia.fatbin import cubin_kernels, region_payload
+
+            names: dict[str, None] = {}
+            for c in members:  # one cubin of each container: the module's kernels are the same for every arch
+                cubin = min((e for e in c.entries if e.kind == "cubin"), key=lambda e: e.stored_size, default=None)
+                if cubin is not None:
+                    names.update(dict.fromkeys(cubin_kernels(region_payload(region, cubin))))
+            module.kernels, module.kernel_sample = len(names), list(names)[:3]
+        out.append(module)
+    return out
 
 
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:

@@ -12,7 +12,7 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.model import NATIVE, NVIDIA, Verdict
+from aotwheel.model import NATIVE, NVIDIA, UNSUPPORTED, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.model import Device
@@ -40,7 +40,8 @@ class NvidiaBackend:
     def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
         from aotwheel.backends.nvidia.rules import decide_cuda, device_of, file_of
 
-        v = decide_cuda(file_of(file, binary), device_of(device))
+        gpu = device_of(device)
+        v = _with_modules(decide_cuda(file_of(file, binary), gpu), file, gpu.cc)
         if v.verdict == NATIVE:
             return v
         # The advice is the remedy alone (every vendor's targets kept), in the verdict and the
@@ -91,6 +92,28 @@ class NvidiaBackend:
         from aotwheel.backends.nvidia.selftest import run_cuda
 
         return list(run_cuda(binary)[0])
+
+
+def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
+    """A loadable verdict that names the binary's modules that cannot load (per kernel set: one
+    .nv_fatbin container is one module to the CUDA runtime; FileReport.cuda_modules groups them)."""
+    if v.verdict == UNSUPPORTED or not getattr(file, "cuda_modules", None):
+        return v
+    from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name
+
+    bad = []
+    for m in file.cuda_modules:
+        images = [t for n in m.targets if (t := target_from_name(n)) is not None]
+        if cuda_verdict(images, cc).verdict == UNSUPPORTED:
+            bad.append(m)
+    if not bad:
+        return v
+    words = "; ".join(f"{m.label()} (cubins {', '.join(t for t in m.targets if t.startswith('sm_')) or 'none'}, "
+                      f"{'PTX ' + ', '.join(t for t in m.targets if t.startswith('compute_')) if any(t.startswith('compute_') for t in m.targets) else 'no PTX'})"
+                      for m in bad)
+    n = len(bad)
+    reason = f"{v.reason}; {n} module{'s' if n != 1 else ''} cannot load on compute capability {cc[0]}.{cc[1]}: {words}"
+    return replace(v, reason=reason, unsupported_modules=tuple(m.label() for m in bad))
 
 
 def _device_arch(verdict: Verdict) -> str | None:

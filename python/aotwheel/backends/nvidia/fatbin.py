@@ -450,6 +450,32 @@ def region_payload(region: Region, entry: FatbinEntry, *, decompress: bool = Tru
     return data
 
 
+STO_CUDA_ENTRY = 0x10  # st_other of a cubin symbol that is a kernel (__global__), not a device function
+
+
+def cubin_kernels(data: bytes) -> list[str]:
+    """The kernel (entry function) names of a cubin: its ELF64 symbols of type STT_FUNC marked
+    STO_CUDA_ENTRY. ``[]`` for anything that is not a well-formed little-endian ELF64."""
+    if len(data) < 64 or data[:5] != b"\x7fELF\x02" or data[5] != 1:
+        return []
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    if shentsize < 64 or shoff + shnum * shentsize > len(data):
+        return []
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names: list[str] = []
+    for _name, sh_type, _flags, _addr, offset, size, link, _info, _align, entsize in sections:
+        if sh_type != 2 or entsize != 24 or offset + size > len(data) or link >= shnum:  # SHT_SYMTAB
+            continue
+        str_off, str_size = sections[link][4], sections[link][5]
+        for at in range(offset, offset + size - 23, 24):
+            st_name, st_info, st_other = struct.unpack_from("<IBB", data, at)
+            if st_info & 0xF == 2 and st_other & STO_CUDA_ENTRY and st_name < str_size:
+                end = data.find(b"\0", str_off + st_name, str_off + str_size)
+                names.append(data[str_off + st_name : end if end >= 0 else str_off + str_size].decode("utf-8", "replace"))
+    return names
+
+
 def lz4_block_decompress(region: Region, limit: int) -> bytes:
     """Decode one LZ4 block (no frame) into exactly ``limit`` bytes with the ``lz4`` package.
 
