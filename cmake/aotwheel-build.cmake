@@ -30,6 +30,12 @@
 #   aotwheel_<NAME>_images[], aotwheel_<NAME>_image_count, aotwheel_<NAME>_tgtsym[_end].
 # With no DEVLIST/DEVICES the devlist comes from aotwheel_resolve_devlist() (USE_AOT_DEVLIST).
 #
+# Only the Intel part of the list is built here: a list naming no Intel device (sm_80,sm_90) keeps
+# no SPIR-V either (JIT fallback is per vendor: SPIR-V for Intel devices, PTX with `ptx`), so the
+# call then needs no clang, llvm-spirv or ocloc and embeds no image; it still writes the manifest
+# (with the NVIDIA images) and, with DESTINATION, installs it and _aot.py. A list that names
+# NVIDIA targets needs an aotwheel_add_cuda_device_code() call in the project (configure says so).
+#
 # The manifest also lists the target's NVIDIA images (aotwheel_add_cuda_device_code on the same
 # target, before or after this call), read from the target property AOTWHEEL_CUDA_IMAGES.
 #
@@ -86,9 +92,16 @@ function(aotwheel_add_device_code target)
   _aotwheel_device_list(${fn} dev)
   _aotwheel_check_sources(${fn} ${ARG_SOURCES})
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}")
-  _aotwheel_toolchain(${fn} "${work}" "${dev}" "${dev_JSON}")
-  _aotwheel_ocloc_command(${fn} ocloc_command ocloc_pool)
-  _aotwheel_scale_out(${fn} "${work}")
+  file(MAKE_DIRECTORY "${work}")
+  _aotwheel_write_if_changed("${work}/devlist.json" "${dev_JSON}\n")
+  if(dev OR dev_SPIRV)
+    _aotwheel_toolchain(${fn} "${work}" "${dev}")
+    _aotwheel_ocloc_command(${fn} ocloc_command ocloc_pool)
+    _aotwheel_scale_out(${fn} "${work}")
+  else()  # nothing for Intel GPUs in this list: no Intel tool is looked for
+    _aotwheel_write_if_changed("${work}/toolchain.json" "{}\n")
+    set(_aotw_shard "")
+  endif()
   _aotwheel_kernel_edges("${work}" spvs fatbins images)
   _aotwheel_tgtsym_edge("${work}" tgtsym)
   set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
@@ -102,6 +115,11 @@ function(aotwheel_add_device_code target)
   target_include_directories(${target} PRIVATE "${work}")
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
   if(DEFINED ARG_DESTINATION)
+    get_target_property(owner ${target} AOTWHEEL_MANIFEST_OWNER)
+    if(owner)
+      message(FATAL_ERROR "${fn}: ${target} already has a manifest from ${owner}; give DESTINATION to one call per target")
+    endif()
+    set_property(TARGET ${target} PROPERTY AOTWHEEL_MANIFEST_OWNER ${fn})
     _aotwheel_install_hook("${target}" "${work}" "${manifest}")
   endif()
 endfunction()
@@ -124,7 +142,8 @@ endfunction()
 
 # _aotwheel_device_list(<fn> <out>): the devices of the caller's parsed ARG_DEVLIST / ARG_DEVICES /
 # ARG_JIT_FALLBACK, always from aotwheel's resolver. Sets <out> (names), <out>_IPS, <out>_JIT
-# (JIT_FALLBACK wins over the devlist's) and <out>_JSON in the caller.
+# (JIT_FALLBACK wins over the devlist's), <out>_SPIRV (SPIR-V kept for Intel JIT), <out>_CUDA and
+# <out>_JSON in the caller, and records the vendors this call builds and its list names.
 function(_aotwheel_device_list fn out)
   set(jit_args "")
   if(DEFINED ARG_JIT_FALLBACK)
@@ -145,16 +164,26 @@ function(_aotwheel_device_list fn out)
     aotwheel_resolve_devlist(_aotw ${jit_args})
   endif()
   set(names "${${dl}}")
+  string(JSON ${dl}_JSON_INPUT GET "${${dl}_JSON}" input)
   set(jit "${${dl}_JIT_FALLBACK}")
   if(DEFINED ARG_JIT_FALLBACK)
     set(jit "${ARG_JIT_FALLBACK}")
   endif()
-  if(NOT names AND NOT jit)
-    message(FATAL_ERROR "${fn}: no devices and JIT fallback OFF leaves no device code. Set USE_AOT_DEVLIST or JIT_FALLBACK ON.")
+  # SPIR-V for Intel JIT: with JIT fallback, when the list names Intel devices or nothing at all.
+  set(spirv OFF)
+  if(jit AND (names OR NOT ${dl}_CUDA))
+    set(spirv ON)
   endif()
+  if(NOT names AND NOT spirv AND NOT ${dl}_CUDA)
+    message(FATAL_ERROR "${fn}: the device list ('${${dl}_JSON_INPUT}') names no device and JIT fallback is OFF: no device code to build. Name devices in it or set JIT_FALLBACK ON.")
+  endif()
+  _aotwheel_vendors_built(intel)
+  _aotwheel_vendors_wanted(${fn} ${dl})
   set(${out} "${names}" PARENT_SCOPE)
   set(${out}_IPS "${${dl}_IPS}" PARENT_SCOPE)
   set(${out}_JIT "${jit}" PARENT_SCOPE)
+  set(${out}_SPIRV "${spirv}" PARENT_SCOPE)
+  set(${out}_CUDA "${${dl}_CUDA}" PARENT_SCOPE)
   set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
 endfunction()
 
@@ -174,14 +203,12 @@ function(_aotwheel_check_sources fn)
   endforeach()
 endfunction()
 
-# _aotwheel_toolchain(<fn> <work> <devices> <devlist json>): find and check the tools now
-# (configure fails here, with one line, when one is missing) into <work>/toolchain.json, keep the
-# devlist in <work>/devlist.json (touched only when it changes), and plan the ocloc edges of the
+# _aotwheel_toolchain(<fn> <work> <devices>): find and check the tools now
+# (configure fails here, with one line, when one is missing) into <work>/toolchain.json, and plan the ocloc edges of the
 # caller's ARG_SOURCES, <work>/ocloc-edges.txt (one `<stem>=<device>,<device>...` line per edge;
 # buildsteps/groups.py): one edge per source unless splitting a source's devices shortens the
 # build on this machine's cores, or AOTWHEEL_OCLOC_GROUPS (CMake variable or environment) groups per source.
-function(_aotwheel_toolchain fn work devices json)
-  file(MAKE_DIRECTORY "${work}")
+function(_aotwheel_toolchain fn work devices)
   list(JOIN devices "," csv)
   if(NOT DEFINED AOTWHEEL_OCLOC_GROUPS AND DEFINED ENV{AOTWHEEL_OCLOC_GROUPS})
     set(AOTWHEEL_OCLOC_GROUPS "$ENV{AOTWHEEL_OCLOC_GROUPS}")
@@ -194,8 +221,6 @@ function(_aotwheel_toolchain fn work devices json)
   endforeach()
   _aotwheel_build_step(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json" ${source_args}
                        --edges-out "${work}/ocloc-edges.txt" "--groups=${AOTWHEEL_OCLOC_GROUPS}")
-  file(WRITE "${work}/devlist.json.in" "${json}\n")
-  configure_file("${work}/devlist.json.in" "${work}/devlist.json" COPYONLY)
 endfunction()
 
 # _aotwheel_ocloc_command(<fn> <out_command> <out_pool>): the command line prefix of every ocloc
@@ -337,7 +362,7 @@ endfunction()
 # _aotwheel_ocloc_edges(<work> <source> <spv> <out>): the source's ocloc edges as planned in
 # <work>/ocloc-edges.txt (in a shard build: the caller's _aotw_groups, this source's devices of the
 # shard as the `shard` step planned them), each writing one native image per device of its group.
-# A source with one edge (all its devices) gets its fat binary (plus the SPIR-V when dev_JIT) from
+# A source with one edge (all its devices) gets its fat binary (plus the SPIR-V when dev_SPIRV) from
 # that edge; a source split over several edges (ninja runs them in parallel) from a fatbin edge
 # after them. Sets <out> to the fat binary. Reads the caller's dev, dev_IPS, ocloc_command,
 # ocloc_pool (from _aotwheel_ocloc_command), ocloc_depends and ARG_OPTIONS. With a remote cache,
@@ -384,7 +409,7 @@ function(_aotwheel_ocloc_edges work src spv out)
     if(edge_count EQUAL 1)  # one process for the source: no separate fatbin step
       list(APPEND outputs "${fatbin}" "${fatbin}.json")
       list(APPEND job_args --fatbin "${fatbin}" --info "${fatbin}.json")
-      if(dev_JIT)
+      if(dev_SPIRV)
         list(APPEND job_args --ir)
       endif()
     endif()
@@ -398,7 +423,7 @@ function(_aotwheel_ocloc_edges work src spv out)
       VERBATIM)
   endforeach()
   if(NOT edge_count EQUAL 1)
-    if(dev_JIT)
+    if(dev_SPIRV)
       set(ir_args --spirv "${spv}")
     endif()
     add_custom_command(
@@ -423,7 +448,11 @@ function(_aotwheel_kernel_edges work out_spvs out_fatbins out_images)
   set(ir_images "")
   set(all_dev "${dev}")
   set(all_ips "${dev_IPS}")
-  foreach(src IN LISTS ARG_SOURCES)
+  set(sources "${ARG_SOURCES}")
+  if(NOT dev AND NOT dev_SPIRV)  # no Intel device and no SPIR-V: no Intel edge at all
+    set(sources "")
+  endif()
+  foreach(src IN LISTS sources)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     get_filename_component(base "${src}" NAME)
     if(_aotw_shard)
@@ -451,7 +480,7 @@ function(_aotwheel_kernel_edges work out_spvs out_fatbins out_images)
       list(APPEND fatbins "${fatbin}")
       list(APPEND images "spir64_gen=${base}=${fatbin}")
     endif()
-    if(dev_JIT)
+    if(dev_SPIRV)
       list(APPEND ir_images "spir64=${base}=${spv}")
     endif()
   endforeach()
@@ -468,7 +497,7 @@ function(_aotwheel_tgtsym_edge work out)
   if(dev)
     list(APPEND triples spir64_gen)
   endif()
-  if(dev_JIT)
+  if(dev_SPIRV)
     list(APPEND triples spir64)
   endif()
   list(JOIN triples "," triples)
@@ -482,10 +511,15 @@ function(_aotwheel_tgtsym_edge work out)
   set(${out} "${tgtsym}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_manifest_edge(<target> <work> <out>): <work>/_aot_manifest.json from the caller's
-# images, fatbins, spvs and tgtsym, plus the NVIDIA images aotwheel_add_cuda_device_code() records
-# on <target> (AOTWHEEL_CUDA_IMAGES, read at generate time, so the call order does not matter).
+# _aotwheel_manifest_edge(<target> <work> <out> [<custom target>]): <work>/_aot_manifest.json from
+# the caller's images, fatbins, spvs and tgtsym, plus the NVIDIA images aotwheel_add_cuda_device_code()
+# records on <target> (AOTWHEEL_CUDA_IMAGES, read at generate time, so the call order does not
+# matter), built by <custom target> (default <NAME>_aot_manifest).
 function(_aotwheel_manifest_edge target work out)
+  set(custom "${ARG_NAME}_aot_manifest")
+  if(ARGC GREATER 3)
+    set(custom "${ARGV3}")
+  endif()
   set(manifest "${work}/_aot_manifest.json")
   if(dev_JIT)
     set(jit_word on)  # JIT_FALLBACK may override what the devlist said
@@ -504,11 +538,11 @@ function(_aotwheel_manifest_edge target work out)
             "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_FATBINS>" "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>"
     COMMENT "aotwheel: ${ARG_NAME} manifest"
     VERBATIM)
-  add_custom_target(${ARG_NAME}_aot_manifest ALL DEPENDS "${manifest}")
+  add_custom_target(${custom} ALL DEPENDS "${manifest}")
   if(NOT TARGET aotwheel_device_code)  # all device code, no C compiler: `aotwheel build warm` builds it
     add_custom_target(aotwheel_device_code)
   endif()
-  add_dependencies(aotwheel_device_code ${ARG_NAME}_aot_manifest)
+  add_dependencies(aotwheel_device_code ${custom})
   set(${out} "${manifest}" PARENT_SCOPE)
 endfunction()
 

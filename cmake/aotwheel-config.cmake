@@ -73,6 +73,10 @@ endfunction()
 #   <out>_SYCL_TARGETS  the value for -fsycl-targets=
 #   <out>_CUDA          NVIDIA images (sm_XY cubins, compute_XY PTX; empty if none listed)
 #   <out>_CUDA_ARCHITECTURES  the same set in CMake's CUDA_ARCHITECTURES form (80-real;90)
+#   <out>_SPIRV         ON when SPIR-V is kept for Intel JIT (JIT fallback on and the list names
+#                       Intel devices or none at all; an NVIDIA-only list keeps none)
+#   <out>_VENDORS       the vendors whose build steps the list needs (intel, nvidia)
+#   <out>_JIT_SUMMARY   what JIT fallback means for this list, for messages
 #   <out>_JSON          the resolver's full JSON result
 # Bad input stops configure with the resolver's one-line message.
 function(aotwheel_resolve_devlist out)
@@ -91,7 +95,8 @@ function(aotwheel_resolve_devlist out)
     message(FATAL_ERROR " aotwheel_resolve_devlist: ${_r_ERROR}")
   endif()
   _aotwheel_resolve_results(${out} "${_r_OUTPUT}")
-  foreach(_aotwheel_suffix "" _IPS _JIT_FALLBACK _OCLOC_DEVICE _SYCL_TARGETS _CUDA _CUDA_ARCHITECTURES _JSON)
+  foreach(_aotwheel_suffix "" _IPS _JIT_FALLBACK _OCLOC_DEVICE _SYCL_TARGETS _CUDA _CUDA_ARCHITECTURES _SPIRV
+                           _VENDORS _JIT_SUMMARY _JSON)
     set(${out}${_aotwheel_suffix} "${${out}${_aotwheel_suffix}}" PARENT_SCOPE)
   endforeach()
 endfunction()
@@ -148,6 +153,17 @@ function(_aotwheel_resolve_results out json)
   endif()
   string(JSON ocloc_device GET "${json}" ocloc_device)
   string(JSON sycl_targets GET "${json}" sycl_targets)
+  string(JSON spirv GET "${json}" spirv)
+  if(spirv)
+    set(spirv ON)
+  else()
+    set(spirv OFF)
+  endif()
+  _aotwheel_json_field(vendors "${json}" "" vendors)
+  string(JSON jit_summary GET "${json}" jit_summary)
+  set(${out}_SPIRV "${spirv}" PARENT_SCOPE)
+  set(${out}_VENDORS "${vendors}" PARENT_SCOPE)
+  set(${out}_JIT_SUMMARY "${jit_summary}" PARENT_SCOPE)
   set(${out} "${names}" PARENT_SCOPE)
   set(${out}_IPS "${ips}" PARENT_SCOPE)
   set(${out}_JIT_FALLBACK "${fallback}" PARENT_SCOPE)
@@ -158,7 +174,8 @@ function(_aotwheel_resolve_results out json)
   set(${out}_JSON "${json}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_json_field(<out> <json> <field> <array path>...): <field> of every object in the array.
+# _aotwheel_json_field(<out> <json> <field> <array path>...): <field> of every object in the array
+# (an empty <field>: the array's items themselves).
 function(_aotwheel_json_field out json field)
   set(values "")
   string(JSON count LENGTH "${json}" ${ARGN})
@@ -170,6 +187,79 @@ function(_aotwheel_json_field out json field)
     endforeach()
   endif()
   set(${out} "${values}" PARENT_SCOPE)
+endfunction()
+
+# Every vendor a device list names needs a build step in the project: an sm_90 with no
+# aotwheel_add_cuda_device_code() call, or a pvc with only that call, is never dropped silently.
+# The device-code functions record what they build (_aotwheel_vendors_built) and what the lists
+# they read name (_aotwheel_vendors_wanted); at the end of the top-level CMakeLists.txt,
+# _aotwheel_check_vendors stops configure with one line naming the call to add. The opt-out,
+# AOTWHEEL_ALLOW_UNBUILT=<vendor>[;<vendor>] (CMake variable or environment: intel, nvidia, or ON
+# for all), turns that into a warning.
+set(_AOTWHEEL_VENDOR_CALLS_intel "aotwheel_add_device_code() or aotwheel_target_sycl()")
+set(_AOTWHEEL_VENDOR_CALLS_nvidia "aotwheel_add_cuda_device_code()")
+set(_AOTWHEEL_VENDOR_WORDS_intel "Intel devices")
+set(_AOTWHEEL_VENDOR_WORDS_nvidia "NVIDIA targets")
+
+# _aotwheel_vendors_built(<vendor>...): this project has a build step for these vendors.
+function(_aotwheel_vendors_built)
+  set_property(GLOBAL APPEND PROPERTY AOTWHEEL_VENDORS_BUILT ${ARGN})
+  _aotwheel_defer_vendor_check()
+endfunction()
+
+# _aotwheel_vendors_wanted(<fn> <prefix>): the vendors the resolved list <prefix> names, if the
+# user named it (USE_AOT_DEVLIST or DEVLIST/DEVICES; the built-in default list asks for nothing).
+function(_aotwheel_vendors_wanted fn prefix)
+  string(JSON given ERROR_VARIABLE err GET "${${prefix}_JSON}" given)
+  if(err OR NOT given)
+    return()
+  endif()
+  foreach(vendor IN LISTS ${prefix}_VENDORS)
+    if(vendor STREQUAL "nvidia")
+      list(JOIN ${prefix}_CUDA ", " names)
+    elseif(${prefix})
+      list(JOIN ${prefix} ", " names)
+    else()
+      set(names "SPIR-V for JIT")
+    endif()
+    set_property(GLOBAL APPEND PROPERTY AOTWHEEL_VENDORS_WANTED "${vendor}|${fn}|${names}")
+  endforeach()
+  _aotwheel_defer_vendor_check()
+endfunction()
+
+function(_aotwheel_defer_vendor_check)
+  get_property(deferred GLOBAL PROPERTY _AOTWHEEL_VENDOR_CHECK_DEFERRED)
+  if(NOT deferred)
+    set_property(GLOBAL PROPERTY _AOTWHEEL_VENDOR_CHECK_DEFERRED TRUE)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _aotwheel_check_vendors)
+  endif()
+endfunction()
+
+function(_aotwheel_check_vendors)
+  get_property(built GLOBAL PROPERTY AOTWHEEL_VENDORS_BUILT)
+  get_property(wanted GLOBAL PROPERTY AOTWHEEL_VENDORS_WANTED)
+  set(allow "$ENV{AOTWHEEL_ALLOW_UNBUILT}")
+  if(DEFINED AOTWHEEL_ALLOW_UNBUILT)
+    set(allow "${AOTWHEEL_ALLOW_UNBUILT}")
+  endif()
+  string(REPLACE "," ";" allow "${allow}")
+  string(TOLOWER "${allow}" allow)
+  foreach(record IN LISTS wanted)
+    string(REPLACE "|" ";" fields "${record}")
+    list(GET fields 0 vendor)
+    list(GET fields 1 fn)
+    list(GET fields 2 names)
+    if(vendor IN_LIST built OR vendor IN_LIST done)
+      continue()
+    endif()
+    list(APPEND done "${vendor}")
+    set(text "${fn}: USE_AOT_DEVLIST names ${_AOTWHEEL_VENDOR_WORDS_${vendor}} (${names}) but no ${_AOTWHEEL_VENDOR_CALLS_${vendor}} call in this project builds them; add one, drop them from the list, or set AOTWHEEL_ALLOW_UNBUILT=${vendor} to build without them")
+    if(vendor IN_LIST allow OR "on" IN_LIST allow OR "1" IN_LIST allow)
+      message(WARNING " ${text}")
+    else()
+      message(FATAL_ERROR " ${text}")  # the leading space keeps CMake from wrapping the line
+    endif()
+  endforeach()
 endfunction()
 
 # _aotwheel_check_device_code_args(<fn> <target> <sources hint>)

@@ -6,7 +6,9 @@
 #                                 [NAME <image set name>]   # C identifier; default: the target name
 #                                 [NVCC_OPTIONS <arg>...]   # extra nvcc arguments, e.g. -O3 -lineinfo
 #                                 [COMPRESS_MODE default|size|speed|balance|none]
-#                                 [OUT_TARGETS <var>])      # set to the resolved target names
+#                                 [OUT_TARGETS <var>]       # set to the resolved target names
+#                                 [DESTINATION <package dir>] # install _aot_manifest.json (+ _aot.py) there
+#                                 [PACKAGE <python package>]) # for the _aot.py hook; default from DESTINATION
 #
 # The same OpenCL C kernels as aotwheel_add_device_code(): each source compiles as CUDA C++ through
 # csrc/aotwheel_portable.h (nvcc -x cu -include ...). One ninja edge per (source, target):
@@ -25,7 +27,10 @@
 # nvcc). A bad token or a missing nvcc stops configure with aotwheel's one-line message.
 #
 # Each call records its images on <target> (property AOTWHEEL_CUDA_IMAGES: a JSON file per call)
-# so that aotwheel_add_device_code(... DESTINATION) lists them in _aot_manifest.json.
+# so that aotwheel_add_device_code(... DESTINATION) lists them in _aot_manifest.json. A project
+# built by nvcc alone passes DESTINATION here instead: the same manifest and _aot.py (one call per
+# target may own them). A list that names Intel devices needs aotwheel_add_device_code() or
+# aotwheel_target_sycl() in the project too (configure says so; aotwheel-config.cmake).
 #
 # Private steps, in the order aotwheel_add_cuda_device_code() runs them:
 #   _aotwheel_cuda_targets      the requested tokens (TARGETS, DEVLIST or the resolver)
@@ -54,22 +59,27 @@ unset(_aotwheel_h)
 
 function(aotwheel_add_cuda_device_code target)
   set(fn aotwheel_add_cuda_device_code)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;NAME;COMPRESS_MODE;OUT_TARGETS" "SOURCES;TARGETS;NVCC_OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;NAME;COMPRESS_MODE;OUT_TARGETS;DESTINATION;PACKAGE"
+                        "SOURCES;TARGETS;NVCC_OPTIONS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'. "
                         "Usage: ${fn}(<target> SOURCES <file>... [TARGETS sm_90 ...|DEVLIST <prefix>] [NAME <id>] "
-                        "[NVCC_OPTIONS <arg>...] [COMPRESS_MODE <mode>])")
+                        "[NVCC_OPTIONS <arg>...] [COMPRESS_MODE <mode>] [DESTINATION <dir> [PACKAGE <pkg>]])")
   endif()
   _aotwheel_check_device_code_args(${fn} "${target}" "Pass the kernel files, e.g. SOURCES csrc/kernels/vadd.cl")
   _aotwheel_cuda_targets(${fn} tokens)
+  _aotwheel_vendors_built(nvidia)
+  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_cuda")
   if(NOT tokens)
     message(STATUS "aotwheel: no NVIDIA targets in the device list; ${ARG_NAME} gets no CUDA images")
     if(ARG_OUT_TARGETS)
       set(${ARG_OUT_TARGETS} "" PARENT_SCOPE)
     endif()
+    if(DEFINED ARG_DESTINATION)
+      _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "")
+    endif()
     return()
   endif()
-  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_cuda")
   _aotwheel_cuda_configure(${fn} "${work}" "${tokens}" names)
   _aotwheel_remote_settings("${work}/remote-settings")  # -C cmake.define.AOTWHEEL_REMOTE_CACHE=... reaches nvcc steps too
   if(ARG_OUT_TARGETS)
@@ -84,6 +94,43 @@ function(aotwheel_add_cuda_device_code target)
   endforeach()
   _aotwheel_cuda_embed(${fn} "${target}" "${work}" "${fatbins}")
   _aotwheel_cuda_record("${target}" "${work}" "${names}")
+  if(DEFINED ARG_DESTINATION)
+    _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "${work}/cuda.json")
+  endif()
+endfunction()
+
+# _aotwheel_cuda_manifest(<fn> <target> <work> <toolchain json>): _aot_manifest.json of <target>
+# (its CUDA images, and Intel ones if an aotwheel_add_device_code() call adds some) installed into
+# the caller's ARG_DESTINATION with _aot.py: a target built by nvcc alone gets both too.
+function(_aotwheel_cuda_manifest fn target work toolchain)
+  get_target_property(owner ${target} AOTWHEEL_MANIFEST_OWNER)
+  if(owner)
+    message(FATAL_ERROR "${fn}: ${target} already has a manifest from ${owner}; give DESTINATION to one call per target")
+  endif()
+  set_property(TARGET ${target} PROPERTY AOTWHEEL_MANIFEST_OWNER ${fn})
+  file(MAKE_DIRECTORY "${work}")
+  if(toolchain STREQUAL "")
+    _aotwheel_write_if_changed("${work}/toolchain.json" "{}\n")
+  else()  # nvcc's facts (path, version, targets) as the manifest's toolchain
+    configure_file("${toolchain}" "${work}/toolchain.json" COPYONLY)
+  endif()
+  if(DEFINED _aotw_cuda_json)
+    _aotwheel_write_if_changed("${work}/devlist.json" "${_aotw_cuda_json}\n")
+  else()
+    list(JOIN ARG_TARGETS "," csv)
+    aotwheel_resolve_devlist(_aotw_explicit DEVLIST "${csv}")
+    _aotwheel_write_if_changed("${work}/devlist.json" "${_aotw_explicit_JSON}\n")
+  endif()
+  # The shared manifest and hook steps of aotwheel-build.cmake, with no Intel image.
+  set(images "")
+  set(fatbins "")
+  set(spvs "")
+  set(tgtsym "")
+  set(ARG_OPTIONS "")
+  set(dev_JIT OFF)
+  _aotwheel_manifest_edge("${target}" "${work}" manifest ${ARG_NAME}_cuda_aot_manifest)
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
+  _aotwheel_install_hook("${target}" "${work}" "${manifest}")
 endfunction()
 
 # _aotwheel_cuda_targets(<fn> <out>): the NVIDIA tokens asked for: the caller's ARG_TARGETS, else
@@ -91,15 +138,19 @@ endfunction()
 function(_aotwheel_cuda_targets fn out)
   if(DEFINED ARG_TARGETS)
     set(${out} "${ARG_TARGETS}" PARENT_SCOPE)
+    return()
   elseif(DEFINED ARG_DEVLIST)
     if(NOT DEFINED ${ARG_DEVLIST}_JSON)
       message(FATAL_ERROR "${fn}: DEVLIST ${ARG_DEVLIST} is not set. Call aotwheel_resolve_devlist(${ARG_DEVLIST}) first.")
     endif()
-    set(${out} "${${ARG_DEVLIST}_CUDA}" PARENT_SCOPE)
+    set(dl "${ARG_DEVLIST}")
   else()
-    aotwheel_resolve_devlist(dl)
-    set(${out} "${dl_CUDA}" PARENT_SCOPE)
+    aotwheel_resolve_devlist(_aotw_cdl)
+    set(dl _aotw_cdl)
   endif()
+  _aotwheel_vendors_wanted(${fn} ${dl})
+  set(${out} "${${dl}_CUDA}" PARENT_SCOPE)
+  set(_aotw_cuda_json "${${dl}_JSON}" PARENT_SCOPE)  # for the manifest (DESTINATION)
 endfunction()
 
 # _aotwheel_cuda_configure(<fn> <work> <tokens> <out>): nvcc found and every target checked against

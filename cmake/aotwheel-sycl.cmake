@@ -189,6 +189,7 @@ function(aotwheel_target_sycl target)
   endif()
   _aotwheel_sycl_check_target(${fn} "${target}")
   _aotwheel_sycl_resolve(dl)
+  _aotwheel_vendors_built(intel nvidia)  # -fsycl-targets carries both vendors' targets
   set(extra "")
   foreach(name IN ITEMS COMPRESS PARALLEL_LINK_JOBS)
     if(DEFINED arg_${name})

@@ -7,6 +7,7 @@ and from the ELF header of each cubin, never from the parser itself.
 from __future__ import annotations
 
 import struct
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,67 @@ def test_magic_constant_matches_reference() -> None:
     assert MAGIC.to_bytes(4, "little") == bytes.fromhex("50ed55ba")
     assert _real_fatbin()[:4] == bytes.fromhex("50ed55ba")
     assert CACHE.is_dir()
+
+
+# ---- --deep: NVIDIA images decompressed and hashed; a damaged entry is one line and exit 2 ---------
+
+def _entry_fields(data: bytes, at: int) -> tuple[int, int, int, int, int]:
+    """(kind, header size, stored size, payload offset, flags) of the entry header at ``at``, by the
+    layout in REFERENCE §5 (kind u16 @0, header u32 @4, size u64 @8, csize u32 @16, flags u64 @40)."""
+    kind, _, hsize, size, csize = struct.unpack_from("<HHIQI", data, at)
+    (flags,) = struct.unpack_from("<Q", data, at + 40)
+    return kind, hsize, csize if flags & 0xA000 and csize else size, at + hsize, flags
+
+
+def _deep(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`aotwheel inspect --deep` in a child whose address space is capped at 4 GiB: allocating what
+    a hostile header claims would fail there (MemoryError), not pass."""
+    import resource
+    import sys
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[1] / "python"), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "aotwheel", "inspect", "--deep", *extra, str(path)], capture_output=True, text=True,
+                          env=env, timeout=120, preexec_fn=cap, check=False)
+
+
+@pytest.mark.parametrize("mode,codec", [("speed", "lz4"), ("default", "zstd")])
+def test_deep_hashes_and_decompresses_nvidia_images(vadd: Path, tmp_path: Path, mode: str, codec: str) -> None:
+    import hashlib
+    import json
+
+    data = nvcc_out(f"vadd.{mode}.fatbin", "-fatbin", f"--compress-mode={mode}", "-gencode=arch=compute_90,code=[sm_90,compute_90]",
+                    str(vadd)).read_bytes()
+    (fatsize,) = struct.unpack_from("<Q", data, 8)
+    entries, at = [], 16
+    while at < 16 + fatsize:
+        kind, hsize, stored, payload, flags = _entry_fields(data, at)
+        entries.append((kind, payload, stored, flags, at))
+        at += hsize + struct.unpack_from("<Q", data, at + 8)[0]
+    ptx = next(e for e in entries if e[0] == 1)
+    assert ptx[3] & (0x2000 if codec == "lz4" else 0x8000)  # the PTX is compressed with this codec
+    good = tmp_path / "good.fatbin"
+    good.write_bytes(data)
+    proc = _deep(good, "--json")
+    assert proc.returncode == 0, proc.stderr
+    images = json.loads(proc.stdout)["files"][0]["images"]
+    assert [i["sha256"] for i in images] == [hashlib.sha256(data[p : p + n]).hexdigest() for _, p, n, _, _ in entries]
+
+    # The PTX's compressed stream, its first bytes overwritten (a literal run's bytes can change
+    # unnoticed: no checksum in either format; the leading token / frame header cannot).
+    corrupt = bytearray(data)
+    corrupt[ptx[1] : ptx[1] + 16] = b"\xff" * 16
+    bad = tmp_path / "corrupt.fatbin"
+    bad.write_bytes(bytes(corrupt))
+    proc = _deep(bad)
+    assert proc.returncode == 2 and proc.stderr.startswith("aotwheel: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "compute_90" in proc.stderr and codec in proc.stderr.lower()
+
+    huge = bytearray(data)  # the PTX entry claims 1 TiB decompressed (u64 at +56 of its header)
+    struct.pack_into("<Q", huge, ptx[4] + 56, 1 << 40)
+    claim = tmp_path / "claim.fatbin"
+    claim.write_bytes(bytes(huge))
+    proc = _deep(claim)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "1099511627776" in proc.stderr, proc.stderr

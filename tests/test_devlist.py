@@ -140,11 +140,12 @@ def test_native_includes_nvidia_gpus() -> None:
 
 
 # Mixed vendors: (input, Intel names, NVIDIA images, -fsycl-targets). NVIDIA rules from docs/formats.md §5.
+# JIT fallback is per vendor: a list naming no Intel device keeps no spir64 (SPIR-V) image.
 MIXED_CASES = [
     ("pvc,ats-m150,sm_90,sm_80", ["pvc", "acm-g10"], ("sm_90", "sm_80"), "spir64_gen,spir64,nvidia_gpu_sm_90,nvidia_gpu_sm_80"),
-    ("SM_90,sm_90,nvidia_gpu_sm_90", [], ("sm_90",), "spir64,nvidia_gpu_sm_90"),
-    ("sm_80,ptx", [], ("sm_80", "compute_80"), "spir64,nvidia_gpu_sm_80"),
-    ("sm_80,sm_90a,ptx", [], ("sm_80", "sm_90a", "compute_90"), "spir64,nvidia_gpu_sm_80,nvidia_gpu_sm_90a"),
+    ("SM_90,sm_90,nvidia_gpu_sm_90", [], ("sm_90",), "nvidia_gpu_sm_90"),
+    ("sm_80,ptx", [], ("sm_80", "compute_80"), "nvidia_gpu_sm_80"),
+    ("sm_80,sm_90a,ptx", [], ("sm_80", "sm_90a", "compute_90"), "nvidia_gpu_sm_80,nvidia_gpu_sm_90a"),
     ("compute_90", [], ("compute_90",), "spir64"),
     ("pvc,sm_90,no-jit", ["pvc"], ("sm_90",), "spir64_gen,nvidia_gpu_sm_90"),
 ]
@@ -157,6 +158,22 @@ def test_mixed_vendor_lists(text: str, intel: list[str], nvidia: tuple[str, ...]
     assert dl.cuda is not None and dl.cuda.names == nvidia
     assert dl.sycl_targets == sycl
     assert dl.ocloc_device == ",".join(intel)
+
+
+@pytest.mark.parametrize("text,jit,spirv,vendors,summary", [
+    ("sm_80,sm_90", True, False, ("nvidia",), "none (no Intel device listed; add 'ptx' to keep NVIDIA PTX)"),
+    ("sm_80,sm_90", False, False, ("nvidia",), "off (devices not listed are unsupported)"),
+    ("pvc,sm_90,ptx", True, True, ("intel", "nvidia"), "SPIR-V for Intel devices and PTX compute_90 for NVIDIA GPUs"),
+    ("sm_100f,sm_120f,ptx", True, False, ("nvidia",), "PTX compute_120 for NVIDIA GPUs"),
+    ("pvc", False, False, ("intel",), "off (devices not listed are unsupported)"),
+    ("none", True, True, ("intel",), "SPIR-V for Intel devices"),
+])
+def test_jit_fallback_is_per_vendor(text: str, jit: bool, spirv: bool, vendors: tuple[str, ...], summary: str) -> None:
+    """SPIR-V only where the list names Intel devices (or nothing: 'none'); NVIDIA's JIT form is PTX, kept with 'ptx'."""
+    dl = resolve(text, jit_fallback=jit)
+    assert (dl.spirv, dl.vendors, dl.jit_summary) == (spirv, vendors, summary)
+    d = dl.to_dict()
+    assert (d["spirv"], tuple(d["vendors"]), d["jit_summary"]) == (spirv, vendors, summary)
 
 
 @pytest.mark.parametrize("text,fragment", [("sm90", "did you mean sm_90?"), ("none,sm_90", "'none'"), ("sm_90,compute_80,no-jit", "JIT fallback is off"), ("ptx", "none is listed"), ("sm_91", "sm_90")])

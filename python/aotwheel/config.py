@@ -84,6 +84,7 @@ class Config:
     """The values of :data:`VARIABLES`; empty strings count as unset (``USE_AOT_DEVLIST= cmd``)."""
 
     devlist: str = DEFAULT_DEVLIST
+    devlist_given: bool = False  # USE_AOT_DEVLIST was set (not the default)
     jit_fallback: bool = True
     jit: str = "warn"
     device: str | None = None
@@ -104,6 +105,7 @@ class Config:
 
         return cls(
             devlist=get(DEVLIST) or DEFAULT_DEVLIST,
+            devlist_given=bool(env.get(DEVLIST.name, "").strip()),
             jit_fallback=flag(get(JIT_FALLBACK)),
             jit=jit_policy(get(JIT)),
             device=get(DEVICE),

@@ -87,6 +87,30 @@ class DevList:
         return tuple(t.name for t in self.targets)
 
     @property
+    def spirv(self) -> bool:
+        """True when SPIR-V is kept for Intel JIT: JIT fallback is on and the list names Intel
+        devices or no device at all (``none``). An NVIDIA-only list keeps no SPIR-V (its JIT
+        fallback is PTX, asked for with ``ptx`` or ``compute_XY``)."""
+        return self.jit_fallback and (bool(self.targets) or not self.cuda)
+
+    @property
+    def vendors(self) -> tuple[str, ...]:
+        """The vendors whose build steps this list needs: ``intel`` (ocloc/SPIR-V), ``nvidia`` (nvcc)."""
+        return (("intel",) if self.targets or self.spirv else ()) + (("nvidia",) if self.cuda else ())
+
+    @property
+    def jit_summary(self) -> str:
+        """What JIT fallback means for this list, per vendor, in one phrase."""
+        parts = ["SPIR-V for Intel devices"] if self.spirv else []
+        if self.cuda and self.cuda.ptx:
+            parts.append(f"PTX {', '.join(t.name for t in self.cuda.ptx)} for NVIDIA GPUs")
+        if parts:
+            return " and ".join(parts)
+        if self.cuda and self.jit_fallback:
+            return "none (no Intel device listed; add 'ptx' to keep NVIDIA PTX)"
+        return "off (devices not listed are unsupported)"
+
+    @property
     def ocloc_device(self) -> str:
         """The value for ``ocloc -device`` / ``-Xs "-device ..."`` (empty for ``none``)."""
         return ",".join(self.names)
@@ -97,7 +121,7 @@ class DevList:
         if self.targets:
             intel = ["spir64_gen", "spir64"] if self.jit_fallback else ["spir64_gen"]
         else:
-            intel = ["spir64"] if self.jit_fallback or not self.cuda else []
+            intel = ["spir64"] if self.spirv or not (self.cuda and self.cuda.cubins) else []  # never empty
         nvidia = [f"nvidia_gpu_{t.name}" for t in self.cuda.cubins] if self.cuda else []
         return ",".join(intel + nvidia)
 
@@ -107,6 +131,9 @@ class DevList:
             "targets": [t.to_dict() for t in self.targets],
             "jit_fallback": self.jit_fallback,
             "aot": self.aot,
+            "spirv": self.spirv,
+            "vendors": list(self.vendors),
+            "jit_summary": self.jit_summary,
             "ocloc_device": self.ocloc_device,
             "sycl_targets": self.sycl_targets,
             "expansions": [{"token": e.token, "kind": e.kind, "names": list(e.names)} for e in self.expansions],
@@ -290,7 +317,7 @@ def describe(devlist: DevList) -> str:
             aliases = f"  aka {', '.join(t.aliases)}" if t.aliases else ""
             lines.append(f"  {t.name:<{width}}  {t.ip:<8} {t.description}{aliases}")
     elif devlist.cuda:
-        lines.append("  (no Intel AOT targets: Intel GPUs JIT-compile from SPIR-V)" if devlist.jit_fallback else "  (no Intel targets)")
+        lines.append("  (no Intel targets: nothing is built for Intel GPUs)")
     else:
         lines.append("  (no ahead-of-time targets: every device will JIT-compile from SPIR-V)")
     for e in devlist.expansions:
@@ -308,7 +335,7 @@ def describe(devlist: DevList) -> str:
             what = "cubin (native)" if image.kind == "cubin" else "PTX (JIT on newer GPUs)"
             lines.append(f"  {image.name:<10} NVIDIA {what}")
         lines.append(f"nvcc {' '.join(devlist.cuda.gencode_flags())}")
-    lines.append(f"JIT fallback: {'on (SPIR-V kept for devices not listed)' if devlist.jit_fallback else 'off (unlisted devices are unsupported)'}")
+    lines.append(f"JIT fallback: {devlist.jit_summary}")
     if devlist.ocloc_device:
         lines.append(f"ocloc -device {devlist.ocloc_device}")
     lines.append(f"-fsycl-targets={devlist.sycl_targets}")

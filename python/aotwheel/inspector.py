@@ -17,20 +17,21 @@ import re
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import InspectError
 from aotwheel.model import AMD, INTEL, NVIDIA, Image, NativeTarget, Target
-from aotwheel.report import FileReport, Report
+from aotwheel.report import CudaModule, FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
 
 if TYPE_CHECKING:
-    from aotwheel.formats.elf import HostImage, TableScan
+    from aotwheel.backends.nvidia.fatbin import FatbinContainer, FatbinEntry
+    from aotwheel.formats.elf import ElfView, HostImage, TableScan
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
 _CANDIDATE_RE = re.compile(r"(\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar|\.zebin)$")
@@ -378,9 +379,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     hip = view.section(".hip_fatbin")
     if hip is not None and hip.type != "SHT_NOBITS" and hip.size:
         _walk_hip(walk, region.sub(hip.offset, hip.size, "section '.hip_fatbin'"), ".hip_fatbin")
-    nv = view.section(".nv_fatbin")
-    if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
-        _walk_cuda(walk, region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), ".nv_fatbin")
+    _walk_cuda_sections(walk, region, view)
 
 
 def _walk_table(walk: _Walk, region: Region, scan: TableScan, hosts: list[HostImage]) -> None:
@@ -502,23 +501,85 @@ def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str
     return f"image {index}: the image table lists {listed} bytes, past the end of {section or 'its segment'}; read as the {size} bytes there"
 
 
+def _walk_cuda_sections(walk: _Walk, region: Region, view: ElfView) -> None:
+    """A host ELF's NVIDIA fat binaries: ``.nv_fatbin`` (parsed whole, strictly) and the containers
+    that libraries keep in other data sections (``.ldata``, ``.data``, ``.cask_resource``: found by
+    magic, each kept only when its structure holds; fatbin.scan_sections)."""
+    from aotwheel.backends.nvidia.fatbin import parse_fatbin, scan_sections
+
+    pairs: list[tuple[FatbinEntry, str | None]] = []
+    nv = view.section(".nv_fatbin")
+    if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
+        fat = parse_fatbin(region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), section=".nv_fatbin")
+        pairs += [(e, ".nv_fatbin") for e in fat.entries]
+        walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
+    containers, _ = scan_sections(region, view.sections)
+    pairs += [(e, c.section) for c in containers for e in c.entries]
+    if pairs:
+        _add_cuda(walk, region, pairs)
+
+
+def _cuda_modules(walk: _Walk, region: Region, containers: Sequence[FatbinContainer]) -> list[CudaModule]:
+    """``.nv_fatbin``'s containers grouped by the targets they carry, when they differ (else
+    ``[]``: the file's verdict is every module's). Deep mode also names each group's kernels from
+    one of its cubins (decompressed: the default mode never does)."""
+    groups: dict[tuple[str, ...], list[FatbinContainer]] = {}
+    for c in containers:
+        key = tuple(sorted({e.target for e in c.entries if e.kind in ("cubin", "ptx")}))
+        if key:
+            groups.setdefault(key, []).append(c)
+    if len(groups) < 2:
+        return []
+    out = []
+    for key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        entries = [e for c in members for e in c.entries]
+        sources = list(dict.fromkeys(e.name.removeprefix("../") for e in entries if e.name))[:3]
+        module = CudaModule(".nv_fatbin", len(members), list(key), sources, sum(e.stored_size for e in entries))
+        if walk.deep:
+            from aotwheel.backends.nvidia.fatbin import cubin_kernels, region_payload
+
+            names: dict[str, None] = {}
+            for c in members:  # one cubin of each container: the module's kernels are the same for every arch
+                cubin = min((e for e in c.entries if e.kind == "cubin"), key=lambda e: e.stored_size, default=None)
+                if cubin is not None:
+                    names.update(dict.fromkeys(cubin_kernels(region_payload(region, cubin))))
+            module.kernels, module.kernel_sample = len(names), list(names)[:3]
+        out.append(module)
+    return out
+
+
 def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
-    """NVIDIA fat binaries: one Image per cubin/PTX entry; cubins are native targets (vendor
-    ``nvidia``), PTX an IR form ``ptx compute_XY``; all loadable targets also in ``FileReport.cuda``."""
+    """A raw NVIDIA fat binary file (every container in ``region``)."""
     from aotwheel.backends.nvidia.fatbin import parse_fatbin
 
-    fat = parse_fatbin(region, section=section)
+    _add_cuda(walk, region, [(e, section) for e in parse_fatbin(region, section=section).entries])
+
+
+def _add_cuda(walk: _Walk, region: Region, pairs: list[tuple[FatbinEntry, str | None]]) -> None:
+    """NVIDIA fat binary entries (with their sections) of ``region``: one Image per cubin/PTX
+    entry; cubins are native targets (vendor ``nvidia``), PTX an IR form ``ptx compute_XY``; all
+    loadable targets also in ``FileReport.cuda``. Deep mode hashes each stored payload and
+    decompresses it (bounded: fatbin.region_payload), so a damaged entry is an error."""
     fr = walk.report
-    for e in sorted(fat.entries, key=lambda e: (e.arch, e.kind, e.target)):
+    for e in sorted({e.target: e for e, _ in pairs}.values(), key=lambda e: (e.arch, e.kind, e.target)):
         if e.target not in fr.cuda and e.kind in ("cubin", "ptx"):
             fr.cuda.append(e.target)
             if e.kind == "ptx":
                 walk.add_ir(f"ptx {e.target}")
-    for e in fat.entries:
+    for e, section in pairs:
+        if e.kind == "ltoir":  # input for nvJitLink, not an image the driver loads
+            continue
         index = len(fr.images)
-        fr.images.append(Image(
+        img = Image(
             index=index, offset=e.payload_offset, size=e.stored_size, kind=e.kind, triple="nvptx64",
-            compressed=e.compressed, section=section, decompressed_size=e.decompressed_size or None, arch=e.target))
+            compressed=e.compressed, section=section, decompressed_size=e.decompressed_size or None, arch=e.target)
+        fr.images.append(img)
+        if walk.deep:
+            from aotwheel.backends.nvidia.fatbin import region_payload, stored_region
+
+            img.sha256 = hashlib.sha256(stored_region(region, e).view(0, e.stored_size, "payload")).hexdigest()
+            if e.kind in ("cubin", "ptx"):
+                region_payload(region, e)  # raises, one line, for a damaged or oversized entry
         if e.kind == "cubin":
             fr.native_targets.append(Target(name=e.target, ip=None, member=None, format="cubin", size=e.stored_size,
                                             image=index, vendor=NVIDIA, arch=e.target))

@@ -96,15 +96,20 @@ class Verdict:
     vendor: str = ""  # the backend whose rules decided (the device's vendor): "intel", "nvidia"
     remedy: str = ""  # what to rebuild with so the device runs native code, from that backend
     jit_kernels: int = 0  # a native verdict's kernels that only SPIR-V images carry: JIT-compiled all the same
+    unsupported_modules: tuple[str, ...] = ()  # modules of the binary that cannot load here (the rest can)
 
     @property
     def summary(self) -> str:
-        """``native``, ``native, 5 kernels JIT``, ``jit``, ..."""
+        """``native``, ``native, 5 kernels JIT``, ``jit``, ``jit, 1 module unsupported``, ..."""
         if self.verdict == NATIVE and self.jit_kernels:
             return f"native, {self.jit_kernels} kernel{'s' if self.jit_kernels != 1 else ''} JIT"
+        if self.unsupported_modules:
+            n = len(self.unsupported_modules)
+            return f"{self.verdict}, {n} module{'s' if n != 1 else ''} unsupported"
         return self.verdict
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["targets"] = list(self.targets)
+        data["unsupported_modules"] = list(self.unsupported_modules)
         return data

@@ -13,6 +13,31 @@ from aotwheel.model import Image, Target
 
 SCHEMA = 2
 
+
+@dataclass
+class CudaModule:
+    """NVIDIA images that load together: ``.nv_fatbin`` containers (the CUDA runtime registers each
+    as one module) that carry the same targets. Listed only when a file's modules differ, so that
+    a verdict can name the module that cannot load (xgboost 1.7.6: its statically linked NCCL
+    kernels have no PTX, its own do)."""
+
+    section: str
+    containers: int
+    targets: list[str]  # sm_XY[a|f] cubins and compute_XY PTX
+    sources: list[str]  # source files nvcc named in the entries (up to 3)
+    size: int  # stored bytes of the images
+    kernels: int | None = None  # entry kernels, from one cubin per container (inspect --deep reads them)
+    kernel_sample: list[str] = field(default_factory=list)  # up to 3 of their (mangled) names
+
+    def label(self) -> str:
+        """``../src/gbm/gbtree.cu and 40 more`` / ``ncclKernel_* (129 kernels)`` / ``cubins sm_50, sm_60``."""
+        if self.sources:
+            more = self.containers - len(self.sources)
+            return ", ".join(self.sources) + (f" and {more} more" if more > 0 else "")
+        if self.kernel_sample:
+            return f"{self.kernels} kernels such as {self.kernel_sample[0]}"
+        return f"an unnamed module of {self.containers} container{'s' if self.containers != 1 else ''} ({self.size / (1 << 20):.1f} MiB)"
+
 @dataclass
 class FileReport:
     """What one binary carries."""
@@ -27,6 +52,7 @@ class FileReport:
     warnings: list[str] = field(default_factory=list)
     cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
     ir_kernels_missing_from: dict[str, int] = field(default_factory=dict)  # {"spir64_gen": 5}: kernels only SPIR-V serves there
+    cuda_modules: list[CudaModule] = field(default_factory=list)  # only when .nv_fatbin's modules carry different targets
     error: str | None = None  # one-line reason this file could not be read (wheels/directories go on past it)
 
     def target_names(self) -> list[str]:

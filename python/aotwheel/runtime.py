@@ -138,6 +138,8 @@ def summarize(verdicts: Sequence[Verdict]) -> str:
 def _no_device_verdicts(files: list[Any], path: str, devices: Any) -> list[Verdict]:
     """One ``unknown`` verdict per file with device code (or for ``path``), saying why."""
     reason = f"no device found, so whether the code runs native or JIT is unknown ({_no_device_reason(devices)})"
+    if not files:  # say which: neither devices nor device code, not "one or the other"
+        reason = f"no device code in the binary, and no device found ({_no_device_reason(devices)})"
     return [Verdict("no device", None, UNKNOWN, None, reason, "no-device", f.path or path, "none",
                     tuple(f.target_names())) for f in files] or [
         Verdict("no device", None, UNKNOWN, None, reason, "no-device", path, "none")]

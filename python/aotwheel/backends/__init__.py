@@ -100,3 +100,17 @@ def for_device(device: Device) -> Backend:
 def vendors_in(file: FileReport) -> Sequence[str]:
     """Names of the backends that find code of theirs in ``file``."""
     return [b.name for b in all_backends() if any(b.code_in(file))]
+
+
+def rebuild_devlist(file: FileReport, vendor: str, own: Sequence[str]) -> str:
+    """The ``USE_AOT_DEVLIST`` a remedy names: ``own`` (``vendor``'s tokens, the device added) and,
+    for every other backend, the tokens that rebuild what ``file`` carries for it (its optional
+    ``devlist_tokens(file)``), in registry order, so advice never drops another vendor's targets."""
+    tokens: list[str] = []
+    for b in all_backends():
+        if b.name == vendor:
+            tokens += own
+        else:
+            extra = getattr(b, "devlist_tokens", None)
+            tokens += extra(file) if extra is not None else []
+    return ",".join(dict.fromkeys(t for t in tokens if t))

@@ -92,12 +92,14 @@ def run_check(args: argparse.Namespace) -> int:
         return 1
     cached = _cached_native_builds(verdicts)
     sycl = _sycl_cache_note(verdicts)
+    elsewhere = _served_elsewhere(verdicts)
     if args.json:
-        rows = [{**v.to_dict(), **({"cached_native_build": cached[i]} if i in cached else {})} for i, v in enumerate(verdicts)]
+        rows = [{**v.to_dict(), **({"cached_native_build": cached[i]} if i in cached else {}),
+                 **({"for_this_device": False} if i in elsewhere else {})} for i, v in enumerate(verdicts)]
         print(json.dumps({"binary": args.binary, "verdicts": rows, **({"sycl_cache": sycl} if sycl else {})}, indent=2))
     else:
-        if not verdicts:
-            print(f"{args.binary}: no devices found (see 'aotwheel devices'), or no device code in the binary")
+        if not verdicts:  # devices were found (else each file gets a no-device verdict): nothing for them to load
+            print(f"{args.binary}: no device code (no GPU image or IR of any vendor in it): nothing to check")
         binaries = list(dict.fromkeys(v.binary or args.binary for v in verdicts))
         for binary in binaries:
             indent = ""
@@ -105,9 +107,13 @@ def run_check(args: argparse.Namespace) -> int:
                 print(binary)
                 indent = "  "
             for i, v in enumerate(verdicts):
-                if (v.binary or args.binary) == binary:
+                if (v.binary or args.binary) == binary and i in elsewhere:
+                    why = v.reason.removeprefix("unsupported: ").split(", none of which")[0]
+                    print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: not for this device [rule other-vendor] - {why}; "
+                          "another library of the package serves it")
+                elif (v.binary or args.binary) == binary:
                     where = f" {v.image}" if v.image else ""
-                    fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild" not in v.reason else ""
+                    fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild with" not in v.reason else ""
                     print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.summary}{_cached_label(cached.get(i))}{where} "
                           f"[rule {v.rule}] - {v.reason}{fix}")
         if len(binaries) > 1:
@@ -118,7 +124,16 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"SYCL: {sycl['advice']}")
     if any(v.rule == "unreadable" for v in verdicts):
         return 2
-    return 1 if any(v.verdict == "unsupported" for v in verdicts) else 0
+    return 1 if any(v.verdict == "unsupported" for i, v in enumerate(verdicts) if i not in elsewhere) else 0
+
+
+def _served_elsewhere(verdicts: list) -> set[int]:
+    """Indexes of ``other-vendor`` verdicts for a device that another binary of the same package
+    serves (its vendor's code is there): "not for this device", not a failure. A package loads
+    the library for the device's backend only (bitsandbytes: CUDA, ROCm and XPU builds side by
+    side), so its exit status follows the libraries that serve the device."""
+    served = {v.device for v in verdicts if v.rule not in ("other-vendor", "unreadable", "no-device")}
+    return {i for i, v in enumerate(verdicts) if v.rule == "other-vendor" and v.device in served}
 
 
 def _cached_native_builds(verdicts: list) -> dict[int, dict[str, int]]:

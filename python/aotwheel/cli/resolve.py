@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     config = read()  # an empty variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`)
     text = args.text if args.devlist_option is None else args.devlist_option
+    given = text is not None or config.devlist_given  # not the default: the user named these devices
     if text is None:
         text = config.devlist
     jit_fallback = config.jit_fallback if args.jit_fallback is None else args.jit_fallback
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         check_ocloc(devlist, args.ocloc)
 
     if args.json:
-        print(json.dumps(devlist.to_dict(), indent=2))
+        print(json.dumps(devlist.to_dict() | {"given": given}, indent=2))
     elif args.format == "ocloc":
         print(devlist.ocloc_device)
     elif args.format == "sycl-targets":

@@ -58,7 +58,7 @@ class IntelBackend:
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
 
-        v = replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v))
+        v = replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v, file))
         if file is not None and v.verdict == NATIVE:
             # Kernels that exist only as spir64 SPIR-V are compiled at first use even here.
             missing = file.ir_kernels_missing_from.get("spir64_x86_64" if v.kind == "cpu" else "spir64_gen", 0)
@@ -67,8 +67,14 @@ class IntelBackend:
                             "spir64 SPIR-V images and are JIT-compiled at first use")
         return v
 
-    def covering_devlist(self, verdict: Verdict) -> str | None:
-        """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets."""
+    def devlist_tokens(self, file: FileReport) -> list[str]:
+        """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s Intel GPU images (names, else IPs)."""
+        names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != "cpu-aot"]
+        return list(dict.fromkeys(n for n in names if n))
+
+    def covering_devlist(self, verdict: Verdict, file: FileReport | None = None) -> str | None:
+        """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets (with
+        ``file``: other vendors' targets kept too)."""
         from aotwheel.backends.intel.catalog import load_catalog
 
         dev = load_catalog().by_ip(verdict.ip) if verdict.ip else None
@@ -77,10 +83,14 @@ class IntelBackend:
         names = [n for n in verdict.targets if n]
         if dev.name not in names:
             names.append(dev.name)
+        if file is not None:
+            from aotwheel.backends import rebuild_devlist
+
+            return rebuild_devlist(file, INTEL, names)
         return ",".join(names)
 
-    def remedy(self, verdict: Verdict) -> str:
-        devlist = self.covering_devlist(verdict)
+    def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
+        devlist = self.covering_devlist(verdict, file)
         if devlist:
             from aotwheel.backends.intel.ocloc import build_note
 
@@ -103,7 +113,9 @@ class IntelBackend:
         embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
         line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
         devlist = self.covering_devlist(verdict)
-        if devlist:
+        if verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
+            line += f"; {verdict.remedy} to ship native code for it"
+        elif devlist:
             from aotwheel.backends.intel.ocloc import build_note
 
             line += f"; rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))} to ship native code for it"

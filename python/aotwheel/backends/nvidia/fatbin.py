@@ -9,12 +9,19 @@ options block), the payload right after the header. Containers in a section are 
 
 Compressed payloads (flag 0x8000: zstd, nvcc 13's default for PTX; flag 0x2000: LZ4 block, what
 ``--compress-mode=speed`` writes) are decompressed only by :func:`entry_payload`, with a cap.
+
+Libraries also keep containers outside ``.nv_fatbin`` and load them with ``cuModuleLoadData``
+(cuFFT 12 in ``.ldata``, cuFFT 11 in ``.data``, cuBLASLt in ``.cask_resource``): :func:`scan_sections`
+finds them by magic in every data section, and keeps a match only when its structure holds
+(:func:`_checked_container`), skipping each container's body once found, so the scan reads the
+gaps between containers and nothing twice.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import struct
 from dataclasses import dataclass
 
 from aotwheel.formats.region import Region
@@ -25,7 +32,8 @@ SECTIONS = (".nv_fatbin", "__nv_relfatbin")  # linked code; relocatable (-rdc) o
 
 KIND_PTX = 1
 KIND_CUBIN = 2
-_KINDS = {KIND_PTX: "ptx", KIND_CUBIN: "cubin"}
+KIND_LTOIR = 8  # NVVM LTO IR for nvJitLink (cuFFT 12's callback kernels): no cuModuleLoadData image
+_KINDS = {KIND_PTX: "ptx", KIND_CUBIN: "cubin", KIND_LTOIR: "ltoir"}
 
 # Entry flags (measured with nvcc 13.0 -gencode / --compress-mode variants).
 FLAG_64BIT = 0x1
@@ -39,7 +47,19 @@ FLAG_FAMILY_SPECIFIC = 0x200000  # sm_100f / compute_100f
 _CONTAINER = "<IHHQ"  # 16 bytes
 _ENTRY = "<HHIQIIHHIIIQQQ"  # 64 bytes
 _ENTRY_SIZE = 64
+_CONTAINER_S = struct.Struct(_CONTAINER)
+_ENTRY_S = struct.Struct(_ENTRY)
 _MAX_ENTRIES = 1 << 16  # per container; real libraries hold hundreds
+_MAX_ARCH = 255  # sm_20 .. sm_121 today: an arch field beyond this is not an entry
+
+# Sections scanned for containers besides SECTIONS: allocated data of any name (vendor sections
+# such as .cask_resource included), never code, symbol/string/relocation tables, unwind or debug
+# data, whose bytes can hold the magic by chance but never a container.
+_NOT_SCANNED = frozenset({
+    ".text", ".init", ".fini", ".plt", ".plt.got", ".plt.sec", ".eh_frame", ".eh_frame_hdr", ".gcc_except_table",
+    ".got", ".got.plt", ".init_array", ".fini_array", ".dynamic", ".comment", ".interp", ".stapsdt.base",
+    *SECTIONS,
+})
 DEFAULT_CAP = 1 << 30  # largest decompressed payload entry_payload() will produce
 
 
@@ -48,7 +68,7 @@ class FatbinEntry:
     """One image in a fat binary: a cubin for ``sm_<arch>`` or PTX for ``compute_<arch>``."""
 
     offset: int  # file offset of the entry header
-    kind: str  # "cubin" | "ptx" | "unknown"
+    kind: str  # "cubin" | "ptx" | "ltoir" | "unknown"
     kind_code: int
     arch: int  # 90 for sm_90 / compute_90
     arch_specific: bool  # the "a" variant (sm_90a): runs on exactly that arch
@@ -188,6 +208,72 @@ def parse_fatbin(region: Region, *, path: str | None = None, section: str | None
     return Fatbin(path or region.label, section, tuple(containers))
 
 
+def scannable(name: str, sh_type: int | str) -> bool:
+    """Whether section ``name`` may hold fat binary containers that :func:`scan_sections` looks for."""
+    return sh_type == "SHT_PROGBITS" and name not in _NOT_SCANNED and not name.startswith((".debug", ".note", ".gnu", ".rela", ".rel."))
+
+
+def scan_sections(region: Region, sections, first_index: int = 0) -> tuple[list[FatbinContainer], int]:  # type: ignore[no-untyped-def]
+    """Containers found by magic in the :func:`scannable` ones of ``sections`` (ELF section
+    headers of ``region``), numbered from ``first_index``; and how many magic matches their
+    structure rejected (chance bytes in data, never reported as images)."""
+    containers: list[FatbinContainer] = []
+    rejected = 0
+    for sec in sections:
+        if not sec.size or not scannable(sec.name, sec.type):
+            continue
+        found, bad = _scan(region.sub(sec.offset, sec.size, f"section {sec.name}"), sec.name, first_index + len(containers))
+        containers += found
+        rejected += bad
+    return containers, rejected
+
+
+def _scan(region: Region, section: str, first_index: int) -> tuple[list[FatbinContainer], int]:
+    buf, lo, hi = region.buf, region.start, region.start + region.size
+    find = buf.find if hasattr(buf, "find") else bytes(buf).find  # mmap and bytes search in C
+    out: list[FatbinContainer] = []
+    rejected = 0
+    pos = lo
+    while (at := find(MAGIC_BYTES, pos, hi)) >= 0:
+        off = at - lo
+        fat_size = _checked_container(region, off)
+        if fat_size is None:
+            rejected += 1
+            pos = at + 4  # the magic cannot overlap itself
+            continue
+        body = region.sub(off + 16, fat_size, "fat binary container")
+        out.append(FatbinContainer(region.where(off), 1, fat_size, _entries(body, first_index + len(out)), section))
+        pos = at + 16 + fat_size
+    return out, rejected
+
+
+def _checked_container(region: Region, off: int) -> int | None:
+    """``fat_size`` if a real container starts at ``off``, else None: version 1, a 16-byte header,
+    entries of a known kind and a plausible arch whose headers and payloads tile the body exactly,
+    all inside the region. Reads headers only; allocates nothing a header claims."""
+    if off + 16 > region.size:
+        return None
+    # Bounds are checked here before every read, so the headers are unpacked from the buffer
+    # directly (this runs once per container: 24k times in cuFFT).
+    buf, start = region.buf, region.start
+    _magic, version, header_size, fat_size = _CONTAINER_S.unpack_from(buf, start + off)
+    if version != 1 or header_size != 16 or fat_size < _ENTRY_SIZE or off + 16 + fat_size > region.size:
+        return None
+    eo, count, base = 0, 0, start + off + 16
+    while eo < fat_size:
+        if eo + _ENTRY_SIZE > fat_size or count >= _MAX_ENTRIES:
+            return None
+        (kind, _ver, hsize, size, csize, _opt, _minor, _major, arch, _noff, _nlen, flags, _z, _dsize) = _ENTRY_S.unpack_from(
+            buf, base + eo)
+        if kind not in _KINDS or hsize < _ENTRY_SIZE or not 0 < arch <= _MAX_ARCH or eo + hsize + size > fat_size:
+            return None
+        if flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD) and csize > size:
+            return None
+        eo += hsize + size
+        count += 1
+    return fat_size
+
+
 def _skip_padding(region: Region, off: int) -> int:
     """The offset of the next non-zero byte: sections pad containers with zeros (8-byte alignment,
     sometimes more at the end), and a zero word can never start a container."""
@@ -206,9 +292,9 @@ def _entries(body: Region, container: int) -> tuple[FatbinEntry, ...]:
     while off < len(body):
         if len(out) >= _MAX_ENTRIES:
             raise body.error(off, f"more than {_MAX_ENTRIES} entries in one container")
-        (kind, _ver, header_size, size, csize, opt_off, minor, major, arch, name_off, name_len, flags, _zero, dsize) = body.unpack(
-            _ENTRY, off, "fat binary entry header"
-        )
+        body.check(off, _ENTRY_SIZE, "fat binary entry header")
+        (kind, _ver, header_size, size, csize, opt_off, minor, major, arch, name_off, name_len, flags, _zero, dsize) = _ENTRY_S.unpack_from(
+            body.buf, body.start + off)
         if header_size < _ENTRY_SIZE:
             raise body.error(off, f"fat binary entry header size {header_size} is below {_ENTRY_SIZE}")
         body.check(off, header_size + size, "fat binary entry")
@@ -249,7 +335,8 @@ def _options(body: Region, off: int, header_size: int, opt_off: int) -> str | No
         return None
     raw = body.read(off + opt_off + 8, length, "fat binary options").rstrip(b"\0 ")
     # Family/arch-specific cubins keep binary compatibility data here, not an option string.
-    return raw.decode("ascii") if raw and all(32 <= b < 127 for b in raw) else None
+    text = raw.decode("ascii") if raw and raw.isascii() else ""
+    return text if text and text.isprintable() else None
 
 
 def _name(body: Region, off: int, limit: int, name_off: int, name_len: int) -> str | None:
@@ -295,6 +382,9 @@ def _read_region(region: Region, name: str) -> Fatbin | None:
         fat = parse_fatbin(sub, path=name, section=sec_name)
         base = len(containers)
         containers.extend(_renumber(c, base + i) for i, c in enumerate(fat.containers))
+    scanned, _ = scan_sections(region, view.sections, len(containers))
+    containers += scanned
+    found += list(dict.fromkeys(c.section for c in scanned if c.section))
     if not found:
         return None
     return Fatbin(name, ",".join(found), tuple(containers))
@@ -316,23 +406,74 @@ def entry_payload(path: str | os.PathLike[str], entry: FatbinEntry, *, decompres
     """
     name = os.fspath(path)
     with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        region = Region(mm, name)
-        stored = region.sub(entry.payload_offset, entry.stored_size, f"{entry.target} payload")
-        if not (decompress and entry.compressed):
-            data = stored.read(0, len(stored), "payload")
-        elif entry.decompressed_size > cap:
-            raise stored.error(0, f"{entry.target} declares {entry.decompressed_size} decompressed bytes, above the {cap}-byte cap")
-        elif entry.compression == "zstd":
-            from aotwheel.formats import zstd
+        return region_payload(Region(mm, name), entry, decompress=decompress, cap=cap)
 
-            data = zstd.decompress(stored, cap=min(cap, entry.decompressed_size or cap))
-        elif not entry.decompressed_size:
-            raise stored.error(0, f"{entry.target} is LZ4-compressed but declares no decompressed size")
-        else:
-            data = lz4_block_decompress(stored, entry.decompressed_size)
+
+# LZ4 cannot expand a block more than 255-fold (a length byte of 255 per 255 output bytes).
+LZ4_MAX_RATIO = 255
+
+
+def stored_region(region: Region, entry: FatbinEntry) -> Region:
+    """The stored bytes of ``entry`` inside ``region`` (whose offsets ``entry`` was read with)."""
+    return region.sub(entry.payload_offset - region.where(0), entry.stored_size, f"{entry.target} payload",
+                      label=f"{region.label} ({entry.target} {entry.kind} entry)")
+
+
+def region_payload(region: Region, entry: FatbinEntry, *, decompress: bool = True, cap: int = DEFAULT_CAP) -> bytes:
+    """:func:`entry_payload` for an entry of ``region``. A compressed entry is refused, with one
+    line naming it, before anything is allocated when its declared size is above ``cap`` or more
+    than its stored bytes can expand to, and after decompression when its data is corrupt or
+    decodes to another size than declared; cubins must then be ELF files."""
+    stored = stored_region(region, entry)  # its label names the entry in every error
+    what = "the entry"
+    if not (decompress and entry.compressed):
+        data = stored.read(0, len(stored), "payload")
+    elif entry.decompressed_size > cap:
+        raise stored.error(0, f"{what} declares {entry.decompressed_size} decompressed bytes, above the {cap}-byte cap")
+    elif entry.compression == "zstd":
+        from aotwheel.formats import zstd
+
+        data = zstd.decompress(stored, cap=min(cap, entry.decompressed_size or cap))
+        if entry.decompressed_size and len(data) != entry.decompressed_size:
+            raise stored.error(0, f"{what} declares {entry.decompressed_size} decompressed bytes but its zstd data holds {len(data)}")
+    elif not entry.decompressed_size:
+        raise stored.error(0, f"{what} is LZ4-compressed but declares no decompressed size")
+    elif entry.decompressed_size > LZ4_MAX_RATIO * len(stored) + 64:
+        raise stored.error(0, f"{what} declares {entry.decompressed_size} decompressed bytes, more than its "
+                              f"{len(stored)} LZ4 bytes can hold")
+    else:
+        data = lz4_block_decompress(stored, entry.decompressed_size)
     if entry.kind == "ptx" and (decompress or not entry.compressed):
         data = data.rstrip(b"\0")
+    if decompress and entry.kind == "cubin" and data[:4] != b"\x7fELF":
+        raise stored.error(0, f"{what} is not an ELF cubin after {'decompression' if entry.compressed else 'reading'}")
     return data
+
+
+STO_CUDA_ENTRY = 0x10  # st_other of a cubin symbol that is a kernel (__global__), not a device function
+
+
+def cubin_kernels(data: bytes) -> list[str]:
+    """The kernel (entry function) names of a cubin: its ELF64 symbols of type STT_FUNC marked
+    STO_CUDA_ENTRY. ``[]`` for anything that is not a well-formed little-endian ELF64."""
+    if len(data) < 64 or data[:5] != b"\x7fELF\x02" or data[5] != 1:
+        return []
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    if shentsize < 64 or shoff + shnum * shentsize > len(data):
+        return []
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names: list[str] = []
+    for _name, sh_type, _flags, _addr, offset, size, link, _info, _align, entsize in sections:
+        if sh_type != 2 or entsize != 24 or offset + size > len(data) or link >= shnum:  # SHT_SYMTAB
+            continue
+        str_off, str_size = sections[link][4], sections[link][5]
+        for at in range(offset, offset + size - 23, 24):
+            st_name, st_info, st_other = struct.unpack_from("<IBB", data, at)
+            if st_info & 0xF == 2 and st_other & STO_CUDA_ENTRY and st_name < str_size:
+                end = data.find(b"\0", str_off + st_name, str_off + str_size)
+                names.append(data[str_off + st_name : end if end >= 0 else str_off + str_size].decode("utf-8", "replace"))
+    return names
 
 
 def lz4_block_decompress(region: Region, limit: int) -> bytes:

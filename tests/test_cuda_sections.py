@@ -1,0 +1,98 @@
+"""NVIDIA fat binaries outside ``.nv_fatbin``: libraries keep containers in ``.ldata``, ``.data`` or
+vendor sections (``.cask_resource``) and load them with cuModuleLoadData.
+
+- A shared library built here (cc + .incbin) with a real nvcc fat binary in ``.cask_resource``
+  and chance magic bytes in ``.data``: cuobjdump's listing of the fat binary is what inspect finds,
+  and the false matches are no images.
+- NVIDIA's cuFFT 12.0.0.61 (pinned PyPI wheel, 23,983 containers in ``.ldata``): per-architecture
+  cubin counts equal an independent whole-file scan written here; ``check --device sm_90`` is native.
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _cuda_util import CACHE, REPO, VADD, listing, nvcc_out, run, source, wheel_member
+from aotwheel.inspector import inspect
+
+CUFFT_WHEEL = (
+    "nvidia-cufft==12.0.0.61",
+    "nvidia_cufft-12.0.0.61-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+    "6c44f692dce8fd5ffd3e3df134b6cdb9c2f72d99cf40b62c32dde45eea9ddad3",
+)
+MAGIC = struct.pack("<I", 0xBA55ED50)
+
+
+def whole_file_cubins(path: Path) -> collections.Counter[str]:
+    """Cubins per target in every fat binary container anywhere in the file, by the layout of
+    docs/formats.md §5 / REFERENCE §12 alone: container {magic, u16 version 1, u16 header 16,
+    u64 size}, entries {u16 kind, u16, u32 header size, u64 size, ..., u32 arch @28, u64 flags @40}
+    tiling the container exactly; flags 0x100000 'a', 0x200000 'f'."""
+    data = path.read_bytes()
+    found: collections.Counter[str] = collections.Counter()
+    at = data.find(MAGIC)
+    while at >= 0:
+        version, header, size = struct.unpack_from("<HHQ", data, at + 4)
+        entries, off, end = [], at + 16, at + 16 + size
+        while version == 1 and header == 16 and off + 64 <= end <= len(data):
+            kind, _, hsize, esize = struct.unpack_from("<HHIQ", data, off)
+            (arch,), (flags,) = struct.unpack_from("<I", data, off + 28), struct.unpack_from("<Q", data, off + 40)
+            entries.append((kind, arch, flags))
+            off += hsize + esize
+        if entries and off == end:
+            for kind, arch, flags in entries:
+                if kind == 2:
+                    found[f"sm_{arch}{'a' if flags & 0x100000 else 'f' if flags & 0x200000 else ''}"] += 1
+            at = data.find(MAGIC, end)
+        else:
+            at = data.find(MAGIC, at + 4)
+    return found
+
+
+def test_container_in_a_vendor_section_is_read_and_chance_magic_is_not(tmp_path: Path) -> None:
+    fatbin = nvcc_out("vadd_sm80_sm90_ptx.fatbin", "-fatbin", "-gencode=arch=compute_80,code=sm_80",
+                      "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD)))
+    expected = sorted(listing(fatbin))  # cuobjdump's reading of the container itself
+    # .data: the magic, then a header that is not one (version 7; and one claiming 1 TiB of entries).
+    chance = MAGIC + struct.pack("<HHQ", 7, 16, 64) + bytes(64) + MAGIC + struct.pack("<HHQ", 1, 16, 1 << 40)
+    c = tmp_path / "lib.c"
+    c.write_text(
+        '__asm__(".pushsection .cask_resource, \\"a\\"\\n.balign 16\\n.incbin \\"%s\\"\\n.popsection\\n");\n'
+        "unsigned char chance[] = {%s};\n" % (fatbin, ", ".join(str(b) for b in chance))
+    )
+    so = tmp_path / "libvendor.so"
+    run(["cc", "-shared", "-fPIC", str(c), "-o", str(so)])
+    assert ".nv_fatbin" not in run(["readelf", "-SW", str(so)]).stdout
+    (fr,) = inspect(so).files
+    got = sorted([(i.kind, i.arch.replace("compute_", "sm_")) for i in fr.images])
+    assert got == expected and {i.section for i in fr.images} == {".cask_resource"}
+    assert sorted(fr.cuda) == ["compute_90", "sm_80", "sm_90"] and fr.warnings == []
+
+
+@pytest.fixture(scope="module")
+def cufft() -> Path:
+    return wheel_member(CUFFT_WHEEL, "nvidia/cu13/lib/libcufft.so.12")
+
+
+def test_cufft_cubins_equal_a_whole_file_scan(cufft: Path) -> None:
+    expected = whole_file_cubins(cufft)
+    assert sum(expected.values()) == 3125  # REFERENCE §12: 3,124 in .ldata, and one in .nv_fatbin
+    (fr,) = inspect(cufft).files
+    got = collections.Counter(t.name for t in fr.native_targets if t.vendor == "nvidia")
+    assert got == expected
+    assert {i.section for i in fr.images} == {".nv_fatbin", ".ldata"}
+
+
+def test_cufft_is_native_on_sm_90(cufft: Path) -> None:
+    env = {"PYTHONPATH": str(REPO / "python"), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(cufft), "--device", "sm_90"], capture_output=True,
+                          text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("sm_90 (cc 9.0): native sm_90 "), proc.stdout
+    assert CACHE in cufft.parents  # kept in the tests' download cache
