@@ -62,6 +62,9 @@ def _size(n: int) -> str:
     return str(n)
 
 
+_IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode", "ptx": "PTX"}  # image kind -> what `inspect` prints
+
+
 def render(report: Report, *, show_all: bool = False) -> str:
     """Human output: a compact table and a summary line per binary with device code."""
     out: list[str] = []
@@ -73,11 +76,15 @@ def render(report: Report, *, show_all: bool = False) -> str:
         if not fr.images and not show_all:
             continue
         out.append(fr.path)
-        ir_images = sum(1 for i in fr.images if {"spirv", "llvmbc", "ptx"} & {i.kind, i.content})
+        ir_forms = [next(k for k in _IR_NAMES if k in (i.kind, i.content)) for i in fr.images if set(_IR_NAMES) & {i.kind, i.content}]
+        ir_images = len(ir_forms)
         compressed = sum(1 for i in fr.images if i.compressed)
-        # Say what each number counts: embedded images (native code vs IR for JIT), not kernels.
+        # Say what each number counts: embedded images (native code vs IR for JIT), not kernels;
+        # and name the IR forms these images hold, not every form there is.
         native_images = len(fr.images) - ir_images
-        detail = f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT (SPIR-V, LLVM, PTX)"
+        forms = ", ".join(_IR_NAMES[k] for k in _IR_NAMES if k in ir_forms)
+        detail = (f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT"
+                  + (f" ({forms})" if forms else ""))
         detail += f"; {compressed} compressed" if compressed else ""
         out.append(detail)
         if fr.native_targets:
