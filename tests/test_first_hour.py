@@ -66,3 +66,41 @@ def test_pip_wheel_typo_is_the_first_and_only_build_output_line(tmp_path: Path) 
     box = next(i for i, line in enumerate(lines) if line.endswith("[1 lines of output]"))
     assert lines[box + 1] == f"aotwheel: error: {TYPO_LINE}", out[-3000:]
     assert "CMake" not in out and "ninja should not be" not in out
+
+
+def _sh_block(marker: str) -> str:
+    blocks = [b for b in _code(README, "sh") if marker in b]
+    assert blocks, f"README lost its block with {marker!r}"
+    return blocks[0]
+
+
+def _run_block(block: str, cwd: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """Each line of a README block as a user types it (comments stay: bash drops them)."""
+    procs = []
+    for line in block.strip().splitlines():
+        proc = subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True, env=env, timeout=600, check=False)
+        assert proc.returncode == 0, (line, proc.stdout[-2000:], proc.stderr[-2000:])
+        procs.append(proc)
+    return procs
+
+
+def _venv_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env["AOTWHEEL_CACHE_DIR"] = str(tmp_path / "cache")  # the user's build cache stays untouched
+    return env
+
+
+@pytest.mark.skipif(shutil.which("ocloc") is None or shutil.which("clang-15") is None or shutil.which("llvm-spirv-15") is None,
+                    reason="needs ocloc, clang-15 and llvm-spirv-15 (bash ci/setup.sh)")
+def test_readme_compile_block_runs_as_written(tmp_path: Path) -> None:
+    """Issue 30 item 7: the block makes its k.spv, and no command overwrites another's output."""
+    block = _sh_block("aotwheel compile k.spv")
+    assert "k.spv" in block.splitlines()[1] and "-o k.spv" in block  # how to make k.spv comes first
+    _run_block(block, tmp_path, _venv_env(tmp_path))
+    outputs = [m for line in block.splitlines() if line.startswith("aotwheel compile") and (m := re.search(r"-o (\S+)", line))]
+    assert len({m[1] for m in outputs}) == len(outputs) == 3  # three commands, three outputs
+    for name in ("k.ar", "k-xe-hpc.ar"):
+        assert (tmp_path / name).read_bytes()[:8] == b"!<arch>\n", name
+    members = subprocess.run(["ar", "t", str(tmp_path / "k.ar")], capture_output=True, text=True, check=True).stdout.split()
+    assert {"64.12.60.7", "64.12.55.8", "generic_ir"} <= {m.rstrip("/") for m in members}  # pvc, acm-g10 (= ats-m150)
+    assert {p.name for p in (tmp_path / "bins").iterdir()} >= {"pvc.bin", "generic_ir.spv"}
