@@ -137,3 +137,15 @@ def test_matrix_check_installed_compares_with_the_devlist(installed_aotwheel: Pa
     wrong = _matrix("check-installed", "--expect", "pvc", env=env)
     assert wrong.returncode == 1
     assert "expected ['pvc']" in wrong.stdout
+
+
+def test_matrix_build_out_is_ignored_by_git(tmp_path: Path) -> None:
+    """Issue 30 item 8: `python3 ci/matrix.py build --out OUT` in a clone leaves OUT out of git status
+    (here a build of a project that is not there: OUT is made before the first pip wheel fails)."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    proc = _matrix("build", "--variant", "pvc", "--project", str(tmp_path / "missing"), "--out", str(clone / "OUT"))
+    assert proc.returncode != 0 and (clone / "OUT" / "pvc").is_dir(), proc.stderr[-2000:]
+    (clone / "OUT" / "pvc" / "x.whl").write_bytes(b"wheel")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone, capture_output=True, text=True, check=True)
+    assert status.stdout == ""
