@@ -74,14 +74,12 @@ def _sh_block(marker: str) -> str:
     return blocks[0]
 
 
-def _run_block(block: str, cwd: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
-    """Each line of a README block as a user types it (comments stay: bash drops them)."""
-    procs = []
-    for line in block.strip().splitlines():
-        proc = subprocess.run(["bash", "-c", line], cwd=cwd, capture_output=True, text=True, env=env, timeout=600, check=False)
-        assert proc.returncode == 0, (line, proc.stdout[-2000:], proc.stderr[-2000:])
-        procs.append(proc)
-    return procs
+def _run_block(block: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A README block as a user types it, line after line in one shell (comments stay: bash drops
+    them); the first failing line stops it (-e) and -x shows which."""
+    proc = subprocess.run(["bash", "-exc", block], cwd=cwd, capture_output=True, text=True, env=env, timeout=900, check=False)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    return proc
 
 
 def _venv_env(tmp_path: Path) -> dict[str, str]:
@@ -104,3 +102,22 @@ def test_readme_compile_block_runs_as_written(tmp_path: Path) -> None:
     members = subprocess.run(["ar", "t", str(tmp_path / "k.ar")], capture_output=True, text=True, check=True).stdout.split()
     assert {"64.12.60.7", "64.12.55.8", "generic_ir"} <= {m.rstrip("/") for m in members}  # pvc, acm-g10 (= ats-m150)
     assert {p.name for p in (tmp_path / "bins").iterdir()} >= {"pvc.bin", "generic_ir.spv"}
+
+
+def test_readme_example_block_builds_in_pip_isolation_without_sitecustomize_errors(tmp_path: Path) -> None:
+    """Issue 30 item 8: the README's example block as written (pip's isolated build, aotwheel from
+    dist/), verbose as `pip -v`: the `_aot hook` edge runs without "Error in sitecustomize"."""
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "examples" / "downstream", clone / "examples" / "downstream",
+                    ignore=shutil.ignore_patterns("build", "dist", "*.whl"))
+    dist = clone / "dist"
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
+                           capture_output=True, text=True, timeout=900, check=False)
+    assert built.returncode == 0, built.stderr[-3000:]
+    env = _venv_env(tmp_path)
+    env["PIP_VERBOSE"] = "1"  # = pip -v: pip shows the build backend's output
+    proc = _run_block(_sh_block("cd examples/downstream"), clone, env)
+    out = proc.stdout + proc.stderr
+    assert "aotdemo._aot hook" in out, out[-3000:]
+    assert "Error in sitecustomize" not in out and "AssertionError" not in out, out[-3000:]
+    assert list(dist.glob("aotdemo-*.whl")) and "embedded image" in proc.stdout
