@@ -104,16 +104,29 @@ def test_readme_compile_block_runs_as_written(tmp_path: Path) -> None:
     assert {p.name for p in (tmp_path / "bins").iterdir()} >= {"pvc.bin", "generic_ir.spv"}
 
 
-def test_readme_example_block_builds_in_pip_isolation_without_sitecustomize_errors(tmp_path: Path) -> None:
-    """Issue 30 item 8: the README's example block as written (pip's isolated build, aotwheel from
-    dist/), verbose as `pip -v`: the `_aot hook` edge runs without "Error in sitecustomize"."""
-    clone = tmp_path / "clone"
-    shutil.copytree(REPO / "examples" / "downstream", clone / "examples" / "downstream",
-                    ignore=shutil.ignore_patterns("build", "dist", "*.whl"))
-    dist = clone / "dist"
+@pytest.fixture(scope="module")
+def aotwheel_dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's wheel, as `bash ci/main.sh` leaves it in dist/."""
+    dist = tmp_path_factory.mktemp("dist")
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
                            capture_output=True, text=True, timeout=900, check=False)
     assert built.returncode == 0, built.stderr[-3000:]
+    return dist
+
+
+def _clone_with_example(tmp_path: Path, dist: Path) -> Path:
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "examples" / "downstream", clone / "examples" / "downstream",
+                    ignore=shutil.ignore_patterns("build", "dist", "*.whl"))
+    shutil.copytree(dist, clone / "dist")
+    return clone
+
+
+def test_readme_example_block_builds_in_pip_isolation_without_sitecustomize_errors(tmp_path: Path, aotwheel_dist: Path) -> None:
+    """Issue 30 item 8: the README's example block as written (pip's isolated build, aotwheel from
+    dist/), verbose as `pip -v`: the `_aot hook` edge runs without "Error in sitecustomize"."""
+    clone = _clone_with_example(tmp_path, aotwheel_dist)
+    dist = clone / "dist"
     env = _venv_env(tmp_path)
     env["PIP_VERBOSE"] = "1"  # = pip -v: pip shows the build backend's output
     proc = _run_block(_sh_block("cd examples/downstream"), clone, env)
@@ -121,3 +134,31 @@ def test_readme_example_block_builds_in_pip_isolation_without_sitecustomize_erro
     assert "aotdemo._aot hook" in out, out[-3000:]
     assert "Error in sitecustomize" not in out and "AssertionError" not in out, out[-3000:]
     assert list(dist.glob("aotdemo-*.whl")) and "embedded image" in proc.stdout
+
+
+def test_dead_remote_cache_is_visible_in_the_wheel_and_inspect(tmp_path: Path, aotwheel_dist: Path) -> None:
+    """Issue 30 item 5: with the remote cache on a port where nothing listens, `pip wheel` succeeds
+    and shows nothing; the wheel's manifest counts the failures and `aotwheel inspect` says so."""
+    import json
+    import socket
+    import zipfile
+
+    with socket.socket() as s:  # a port that was free a moment ago: connections are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    clone = _clone_with_example(tmp_path, aotwheel_dist)
+    env = _venv_env(tmp_path)
+    env.update(USE_AOT_DEVLIST="pvc", AOTWHEEL_REMOTE_CACHE=f"http://127.0.0.1:{port}/aot")
+    out = clone / "out"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "--find-links", str(clone / "dist"), "-w", str(out)],
+                          cwd=clone / "examples" / "downstream", capture_output=True, text=True, env=env, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = out.glob("aotdemo-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        manifest = json.loads(zf.read("aotdemo/_aot_manifest.json"))
+    failures = manifest["remote_cache"]["failures"]
+    assert failures >= 2, manifest["remote_cache"]  # at least the SPIR-V step and pvc's ocloc step asked the remote
+    shown = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", str(wheel)], capture_output=True, text=True, env=env,
+                           timeout=300, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert f"aotdemo/_aot_manifest.json: built with {failures} remote-cache failures" in shown.stdout, shown.stdout

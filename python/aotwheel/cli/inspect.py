@@ -30,7 +30,36 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(render(report, show_all=args.all))
+        for note in build_notes(args.path):
+            print(note)
     return 2 if report.errors else 0
+
+
+def build_notes(path: str) -> list[str]:
+    """What a wheel's ``_aot_manifest.json`` files say about how it was built that a user must
+    see: remote-cache failures (the build went on as on a miss, and pip hid the warning)."""
+    import zipfile
+
+    try:
+        if not path.endswith((".whl", ".zip")) or not zipfile.is_zipfile(path):
+            return []
+        notes = []
+        with zipfile.ZipFile(path) as zf:
+            for name in zf.namelist():
+                if not name.endswith("_aot_manifest.json"):
+                    continue
+                try:
+                    doc = json.loads(zf.read(name))
+                    failures = int((doc.get("remote_cache") or {}).get("failures", 0))
+                except (ValueError, TypeError, AttributeError, KeyError, zipfile.BadZipFile):
+                    continue
+                if failures:
+                    notes.append(f"{name}: built with {failures} remote-cache failure{'s' if failures != 1 else ''} (the shared "
+                                 "cache was down, refused or sent damaged objects; those objects were built here instead: check "
+                                 "AOTWHEEL_REMOTE_CACHE and `aotwheel build cache`)")
+        return notes
+    except OSError:
+        return []
 
 
 def summary(fr: FileReport) -> str:
