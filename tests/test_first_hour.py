@@ -162,3 +162,63 @@ def test_dead_remote_cache_is_visible_in_the_wheel_and_inspect(tmp_path: Path, a
                            timeout=300, check=False)
     assert shown.returncode == 0, shown.stderr
     assert f"aotdemo/_aot_manifest.json: built with {failures} remote-cache failures" in shown.stdout, shown.stdout
+
+
+_NGINX_MAIN = """daemon off;
+master_process off;
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+  access_log {root}/access.log;
+  client_body_temp_path {root}/body;
+  proxy_temp_path {root}/proxy;
+  fastcgi_temp_path {root}/fastcgi;
+  uwsgi_temp_path {root}/uwsgi;
+  scgi_temp_path {root}/scgi;
+{server}
+}}
+"""
+
+
+def test_readme_cache_server_configs_serve_aotwheels_stores(tmp_path: Path) -> None:
+    """Issue 30 item 5: the README's nginx `server` block and redis.conf lines, as written (port,
+    folder and bind address moved to this test's), serve aotwheel's HTTP and Redis stores."""
+    from aotwheel.buildsteps.remote import config_from
+
+    from benchmarks.servers import NGINX, REDIS, _wait_port, free_port
+
+    if NGINX is None or REDIS is None:
+        pytest.skip("needs nginx and redis-server (bash ci/setup.sh installs them)")
+    (server,) = _code(README, "nginx")
+    redis_blocks = [b for b in _code(README, "conf") if "maxmemory-policy" in b]
+    assert len(redis_blocks) == 1, "README lost its redis.conf lines"
+    nginx_port, redis_port = free_port(), free_port()
+    dav = tmp_path / "dav"
+    dav.mkdir()
+    server = server.replace("listen 8080;", f"listen 127.0.0.1:{nginx_port};").replace("/var/cache/aotwheel-dav", str(dav))
+    (tmp_path / "nginx.conf").write_text(_NGINX_MAIN.format(root=tmp_path, server=server))
+    redis_conf = tmp_path / "redis.conf"
+    redis_conf.write_text(redis_blocks[0] + f"port {redis_port}\nbind 127.0.0.1\nsave \"\"\ndir {tmp_path}\n")  # later lines win
+    procs = [subprocess.Popen([NGINX, "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL),
+             subprocess.Popen([REDIS, str(redis_conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        _wait_port(nginx_port, procs[0], "nginx")
+        _wait_port(redis_port, procs[1], "redis-server")
+        url = f"http://127.0.0.1:{nginx_port}/aotwheel|redis://127.0.0.1:{redis_port}/0"
+        stores = config_from({"AOTWHEEL_REMOTE_CACHE": url}).stores()
+        assert len(stores) == 2
+        key = "ab" * 32
+        for store in stores:
+            assert store.get(key) is None
+            store.put(key, b"device image")
+            assert store.get(key) == b"device image" and store.exists(key)
+        assert [p.read_bytes() for p in (dav / "aotwheel").rglob("*") if p.is_file()] == [b"device image"]  # nginx's disk
+        policy = subprocess.run(["redis-cli", "-p", str(redis_port), "config", "get", "maxmemory-policy"], capture_output=True,
+                                text=True, check=True).stdout.split()
+        assert policy == ["maxmemory-policy", "allkeys-lru"]
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(10)
