@@ -222,3 +222,44 @@ def test_readme_cache_server_configs_serve_aotwheels_stores(tmp_path: Path) -> N
         for proc in procs:
             proc.terminate()
             proc.wait(10)
+
+
+STANDARD_CMAKELISTS = """cmake_minimum_required(VERSION 3.26)
+project(${SKBUILD_PROJECT_NAME} LANGUAGES C)
+find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module ${SKBUILD_SABI_COMPONENT})
+Python_add_library(_demo MODULE USE_SABI 3.10 WITH_SOABI csrc/_demo.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_resolve_devlist(DEVS)
+aotwheel_add_device_code(_demo NAME demo SOURCES kernels/saxpy.cl DEVLIST DEVS DESTINATION aotdemo)
+install(TARGETS _demo LIBRARY DESTINATION aotdemo)
+"""
+
+
+@pytest.mark.skipif(shutil.which("ocloc") is None or shutil.which("clang-15") is None, reason="needs ocloc and clang-15 (bash ci/setup.sh)")
+def test_readme_scaling_out_block_on_a_standard_scikit_build_core_project(tmp_path: Path, aotwheel_dist: Path) -> None:
+    """Issue 30 items 3 and 5: the README's scale-out block as written, on the CMakeLists a
+    scikit-build-core user writes (`${SKBUILD_SABI_COMPONENT}` with `USE_SABI 3.10`, no
+    fallback block), against a real nginx WebDAV store: `warm --shard 2/4` configures it (as
+    scikit-build-core would) and says what it compiled; the wheel then assembles."""
+    from conftest import start_nginx
+
+    nginx = start_nginx(tmp_path / "nginx")
+    try:
+        clone = _clone_with_example(tmp_path, aotwheel_dist)
+        project = clone / "examples" / "downstream"
+        (project / "CMakeLists.txt").write_text(STANDARD_CMAKELISTS)
+        assert 'wheel.py-api = "cp310"' in (project / "pyproject.toml").read_text()
+        block = _sh_block("aotwheel build warm --shard 2/4")
+        url = re.search(r"AOTWHEEL_REMOTE_CACHE='([^']+)'", block)
+        assert url
+        env = _venv_env(tmp_path)
+        env["PIP_FIND_LINKS"] = str(clone / "dist")  # aotwheel is not on this machine's index: dist/ stands in
+        proc = _run_block(block.replace(url[1], nginx.url()), project, env)
+    finally:
+        nginx.stop()
+    out = proc.stdout
+    assert "shard 2/4:" in out, out
+    compiled = re.findall(r"^  saxpy\.spv for (\S+): compiled, pushed to the remote cache", out, re.M)
+    assert len(compiled) == 1 and compiled[0] in "pvc,acm-g10,tgllp,dg1".split(","), out  # 4 devices, 1 source: one job a shard
+    assert list(project.glob("aotdemo-*-cp310-abi3-*.whl")), out  # the assembled wheel, abi3 as py-api says
+    assert "remote_failures: 0" in out
