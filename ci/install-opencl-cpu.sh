@@ -4,8 +4,10 @@
 #   <prefix>/etc/aotwheel-opencl-vendors/intel-cpu.icd  -> <prefix>/lib/libintelocl.so
 #   (plus copies of /etc/OpenCL/vendors/*.icd: OCL_ICD_VENDORS replaces that folder)
 #   <prefix>/opencl-cpu.env                             -> export OCL_ICD_VENDORS=...
-# Then: source <prefix>/opencl-cpu.env (ci/test.sh does). `aotwheel devices|check|selftest`
-# find the runtime on their own when OCL_ICD_VENDORS is unset.
+# and, in a virtual environment, makes <prefix>/bin/activate source that file, so that every
+# program run in the activated venv (dpctl, dpnp, pyopencl) sees the CPU device, not only
+# `aotwheel devices|check|selftest`, which find the runtime on their own when OCL_ICD_VENDORS is
+# unset. Without activation: source <prefix>/opencl-cpu.env (ci/test.sh does).
 # Measured on the dev machine (Debian 12, 2 cores): 276 MB of wheels (intel-opencl-rt 225 MB,
 # intel-cmplr-lib-rt 41.5 MB, tbb 6.9 MB, tcmlib 2.8 MB), 684 MB installed; pip install took
 # 9 s wall here (fast mirror). Idempotent: a second run only rewrites the two small files.
@@ -30,5 +32,11 @@ if [[ -d /etc/OpenCL/vendors ]]; then
   done
 fi
 printf 'export OCL_ICD_VENDORS=%q\n' "$vendors" > "$prefix/opencl-cpu.env"
+activate="$prefix/bin/activate"
+if [[ -f "$activate" ]] && ! grep -q 'opencl-cpu.env' "$activate"; then
+  # Appended: activate's own body is untouched; the file only exports OCL_ICD_VENDORS.
+  printf '\n# added by aotwheel ci/install-opencl-cpu.sh: Intel CPU OpenCL runtime for every program\n. %q\n' \
+    "$prefix/opencl-cpu.env" >> "$activate"
+fi
 echo "install-opencl-cpu: CPU OpenCL runtime ready; run: source $prefix/opencl-cpu.env" >&2
 cat "$prefix/opencl-cpu.env"

@@ -162,6 +162,15 @@ def _emit(reports: list[WheelReport], as_json: bool) -> int:
     return 1 if any(r.problems for r in reports) else 0
 
 
+def _ignored_by_git(out: Path) -> None:
+    """OUT holds build products only: a ``.gitignore`` of ``*`` inside keeps it (wherever it sits in a
+    clone) out of ``git status``, as ``python -m venv`` and pytest do for their folders."""
+    out.mkdir(parents=True, exist_ok=True)
+    marker = out / ".gitignore"
+    if not marker.exists():
+        marker.write_text("# made by ci/matrix.py build: wheels and build trees, never committed\n*\n", encoding="utf-8")
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     _use_repo_package()
     from aotwheel.errors import AotwheelError
@@ -173,6 +182,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     except AotwheelError as exc:
         return _fail(str(exc))
     out = Path(args.out).resolve()
+    _ignored_by_git(out)
     build_root = Path(args.build_dir).resolve() if args.build_dir else out / "_build"
     reports: list[WheelReport] = []
     for v in variants:

@@ -68,5 +68,14 @@ fi
 if [[ -f ci/install-opencl-cpu.sh ]]; then
   PYTHON=.venv/bin/python bash ci/install-opencl-cpu.sh
 fi
+# Real SYCL packages for tests/test_sycl_runtime_cpu.py: the SYCL runtime (intel-sycl-rt) runs
+# dpnp's kernels on the CPU runtime above, so `aotwheel check` is proven against the loader itself.
+# Pinned (the test rewrites the option string these builds carry). Measured: 548 MB of wheels on
+# top of the lines above (mkl 221, intel-sycl-rt 172, intel-openmp 50, intel-cmplr-lib-ur 33,
+# dpnp 29, onemkl-sycl-* 81, dpctl 1.3), 2.0 GB installed; 15 s here from a warm pip cache.
+# dpnp 0.20.0 has wheels for CPython 3.10-3.13; on a newer Python (Debian sid) the test skips, saying so.
+if .venv/bin/python -c "import sys; sys.exit(sys.version_info >= (3, 14))"; then
+  .venv/bin/python -m pip install -q dpnp==0.20.0 dpctl==0.22.1
+fi
 llvm=15; [[ $toolchain == current ]] && llvm=19
 echo "ci/setup.sh: $toolchain toolchain ready: $(command -v ocloc) $(command -v clang-$llvm) $(command -v llvm-spirv-$llvm)"

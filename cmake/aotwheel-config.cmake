@@ -24,15 +24,29 @@ endif()
 
 # `python -m aotwheel` of this aotwheel, as a list usable in execute_process/add_custom_command
 # (the CUDA build steps and the _aot.py hook edge; the resolver runs _AOTWHEEL_RESOLVE_COMMAND).
-# PYTHONPATH is prepended so the module always matches this config file, whatever else is installed.
-if(DEFINED ENV{PYTHONPATH} AND NOT "$ENV{PYTHONPATH}" STREQUAL "")
-  set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}:$ENV{PYTHONPATH}")
+# PYTHONPATH is prepended so the module always matches this config file, whatever else is installed,
+# unless the interpreter already imports this very aotwheel: in pip's isolated build environment
+# that folder is the overlay pip's own sitecustomize adds, and it asserts the folder is not on
+# sys.path yet ("Error in sitecustomize ... AssertionError" at the hook edge, issue 30).
+execute_process(
+  COMMAND "${Python_EXECUTABLE}" -c "import os, aotwheel; print(os.path.realpath(os.path.dirname(os.path.dirname(aotwheel.__file__))))"
+  RESULT_VARIABLE _aotwheel_rc OUTPUT_VARIABLE _aotwheel_imported OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+get_filename_component(_aotwheel_here "${_AOTWHEEL_PYTHONPATH}" REALPATH)
+if(_aotwheel_rc EQUAL 0 AND _aotwheel_imported STREQUAL _aotwheel_here)
+  set(_AOTWHEEL_PYTHON_COMMAND "${Python_EXECUTABLE}" -m aotwheel)
 else()
-  set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}")
+  if(DEFINED ENV{PYTHONPATH} AND NOT "$ENV{PYTHONPATH}" STREQUAL "")
+    set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}:$ENV{PYTHONPATH}")
+  else()
+    set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}")
+  endif()
+  set(_AOTWHEEL_PYTHON_COMMAND
+      "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_aotwheel_pp}" "${Python_EXECUTABLE}" -m aotwheel)
+  unset(_aotwheel_pp)
 endif()
-set(_AOTWHEEL_PYTHON_COMMAND
-    "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_aotwheel_pp}" "${Python_EXECUTABLE}" -m aotwheel)
-unset(_aotwheel_pp)
+unset(_aotwheel_rc)
+unset(_aotwheel_imported)
+unset(_aotwheel_here)
 
 # The resolver's `python -m aotwheel`, as configure runs it: this aotwheel's __main__.py as a file,
 # which puts this aotwheel first on sys.path itself (the environment's PYTHONPATH after it), so it

@@ -238,3 +238,20 @@ def test_cmake_reads_the_devlist_variables_in_one_function() -> None:
             if re.search(r"\$\{USE_AOT_(DEVLIST|JIT_FALLBACK)\}|DEFINED USE_AOT_", code):
                 readers.add(function)
     assert readers == {"_aotwheel_resolve_args"}
+
+
+@pytest.mark.parametrize("text,commas", [("acm-g10;acm-g12", "acm-g10,acm-g12"), ("pvc;acm-g10;bmg-g21", "pvc,acm-g10,bmg-g21"),
+                                         ("pvc|sm_90", "pvc,sm_90"), ("12.60.7/acm-g11", "12.60.7,acm-g11")])
+def test_list_in_another_separator_says_separate_with_commas(text: str, commas: str) -> None:
+    """Issue 30 item 8: a ';'-separated list is a list, not a misspelt name ("acm-g10 or acm-g12 or ...")."""
+    with pytest.raises(DevlistError) as info:
+        resolve(text)
+    message = str(info.value)
+    assert message.endswith(f"; separate device names with commas: {commas}") and "did you mean" not in message, message
+    assert info.value.suggestions == (commas,)
+    resolve(commas)  # and the suggestion resolves
+
+
+def test_other_separator_with_a_non_device_part_keeps_the_name_suggestion() -> None:
+    with pytest.raises(DevlistError, match=r"character ';' in 'pvc;rm' is not allowed; did you mean pvc\?"):
+        resolve("pvc;rm -rf /")

@@ -180,3 +180,19 @@ def test_inspect_restores_the_callers_garbage_collector_state(tmp_path) -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_truncated_wheel_is_named_a_truncated_zip(real, tmp_path):
+    """Issue 30 item 10: a wheel cut short (a download stopped) is said to be one, exit 2."""
+    import zipfile
+
+    whole = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whole, "w") as zf:
+        zf.write(real["so"], "pkg/lib.so")
+    data = whole.read_bytes()
+    cut = _damaged(tmp_path, "pkg-1.0-py3-none-linux_x86_64.whl", data[: len(data) // 2])
+    assert not zipfile.is_zipfile(cut)  # the standard library's own reading: no directory left
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", str(cut)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"aotwheel: error: {cut}: a truncated zip (wheel)") and "download or build the wheel again" in line, line

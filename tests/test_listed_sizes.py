@@ -64,3 +64,24 @@ def test_zstd_frame_listed_by_its_decompressed_size_reports_both(tmp_path):
     (img,) = fr.images
     assert (img.size, img.listed_size, img.decompressed_size, img.content) == (len(frame), 1 << 30, len(spv), "spirv")
     assert fr.warnings == []
+
+
+@pytest.mark.parametrize("listed", [1 << 60, (1 << 64) - 1])
+@pytest.mark.parametrize("scanner", ["c", "python"])
+def test_entry_listing_more_than_any_address_space_is_damaged(tmp_path, listed, scanner):
+    """Issue 30 item 10: 2^60 bytes is no size before compression: the entry is damaged, exit 2 with
+    one line, from the C scanner and the Python readers alike."""
+    import os
+    import subprocess
+    import sys
+
+    so = _so(tmp_path, spirv(tmp_path).read_bytes(), listed, "huge")
+    env = {k: v for k, v in os.environ.items() if k != "AOTWHEEL_NO_FASTSCAN"}
+    if scanner == "python":
+        env["AOTWHEEL_NO_FASTSCAN"] = "1"
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", str(so)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", (proc.stdout, proc.stderr)
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"aotwheel: error: {so}: .tgtimg entry is damaged: it lists {listed} bytes"), line
+    with pytest.raises(InspectError, match="entry is damaged"):
+        inspect(so)

@@ -50,7 +50,8 @@ def test_matrix_cibuildwheel_config_is_one_abi3_build() -> None:
     # built by 3.11 (the C scanner needs the 3.11 limited API), tagged cp310-abi3 by py-api
     assert config["build"].startswith("cp311-")
     assert {"USE_AOT_DEVLIST", "USE_AOT_JIT_FALLBACK"} <= set(config["environment-pass"])
-    assert "--exclude libze_loader.so.1" in config["repair-wheel-command"]
+    repair = config["repair-wheel-command"]
+    assert "--exclude libze_loader.so.1" in repair[-1] and repair[0] == "PYTHONPATH={project}/python python -m aotwheel build cache"
     before_all = config["before-all"].split()[-1].replace("{project}/", "")
     assert (REPO / before_all).is_file()
 
@@ -67,7 +68,8 @@ def test_matrix_cibuildwheel_accepts_the_config() -> None:
 
 def test_matrix_workflow_uses_the_runner_and_the_config() -> None:
     yaml = pytest.importorskip("yaml", reason="PyYAML is not installed")
-    wf = yaml.safe_load(WORKFLOW.read_text())
+    text = WORKFLOW.read_text()
+    wf = yaml.safe_load(text)
     jobs = wf["jobs"]
     plan_runs = " ".join(step.get("run", "") for step in jobs["plan"]["steps"])
     assert "python ci/matrix.py github-matrix" in plan_runs
@@ -76,8 +78,14 @@ def test_matrix_workflow_uses_the_runner_and_the_config() -> None:
     assert wheels["env"]["USE_AOT_DEVLIST"] == "${{ matrix.devlist }}"
     cibw = [s for s in wheels["steps"] if str(s.get("uses", "")).startswith("pypa/cibuildwheel@")]
     assert len(cibw) == 1 and cibw[0]["with"]["config-file"] == "ci/cibuildwheel.toml"
+    # Issue 30 item 5: no bazel-remote URL suggested (it cannot store our objects); the remote
+    # cache's outcome is printed where a CI user looks: the device-code jobs' `aotwheel build cache`
+    # and the wheel job's `aotwheel inspect` of the wheel ("built with N remote-cache failures").
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    assert "bazel-remote URL" not in header and "e.g. a bazel-remote" not in header
+    runs = {name: " ".join(str(step.get("run", "")) for step in job["steps"]) for name, job in jobs.items()}
+    assert "aotwheel build cache" in runs["device-code"] and "python -m aotwheel inspect wheelhouse/" in runs["wheels"]
     # Every ci/matrix.py subcommand the workflow calls exists.
-    text = WORKFLOW.read_text()
     for sub in set(re.findall(r"python ci/matrix\.py ([a-z-]+)", text)):
         assert _matrix(sub, "--help").returncode == 0, sub
 
@@ -137,3 +145,15 @@ def test_matrix_check_installed_compares_with_the_devlist(installed_aotwheel: Pa
     wrong = _matrix("check-installed", "--expect", "pvc", env=env)
     assert wrong.returncode == 1
     assert "expected ['pvc']" in wrong.stdout
+
+
+def test_matrix_build_out_is_ignored_by_git(tmp_path: Path) -> None:
+    """Issue 30 item 8: `python3 ci/matrix.py build --out OUT` in a clone leaves OUT out of git status
+    (here a build of a project that is not there: OUT is made before the first pip wheel fails)."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    proc = _matrix("build", "--variant", "pvc", "--project", str(tmp_path / "missing"), "--out", str(clone / "OUT"))
+    assert proc.returncode != 0 and (clone / "OUT" / "pvc").is_dir(), proc.stderr[-2000:]
+    (clone / "OUT" / "pvc" / "x.whl").write_bytes(b"wheel")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone, capture_output=True, text=True, check=True)
+    assert status.stdout == ""

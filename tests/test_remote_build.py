@@ -288,6 +288,9 @@ def test_warm_cli_pushes_one_shard_and_builds_no_extension(project, nginx, tmp_p
     doc = json.loads(proc.stdout)
     runs = len(compiled_jobs(log))
     assert doc["shard"] == "1/2" and doc["remote_stores"] == runs + 1 == len(device_objects(nginx)) >= 2  # + ocloc's facts
+    # Issue 30 item 5: warm says what it compiled: one entry per ocloc run the logger saw.
+    pushed = [j for j in doc["jobs"] if " for " in j["what"] and j["outcome"] == "compiled, pushed to the remote cache"]
+    assert len(pushed) == runs and all(j["what"].split(" for ")[1] in DEVICES.split(",") for j in pushed), doc["jobs"]
     assert not list(build.glob("librcext*.so"))  # device code only
     assert len(list((build / "aotwheel" / "rc").glob("*.spv"))) == 1  # 2 sources, 2 shards: one each
     proc = _cli("warm", "--shard", "2/2", "--devlist", DEVICES, "--json", str(project), env=env)

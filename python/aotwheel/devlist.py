@@ -284,8 +284,29 @@ def _reject_bad_characters(text: str, catalog: Catalog) -> None:
             what = f"non-ASCII character '{char}' (U+{ord(char):04X})"
         else:
             what = f"character {_printable(char)}"
-        hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; separate device names with commas, e.g. pvc,acm-g10"
+        listed = _as_comma_list(token, catalog)
+        if listed is not None:  # 'acm-g10;acm-g12': a list in another separator, not a misspelt name
+            suggestions = (listed,)
+            hint = f"; separate device names with commas: {listed}"
+        else:
+            hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; separate device names with commas, e.g. pvc,acm-g10"
         raise DevlistError(f"USE_AOT_DEVLIST: {what} in {_printable_token(token)} is not allowed{hint}", token, suggestions)
+
+
+_OTHER_SEPARATORS = re.compile(r"[;|/+&]+")  # what other tools' lists use (CMake's ';', shells' '|')
+
+
+def _as_comma_list(token: str, catalog: Catalog) -> str | None:
+    """``token`` with its other separators made commas, when every part then resolves on its own."""
+    parts = [p for p in _OTHER_SEPARATORS.split(token) if p]
+    if len(parts) < 2 or any(not set(p) <= _ALLOWED for p in parts):
+        return None
+    for part in parts:
+        try:
+            resolve(part, catalog=catalog, detect=lambda: ())
+        except DevlistError:
+            return None
+    return ",".join(parts)
 
 
 def _token_around(text: str, pos: int) -> str:

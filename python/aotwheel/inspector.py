@@ -332,6 +332,10 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
         _walk_static_archive(walk, region)
     elif kind == "bundle":
         _walk_hip(walk, region, None)
+    elif kind == "unknown" and region.head(4) == b"PK\x03\x04":
+        # A zip's directory sits at its end: a download cut short keeps the first member's header.
+        raise InspectError(f"{label}: a truncated zip (wheel): it starts as a zip archive but has no end-of-central-directory "
+                           f"record ({region.size} bytes); download or build the wheel again")
     elif kind == "unknown":
         raise InspectError(f"{label}: not an ELF, wheel, ar, zebin, SPIR-V, zstd image or offload bundle (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
     else:

@@ -49,6 +49,44 @@ def _load_toolchain(path: str) -> dict:
     return json.loads(Path(path).read_text())
 
 
+_EVENTS_MARK = "cache-events-start"  # in the work dir: where events.log ended when configure began
+
+
+def _mark_events(work: Path) -> None:
+    """Note the cache's event log size, so the manifest counts this build's remote outcomes only."""
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+
+    root = DeviceCodeCache.from_env().root
+    try:
+        size = (root / "events.log").stat().st_size if root is not None else 0
+    except OSError:
+        size = 0
+    _write_if_changed(str(work / _EVENTS_MARK), f"{size}\n")
+
+
+def _remote_outcomes(work: Path) -> dict[str, int]:
+    """Remote-cache failures, hits and stores logged since configure (device images and SPIR-V).
+    A failure is a remote that was down, refused, slow or sent a damaged object: the build went on
+    as on a miss, so only these counts tell the user (pip hides the build's warnings)."""
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+
+    counts = {"failures": 0, "hits": 0, "stores": 0}
+    root = DeviceCodeCache.from_env().root
+    try:
+        start = int((work / _EVENTS_MARK).read_text().strip() or 0)
+        with open(root / "events.log", "rb") as f:  # type: ignore[operator]
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+    except (OSError, TypeError, ValueError):
+        return counts
+    kinds = {"remote-fail": "failures", "remote-hit": "hits", "spirv-remote-hit": "hits", "remote-store": "stores"}
+    for line in text.splitlines():
+        kind = line.split(" ", 1)[0]
+        if kind in kinds:
+            counts[kinds[kind]] += 1
+    return counts
+
+
 def cmd_configure(a: argparse.Namespace) -> int:
     """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' plan)."""
     from aotwheel.buildsteps.toolchain import discover
@@ -60,6 +98,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
         group_count(a.groups, len(devices))
         sources = [tuple(s.split("=", 1)) for s in a.source or []]
         edges = plan_edges(source_jobs(sources, devices), usable_cores(), a.groups)
+    _mark_events(Path(a.out).parent)
     tc = discover(devices, build_dir=Path(a.out).parent)
     _write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
     if a.edges_out:
@@ -241,6 +280,7 @@ def cmd_manifest(a: argparse.Namespace) -> int:
     doc = build_manifest(name=a.name, devlist=devlist,
                          toolchain=_load_toolchain(a.toolchain), options=a.options, images=images,
                          kernels=kernels, cuda_images=read_cuda_records(a.cuda_images) if a.cuda_images else [])
+    doc["remote_cache"] = _remote_outcomes(Path(a.output).parent)
     atomic_write(Path(a.output), (json.dumps(doc, indent=2) + "\n").encode())
     return 0
 

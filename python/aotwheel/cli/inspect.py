@@ -30,7 +30,36 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(render(report, show_all=args.all))
+        for note in build_notes(args.path):
+            print(note)
     return 2 if report.errors else 0
+
+
+def build_notes(path: str) -> list[str]:
+    """What a wheel's ``_aot_manifest.json`` files say about how it was built that a user must
+    see: remote-cache failures (the build went on as on a miss, and pip hid the warning)."""
+    import zipfile
+
+    try:
+        if not path.endswith((".whl", ".zip")) or not zipfile.is_zipfile(path):
+            return []
+        notes = []
+        with zipfile.ZipFile(path) as zf:
+            for name in zf.namelist():
+                if not name.endswith("_aot_manifest.json"):
+                    continue
+                try:
+                    doc = json.loads(zf.read(name))
+                    failures = int((doc.get("remote_cache") or {}).get("failures", 0))
+                except (ValueError, TypeError, AttributeError, KeyError, zipfile.BadZipFile):
+                    continue
+                if failures:
+                    notes.append(f"{name}: built with {failures} remote-cache failure{'s' if failures != 1 else ''} (the shared "
+                                 "cache was down, refused or sent damaged objects; those objects were built here instead: check "
+                                 "AOTWHEEL_REMOTE_CACHE and `aotwheel build cache`)")
+        return notes
+    except OSError:
+        return []
 
 
 def summary(fr: FileReport) -> str:
@@ -62,6 +91,9 @@ def _size(n: int) -> str:
     return str(n)
 
 
+_IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode", "ptx": "PTX"}  # image kind -> what `inspect` prints
+
+
 def render(report: Report, *, show_all: bool = False) -> str:
     """Human output: a compact table and a summary line per binary with device code."""
     out: list[str] = []
@@ -73,11 +105,15 @@ def render(report: Report, *, show_all: bool = False) -> str:
         if not fr.images and not show_all:
             continue
         out.append(fr.path)
-        ir_images = sum(1 for i in fr.images if {"spirv", "llvmbc", "ptx"} & {i.kind, i.content})
+        ir_forms = [next(k for k in _IR_NAMES if k in (i.kind, i.content)) for i in fr.images if set(_IR_NAMES) & {i.kind, i.content}]
+        ir_images = len(ir_forms)
         compressed = sum(1 for i in fr.images if i.compressed)
-        # Say what each number counts: embedded images (native code vs IR for JIT), not kernels.
+        # Say what each number counts: embedded images (native code vs IR for JIT), not kernels;
+        # and name the IR forms these images hold, not every form there is.
         native_images = len(fr.images) - ir_images
-        detail = f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT (SPIR-V, LLVM, PTX)"
+        forms = ", ".join(_IR_NAMES[k] for k in _IR_NAMES if k in ir_forms)
+        detail = (f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT"
+                  + (f" ({forms})" if forms else ""))
         detail += f"; {compressed} compressed" if compressed else ""
         out.append(detail)
         if fr.native_targets:

@@ -466,6 +466,10 @@ def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: Mapping[int
     return run
 
 
+# Virtual addresses a loaded library can occupy (x86-64 and AArch64 with 4-level paging: 48 bits).
+_ADDRESS_SPACE = 1 << 48
+
+
 def _bounded_image(view: ElfView, vaddr: int, listed: int, entry_offset: int) -> tuple[int, int]:
     """``(file offset, stored size)`` of an image whose listed size runs past every loaded segment.
 
@@ -477,6 +481,11 @@ def _bounded_image(view: ElfView, vaddr: int, listed: int, entry_offset: int) ->
     corrupt.
     """
     region = view.region
+    if vaddr + listed > _ADDRESS_SPACE:
+        # No library maps an image that ends there: the entry itself is damaged (a bit flip, a
+        # table overwritten), not a size before compression (bitsandbytes' case above).
+        raise region.error(entry_offset, f".tgtimg entry is damaged: it lists {listed} bytes at {vaddr:#x}, past the end of any "
+                           "64-bit process's address space (2^48 bytes)")
     start = view.vaddr_to_offset(vaddr, 1)
     if start is None:
         raise region.error(entry_offset, f".tgtimg entry points at {vaddr:#x}+{listed} outside every loaded segment")

@@ -3,15 +3,18 @@
 For a CPU device the runtime takes a ``spir64_x86_64`` image (compiled x86-64 code: native), else
 a ``spir64`` SPIR-V image (built at first use: JIT); a GPU fat binary's ``generic_ir`` member is
 the GPU driver's fallback and never reaches a CPU, and ``spir64_gen`` images are GPU-only. A
-SPIR-V image whose embedded build options are GPU-only (``-device``, ``-cl-intel-*``...) is
-refused by the CPU compiler (``CL_INVALID_BUILD_OPTIONS``, measured: tests/test_cpu_images.py).
+SPIR-V image whose build options, as its loader passes them, hold GPU-only ones (``-device``,
+``-cl-intel-*``...) is refused by the CPU compiler (``CL_INVALID_BUILD_OPTIONS``, measured:
+tests/test_cpu_images.py). The SYCL runtime, which loads .tgtimg images, first drops
+``-ftarget-register-alloc-mode=`` off an Intel GPU (measured: tests/test_sycl_runtime_cpu.py), so
+dpnp's images, which carry only that one, JIT on a CPU.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from aotwheel.backends.intel.options import gpu_only_options
+from aotwheel.backends.intel.options import SYCL, gpu_only_options, passed_options
 from aotwheel.model import INTEL, JIT, NATIVE, UNSUPPORTED, Verdict
 
 CPU_FORMAT = "cpu-aot"
@@ -19,7 +22,7 @@ IR_KINDS = ("spirv", "llvmbc")
 RULES = {
     "cpu-aot": "a spir64_x86_64 image: compiled x86-64 code the CPU runtime loads as is",
     "cpu-ir": "a spir64 SPIR-V image, compiled for the CPU at first use",
-    "cpu-options": "the only SPIR-V images carry build options the CPU compiler refuses",
+    "cpu-options": "the only SPIR-V images carry build options that their loader passes and the CPU compiler refuses",
     "cpu-no-image": "only GPU images (spir64_gen, generic_ir): none is given to a CPU",
 }
 
@@ -29,7 +32,9 @@ def spirv_images(file: Any) -> list[Any]:
     return [i for i in file.images if (i.kind in IR_KINDS or i.content in IR_KINDS) and (i.triple or "spir64") != "spir64_gen"]
 
 
-def decide_cpu(file: Any, device: Any, *, binary: str | None = None) -> Verdict:
+def decide_cpu(file: Any, device: Any, *, binary: str | None = None, loader: str = SYCL) -> Verdict:
+    """The verdict for a CPU device. ``loader``: ``"sycl"`` (the SYCL runtime, which loads the images
+    of a .tgtimg table: the default) or ``"opencl"`` (hands each image's options to OpenCL as they are)."""
     label = str(getattr(device, "label", None) or getattr(device, "name", "cpu"))
     aot = [t for t in file.native_targets if t.vendor == INTEL and t.format == CPU_FORMAT]
     gpu = tuple(dict.fromkeys(t.name or t.ip or t.generic or "unknown" for t in file.native_targets if t.vendor == INTEL and t.format != CPU_FORMAT))
@@ -42,14 +47,15 @@ def decide_cpu(file: Any, device: Any, *, binary: str | None = None) -> Verdict:
         return make(NATIVE, f"image {aot[0].image} (spir64_x86_64)", "cpu-aot", f"native: {RULES['cpu-aot']}")
     images = spirv_images(file)
     if images and getattr(device, "spirv", None) is not False:
-        refused = {i.index: gpu_only_options(i.compile_options) for i in images}
+        refused = {i.index: gpu_only_options(passed_options(i.compile_options, loader)) for i in images}
         usable = [i for i in images if not refused[i.index]]
         if usable:
             return make(JIT, "spirv", "cpu-ir", f"JIT: {label} builds the spir64 SPIR-V image at first use (no spir64_x86_64 image)")
         opts = sorted({o for v in refused.values() for o in v})
+        who = "the SYCL runtime passes" if loader == SYCL else "the loader passes"
         return make(UNSUPPORTED, None, "cpu-options",
                     f"unsupported: the spir64 image{'s' if len(images) > 1 else ''} carr{'y' if len(images) > 1 else 'ies'} GPU-only build options "
-                    f"({', '.join(opts)}) that Intel's CPU OpenCL compiler refuses (CL_INVALID_BUILD_OPTIONS)")
+                    f"({', '.join(opts)}) that {who} and Intel's CPU OpenCL compiler refuses (CL_INVALID_BUILD_OPTIONS)")
     if images:
         return make(UNSUPPORTED, None, "cpu-ir", f"unsupported: {label} does not accept SPIR-V")
     what = ", ".join(gpu) or "no device image for a CPU"
