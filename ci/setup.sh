@@ -77,5 +77,6 @@ fi
 if .venv/bin/python -c "import sys; sys.exit(sys.version_info >= (3, 14))"; then
   .venv/bin/python -m pip install -q dpnp==0.20.0 dpctl==0.22.1
 fi
+echo "$toolchain" >.venv/aotwheel-toolchain  # ci/test.sh picks the lane's tests by it
 llvm=15; [[ $toolchain == current ]] && llvm=19
 echo "ci/setup.sh: $toolchain toolchain ready: $(command -v ocloc) $(command -v clang-$llvm) $(command -v llvm-spirv-$llvm)"

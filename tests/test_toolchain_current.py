@@ -42,7 +42,7 @@ def _ocloc_ids(word: str) -> tuple[str, ...]:
 
 
 def _is_stepping(word: str) -> bool:
-    return re.search(r"-[a-z]\d(?:$|-)|-sdv$", word) is not None  # steppings; a software development vehicle
+    return re.search(r"-[a-z]\d[a-z]?(?:$|-)|-sdv$", word) is not None  # steppings; a software development vehicle
 
 
 def _installed_catalog():  # type: ignore[no-untyped-def]
