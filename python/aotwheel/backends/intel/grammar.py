@@ -21,8 +21,11 @@ _PCI_ID = re.compile(r"^0x[0-9a-f]{1,4}$")
 def owns_token(token: str, catalog: Catalog | None = None) -> bool:
     """A catalog name, alias, IP-shaped token or group: the Intel grammar's."""
     catalog = catalog or load_catalog()
+    if ":" in token:  # a range of Intel names (AMD target ids use ':' too: gfx90a:xnack-)
+        low, _, high = token.partition(":")
+        return all(not part or catalog.by_name(part) or catalog.group(part) for part in (low, high))
     return bool(catalog.by_name(token) or _IP_SHAPE.match(token) or catalog.group(token)
-                or _DECIMAL_IP.match(token) or _PCI_ID.match(token) or ":" in token)
+                or _DECIMAL_IP.match(token) or _PCI_ID.match(token))
 
 
 def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, tuple[Device, ...]]:
