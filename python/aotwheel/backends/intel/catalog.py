@@ -91,6 +91,14 @@ class Group:
 class Catalog:
     devices: tuple[Device, ...]
     groups: tuple[Group, ...]
+    # Catalog names of the devices without fp64 (double), and of those among them whose fp64
+    # conversions icpx can emulate (-fsycl-fp64-conv-emu); sourced in catalog.json.
+    no_fp64: frozenset[str] = frozenset()
+    fp64_conv_emulation: frozenset[str] = frozenset()
+
+    def has_fp64(self, device: Device | str) -> bool:
+        """False for a device without fp64 (ocloc refuses a kernel with ``double`` for it)."""
+        return (device if isinstance(device, str) else device.name) not in self.no_fp64
 
     @functools.cached_property
     def _names(self) -> dict[str, Device]:
@@ -158,7 +166,12 @@ def _load(raw: dict) -> Catalog:
         Group(name=name, aliases=tuple(g["aliases"]), members=tuple(by_name[m] for m in g["members"]))
         for name, g in raw["groups"].items()
     )
-    return Catalog(devices=devices, groups=groups)
+    no_fp64 = frozenset(raw.get("no_fp64", ()))
+    emulated = frozenset(raw.get("fp64_conv_emulation", ()))
+    unknown = sorted((no_fp64 | emulated) - set(by_name))
+    if unknown or not emulated <= no_fp64:
+        raise ValueError(f"catalog.json: no_fp64 / fp64_conv_emulation name unknown devices or disagree: {unknown}")
+    return Catalog(devices=devices, groups=groups, no_fp64=no_fp64, fp64_conv_emulation=emulated)
 
 
 @functools.lru_cache(maxsize=1)
