@@ -42,7 +42,7 @@ def _only_wheel(tmp_path: Path) -> Path:
 def test_downstream_default_devlist_against_installed_aotwheel(installed_aotwheel: Path, tmp_path: Path) -> None:
     site = installed_aotwheel
     assert (site / "aotwheel" / "cmake" / "aotwheel-config.cmake").is_file()
-    proc, build_dir = _build(site, tmp_path, devlist=None)  # pyproject's default: pvc,ats-m150
+    proc, build_dir = _build(site, tmp_path, devlist=None)  # empty define: the resolver's default, pvc,ats-m150
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
     # CMake found the installed aotwheel's config file, not the source checkout's.
