@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "ips":
         print(",".join(t.ip for t in devlist.targets))
     else:
-        print(f"USE_AOT_DEVLIST={text.strip()}  (from {source})")
+        print(f"USE_AOT_DEVLIST={text.strip()}" + ("" if source == "the command line" else f"  # from {source}"))
         print(describe(devlist))
         print(describe_field(field))
     return 0
