@@ -29,7 +29,7 @@ SLOW_MODULES = frozenset({
     "test_benchmarks", "test_build_cache", "test_build_cmake", "test_build_wheel", "test_cache_concurrency",
     "test_cmake_entry", "test_cuda_build", "test_downstream", "test_fuzz_fastscan", "test_fuzz_parsers", "test_fuzz_regressions",
     "test_inspect_large", "test_inspect_own_wheel", "test_inspect_thirdparty", "test_matrix", "test_setuptools",
-    "test_broken_tools", "test_typing",
+    "test_broken_tools", "test_typing", "test_field_defaults",
 })
 CUDA_MODULES = frozenset({
     "test_cuda_build", "test_cuda_check", "test_cuda_fatbin", "test_cuda_h100_record", "test_cuda_probe",
