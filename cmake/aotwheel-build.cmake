@@ -4,7 +4,8 @@
 #                            [DEVLIST <prefix>]          # variables set by aotwheel_resolve_devlist(<prefix>)
 #                            [DEVICES <name>...]         # or explicit devices (resolved by aotwheel)
 #                            [JIT_FALLBACK ON|OFF]
-#                            [OPTIONS <ocloc -options string>]
+#                            [FIELD_DEFAULTS ON|OFF]     # default USE_AOT_FIELD_DEFAULTS, else ON
+#                            [OPTIONS <ocloc -options string>]  # added to the field defaults
 #                            [CLANG_OPTIONS <arg>...]
 #                            [NAME <image set name>]     # C identifier; default: the target name
 #                            [DESTINATION <package dir>] # install _aot_manifest.json (+ _aot.py) there
@@ -42,6 +43,7 @@
 # Private steps, in the order aotwheel_add_device_code() runs them:
 #   _aotwheel_embed_language    C or C++ for the generated embedding file
 #   _aotwheel_device_list       the resolved devices (DEVLIST, DEVICES or USE_AOT_DEVLIST)
+#   _aotwheel_field_options     the field's ocloc options before the user's OPTIONS
 #   _aotwheel_check_sources     kernel file names usable as build outputs
 #   _aotwheel_toolchain         configure-time toolchain check, devlist.json, ocloc edge plan
 #   _aotwheel_ocloc_command     the ocloc edges' command and job pool (one place for both)
@@ -80,16 +82,17 @@ endfunction()
 
 function(aotwheel_add_device_code target)
   set(fn aotwheel_add_device_code)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;OPTIONS;NAME;DESTINATION;PACKAGE"
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;FIELD_DEFAULTS;OPTIONS;NAME;DESTINATION;PACKAGE"
                         "SOURCES;DEVICES;CLANG_OPTIONS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'. "
                         "Usage: ${fn}(<target> SOURCES <file.cl>... [DEVLIST <prefix>|DEVICES <names>...] "
-                        "[JIT_FALLBACK ON|OFF] [OPTIONS <ocloc options>] [NAME <id>] [DESTINATION <dir>])")
+                        "[JIT_FALLBACK ON|OFF] [FIELD_DEFAULTS ON|OFF] [OPTIONS <ocloc options>] [NAME <id>] [DESTINATION <dir>])")
   endif()
   _aotwheel_embed_language(${fn} embed_ext)
   _aotwheel_check_device_code_args(${fn} "${target}" "Pass the OpenCL C kernel files, e.g. SOURCES kernels/vadd.cl")
   _aotwheel_device_list(${fn} dev)
+  _aotwheel_field_options(${fn} ARG_OPTIONS)
   _aotwheel_check_sources(${fn} ${ARG_SOURCES})
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}")
   file(MAKE_DIRECTORY "${work}")
@@ -185,6 +188,37 @@ function(_aotwheel_device_list fn out)
   set(${out}_SPIRV "${spirv}" PARENT_SCOPE)
   set(${out}_CUDA "${${dl}_CUDA}" PARENT_SCOPE)
   set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
+  set(${out}_FIELD_DEFAULTS "${${dl}_FIELD_DEFAULTS}" PARENT_SCOPE)
+  set(${out}_FIELD_OCLOC_OPTIONS "${${dl}_FIELD_OCLOC_OPTIONS}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_field_options(<fn> <options var>): prepend the field's ocloc options (those IPEX and
+# torch-xpu-ops pass: fp64 poisoning, auto large GRF, > 4 GB buffers) to the caller's <options
+# var> (the user's OPTIONS string), unless FIELD_DEFAULTS OFF (argument, else the resolver's
+# USE_AOT_FIELD_DEFAULTS); an option the user already gives is not repeated.
+function(_aotwheel_field_options fn var)
+  set(enabled "${dev_FIELD_DEFAULTS}")
+  if(DEFINED ARG_FIELD_DEFAULTS)
+    if(NOT ARG_FIELD_DEFAULTS MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
+      message(FATAL_ERROR "${fn}: FIELD_DEFAULTS is '${ARG_FIELD_DEFAULTS}'. Try: FIELD_DEFAULTS ON or FIELD_DEFAULTS OFF")
+    endif()
+    set(enabled "${ARG_FIELD_DEFAULTS}")
+  endif()
+  if(NOT enabled)
+    return()
+  endif()
+  separate_arguments(user UNIX_COMMAND "${${var}}")
+  set(options "")
+  foreach(option IN LISTS dev_FIELD_OCLOC_OPTIONS)
+    if(NOT option IN_LIST user)
+      list(APPEND options "${option}")
+    endif()
+  endforeach()
+  if(NOT "${${var}}" STREQUAL "")
+    list(APPEND options "${${var}}")
+  endif()
+  list(JOIN options " " text)
+  set(${var} "${text}" PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_check_sources(<fn> <source>...): every kernel file name can name build outputs.

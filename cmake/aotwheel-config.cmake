@@ -75,10 +75,13 @@ endfunction()
 # aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN ocloc])
 #
 # Resolves the device list with aotwheel's resolver, Intel and NVIDIA tokens alike (CMake never
-# parses a devlist). The list comes from DEVLIST, else the variable USE_AOT_DEVLIST (cache or
-# normal); without either the resolver reads $ENV{USE_AOT_DEVLIST}, else its own default
-# (aotwheel.devlist.DEFAULT_DEVLIST). JIT fallback likewise: JIT_FALLBACK, else the variable
-# USE_AOT_JIT_FALLBACK, else the resolver ($ENV{USE_AOT_JIT_FALLBACK}, default ON).
+# parses a devlist). The list comes from the first that is set and not empty of: DEVLIST, the
+# variable USE_AOT_DEVLIST (cache or normal), $ENV{USE_AOT_DEVLIST}, the variable
+# TORCH_XPU_ARCH_LIST, $ENV{TORCH_XPU_ARCH_LIST}, the resolver's default
+# (aotwheel.devlist.DEFAULT_DEVLIST); configure prints one line naming which. JIT fallback:
+# JIT_FALLBACK, else the variable USE_AOT_JIT_FALLBACK, else the resolver
+# ($ENV{USE_AOT_JIT_FALLBACK}, default ON). Field defaults (the ocloc/icpx options IPEX and
+# torch-xpu-ops pass): the variable USE_AOT_FIELD_DEFAULTS, else $ENV{...}, default ON.
 # Sets in the caller's scope:
 #   <out>               canonical target names (a CMake list; empty for `none`)
 #   <out>_IPS           their IP versions (maj.min.rev)
@@ -92,6 +95,11 @@ endfunction()
 #   <out>_VENDORS       the vendors whose build steps the list needs (intel, nvidia)
 #   <out>_JIT_SUMMARY   what JIT fallback means for this list, for messages
 #   <out>_JSON          the resolver's full JSON result
+#   <out>_FIELD_DEFAULTS       ON or OFF (USE_AOT_FIELD_DEFAULTS)
+#   <out>_FIELD_OCLOC_OPTIONS  the ocloc options IPEX/torch-xpu-ops pass (empty when OFF or no device)
+#   <out>_FIELD_SYCL_COMPILE   icpx compile options of the field for this list (-fsycl-fp64-conv-emu)
+#   <out>_FIELD_SYCL_LINK      icpx link options of the field (-fsycl-fp64-conv-emu, -flink-huge-device-code)
+#   <out>_NO_FP64              the listed devices without fp64 (double)
 # Bad input stops configure with the resolver's one-line message.
 function(aotwheel_resolve_devlist out)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;TOOLCHAIN" "")
@@ -110,7 +118,8 @@ function(aotwheel_resolve_devlist out)
   endif()
   _aotwheel_resolve_results(${out} "${_r_OUTPUT}")
   foreach(_aotwheel_suffix "" _IPS _JIT_FALLBACK _OCLOC_DEVICE _SYCL_TARGETS _CUDA _CUDA_ARCHITECTURES _SPIRV
-                           _VENDORS _JIT_SUMMARY _JSON)
+                           _VENDORS _JIT_SUMMARY _JSON _FIELD_DEFAULTS _FIELD_OCLOC_OPTIONS _FIELD_SYCL_COMPILE
+                           _FIELD_SYCL_LINK _NO_FP64)
     set(${out}${_aotwheel_suffix} "${${out}${_aotwheel_suffix}}" PARENT_SCOPE)
   endforeach()
 endfunction()
@@ -122,14 +131,28 @@ function(_aotwheel_resolve_args out)
   set(args resolve --json)
   if(DEFINED ARG_DEVLIST)
     set(text "${ARG_DEVLIST}")
+    list(APPEND args "--devlist-from=the DEVICES argument")
   elseif(DEFINED USE_AOT_DEVLIST)
     set(text "${USE_AOT_DEVLIST}")
+    list(APPEND args "--devlist-from=USE_AOT_DEVLIST (CMake variable)")
   endif()
   if(DEFINED text)
-    # One "--devlist=<text>" argument: a value starting with '-' stays a device list, an empty
-    # value stays visible, and an escaped ';' reaches the resolver (which rejects it).
+    # One "--devlist=<text>" argument: a value starting with '-' stays a device list, and an
+    # escaped ';' reaches the resolver (which rejects it). An empty value counts as unset there
+    # (then $USE_AOT_DEVLIST, TORCH_XPU_ARCH_LIST, the default: aotwheel.config.devlist_choice).
     string(REPLACE ";" "\\;" text "${text}")
     list(APPEND args "--devlist=${text}")
+  endif()
+  if(DEFINED TORCH_XPU_ARCH_LIST)  # PyTorch's variable, as torch-xpu-ops reads it (after USE_AOT_DEVLIST)
+    string(REPLACE ";" "\\;" torch_list "${TORCH_XPU_ARCH_LIST}")
+    list(APPEND args "--torch-xpu-arch-list=${torch_list}")  # named "TORCH_XPU_ARCH_LIST (CMake variable)"
+  endif()
+  if(DEFINED USE_AOT_FIELD_DEFAULTS AND NOT USE_AOT_FIELD_DEFAULTS STREQUAL "")
+    if(USE_AOT_FIELD_DEFAULTS)
+      list(APPEND args --field-defaults)
+    else()
+      list(APPEND args --no-field-defaults)
+    endif()
   endif()
   if(DEFINED ARG_JIT_FALLBACK)
     set(jit "${ARG_JIT_FALLBACK}")
@@ -178,6 +201,24 @@ function(_aotwheel_resolve_results out json)
   set(${out}_SPIRV "${spirv}" PARENT_SCOPE)
   set(${out}_VENDORS "${vendors}" PARENT_SCOPE)
   set(${out}_JIT_SUMMARY "${jit_summary}" PARENT_SCOPE)
+  string(JSON source GET "${json}" source)
+  string(JSON input GET "${json}" input)
+  _aotwheel_devlist_note("${source}" "${input}")
+  string(JSON field_on GET "${json}" field_defaults enabled)
+  if(field_on)
+    set(field_on ON)
+  else()
+    set(field_on OFF)
+  endif()
+  _aotwheel_json_list(field_ocloc "${json}" field_defaults ocloc_options)
+  _aotwheel_json_list(field_compile "${json}" field_defaults sycl_compile_options)
+  _aotwheel_json_list(field_link "${json}" field_defaults sycl_link_options)
+  _aotwheel_json_list(no_fp64 "${json}" no_fp64)
+  set(${out}_FIELD_DEFAULTS "${field_on}" PARENT_SCOPE)
+  set(${out}_FIELD_OCLOC_OPTIONS "${field_ocloc}" PARENT_SCOPE)
+  set(${out}_FIELD_SYCL_COMPILE "${field_compile}" PARENT_SCOPE)
+  set(${out}_FIELD_SYCL_LINK "${field_link}" PARENT_SCOPE)
+  set(${out}_NO_FP64 "${no_fp64}" PARENT_SCOPE)
   set(${out} "${names}" PARENT_SCOPE)
   set(${out}_IPS "${ips}" PARENT_SCOPE)
   set(${out}_JIT_FALLBACK "${fallback}" PARENT_SCOPE)
@@ -186,6 +227,31 @@ function(_aotwheel_resolve_results out json)
   set(${out}_CUDA "${cuda_names}" PARENT_SCOPE)
   set(${out}_CUDA_ARCHITECTURES "${cuda_archs}" PARENT_SCOPE)
   set(${out}_JSON "${json}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_devlist_note(<source> <input>): the one configure line saying which variable gave the
+# device list (once per distinct list and source, however many targets resolve it).
+function(_aotwheel_devlist_note source input)
+  set(note "aotwheel: device list '${input}' from ${source}")
+  get_property(said GLOBAL PROPERTY _AOTWHEEL_DEVLIST_NOTES)
+  if(NOT note IN_LIST said)
+    set_property(GLOBAL APPEND PROPERTY _AOTWHEEL_DEVLIST_NOTES "${note}")
+    message(STATUS "${note}")
+  endif()
+endfunction()
+
+# _aotwheel_json_list(<out> <json> <array path>...): the strings of a JSON array, as a CMake list.
+function(_aotwheel_json_list out json)
+  set(values "")
+  string(JSON count LENGTH "${json}" ${ARGN})
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON value GET "${json}" ${ARGN} ${i})
+      list(APPEND values "${value}")
+    endforeach()
+  endif()
+  set(${out} "${values}" PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_json_field(<out> <json> <field> <array path>...): <field> of every object in the array

@@ -3,9 +3,18 @@
 #   aotwheel_target_sycl(<target>
 #                        [DEVICES <devlist>]          # default: USE_AOT_DEVLIST, see aotwheel_resolve_devlist
 #                        [JIT_FALLBACK ON|OFF]        # keep generic SPIR-V (spir64) for JIT; default from the resolver
-#                        [OPTIONS <ocloc-option>...]  # passed as -Xs "-device <list> -options '<options>'"
+#                        [FIELD_DEFAULTS ON|OFF]      # the field's options (below); default USE_AOT_FIELD_DEFAULTS, else ON
+#                        [OPTIONS <ocloc-option>...]  # passed as -Xs "-device <list> -options '<options>'", after the field's
 #                        [COMPRESS ON|OFF]            # --offload-compress; default ON
-#                        [PARALLEL_LINK_JOBS <n>])    # -fsycl-max-parallel-link-jobs=<n>; default: not passed
+#                        [PARALLEL_LINK_JOBS <n>])    # -fsycl-max-parallel-link-jobs=<n>; default with field
+#                                                     # defaults: $ENV{MAX_JOBS} if <= the CPU count, else the CPU count
+#
+# Field defaults (what IPEX cmake/gpu/SYCL.cmake and torch-xpu-ops cmake/BuildFlags.cmake pass;
+# docs/formats.md quotes the lines), for a devlist naming Intel devices:
+#   ocloc -options '-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels
+#                   -cl-intel-greater-than-4GB-buffer-required'
+#   -fsycl-fp64-conv-emu (compile and link) when a listed device is DG2/ATS-M (no fp64)
+#   -flink-huge-device-code (link), -fsycl-max-parallel-link-jobs=<n> (link)
 #
 # Adds -fsycl to the target's C++ compile and the AOT link options IPEX and torch use:
 #   -fsycl-targets=spir64_gen,spir64   (AOT + JIT fallback)
@@ -44,6 +53,8 @@ set(_AOTWHEEL_SYCL_OPTION_RE "^-[A-Za-z0-9_=.,:+/-]+$")
 #                      [OPTIONS <option>...]
 #                      [COMPRESS ON|OFF]           # default ON
 #                      [PARALLEL_LINK_JOBS <n>]
+#                      [EXTRA_COMPILE <option>...] # icpx compile options after -fsycl-targets (field defaults)
+#                      [EXTRA_LINK <option>...]    # icpx link options at the end (field defaults)
 #                      [FUNCTION <name>])          # prefix for error messages
 #
 # Sets <out_compile> and <out_link> in the caller to the compiler arguments, one list item per
@@ -52,7 +63,8 @@ set(_AOTWHEEL_SYCL_OPTION_RE "^-[A-Za-z0-9_=.,:+/-]+$")
 # NVIDIA GPUs); the ocloc arguments then go to spir64_gen alone, as
 # -Xsycl-target-backend=spir64_gen "<value>" (plain -Xs would hand -device to ptxas as well).
 function(_aotwheel_sycl_flags out_compile out_link)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "JIT_FALLBACK;SYCL_TARGETS;COMPRESS;PARALLEL_LINK_JOBS;FUNCTION" "DEVICES;OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "JIT_FALLBACK;SYCL_TARGETS;COMPRESS;PARALLEL_LINK_JOBS;FUNCTION"
+                        "DEVICES;OPTIONS;EXTRA_COMPILE;EXTRA_LINK")
   set(fn "${arg_FUNCTION}")
   if(fn STREQUAL "")
     set(fn "_aotwheel_sycl_flags")
@@ -63,7 +75,7 @@ function(_aotwheel_sycl_flags out_compile out_link)
   _aotwheel_sycl_check_inputs(${fn})
   _aotwheel_sycl_targets(${fn} targets nvidia)
 
-  set(compile -fsycl "-fsycl-targets=${targets}")
+  set(compile -fsycl "-fsycl-targets=${targets}" ${arg_EXTRA_COMPILE})
   set(link -fsycl "-fsycl-targets=${targets}")
   list(LENGTH arg_DEVICES n_devices)
   if(n_devices GREATER 0)
@@ -88,6 +100,7 @@ function(_aotwheel_sycl_flags out_compile out_link)
   if(DEFINED arg_PARALLEL_LINK_JOBS)
     list(APPEND link "-fsycl-max-parallel-link-jobs=${arg_PARALLEL_LINK_JOBS}")
   endif()
+  list(APPEND link ${arg_EXTRA_LINK})
   set(${out_compile} "${compile}" PARENT_SCOPE)
   set(${out_link} "${link}" PARENT_SCOPE)
 endfunction()
@@ -109,7 +122,7 @@ function(_aotwheel_sycl_check_inputs fn)
       message(FATAL_ERROR "${fn}: device '${device}' is not a resolved device name. Try: pass the list aotwheel_resolve_devlist() returns")
     endif()
   endforeach()
-  foreach(option IN LISTS arg_OPTIONS)
+  foreach(option IN LISTS arg_OPTIONS arg_EXTRA_COMPILE arg_EXTRA_LINK)
     if(NOT option MATCHES "${_AOTWHEEL_SYCL_OPTION_RE}")
       message(FATAL_ERROR "${fn}: ocloc option '${option}' has characters other than letters, digits and -_=.,:+/. Try: one option per list item, e.g. OPTIONS -cl-intel-enable-auto-large-GRF-mode")
     endif()
@@ -183,13 +196,14 @@ endfunction()
 # aotwheel_target_sycl(<target> ...): see the top of this file.
 function(aotwheel_target_sycl target)
   set(fn "aotwheel_target_sycl")
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DEVICES;JIT_FALLBACK;COMPRESS;PARALLEL_LINK_JOBS" "OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DEVICES;JIT_FALLBACK;FIELD_DEFAULTS;COMPRESS;PARALLEL_LINK_JOBS" "OPTIONS")
   if(arg_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS")
+    message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, FIELD_DEFAULTS, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS")
   endif()
   _aotwheel_sycl_check_target(${fn} "${target}")
   _aotwheel_sycl_resolve(dl)
   _aotwheel_vendors_built(intel nvidia)  # -fsycl-targets carries both vendors' targets
+  _aotwheel_sycl_field(${fn} field)
   set(extra "")
   foreach(name IN ITEMS COMPRESS PARALLEL_LINK_JOBS)
     if(DEFINED arg_${name})
@@ -197,7 +211,8 @@ function(aotwheel_target_sycl target)
     endif()
   endforeach()
   _aotwheel_sycl_flags(compile link FUNCTION "${fn}" DEVICES ${dl} JIT_FALLBACK "${dl_JIT_FALLBACK}"
-                       SYCL_TARGETS "${dl_SYCL_TARGETS}" OPTIONS ${arg_OPTIONS} ${extra})
+                       SYCL_TARGETS "${dl_SYCL_TARGETS}" OPTIONS ${field_OPTIONS} ${arg_OPTIONS} ${extra}
+                       EXTRA_COMPILE ${field_COMPILE} EXTRA_LINK ${field_LINK})
   _aotwheel_sycl_link_items(link_items ${link})
 
   # -fsycl only for C++ sources: a target may also hold C glue (e.g. a CPython module init).
@@ -233,6 +248,43 @@ function(_aotwheel_sycl_check_target fn target)
     message(FATAL_ERROR "${fn}: aotwheel_resolve_devlist() is not defined. Try: find_package(aotwheel CONFIG REQUIRED) instead of including aotwheel-sycl.cmake directly")
   endif()
 endfunction()
+
+# _aotwheel_sycl_field(<fn> <out>): the field defaults for the caller's resolved `dl` unless
+# FIELD_DEFAULTS (argument, else the resolver's USE_AOT_FIELD_DEFAULTS) is OFF: <out>_OPTIONS (ocloc
+# options; the caller's arg_OPTIONS loses those it repeats), <out>_COMPILE, <out>_LINK (icpx); also sets the
+# caller's arg_PARALLEL_LINK_JOBS when not given and the list names Intel devices: $ENV{MAX_JOBS}
+# when it is a number <= the CPU count, else the CPU count (IPEX's and torch-xpu-ops' rule).
+macro(_aotwheel_sycl_field fn out)
+  set(${out}_OPTIONS "")
+  set(${out}_COMPILE "")
+  set(${out}_LINK "")
+  set(_aotwheel_on "${dl_FIELD_DEFAULTS}")
+  if(DEFINED arg_FIELD_DEFAULTS)
+    if(NOT arg_FIELD_DEFAULTS MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
+      message(FATAL_ERROR "${fn}: FIELD_DEFAULTS is '${arg_FIELD_DEFAULTS}'. Try: FIELD_DEFAULTS ON or FIELD_DEFAULTS OFF")
+    endif()
+    set(_aotwheel_on "${arg_FIELD_DEFAULTS}")
+  endif()
+  if(_aotwheel_on AND NOT "${dl}" STREQUAL "")
+    # The field's options in IPEX's order, then the user's others (a repeated one is kept once).
+    set(${out}_OPTIONS ${dl_FIELD_OCLOC_OPTIONS})
+    list(REMOVE_ITEM arg_OPTIONS ${dl_FIELD_OCLOC_OPTIONS})
+    set(${out}_COMPILE ${dl_FIELD_SYCL_COMPILE})
+    set(${out}_LINK ${dl_FIELD_SYCL_LINK})
+    if(NOT DEFINED arg_PARALLEL_LINK_JOBS)
+      include(ProcessorCount)
+      ProcessorCount(_aotwheel_cpus)
+      if(_aotwheel_cpus LESS 1)
+        set(_aotwheel_cpus 1)
+      endif()
+      set(arg_PARALLEL_LINK_JOBS "${_aotwheel_cpus}")
+      if("$ENV{MAX_JOBS}" MATCHES "^[1-9][0-9]*$" AND "$ENV{MAX_JOBS}" LESS_EQUAL _aotwheel_cpus)
+        set(arg_PARALLEL_LINK_JOBS "$ENV{MAX_JOBS}")
+      endif()
+    endif()
+  endif()
+  unset(_aotwheel_on)
+endmacro()
 
 # _aotwheel_sycl_resolve(<out>): aotwheel_resolve_devlist(<out>) of the caller's arg_DEVICES and
 # arg_JIT_FALLBACK (USE_AOT_DEVLIST / USE_AOT_JIT_FALLBACK when absent); its variables reach the caller.

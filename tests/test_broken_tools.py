@@ -121,9 +121,10 @@ def _aotwheel_errors(output: str) -> list[str]:
 
 
 def test_ocloc_failure_fails_the_build_showing_its_log(tmp_path: Path) -> None:
-    """acm-g10 (DG2) has no fp64: IGC rejects the kernel and ocloc exits non-zero."""
+    """acm-g10 (DG2) has no fp64: with the field defaults off (no -cl-poison-unsupported-fp64-kernels)
+    IGC rejects the kernel and ocloc exits non-zero."""
     require(*TOOLS)
-    src = _project(tmp_path, FP64_KERNEL, "pvc acm-g10")
+    src = _project(tmp_path, FP64_KERNEL, "pvc acm-g10 FIELD_DEFAULTS OFF")
     env = _env(tmp_path)
     assert _configure(src, tmp_path / "b", env).returncode == 0
     proc = _ninja(tmp_path / "b", env)
@@ -133,7 +134,8 @@ def test_ocloc_failure_fails_the_build_showing_its_log(tmp_path: Path) -> None:
     errors = _aotwheel_errors(output)
     assert len(errors) == 1, output[-3000:]
     assert "ocloc" in errors[0] and "-device acm-g10" in errors[0] and "k.spv" in errors[0]
-    assert "USE_AOT_DEVLIST" in errors[0]  # the fix: change the kernel or drop the device
+    assert "USE_AOT_DEVLIST" in errors[0]  # the fix: change the kernel or drop the device,
+    assert "add -cl-poison-unsupported-fp64-kernels to the ocloc options" in errors[0]  # or poison fp64 kernels
     # Nothing half-made is left for the next build to pick up, and the failure is not cached.
     assert not (tmp_path / "b" / "aotwheel" / "bt" / "k.acm-g10.bin").exists()
     log = tmp_path / "cache" / "v2" / "events.log"

@@ -71,7 +71,10 @@ def reference(tmp_path_factory) -> bytes:
     work = tmp_path_factory.mktemp("ref")
     spv = work / "k.spv"
     compile_spirv(KERNEL, spv)
-    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(DEVICES), "-output", "fat"], cwd=work)
+    # With the options CMake builds pass by default (IPEX's / torch-xpu-ops' ocloc options, docs/formats.md).
+    field = "-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required"
+    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(DEVICES), "-output", "fat",
+         "-options", field], cwd=work)
     return (work / "fat").read_bytes()
 
 

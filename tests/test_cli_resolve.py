@@ -30,7 +30,7 @@ def test_done_when_aliases_collapse() -> None:
     assert data["jit_fallback"] is True
 
 
-@pytest.mark.parametrize("text,needle", [("pvc;rm -rf /", "';'"), ("pcv", "did you mean pvc?"), ("", "empty"), ("$(touch pwned)", "'$'")])
+@pytest.mark.parametrize("text,needle", [("pvc;rm -rf /", "';'"), ("pcv", "did you mean pvc?"), (" , ", "empty"), ("$(touch pwned)", "'$'")])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, text: str, needle: str) -> None:
     proc = aotwheel("resolve", text, cwd=tmp_path)
     assert proc.returncode == 2

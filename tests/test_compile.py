@@ -56,6 +56,12 @@ def spilling_spv(tmp_path_factory) -> Path:
     return d / "spill.spv"
 
 
+# What IPEX (cmake/gpu/SYCL.cmake, one -options string) and torch-xpu-ops pass to ocloc on every
+# AOT build, written from their sources (docs/formats.md quotes the lines): aotwheel compile passes
+# them by default, so a byte-for-byte reference run of ocloc gets them too.
+FIELD = "-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required"
+
+
 def aotwheel(*args: str, cwd: Path, cache: Path, ocloc: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = build_env(cache, PYTHONPATH=PYTHONPATH)
     if ocloc is not None:
@@ -79,7 +85,7 @@ def test_fat_binary_equals_ocloc_multi_device_member_by_member(spv, tmp_path):
     out = tmp_path / "k.ar"
     proc = aotwheel("compile", str(spv), "-d", "pvc,acm-g10,tgllp", "-o", str(out), cwd=tmp_path, cache=tmp_path / "c")
     assert proc.returncode == 0, proc.stderr
-    ref = ocloc_fat(spv, "pvc,acm-g10,tgllp", tmp_path)
+    ref = ocloc_fat(spv, "pvc,acm-g10,tgllp", tmp_path, "-options", FIELD)
     ours, theirs = members(out, tmp_path / "ours"), members(ref, tmp_path / "theirs")
     assert list(ours) == list(theirs) == ["64.12.60.7", "64.12.55.8", "64.12.0.0", "generic_ir"]
     for name in theirs:
@@ -92,13 +98,13 @@ def test_options_and_no_jit_match_ocloc_with_the_same_flags(spv, tmp_path):
     proc = aotwheel("compile", str(spv), "-d", "acm-g11,pvc", "--no-jit", "--options", "-cl-fast-relaxed-math -cl-mad-enable",
                     "-o", str(out), cwd=tmp_path, cache=tmp_path / "c")
     assert proc.returncode == 0, proc.stderr
-    ref = ocloc_fat(spv, "acm-g11,pvc", tmp_path, "-exclude_ir", "-options", "-cl-fast-relaxed-math -cl-mad-enable")
+    ref = ocloc_fat(spv, "acm-g11,pvc", tmp_path, "-exclude_ir", "-options", f"{FIELD} -cl-fast-relaxed-math -cl-mad-enable")
     ours, theirs = members(out, tmp_path / "ours"), members(ref, tmp_path / "theirs")
     assert "generic_ir" not in ours and list(ours) == list(theirs)
     assert ours == theirs
     # and the options did change the code (else this test could not tell them apart)
     (tmp_path / "plain").mkdir()
-    plain = ocloc_fat(spv, "acm-g11,pvc", tmp_path / "plain", "-exclude_ir")
+    plain = ocloc_fat(spv, "acm-g11,pvc", tmp_path / "plain", "-exclude_ir", "-options", FIELD)
     assert members(plain, tmp_path / "plain_m") != theirs
 
 
@@ -108,8 +114,12 @@ def test_python_api_takes_a_devlist_and_aliases(spv, tmp_path, monkeypatch):
     monkeypatch.setenv("AOTWHEEL_CACHE_DIR", str(tmp_path / "c"))
     by_alias = compile_spirv(spv.read_bytes(), "ats-m150, xe-hpc")
     by_devlist = compile_spirv(spv.read_bytes(), resolve("acm-g10,pvc"))
-    ref = ocloc_fat(spv, "acm-g10,pvc", tmp_path)
+    ref = ocloc_fat(spv, "acm-g10,pvc", tmp_path, "-options", FIELD)
     assert by_alias == by_devlist == ref.read_bytes()
+    # field_defaults=False: exactly what a plain `ocloc -device a,b` writes.
+    (tmp_path / "plain").mkdir()
+    plain = ocloc_fat(spv, "acm-g10,pvc", tmp_path / "plain")
+    assert compile_spirv(spv.read_bytes(), "acm-g10,pvc", field_defaults=False) == plain.read_bytes() != ref.read_bytes()
 
 
 def test_second_run_is_served_by_the_cache_without_ocloc(spv, tmp_path):
@@ -136,7 +146,7 @@ def test_format_dir_writes_one_native_binary_per_device(spv, tmp_path):
     for device in ("pvc", "acm-g10"):
         single = tmp_path / f"single-{device}"
         run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "x",
-             "-out_dir", str(single), "-output_no_suffix", "-exclude_ir"])
+             "-out_dir", str(single), "-output_no_suffix", "-exclude_ir", "-options", FIELD])
         assert (out / f"{device}.bin").read_bytes() == (single / "x").read_bytes()
 
 
@@ -151,20 +161,40 @@ def test_grf_auto_rebuilds_the_spilling_device_with_large_grf(spilling_spv, tmp_
     assert large.returncode == 0 and "spilled" not in large.stdout + large.stderr
 
     out = tmp_path / "auto.ar"
-    proc = aotwheel("compile", str(spilling_spv), "-d", "pvc", "--grf", "auto", "--json", "-o", str(out), cwd=tmp_path, cache=tmp_path / "c")
+    # --no-field-defaults: the field's -cl-intel-enable-auto-large-GRF-mode avoids these spills
+    # itself (test_field_defaults_pick_large_grf_for_the_spilling_kernel), so --grf is tested alone.
+    proc = aotwheel("compile", str(spilling_spv), "-d", "pvc", "--grf", "auto", "--json", "--no-field-defaults", "-o", str(out),
+                    cwd=tmp_path, cache=tmp_path / "c")
     assert proc.returncode == 0, proc.stderr
     (dev,) = json.loads(proc.stdout)["devices"]
     assert dev["grf"] == "large" and dev["spills"] == []
     assert dev["retried_after_spills"] and dev["retried_after_spills"][0]["kernel"] == "spill"
     assert members(out, tmp_path / "m")["64.12.60.7"] == (tmp_path / "l").read_bytes()
     # The text report says so too, also when the cache serves both builds (the log is cached).
-    again = aotwheel("compile", str(spilling_spv), "-d", "pvc", "--grf", "auto", "-o", str(out), cwd=tmp_path, cache=tmp_path / "c")
+    again = aotwheel("compile", str(spilling_spv), "-d", "pvc", "--grf", "auto", "--no-field-defaults", "-o", str(out),
+                     cwd=tmp_path, cache=tmp_path / "c")
     assert again.returncode == 0 and "rebuilt with large GRF" in again.stdout and "cache hit" in again.stdout
     # --grf small keeps the spilling build and reports its spills.
-    kept = aotwheel("compile", str(spilling_spv), "-d", "pvc", "--json", "-o", str(out), cwd=tmp_path, cache=tmp_path / "c")
+    kept = aotwheel("compile", str(spilling_spv), "-d", "pvc", "--json", "--no-field-defaults", "-o", str(out),
+                    cwd=tmp_path, cache=tmp_path / "c")
     (dev,) = json.loads(kept.stdout)["devices"]
     assert dev["grf"] == "small" and dev["spills"] and not dev["retried_after_spills"]
     assert members(out, tmp_path / "m2")["64.12.60.7"] == (tmp_path / "s").read_bytes()
+
+
+def test_field_defaults_pick_large_grf_for_the_spilling_kernel(spilling_spv, tmp_path):
+    # ocloc 22.43 itself, with the field's options: no spill warning (auto large GRF chose 256
+    # registers), where the plain build above spills; aotwheel compile reports the same.
+    ref = subprocess.run(["ocloc", "compile", "-file", str(spilling_spv), "-spirv_input", "-device", "pvc", "-output", "f",
+                          "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", "-options", FIELD],
+                         capture_output=True, text=True)
+    assert ref.returncode == 0 and "spilled" not in ref.stdout + ref.stderr
+    out = tmp_path / "k.ar"
+    proc = aotwheel("compile", str(spilling_spv), "-d", "pvc", "--json", "-o", str(out), cwd=tmp_path, cache=tmp_path / "c")
+    assert proc.returncode == 0, proc.stderr
+    (dev,) = json.loads(proc.stdout)["devices"]
+    assert dev["spills"] == [] and json.loads(proc.stdout)["options"] == FIELD
+    assert members(out, tmp_path / "m")["64.12.60.7"] == (tmp_path / "f").read_bytes()
 
 
 def test_grf_auto_leaves_a_kernel_without_spills_alone(spv, tmp_path):
@@ -180,7 +210,7 @@ def test_grf_auto_leaves_a_kernel_without_spills_alone(spv, tmp_path):
     ("unknown device", "pvcc", None),
     ("ocloc 22.43 cannot build it", "bmg-g21", None),
     ("nvidia target", "pvc,sm_90", None),
-    ("empty devlist", "", None),
+    ("separators only", " , ", None),
 ])
 def test_bad_input_is_one_line_exit_2_nothing_written(spv, tmp_path, case, devlist, content):
     src = spv

@@ -20,9 +20,11 @@ from _aotdemo_util import (  # noqa: F401  (installed_aotwheel is a fixture)
 )
 
 
-def _build(site: Path, tmp_path: Path, *, devlist: str | None, config: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _build(site: Path, tmp_path: Path, *, devlist: str | None, config: tuple[str, ...] = (),
+           **extra_env: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     project = copy_example(tmp_path / "aotdemo")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_") and k != "TORCH_XPU_ARCH_LIST"}
+    env.update(extra_env)
     env["PYTHONPATH"] = str(site)  # the installed aotwheel only, not this checkout's python/
     if devlist is not None:
         env["USE_AOT_DEVLIST"] = devlist
@@ -42,7 +44,7 @@ def _only_wheel(tmp_path: Path) -> Path:
 def test_downstream_default_devlist_against_installed_aotwheel(installed_aotwheel: Path, tmp_path: Path) -> None:
     site = installed_aotwheel
     assert (site / "aotwheel" / "cmake" / "aotwheel-config.cmake").is_file()
-    proc, build_dir = _build(site, tmp_path, devlist=None)  # pyproject's default: pvc,ats-m150
+    proc, build_dir = _build(site, tmp_path, devlist=None)  # empty define: the resolver's default, pvc,ats-m150
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
 
     # CMake found the installed aotwheel's config file, not the source checkout's.
@@ -81,6 +83,15 @@ def test_downstream_config_setting_define_overrides_environment(installed_aotwhe
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     so = unpack(_only_wheel(tmp_path), tmp_path / "u") / "aotdemo" / "_demo.abi3.so"
     assert ar_members(section_bytes(so, FAT_SECTION, tmp_path), tmp_path) == [ACM_G10_MEMBER, "generic_ir"]
+
+
+def test_downstream_empty_devlist_is_unset_then_torch_xpu_arch_list(installed_aotwheel: Path, tmp_path: Path) -> None:
+    # The example's { env = "USE_AOT_DEVLIST", default = "" } define passes the empty value: the
+    # resolver's chain goes on to TORCH_XPU_ARCH_LIST (issue 26; issue 30 item 4 stopped here).
+    proc, _ = _build(installed_aotwheel, tmp_path, devlist="", TORCH_XPU_ARCH_LIST="pvc")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    so = unpack(_only_wheel(tmp_path), tmp_path / "u") / "aotdemo" / "_demo.abi3.so"
+    assert ar_members(section_bytes(so, FAT_SECTION, tmp_path), tmp_path) == [PVC_MEMBER, "generic_ir"]
 
 
 def test_downstream_hostile_devlist_stops_the_build(installed_aotwheel: Path, tmp_path: Path) -> None:

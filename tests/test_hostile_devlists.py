@@ -101,10 +101,13 @@ _AUDIT_RUNNER = textwrap.dedent(
 
 def test_cli_rejects_without_spawning_or_writing(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
-    proc = subprocess.run([sys.executable, "-c", _AUDIT_RUNNER], input=json.dumps(CASES), capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    # A blank value counts as unset on the command line as in the environment (the resolver's
+    # chain then decides: test_field_defaults), so the CLI cases are the non-blank ones.
+    cases = [c for c in CASES if c.strip()]
+    proc = subprocess.run([sys.executable, "-c", _AUDIT_RUNNER], input=json.dumps(cases), capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads(proc.stdout)
-    for text, r in zip(CASES, results):
+    for text, r in zip(cases, results):
         assert r["rc"] == 2, (text[:40], r)
         assert r["stdout"] == "", text[:40]
         lines = r["stderr"].splitlines()
@@ -123,7 +126,9 @@ def test_audit_runner_sees_spawns(tmp_path: Path) -> None:
     assert "subprocess.Popen" in json.loads(proc.stdout)[0]["events"]
 
 
-CMAKE_CASES = ["pvc;rm -rf /", "$(id)", "`id`", "'pvc'", "pcv", "", "none,pvc", "рvс", "-Dfoo=bar", "pvc\\;acm-g10", "pvc\"", "${HOME}"]
+# An empty USE_AOT_DEVLIST (-DUSE_AOT_DEVLIST=) is unset, not hostile: the resolver's chain decides
+# (tests/test_field_defaults.py); ", ," is the empty list that still stops configure.
+CMAKE_CASES = ["pvc;rm -rf /", "$(id)", "`id`", "'pvc'", "pcv", ", ,", "none,pvc", "рvс", "-Dfoo=bar", "pvc\\;acm-g10", "pvc\"", "${HOME}"]
 
 CMAKE_PROJECT = """
 cmake_minimum_required(VERSION 3.21)
@@ -143,11 +148,7 @@ def test_cmake_configure_rejects(tmp_path: Path, text: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
     # Through the environment, the way pip users pass it; the cache route is in test_cmake_entry.
     env["USE_AOT_DEVLIST"] = text
-    if text == "":
-        # An empty environment variable means "unset" (default); the empty cache value is the hostile case.
-        args = ["-DUSE_AOT_DEVLIST="]
-    else:
-        args = []
+    args: list[str] = []
     proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}", *args], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode != 0
     assert not (tmp_path / "b" / "reached.txt").exists()

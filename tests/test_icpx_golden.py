@@ -41,7 +41,7 @@ needs_ninja = pytest.mark.skipif(NINJA is None, reason="ninja is not installed (
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_") and k not in ("TORCH_XPU_ARCH_LIST", "MAX_JOBS")}
     env.update(extra)
     return env
 
@@ -326,7 +326,8 @@ def _link_flags(build: Path) -> str:
 def test_icpx_golden_configure_build_ninja_and_argv(tmp_path: Path) -> None:
     proc, build, log = _configure(
         tmp_path,
-        "DEVICES \"pvc, ats-m150\" OPTIONS -cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels PARALLEL_LINK_JOBS 3",
+        "DEVICES \"pvc, ats-m150\" FIELD_DEFAULTS OFF OPTIONS -cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels "
+        "PARALLEL_LINK_JOBS 3",
     )
     assert proc.returncode == 0, proc.stderr
     expected_shell = (
@@ -358,16 +359,18 @@ def test_icpx_golden_configure_build_ninja_and_argv(tmp_path: Path) -> None:
 @needs_cmake
 @needs_ninja
 def test_icpx_golden_configure_pvc_sm_90_reaches_the_stand_in_icpx(tmp_path: Path) -> None:
-    proc, build, log = _configure(tmp_path, "", env=_clean_env(USE_AOT_DEVLIST="pvc,sm_90"))
+    proc, build, log = _configure(tmp_path, "", env=_clean_env(USE_AOT_DEVLIST="pvc,sm_90", MAX_JOBS="1"))
     assert proc.returncode == 0, proc.stderr
+    options = " ".join(IPEX_OPTIONS)
     assert _link_flags(build).endswith(
-        ' -fsycl -fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90 -Xsycl-target-backend=spir64_gen "-device pvc" --offload-compress'
+        ' -fsycl -fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90 -Xsycl-target-backend=spir64_gen '
+        f'"-device pvc -options \'{options}\'" --offload-compress -fsycl-max-parallel-link-jobs=1 -flink-huge-device-code'
     )
     assert "SYCL AOT for pvc (targets spir64_gen,spir64,nvidia_gpu_sm_90)" in proc.stdout
     _, argv = _build_with_stand_in(build, log)
     at = argv.index("-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90")
     assert argv[at - 1: at + 4] == ["-fsycl", "-fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90",
-                                    "-Xsycl-target-backend=spir64_gen", "-device pvc", "--offload-compress"]
+                                    "-Xsycl-target-backend=spir64_gen", f"-device pvc -options '{options}'", "--offload-compress"]
 
 
 @needs_cmake
@@ -380,7 +383,17 @@ def test_icpx_golden_configure_devlist_from_environment_none(tmp_path: Path) -> 
 
 @needs_cmake
 def test_icpx_golden_configure_fallback_off_from_cache_variable(tmp_path: Path) -> None:
-    proc, build, _ = _configure(tmp_path, "", defs=("-DUSE_AOT_DEVLIST=dg2-g11", "-DUSE_AOT_JIT_FALLBACK=OFF"))
+    proc, build, _ = _configure(tmp_path, "", defs=("-DUSE_AOT_DEVLIST=dg2-g11", "-DUSE_AOT_JIT_FALLBACK=OFF"),
+                                env=_clean_env(MAX_JOBS="1"))
+    assert proc.returncode == 0, proc.stderr
+    # acm-g11 has no fp64: torch-xpu-ops' -fsycl-fp64-conv-emu joins the field defaults.
+    assert _link_flags(build).endswith(
+        f' -fsycl -fsycl-targets=spir64_gen -Xs "-device acm-g11 -options \'{" ".join(IPEX_OPTIONS)}\'" --offload-compress'
+        " -fsycl-max-parallel-link-jobs=1 -fsycl-fp64-conv-emu -flink-huge-device-code")
+    # The same with the field defaults off through the cache variable: the bare flags.
+    (tmp_path / "off").mkdir()
+    proc, build, _ = _configure(tmp_path / "off", "", defs=("-DUSE_AOT_DEVLIST=dg2-g11", "-DUSE_AOT_JIT_FALLBACK=OFF",
+                                                             "-DUSE_AOT_FIELD_DEFAULTS=OFF"))
     assert proc.returncode == 0, proc.stderr
     assert _link_flags(build).endswith(' -fsycl -fsycl-targets=spir64_gen -Xs "-device acm-g11" --offload-compress')
 
@@ -392,7 +405,8 @@ def test_icpx_golden_configure_function_arguments_win(tmp_path: Path) -> None:
                                 env=_clean_env(USE_AOT_DEVLIST="none"))
     assert proc.returncode == 0, proc.stderr
     assert _link_flags(build).endswith(
-        ' -fsycl -fsycl-targets=spir64_gen -Xs "-device pvc" --offload-compress -fsycl-max-parallel-link-jobs=2'
+        f' -fsycl -fsycl-targets=spir64_gen -Xs "-device pvc -options \'{" ".join(IPEX_OPTIONS)}\'" --offload-compress '
+        "-fsycl-max-parallel-link-jobs=2 -flink-huge-device-code"
     )
 
 
@@ -417,3 +431,121 @@ def test_icpx_golden_configure_rejects_a_non_intel_compiler(tmp_path: Path) -> N
     assert proc.returncode != 0
     text = " ".join(proc.stderr.split())
     assert "aotwheel_target_sycl: the compiler is GNU, not IntelLLVM. Try: CXX=icpx" in text
+
+
+# --- the field's flags, line by line: IPEX, torch-xpu-ops and SyclExtension for the same input ----
+# TORCH_XPU_ARCH_LIST=pvc,dg2 (IPEX's setup.py turns it into USE_AOT_DEVLIST) and MAX_JOBS=2. Each
+# entry is a flag as icpx receives it and the line that passes it, read at these commits with
+# aotwheel's fetch tool (2026-11); docs/formats.md ("Field defaults") says where aotwheel differs.
+IPEX_AT = "intel/intel-extension-for-pytorch d0f992ff0ce79fb78581828a285e2cb56caab4e8 (xpu-main) cmake/gpu/SYCL.cmake"
+XPU_OPS_AT = "intel/torch-xpu-ops ab84f925a234f33ee70a29af59c03aefdeff68c3 cmake/BuildFlags.cmake"
+TORCH_AT = "pytorch/pytorch 0011ec5c5d6171a395bb339b873343a4cdfebd18 torch/utils/cpp_extension.py"
+UPSTREAM = {
+    "IPEX": {
+        "compile": [("-fsycl", 59)],
+        "link": [("-fsycl", 179), ("-fsycl-max-parallel-link-jobs=2", 98), ("--offload-compress", 101),
+                 ("-fsycl-targets=spir64_gen,spir64", 110), ("-flink-huge-device-code", 126)],
+        # -Xs (173) "-device ${USE_AOT_DEVLIST} (168) -options ' <154> <158> <161>'" (163): one string
+        "device": "pvc,dg2",
+        "ocloc_options": IPEX_OPTIONS,
+        "ocloc_options_in_order": True,
+    },
+    "torch-xpu-ops": {  # -fsycl itself: cmake/Modules/FindSYCLToolkit.cmake:135
+        "compile": [("-fsycl-fp64-conv-emu", 228), ("-fsycl-targets=spir64_gen,spir64", 233)],
+        "link": [("-fsycl-max-parallel-link-jobs=2", 193), ("--offload-compress", 194), ("-fsycl-fp64-conv-emu", 229),
+                 ("-fsycl-targets=spir64_gen,spir64", 234)],
+        # -Xs "-device ${AOT_TARGETS}" (235) + " -options X" three times (198, 199, 200)
+        "device": "pvc,dg2",
+        "ocloc_options": ["-cl-poison-unsupported-fp64-kernels", "-cl-intel-enable-auto-large-GRF-mode",
+                          "-cl-intel-greater-than-4GB-buffer-required"],
+        "ocloc_options_in_order": False,  # three -options: ocloc 22.43 keeps only the last one (docs)
+        # On purpose not passed by aotwheel: kernel numerics, not device-list flags (docs).
+        "not_passed": [("-foffload-fp32-prec-sqrt", 195), ("-foffload-fp32-prec-div", 196)],
+    },
+    "SyclExtension": {
+        "compile": [("-fsycl", 295), ("-fsycl-targets=spir64_gen,spir64", 296)],
+        "link": [("-fsycl", 295), ("-fsycl-targets=spir64_gen,spir64", 296), ("--offload-compress", 302)],
+        "device": "pvc,dg2",  # -Xs "-device <list>" (303); no -options
+        "ocloc_options": [],
+        "ocloc_options_in_order": True,
+        # Its separate device-link step (301); aotwheel's device code links with the module itself.
+        "not_passed": [("-fsycl-link", 301)],
+    },
+}
+_ICPX_FLAG = ("-fsycl", "--offload-compress", "-flink-huge-device-code", "-Xs", "-foffload")
+
+
+def _stand_in_argv(tmp_path: Path, env: dict[str, str], args: str = "") -> tuple[subprocess.CompletedProcess[str], list[str], list[str]]:
+    proc, build, log = _configure(tmp_path, args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    calls, link = _build_with_stand_in(build, log)
+    (compile_cpp,) = [c for c in calls if "-c" in c and c[-1].endswith("kern.cpp")]
+    (compile_c,) = [c for c in calls if "-c" in c and c[-1].endswith("glue.c")] or [[]]
+    assert not any(a.startswith("-fsycl") for a in compile_c)
+    return proc, compile_cpp, link
+
+
+def _xs(link: list[str]) -> tuple[str, list[str]]:
+    value = link[link.index("-Xs") + 1]
+    device, _, options = value.partition(" -options ")
+    assert device.startswith("-device ")
+    return device[len("-device "):], options.strip("'").split()
+
+
+@needs_cmake
+@needs_ninja
+def test_icpx_golden_stand_in_pvc_dg2_has_the_upstream_flags(tmp_path: Path) -> None:
+    from aotwheel.devlist import resolve
+
+    proc, compile_cpp, link = _stand_in_argv(tmp_path, _clean_env(TORCH_XPU_ARCH_LIST="pvc,dg2", MAX_JOBS="2"))
+    assert "aotwheel: device list 'pvc,dg2' from TORCH_XPU_ARCH_LIST (environment)" in proc.stdout
+    device, options = _xs(link)
+    ours = {a for a in link if a.startswith(_ICPX_FLAG)} - {link[link.index("-Xs") + 1]}
+    theirs: set[str] = set()
+    for name, up in UPSTREAM.items():
+        where = IPEX_AT if name == "IPEX" else XPU_OPS_AT if name == "torch-xpu-ops" else TORCH_AT
+        for flag, line in up["compile"]:
+            assert flag in compile_cpp, f"{name} {where}:{line} {flag}"
+        for flag, line in up["link"]:
+            assert flag in link, f"{name} {where}:{line} {flag}"
+            theirs.add(flag)
+        for flag, line in up.get("not_passed", []):
+            assert flag not in link + compile_cpp, f"{name} {where}:{line} {flag}"
+        # The device list: upstream hands ocloc 'dg2' (a generic name ocloc >= 25.18 knows);
+        # aotwheel names the products it stands for, which every ocloc release knows (docs).
+        assert device == resolve(up["device"]).ocloc_device == "pvc,acm-g10,acm-g11,acm-g12", name
+        if up["ocloc_options_in_order"] and up["ocloc_options"]:
+            assert options == up["ocloc_options"], name
+        assert set(up["ocloc_options"]) <= set(options), name
+    assert ours - {"-Xs"} == theirs  # nothing of aotwheel's own beyond what upstream passes
+    assert compile_cpp.count("-fsycl-fp64-conv-emu") == 1
+
+
+@needs_cmake
+@needs_ninja
+def test_icpx_golden_torch_xpu_arch_list_pvc_bmg_alone_selects_those_devices(tmp_path: Path) -> None:
+    proc, compile_cpp, link = _stand_in_argv(tmp_path, _clean_env(TORCH_XPU_ARCH_LIST="pvc,bmg", MAX_JOBS="1"))
+    assert "aotwheel: device list 'pvc,bmg' from TORCH_XPU_ARCH_LIST (environment)" in proc.stdout
+    assert "SYCL AOT for pvc,bmg-g21,bmg-g31 (targets spir64_gen,spir64)" in proc.stdout
+    device, options = _xs(link)
+    assert device == "pvc,bmg-g21,bmg-g31" and options == IPEX_OPTIONS
+    assert "-fsycl-fp64-conv-emu" not in link + compile_cpp  # every device has fp64
+
+
+@needs_cmake
+@needs_ninja
+def test_icpx_golden_user_options_add_to_the_field_defaults_once(tmp_path: Path) -> None:
+    _, _, link = _stand_in_argv(tmp_path, _clean_env(MAX_JOBS="1"),
+                                "DEVICES pvc OPTIONS -cl-intel-greater-than-4GB-buffer-required -cl-mad-enable")
+    _, options = _xs(link)
+    assert options == [*IPEX_OPTIONS, "-cl-mad-enable"]
+
+
+@needs_cmake
+@needs_ninja
+def test_icpx_golden_field_defaults_off_argument(tmp_path: Path) -> None:
+    _, compile_cpp, link = _stand_in_argv(tmp_path, _clean_env(USE_AOT_DEVLIST="pvc,dg2"), "FIELD_DEFAULTS OFF")
+    at = link.index("-fsycl")
+    assert link[at:] [:5] == ["-fsycl", "-fsycl-targets=spir64_gen,spir64", "-Xs", "-device pvc,acm-g10,acm-g11,acm-g12",
+                              "--offload-compress"]
+    assert not any(a.startswith(("-fsycl-max-parallel", "-flink-huge", "-fsycl-fp64")) for a in link + compile_cpp)

@@ -209,7 +209,9 @@ def test_config_reads_a_passed_mapping_and_never_writes() -> None:
     with pytest.raises(AotwheelError, match="AOTWHEEL_JIT='loud'"):
         config.read({"AOTWHEEL_JIT": "loud"})
     names = [v.name for v in config.VARIABLES]
-    assert len(names) == len(set(names)) and all(n.startswith(("USE_AOT_", "AOTWHEEL_")) for n in names)
+    # aotwheel's own names, and PyTorch's TORCH_XPU_ARCH_LIST (read after USE_AOT_DEVLIST, never written)
+    assert len(names) == len(set(names)) and all(n.startswith(("USE_AOT_", "AOTWHEEL_")) or n == "TORCH_XPU_ARCH_LIST" for n in names)
+    assert config.read({"USE_AOT_DEVLIST": " ", "TORCH_XPU_ARCH_LIST": "pvc,bmg"}).devlist == "pvc,bmg"
 
 
 def test_no_python_module_writes_aotwheel_variables_to_the_environment() -> None:

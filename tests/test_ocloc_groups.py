@@ -32,6 +32,8 @@ from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 KERNELS = REPO / "csrc" / "kernels"
 SIX = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]
 TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV, "ar")
+# IPEX's / torch-xpu-ops' ocloc options (cmake/gpu/SYCL.cmake), which CMake builds pass by default.
+FIELD = "-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required"
 
 
 # ---- the plan ----------------------------------------------------------------------------------
@@ -250,10 +252,10 @@ def _ocloc_version(work: Path) -> str:
     return (work / "OCL_DRIVER_VERSION").read_text().strip(" \0\n")
 
 
-def _group(spv: Path, out: Path, cache: Path, ocloc: str, devices: list[str]) -> list:
+def _group(spv: Path, out: Path, cache: Path, ocloc: str, devices: list[str], options: str = "") -> list:
     jobs = [GroupJob(d, d, ocloc_ip(d), out / f"{spv.stem}.{d}.bin") for d in devices]
     tiers = Tiers(local=DeviceCodeCache(cache), build_dir=out)
-    return run_group(spirv=str(spv), jobs=jobs, ocloc=ocloc, ocloc_version=_ocloc_version(out / "q"), options="",
+    return run_group(spirv=str(spv), jobs=jobs, ocloc=ocloc, ocloc_version=_ocloc_version(out / "q"), options=options,
                      tiers=tiers)
 
 
@@ -296,7 +298,8 @@ def test_entries_of_aotwheel_compile_serve_a_group(spvs, tmp_path):
     run([sys.executable, "-m", "aotwheel", "compile", str(spv), "-d", "pvc,acm-g11", "-o", str(tmp_path / "c.ar")], env=env)
     compiled = len(logged_runs(log, "compile"))
     assert compiled >= 2
-    got = _group(spv, tmp_path / "out", cache, str(wrapper), ["pvc", "acm-g11"])
+    # aotwheel compile passes the field's options by default, as CMake's edges do: same options, same entries.
+    got = _group(spv, tmp_path / "out", cache, str(wrapper), ["pvc", "acm-g11"], options=FIELD)
     assert len(logged_runs(log, "compile")) == compiled and [r.provenance for r in got] == ["local", "local"]
     for d in ("pvc", "acm-g11"):
         ar_extract(tmp_path / "c.ar", f"64.{ocloc_ip(d)}", tmp_path / f"m.{d}")
@@ -380,7 +383,7 @@ def test_build_has_one_ocloc_edge_per_source_and_group(tmp_path, setting):
     # Same members as a one-device-per-edge build would have: each equals a single-device ocloc build.
     spv = tmp_path / "b" / "aotwheel" / "grp" / "a.spv"
     for d in ("pvc", "tgllp"):
-        assert (tmp_path / "b" / "aotwheel" / "grp" / f"a.{d}.bin").read_bytes() == _single(spv, d, tmp_path)
+        assert (tmp_path / "b" / "aotwheel" / "grp" / f"a.{d}.bin").read_bytes() == _single(spv, d, tmp_path, FIELD)
     # A fresh build tree on the warm cache: no ocloc at all.
     before = len(_files(logged_runs(log)))
     _build(src, tmp_path / "b2", env)
@@ -488,8 +491,10 @@ def test_four_sources_two_devices_two_cores_one_process_per_source_and_identical
             assert (planned / f"{stem}{suffix}").read_bytes() == (split / f"{stem}{suffix}").read_bytes(), stem + suffix
         ref = tmp_path / f"ref-{stem}"
         ref.mkdir()
+        # The CMake build passes the field's ocloc options by default (IPEX's -options string,
+        # docs/formats.md): the reference run gets the same.
         run(["ocloc", "compile", "-file", str(planned / f"{stem}.spv"), "-spirv_input", "-device", "pvc,acm-g10",
-             "-output", "fat"], cwd=ref)
+             "-output", "fat", "-options", FIELD], cwd=ref)
         assert (planned / f"{stem}.fatbin").read_bytes() == (ref / "fat").read_bytes(), stem
     # Per-device cache entries, as before: 4 sources x 2 devices.
     assert len(_device_entries(tmp_path / "cache-planned")) == 8

@@ -4,8 +4,15 @@ Callers read a :class:`Config` from a mapping they pass in (``os.environ`` by de
 it down; nothing here or downstream writes to ``os.environ``. Standard library only: build steps
 import it inside pip's isolated build environment.
 
-CMake reads ``USE_AOT_DEVLIST`` / ``USE_AOT_JIT_FALLBACK`` itself at configure time and passes the
-values to the Python resolver; the names and defaults here are the ones it must agree with.
+CMake reads ``USE_AOT_DEVLIST`` / ``TORCH_XPU_ARCH_LIST`` / ``USE_AOT_JIT_FALLBACK`` /
+``USE_AOT_FIELD_DEFAULTS`` as CMake variables at configure time and passes them to the Python
+resolver; the names and defaults here are the ones it must agree with.
+
+The device list comes from the first of these that is set and not empty (:func:`devlist_choice`):
+``USE_AOT_DEVLIST`` (CMake variable, then environment), ``TORCH_XPU_ARCH_LIST`` (PyTorch's
+variable, read by torch-xpu-ops, IPEX and SyclExtension; CMake variable, then environment), then
+:data:`DEFAULT_DEVLIST`. An empty value counts as unset everywhere, as torch-xpu-ops and IPEX
+treat an empty ``TORCH_XPU_ARCH_LIST``; ``none`` is the way to ask for JIT only.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ class Variable:
 
 
 DEVLIST = Variable("USE_AOT_DEVLIST", "pvc,ats-m150", "devices to compile native code for (aotwheel resolve --list)")
+TORCH_ARCH_LIST = Variable("TORCH_XPU_ARCH_LIST", None,
+                           "PyTorch's device list: used when USE_AOT_DEVLIST is unset or empty")
+FIELD_DEFAULTS = Variable("USE_AOT_FIELD_DEFAULTS", "ON",
+                          "pass the ocloc/icpx options IPEX and torch-xpu-ops pass (fp64 poisoning, auto large GRF, > 4 GB buffers; ON/OFF)")
 JIT_FALLBACK = Variable("USE_AOT_JIT_FALLBACK", "ON", "keep SPIR-V / PTX for devices without native code (ON/OFF)")
 JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
 DEVICE = Variable("AOTWHEEL_DEVICE", None, "devices to assume instead of probing: pvc, 12.60.7, sm_90, cpu")
@@ -44,7 +55,7 @@ JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
 NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", None,
                        "1: inspect with the pure-Python readers only, not the C scanner aotwheel._fastscan (same answers)")
 
-VARIABLES: tuple[Variable, ...] = (DEVLIST, JIT_FALLBACK, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
+VARIABLES: tuple[Variable, ...] = (DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
                                    OCLOC_JOBS, OCLOC_GROUPS, JIT_CACHE_DIR, NO_FASTSCAN)
 
 DEFAULT_DEVLIST = str(DEVLIST.default)
@@ -79,12 +90,28 @@ def jit_policy(value: str | None) -> str:
     return text
 
 
+def devlist_choice(env: Mapping[str, str], devlist: str | None = None,
+                   torch_arch_list: str | None = None) -> tuple[str, str]:
+    """``(device list, where it came from)``: ``devlist`` (an explicit value, e.g. CMake's
+    ``USE_AOT_DEVLIST`` variable), ``$USE_AOT_DEVLIST``, ``torch_arch_list`` (CMake's
+    ``TORCH_XPU_ARCH_LIST`` variable), ``$TORCH_XPU_ARCH_LIST``, then the default; the first that
+    is not empty or blank wins."""
+    for value, where in ((devlist, DEVLIST.name), (env.get(DEVLIST.name), f"{DEVLIST.name} (environment)"),
+                         (torch_arch_list, TORCH_ARCH_LIST.name),
+                         (env.get(TORCH_ARCH_LIST.name), f"{TORCH_ARCH_LIST.name} (environment)")):
+        if value is not None and value.strip():
+            return value, where
+    return DEFAULT_DEVLIST, "the default"
+
+
 @dataclass(frozen=True)
 class Config:
     """The values of :data:`VARIABLES`; empty strings count as unset (``USE_AOT_DEVLIST= cmd``)."""
 
     devlist: str = DEFAULT_DEVLIST
     devlist_given: bool = False  # USE_AOT_DEVLIST was set (not the default)
+    devlist_source: str = "the default"
+    field_defaults: bool = True
     jit_fallback: bool = True
     jit: str = "warn"
     device: str | None = None
@@ -103,9 +130,12 @@ class Config:
             value = env.get(var.name, "").strip()
             return value or var.default
 
+        devlist, source = devlist_choice(env)
         return cls(
-            devlist=get(DEVLIST) or DEFAULT_DEVLIST,
-            devlist_given=bool(env.get(DEVLIST.name, "").strip()),
+            devlist=devlist,
+            devlist_source=source,
+            devlist_given=source != "the default",
+            field_defaults=flag(get(FIELD_DEFAULTS), name=FIELD_DEFAULTS.name),
             jit_fallback=flag(get(JIT_FALLBACK)),
             jit=jit_policy(get(JIT)),
             device=get(DEVICE),

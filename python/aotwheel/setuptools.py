@@ -115,7 +115,8 @@ def _devlist_defines(ext: CMakeExtension) -> list[str]:
     from aotwheel.devlist import resolve
 
     env = os.environ  # read only: unset values stay unset so that CMake applies its default
-    devlist = ext.devlist if ext.devlist is not None else (env.get(config.DEVLIST.name, "").strip() or None)
+    # Empty counts as unset (config.devlist_choice): CMake's resolver then reads the chain itself.
+    devlist = (ext.devlist or "").strip() or env.get(config.DEVLIST.name, "").strip() or None
     jit = ext.jit_fallback
     if jit is None and env.get(config.JIT_FALLBACK.name, "").strip():
         jit = config.flag(env[config.JIT_FALLBACK.name])

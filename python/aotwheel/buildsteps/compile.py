@@ -120,6 +120,10 @@ def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
     from aotwheel.buildsteps.toolchain import installed_catalog
     from aotwheel.devlist import DevList, resolve
 
+    if isinstance(devlist, str) and not devlist.strip():  # empty = unset, as everywhere (config.devlist_choice)
+        from aotwheel.config import read
+
+        devlist = read().devlist
     dl = devlist if isinstance(devlist, DevList) else resolve(devlist, jit_fallback=jit_fallback, catalog=installed_catalog())
     if dl.cuda is not None:
         raise DevlistError(f"'{','.join(dl.cuda.names)}' are NVIDIA targets; SPIR-V compiles for Intel devices only: "
@@ -128,13 +132,18 @@ def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
 
 
 def compile_spirv(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] | str = (), jit_fallback: bool = True,
-                  grf: str = "small", jobs: int | None = None, cache: DeviceCodeCache | None = None) -> bytes:
+                  grf: str = "small", jobs: int | None = None, cache: DeviceCodeCache | None = None,
+                  field_defaults: bool = True) -> bytes:
     """Compile a SPIR-V module for every device of ``devlist`` and return an ocloc fat binary.
 
     The result is what ``ocloc compile -file k.spv -spirv_input -device a,b,… -options …`` writes:
     one ``64.<ip>`` member per device, in devlist order, plus ``generic_ir`` (the SPIR-V, for JIT on
     other devices) unless ``jit_fallback`` is off or the devlist says ``no-jit``. ``options`` are
-    ocloc ``-options`` (a string or a sequence joined with spaces); ``grf`` is ``"small"``
+    ocloc ``-options`` (a string or a sequence joined with spaces), added after the options IPEX
+    and torch-xpu-ops pass (``-cl-intel-enable-auto-large-GRF-mode
+    -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required``) unless
+    ``field_defaults`` is off: a kernel using double then builds for a device without fp64, with
+    its fp64 kernels poisoned there. ``grf`` is ``"small"``
     (ocloc's default), ``"large"`` (``-cl-intel-256-GRF-per-thread``) or ``"auto"`` (large only
     where the small build spilled). Builds run one ocloc per device, ``jobs`` at a time
     (default: CPU count), through the device-code cache (``AOTWHEEL_CACHE_DIR``).
@@ -143,12 +152,12 @@ def compile_spirv(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] 
     a device this ocloc cannot build, or a failed build.
     """
     return compile_spirv_report(spirv, devlist, options=options, jit_fallback=jit_fallback, grf=grf,
-                                jobs=jobs, cache=cache).fatbinary
+                                jobs=jobs, cache=cache, field_defaults=field_defaults).fatbinary
 
 
 def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
-                         cache: DeviceCodeCache | None = None) -> CompileResult:
+                         cache: DeviceCodeCache | None = None, field_defaults: bool = True) -> CompileResult:
     """:func:`compile_spirv` with the per-device report (and binaries, for ``--format dir``)."""
     from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.buildsteps.fatbin import build_fatbin
@@ -156,9 +165,12 @@ def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequenc
 
     if grf not in GRF_MODES:
         raise AotwheelError(f"grf must be one of {', '.join(GRF_MODES)}, not {grf!r}")
+    from aotwheel.backends.intel.options import with_field_options
+
     opts = options if isinstance(options, str) else " ".join(options)
     if "\0" in opts:
         raise AotwheelError("ocloc options contain a NUL character; pass plain option text")
+    opts = with_field_options(opts, field_defaults)
     spirv = bytes(spirv)
     check_spirv(spirv)
     dl = resolve_devices(devlist, jit_fallback)

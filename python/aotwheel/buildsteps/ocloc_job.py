@@ -238,7 +238,7 @@ def compile_device_logged(*, ocloc: str, spirv: str, device: str, options: str =
                 where = f"ocloc said: {_first_error(log)}"
             raise ToolchainError(
                 f"ocloc failed for -device {device} on {Path(spirv).name} (exit {proc.returncode}; {where}); "
-                f"fix the kernel for {device} or remove {device} from USE_AOT_DEVLIST"
+                f"{_advice(device, log, options)}"
             )
         return produced.read_bytes(), log
 
@@ -250,6 +250,18 @@ def _produced(tmp: str, name: str) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def _advice(device: str, log: str, options: str) -> str:
+    """What to do about a failed build: for a kernel using double on a device without fp64, the
+    option that poisons such kernels instead (the field default a user turned off)."""
+    from aotwheel.backends.intel.options import FP64_POISON_OPTION
+
+    if "double type is not supported" in log.lower() and FP64_POISON_OPTION not in options.split():
+        return (f"the kernel uses double (fp64), which {device} lacks: add {FP64_POISON_OPTION} to the ocloc "
+                f"options (the default unless USE_AOT_FIELD_DEFAULTS=OFF / --no-field-defaults) so that only fp64 "
+                f"kernels are poisoned there, or remove {device} from USE_AOT_DEVLIST")
+    return f"fix the kernel for {device} or remove {device} from USE_AOT_DEVLIST"
 
 
 def _first_error(log: str) -> str:

@@ -18,9 +18,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("input", metavar="IN.spv", help="SPIR-V module")
     p.add_argument("-d", "--devlist", default=None,
-                   help="devices, USE_AOT_DEVLIST grammar (default: $USE_AOT_DEVLIST, else aotwheel's default devlist)")
+                   help="devices, USE_AOT_DEVLIST grammar (default, or when empty: $USE_AOT_DEVLIST, else "
+                   "$TORCH_XPU_ARCH_LIST, else aotwheel's default devlist)")
     p.add_argument("-o", "--output", default=None, help="output file (fatbin) or folder (dir); default IN.ar / IN.d")
-    p.add_argument("--options", default="", help="ocloc -options, one string (e.g. \"-cl-fast-relaxed-math\")")
+    p.add_argument("--options", default="", help="ocloc -options, one string (e.g. \"-cl-fast-relaxed-math\"), "
+                   "added to the field defaults")
+    p.add_argument("--no-field-defaults", action="store_true",
+                   help="do not pass the ocloc options IPEX and torch-xpu-ops pass (-cl-intel-enable-auto-large-GRF-mode "
+                   "-cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required); "
+                   "env USE_AOT_FIELD_DEFAULTS=OFF does the same")
     p.add_argument("--format", choices=("fatbin", "dir"), default="fatbin",
                    help="fatbin: one ocloc-compatible ar; dir: <device>.bin per device (+ generic_ir.spv with JIT fallback)")
     p.add_argument("--grf", choices=("small", "large", "auto"), default="small",
@@ -54,9 +60,10 @@ def run(args: argparse.Namespace) -> int:
         spirv = Path(args.input).read_bytes()
     except OSError as exc:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
-    devlist = args.devlist if args.devlist is not None else os.environ.get(config.DEVLIST.name) or config.DEFAULT_DEVLIST
+    settings = config.read()
+    devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
     result = compile_spirv_report(spirv, devlist, options=args.options, jit_fallback=not args.no_jit,
-                                  grf=args.grf, jobs=jobs)
+                                  grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults)
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)

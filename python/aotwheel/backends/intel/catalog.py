@@ -108,6 +108,15 @@ class Catalog:
         """Where ``name`` comes from: :data:`CATALOG`, :data:`OCLOC` or :data:`BOTH`."""
         return dict(self.sources).get(name.lower(), CATALOG)
 
+    # Catalog names of the devices without fp64 (double), and of those among them whose fp64
+    # conversions icpx can emulate (-fsycl-fp64-conv-emu); sourced in catalog.json.
+    no_fp64: frozenset[str] = frozenset()
+    fp64_conv_emulation: frozenset[str] = frozenset()
+
+    def has_fp64(self, device: Device | str) -> bool:
+        """False for a device without fp64 (ocloc refuses a kernel with ``double`` for it)."""
+        return (device if isinstance(device, str) else device.name) not in self.no_fp64
+
     @functools.cached_property
     def _names(self) -> dict[str, Device]:
         table: dict[str, Device] = {}
@@ -184,7 +193,12 @@ def _load(raw: dict) -> Catalog:
         for name, g in raw["groups"].items()
     )
     generic = tuple((name.lower(), root) for name, root in raw.get("generic", {}).items())
-    return Catalog(devices=devices, groups=groups, generic=generic)
+    no_fp64 = frozenset(raw.get("no_fp64", ()))
+    emulated = frozenset(raw.get("fp64_conv_emulation", ()))
+    unknown = sorted((no_fp64 | emulated) - set(by_name))
+    if unknown or not emulated <= no_fp64:
+        raise ValueError(f"catalog.json: no_fp64 / fp64_conv_emulation name unknown devices or disagree: {unknown}")
+    return Catalog(devices=devices, groups=groups, generic=generic, no_fp64=no_fp64, fp64_conv_emulation=emulated)
 
 
 @functools.lru_cache(maxsize=1)

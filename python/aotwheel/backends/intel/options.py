@@ -11,6 +11,7 @@ option the real image holds). What reaches that compiler depends on the loader:
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 
 # Option spellings (prefixes) of the GPU toolchain: ocloc's -device/-options, IGC's -ze-* and
 # -cl-intel-*, clang's register-allocation mode, and the fp64 emulation switch.
@@ -55,3 +56,37 @@ def gpu_only_options(text: str | None) -> list[str]:
         if word.startswith(GPU_ONLY_PREFIXES):
             out.append(f"{word} {words[i + 1]}" if word == "-device" and i + 1 < len(words) else word)
     return out
+
+
+# --- the field's defaults: the options IPEX and torch-xpu-ops pass on every AOT build -----------
+# IPEX cmake/gpu/SYCL.cmake (one `-options '...'`, this order) and torch-xpu-ops
+# cmake/BuildFlags.cmake (three `-options X`); docs/formats.md quotes the lines. aotwheel passes
+# them as ONE -options string: ocloc 22.43 keeps only the last of several -options (measured:
+# `-options <poison> -options <grf>` still fails on a double for acm-g10), ocloc 26 joins them.
+FP64_POISON_OPTION = "-cl-poison-unsupported-fp64-kernels"
+FIELD_OCLOC_OPTIONS = ("-cl-intel-enable-auto-large-GRF-mode", FP64_POISON_OPTION,
+                       "-cl-intel-greater-than-4GB-buffer-required")
+FP64_CONV_EMU = "-fsycl-fp64-conv-emu"  # icpx compile and link, when a listed device has no fp64
+HUGE_DEVICE_CODE = "-flink-huge-device-code"  # icpx link of an AOT build (IPEX)
+
+
+def with_field_options(user: str, enabled: bool = True) -> str:
+    """The ocloc ``-options`` text: the field defaults (when ``enabled``) then the user's own
+    options, each default left out when the user already gave it (user options add to them)."""
+    words = split_options(user)
+    defaults = [o for o in FIELD_OCLOC_OPTIONS if o not in words] if enabled else []
+    return " ".join([*defaults, user.strip()]).strip()
+
+
+def field_defaults(names: Iterable[str], *, no_fp64: Iterable[str], emulated: Iterable[str],
+                   enabled: bool = True) -> dict[str, object]:
+    """What the field passes for these devices (catalog names), as the resolver's JSON reports it:
+    the ocloc options, icpx's extra compile and link options, and the devices without fp64.
+    ``enabled`` (USE_AOT_FIELD_DEFAULTS) says whether aotwheel applies them; the lists are the
+    same either way, so that a build step's own FIELD_DEFAULTS ON can still use them."""
+    names = list(names)
+    lacking = [n for n in names if n in set(no_fp64)]
+    emulate = [FP64_CONV_EMU] if any(n in set(emulated) for n in names) else []
+    return {"enabled": enabled, "ocloc_options": list(FIELD_OCLOC_OPTIONS) if names else [],
+            "sycl_compile_options": emulate, "sycl_link_options": emulate + ([HUGE_DEVICE_CODE] if names else []),
+            "no_fp64": lacking}
