@@ -65,6 +65,9 @@ def test_container_in_a_vendor_section_is_read_and_chance_magic_is_not(tmp_path:
     c.write_text(
         '__asm__(".pushsection .cask_resource, \\"a\\"\\n.balign 16\\n.incbin \\"%s\\"\\n.popsection\\n");\n'
         "unsigned char chance[] = {%s};\n" % (fatbin, ", ".join(str(b) for b in chance))
+        # as such libraries do: they load the containers with the driver (what makes them scanned)
+        + "extern int cuModuleLoadData(void **module, const void *image);\n"
+        "void *load(void) { void *m = 0; cuModuleLoadData(&m, chance); return m; }\n"
     )
     so = tmp_path / "libvendor.so"
     run(["cc", "-shared", "-fPIC", str(c), "-o", str(so)])
@@ -73,6 +76,20 @@ def test_container_in_a_vendor_section_is_read_and_chance_magic_is_not(tmp_path:
     got = sorted([(i.kind, i.arch.replace("compute_", "sm_")) for i in fr.images])
     assert got == expected and {i.section for i in fr.images} == {".cask_resource"}
     assert sorted(fr.cuda) == ["compute_90", "sm_80", "sm_90"] and fr.warnings == []
+
+
+def test_a_library_with_no_nvidia_sign_is_not_scanned_for_containers(tmp_path: Path) -> None:
+    """The same container in a library that neither has nvcc's sections nor references the CUDA
+    driver or runtime: not looked for (a scan of every data section would read all of a large CPU
+    or Intel library; tests/test_inspect_large.py)."""
+    fatbin = nvcc_out("vadd_sm80_sm90_ptx.fatbin", "-fatbin", "-gencode=arch=compute_80,code=sm_80",
+                      "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD)))
+    c = tmp_path / "lib.c"
+    c.write_text('__asm__(".pushsection .cask_resource, \\"a\\"\\n.balign 16\\n.incbin \\"%s\\"\\n.popsection\\n");\n' % fatbin)
+    so = tmp_path / "libplain.so"
+    run(["cc", "-shared", "-fPIC", str(c), "-o", str(so)])
+    (fr,) = inspect(so).files
+    assert fr.images == [] and fr.cuda == []
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, compile_spirv, require
+from conftest import CLANG, LLVM_SPIRV
 
 KERNELS = REPO / "csrc" / "kernels"
 
@@ -26,7 +27,6 @@ import numpy as np, pyopencl as cl
 from aotwheel.jitcache import JITCacheWarning
 from aotwheel.opencl import load_program
 from aotwheel.selftest import _run_program
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 dev = next(d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.CPU)
 ctx = cl.Context([dev]); queue = cl.CommandQueue(ctx)

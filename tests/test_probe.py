@@ -146,9 +146,9 @@ def test_override_names_aliases_ips_groups_and_cpu(monkeypatch):
     from aotwheel.probe import detect_devices
 
     catalog = load_catalog()
-    monkeypatch.setenv("AOTWHEEL_DEVICE", "ats-m150, 12.60.7,bmg,cpu")
+    monkeypatch.setenv("AOTWHEEL_DEVICE", "ats-m150, 12.60.7,xe2-hpg,cpu")
     devices = detect_devices()
-    bmg = [d.name for d in catalog.group("bmg").members]
+    bmg = [d.name for d in catalog.group("xe2-hpg").members]
     assert [d.catalog for d in devices if d.kind == "gpu"] == ["acm-g10", "pvc", *bmg]
     assert [d.ip for d in devices if d.kind == "gpu"][:2] == ["12.55.8", "12.60.7"]  # docs/formats.md §2
     assert [d.kind for d in devices].count("cpu") == 1

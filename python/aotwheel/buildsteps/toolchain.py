@@ -86,7 +86,7 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
 
     found = find_ocloc(path)
     doc = {"version": found.version, "acronyms": sorted(found.acronyms)}
-    cache.store_tool_facts(path, doc)
+    cache.store_tool_facts(path, {**(cache.tool_facts(path) or {}), **doc})  # keeps the device table
     if tiers is not None and key is not None and writable is not None:
         tiers.push(writable, key, json.dumps(doc, sort_keys=True).encode(), "ocloc-facts")
     return path, found.version, found.acronyms
@@ -95,22 +95,30 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
 def installed_catalog(explicit: str | None = None, cache: DeviceCodeCache | None = None):  # type: ignore[no-untyped-def]
     """The device catalog as the installed ocloc sees it (:func:`aotwheel.backends.intel.ocloc_table.merge`);
     the built-in catalog alone when no ocloc is found or it does not run. The ocloc's table is
-    asked once per binary and kept with its other facts in the cache."""
+    asked once per ocloc binary (path, size, mtime) and kept beside its other facts in the cache;
+    the version/acronym facts themselves stay the configure step's to find (and to share through
+    a remote cache)."""
     from aotwheel.backends.intel.catalog import load_catalog
     from aotwheel.backends.intel.ocloc_table import OclocTable, merge, query_table
 
     base = load_catalog()
     cache = cache if cache is not None else DeviceCodeCache.from_env()
-    try:
-        path, version, acronyms = ocloc_facts(cache, explicit=explicit)
-    except ToolchainError:
+    candidate = explicit or os.environ.get(OCLOC.name) or shutil.which("ocloc")
+    path = os.path.abspath(shutil.which(candidate) or candidate) if candidate else ""
+    if not path or not os.path.isfile(path):
         return base
     facts = cache.tool_facts(path) or {}
     table = OclocTable.from_dict(facts.get("device_table") or {})
-    if table is None or table.version != version:
-        table = query_table(path, version, acronyms)
+    if table is None:
+        from aotwheel.backends.intel.ocloc import find_ocloc
+
+        try:
+            found = find_ocloc(path)
+        except ToolchainError:
+            return base
+        table = query_table(path, found.version, found.acronyms)
         if table.products:
-            cache.store_tool_facts(path, {**facts, "version": version, "acronyms": sorted(acronyms), "device_table": table.to_dict()})
+            cache.store_tool_facts(path, {**(cache.tool_facts(path) or {}), "device_table": table.to_dict()})
     return merge(base, table) if table.products else base
 
 

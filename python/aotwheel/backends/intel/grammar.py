@@ -44,7 +44,7 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
         ip = parse_ip(token) if _IP_SHAPE.match(token) else ip_from_u32(int(token))
         dev = catalog.by_ip(ip) if ip else None
         if dev is None:
-            raise DevlistError(unknown_ip_message(raw if _IP_SHAPE.match(token) else format_ip(ip), catalog), raw, ())
+            raise DevlistError(unknown_ip_message(format_ip(ip) if ip else raw, catalog), raw, ())
         return "ip", (dev,)
     if _PCI_ID.match(token):
         dev = catalog.by_pci_id(int(token, 16))
@@ -72,10 +72,10 @@ def _range(token: str, raw: str, catalog: Catalog) -> tuple[Device, ...]:
     if token.count(":") != 1 or token == ":":
         raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a range; write first:last, first: or :last (e.g. dg1:acm-g10)", raw, ())
     low_name, high_name = token.split(":")
-    ends = []
+    ends: list[list[tuple[int, int, int]]] = []
     for name in (low_name, high_name):
         if not name:
-            ends.append(None)
+            ends.append([])
             continue
         dev = catalog.by_name(name)
         group = catalog.group(name)
