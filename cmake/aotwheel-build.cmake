@@ -463,7 +463,8 @@ function(_aotwheel_ocloc_edges work src spv out)
     add_custom_command(
       OUTPUT "${fatbin}" "${fatbin}.json"
       COMMAND ${_AOTWHEEL_BUILD_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
-      DEPENDS ${natives} "${spv}"
+              --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}"
+      DEPENDS ${natives} "${spv}" "${work}/toolchain.json"
       COMMENT "aotwheel: fat binary for ${base}"
       VERBATIM)
   endif()

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
 from conftest import REPO
 CACHE = REPO / "tests" / ".cache" / "fuzz"
 KERNEL = """
@@ -87,7 +87,7 @@ def _ocloc(name: str, devices: str, *extra: str) -> Path:
         with tempfile.TemporaryDirectory(prefix="fuzz-ocloc-") as work:
             _run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices,
                   "-output", "out", "-output_no_suffix", *extra], cwd=Path(work))
-            shutil.copyfile(Path(work, "out"), tmp)
+            shutil.copyfile(ocloc_output(Path(work), "out"), tmp)
 
     return _cached(name, make)
 

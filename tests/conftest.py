@@ -50,6 +50,15 @@ def _spirv_pair() -> tuple[str, str]:
 CLANG, LLVM_SPIRV = _spirv_pair()
 
 
+def ocloc_output(folder: Path, name: str) -> Path:
+    """What ``ocloc compile -output <name> -output_no_suffix`` wrote in ``folder``: ``<name>``, or,
+    for one device, ``<name>.bin`` (ocloc 26 still appends the suffix there)."""
+    for candidate in (folder / name, folder / f"{name}.bin"):
+        if candidate.is_file():
+            return candidate
+    raise AssertionError(f"ocloc wrote neither {name} nor {name}.bin in {folder}: {sorted(p.name for p in folder.iterdir())}")
+
+
 def require(*tools: str) -> None:
     """Skip (only) when a tool the test drives is not installed; CI installs them all."""
     missing = [t for t in tools if shutil.which(t) is None]

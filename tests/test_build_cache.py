@@ -14,7 +14,7 @@ from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require,
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
 from aotwheel.buildsteps.ocloc_job import run_job
 from aotwheel.errors import ToolchainError
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
 
 KEY = CacheKey(input_sha256="0" * 64, target="12.60.7", tool="ocloc", tool_version="22.43", tool_sha256="a" * 64, options="")
 
@@ -122,7 +122,7 @@ def test_job_runs_ocloc_once_then_hits(spv, tmp_path):
     # Independent check: ocloc itself produces the same bytes for this job.
     run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc", "-output", "ref",
          "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir"])
-    assert (tmp_path / "ref").read_bytes() == (tmp_path / "b.bin").read_bytes()
+    assert ocloc_output(tmp_path, "ref").read_bytes() == (tmp_path / "b.bin").read_bytes()
     # Other options are another key: ocloc runs again.
     run_job(output=str(tmp_path / "c.bin"), options="-cl-intel-greater-than-4GB-buffer-required", **kw)
     assert len(logged_runs(log)) == 2

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, ar_members, compile_spirv, ocloc_ip, require, run
-from aotwheel.buildsteps.fatbin import Member, build_fatbin, spirv_ir_elf, write_ar
+from aotwheel.buildsteps.fatbin import ir_options, Member, build_fatbin, spirv_ir_elf, write_ar
 from aotwheel.buildsteps.spirv import entry_points
 from aotwheel.errors import AotwheelError
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
 
 KERNELS = REPO / "csrc" / "kernels"
 
@@ -29,7 +29,14 @@ def spv(tmp_path_factory) -> Path:
 def _ocloc_single(spv: Path, device: str, out_dir: Path) -> bytes:
     run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", device,
          "-out_dir", str(out_dir), "-output_no_suffix", "-exclude_ir"])
-    return (out_dir / device).read_bytes()
+    return ocloc_output(out_dir, device).read_bytes()
+
+
+def _ir(options: str = "") -> str | None:
+    """generic_ir's layout for the installed ocloc (23.30+ adds a BuildOptions section)."""
+    from aotwheel.backends.intel.ocloc import find_ocloc
+
+    return ir_options(find_ocloc().version, options)
 
 
 def _ocloc_fat(spv: Path, devices: str, cwd: Path, *extra: str) -> bytes:
@@ -41,7 +48,7 @@ def _ocloc_fat(spv: Path, devices: str, cwd: Path, *extra: str) -> bytes:
 def test_fatbin_equals_ocloc_multi_device_output_byte_for_byte(spv, tmp_path):
     require("ocloc")
     natives = [(ocloc_ip(d), _ocloc_single(spv, d, tmp_path)) for d in ("pvc", "acm-g10")]
-    ours = build_fatbin(natives, spv.read_bytes())
+    ours = build_fatbin(natives, spv.read_bytes(), _ir())
     theirs = _ocloc_fat(spv, "pvc,acm-g10", tmp_path)
     assert ours == theirs
 
@@ -57,7 +64,7 @@ def test_ar_member_names_and_order_as_gnu_ar_lists_them(spv, tmp_path):
     require("ocloc", "ar")
     natives = [(ocloc_ip(d), _ocloc_single(spv, d, tmp_path)) for d in ("acm-g10", "pvc")]
     path = tmp_path / "fat.ar"
-    path.write_bytes(build_fatbin(natives, spv.read_bytes()))
+    path.write_bytes(build_fatbin(natives, spv.read_bytes(), _ir()))
     assert ar_members(path) == ["pad_0", "64.12.55.8", "pad_1", "64.12.60.7", "pad_2", "generic_ir"]
 
 
@@ -88,7 +95,7 @@ def test_generic_ir_matches_ocloc_and_readelf(spv, tmp_path):
     (tmp_path / "fatdir").mkdir()
     fat = _ocloc_fat(spv, "pvc,acm-g10", tmp_path / "fatdir")
     theirs = run(["ar", "p", str(tmp_path / "fatdir" / "fat"), "generic_ir"], text=False).stdout
-    ours = spirv_ir_elf(spv.read_bytes())
+    ours = spirv_ir_elf(spv.read_bytes(), _ir())
     assert ours == theirs and fat
     (tmp_path / "ir.elf").write_bytes(ours)
     hdr = run(["readelf", "-h", "-S", "-W", str(tmp_path / "ir.elf")]).stdout
@@ -97,6 +104,19 @@ def test_generic_ir_matches_ocloc_and_readelf(spv, tmp_path):
     assert m and int(m.group(2), 16) == spv.stat().st_size
     off = int(m.group(1), 16)
     assert ours[off : off + spv.stat().st_size] == spv.read_bytes()
+
+
+def test_generic_ir_keeps_the_build_options_where_this_ocloc_does(spv, tmp_path):
+    """ocloc 23.30 and later keep the -options text in generic_ir (a BuildOptions section; an
+    empty one without options); older ones have no such section. Either way ours equals ocloc's."""
+    require("ocloc", "ar")
+    options = "-cl-fast-relaxed-math -cl-intel-greater-than-4GB-buffer-required"
+    (tmp_path / "fatdir").mkdir()
+    _ocloc_fat(spv, "pvc,acm-g10", tmp_path / "fatdir", "-options", options)
+    theirs = run(["ar", "p", str(tmp_path / "fatdir" / "fat"), "generic_ir"], text=False).stdout
+    assert spirv_ir_elf(spv.read_bytes(), _ir(options)) == theirs
+    assert (b"BuildOptions" in theirs) == (_ir(options) is not None)
+    assert (options.encode() in theirs) == (_ir(options) is not None)
 
 
 def test_entry_points_match_llvm_spirv_text(spv, tmp_path):

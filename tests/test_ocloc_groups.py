@@ -27,7 +27,7 @@ from aotwheel.buildsteps.ocloc_job import GroupJob, compile_devices, run_group, 
 from aotwheel.buildsteps.shard import DEVICE_COST, Job, job_cost
 from aotwheel.buildsteps.tiers import Tiers
 from aotwheel.errors import AotwheelError, ToolchainError
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
 
 KERNELS = REPO / "csrc" / "kernels"
 SIX = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]
@@ -211,7 +211,7 @@ def _single(spv: Path, device: str, cwd: Path, options: str = "") -> bytes:
     extra = ["-options", options] if options else []
     run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", f"one_{device}",
          "-output_no_suffix", "-exclude_ir", *extra], cwd=cwd)
-    return (cwd / f"one_{device}").read_bytes()
+    return ocloc_output(cwd, f"one_{device}").read_bytes()
 
 
 def test_split_members_equal_single_device_builds_for_every_kernel(spvs, tmp_path):

@@ -139,7 +139,8 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
     built = _build_jobs(a, specs, settings)  # device -> (ip, binary, provenance)
     if a.fatbin:
         natives = [(d, *built[d]) for d, _, _ in specs]  # the devlist's order
-        _write_fatbin(a.fatbin, a.info, natives, Path(a.spirv).read_bytes() if a.ir else None)
+        version = _load_toolchain(a.toolchain).get("ocloc_version")
+        _write_fatbin(a.fatbin, a.info, natives, Path(a.spirv).read_bytes() if a.ir else None, version, a.options)
     return 0
 
 
@@ -209,16 +210,18 @@ def cmd_shard(a: argparse.Namespace) -> int:
     return 0
 
 
-def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, bytes, str]], spirv: bytes | None) -> None:
+def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, bytes, str]], spirv: bytes | None,
+                  ocloc_version: str | None = None, options: str = "") -> None:
     """One source's fat binary from ``(device, ip, binary, provenance)`` in devlist order (+ the
-    SPIR-V as generic_ir), and its member list for the manifest."""
+    SPIR-V as generic_ir, laid out as this ocloc lays it out), and its member list for the manifest."""
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.fatbin import build_fatbin, member_name, spirv_ir_elf
+    from aotwheel.buildsteps.fatbin import build_fatbin, ir_options, member_name, spirv_ir_elf
     from aotwheel.buildsteps.manifest import fatbin_info
 
-    atomic_write(Path(output), build_fatbin([(ip, data) for _, ip, data, _ in natives], spirv))
+    build_options = ir_options(ocloc_version, options)
+    atomic_write(Path(output), build_fatbin([(ip, data) for _, ip, data, _ in natives], spirv, build_options))
     info = [(device, member_name(ip), len(data)) for device, ip, data, _ in natives]
-    ir_size = len(spirv_ir_elf(spirv)) if spirv is not None else None
+    ir_size = len(spirv_ir_elf(spirv, build_options)) if spirv is not None else None
     _write_if_changed(info_path, json.dumps(fatbin_info(info, ir_size, [how for *_, how in natives]), indent=2) + "\n")
 
 
@@ -230,7 +233,8 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
         prov = Path(path + ".provenance")
         how = prov.read_text().strip() if prov.is_file() else "compiled"
         natives.append((device, ip, Path(path).read_bytes(), how))
-    _write_fatbin(a.output, a.info, natives, Path(a.spirv).read_bytes() if a.spirv else None)
+    version = _load_toolchain(a.toolchain).get("ocloc_version") if a.toolchain else None
+    _write_fatbin(a.output, a.info, natives, Path(a.spirv).read_bytes() if a.spirv else None, version, a.options)
     return 0
 
 
@@ -345,6 +349,8 @@ def _fatbin_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--info", required=True)
     s.add_argument("--spirv", help="SPIR-V for the generic_ir member (JIT fallback)")
     s.add_argument("--native", action="append", metavar="DEVICE=IP=PATH")
+    s.add_argument("--toolchain", help="toolchain JSON: generic_ir is laid out as its ocloc does")
+    s.add_argument("--options", default="", help="the ocloc options (newer oclocs keep them in generic_ir)")
 
 
 def _tgtsym_arguments(s: argparse.ArgumentParser) -> None:

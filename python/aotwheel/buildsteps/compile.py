@@ -117,14 +117,14 @@ def check_spirv(spirv: bytes) -> None:
 
 def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
     """The devlist to build: Intel devices only (SPIR-V has no NVIDIA path through ocloc)."""
-    from aotwheel.buildsteps.toolchain import installed_catalog
+    from aotwheel.buildsteps.toolchain import catalog_for
     from aotwheel.devlist import DevList, resolve
 
     if isinstance(devlist, str) and not devlist.strip():  # empty = unset, as everywhere (config.devlist_choice)
         from aotwheel.config import read
 
         devlist = read().devlist
-    dl = devlist if isinstance(devlist, DevList) else resolve(devlist, jit_fallback=jit_fallback, catalog=installed_catalog())
+    dl = devlist if isinstance(devlist, DevList) else resolve(devlist, jit_fallback=jit_fallback, catalog=catalog_for(devlist))
     if dl.cuda is not None:
         raise DevlistError(f"'{','.join(dl.cuda.names)}' are NVIDIA targets; SPIR-V compiles for Intel devices only: "
                            "drop them from the device list")
@@ -197,7 +197,9 @@ def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequenc
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
             futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
             natives = tuple(f.result() for f in futures)  # first failure (devlist order) raises
-    fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None)
+    from aotwheel.buildsteps.fatbin import ir_options
+
+    fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
     return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None)
 
 

@@ -63,33 +63,60 @@ def write_ar(members: list[Member]) -> bytes:
     return AR_MAGIC + bytes(body)
 
 
-def spirv_ir_elf(spirv: bytes) -> bytes:
-    """The ``generic_ir`` member: SPIR-V wrapped the way ocloc wraps it (ELF64, e_type 0xFF02)."""
-    shstrtab = b"\0.shstrtab\0SPIRV Object\0"
-    name_shstrtab, name_spirv = 1, 11
-    shnum, ehsize, shentsize = 3, 64, 64
-    data_off = _align(ehsize + shnum * shentsize, 8)  # headers first, as ocloc does
-    str_off = _align(data_off + len(spirv), 8)
+# ocloc 23.30 (compute-runtime 3a9a835692, "encode options in elf file") and later add a
+# "BuildOptions" section (SHT_OPENCL_OPTIONS) holding the -options text after the SPIR-V.
+_SHT_OPENCL_OPTIONS = 0xFF000006
+BUILD_OPTIONS_SINCE = (23, 30)
+
+
+def ir_options(ocloc_version: str | None, options: str) -> str | None:
+    """What :func:`spirv_ir_elf` needs to write the ``generic_ir`` the ocloc of ``ocloc_version``
+    writes: its ``-options`` text from 23.30 on, ``None`` (no BuildOptions section) before."""
+    import re
+
+    release = tuple(int(p) for p in re.findall(r"\d+", ocloc_version or "")[:2])
+    return options if release >= BUILD_OPTIONS_SINCE else None
+
+
+def spirv_ir_elf(spirv: bytes, options: str | None = None) -> bytes:
+    """The ``generic_ir`` member: SPIR-V wrapped the way ocloc wraps it (ELF64, e_type 0xFF02),
+    with the BuildOptions section newer oclocs add when ``options`` is a string (:func:`ir_options`)."""
+    sections: list[tuple[bytes, int, bytes]] = [(b"SPIRV Object", SHT_OPENCL_SPIRV, spirv)]
+    if options is not None:
+        sections.append((b"BuildOptions", _SHT_OPENCL_OPTIONS, options.encode()))
+    shstrtab = b"\0.shstrtab\0" + b"".join(name + b"\0" for name, _, _ in sections)
+    shnum, ehsize, shentsize = len(sections) + 2, 64, 64
     ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
     ehdr = ident + struct.pack("<HHIQQQIHHHHHH", ET_OPENCL_OBJECTS, 0, 1, 0, 0, ehsize, 0,
-                               ehsize, 56, 0, shentsize, shnum, 2)
+                               ehsize, 56, 0, shentsize, shnum, shnum - 1)
 
     def shdr(name: int, typ: int, off: int, size: int) -> bytes:
         return struct.pack("<IIQQQQIIQQ", name, typ, 0, 0, off, size, 0, 0, 8 if typ else 0, 0)
 
-    shdrs = shdr(0, 0, 0, 0) + shdr(name_spirv, SHT_OPENCL_SPIRV, data_off, len(spirv)) + shdr(
-        name_shstrtab, _SHT_STRTAB, str_off, len(shstrtab))
+    off = _align(ehsize + shnum * shentsize, 8)  # headers first, as ocloc does
+    shdrs, datas, name_off = shdr(0, 0, 0, 0), [], 11  # names after "\0.shstrtab\0"
+    for name, typ, data in sections:
+        # an empty section gets offset 0, as ocloc's ElfEncoder writes it
+        shdrs += shdr(name_off, typ, off if data else 0, len(data))
+        if data:
+            datas.append((off, data))
+            off = _align(off + len(data), 8)
+        name_off += len(name) + 1
+    shdrs += shdr(1, _SHT_STRTAB, off, len(shstrtab))
     out = bytearray(ehdr + shdrs)
-    out += bytes(data_off - len(out)) + spirv
-    out += bytes(str_off - len(out)) + shstrtab
+    for at, data in datas + [(off, shstrtab)]:
+        out += bytes(at - len(out)) + data
+    if options is not None:  # the newer encoder pads the file to 8 bytes
+        out += bytes(_align(len(out), 8) - len(out))
     return bytes(out)
 
 
-def build_fatbin(natives: list[tuple[str, bytes]], spirv: bytes | None) -> bytes:
-    """A fat binary from ``(ip, binary)`` pairs in devlist order, plus ``generic_ir`` if ``spirv``."""
+def build_fatbin(natives: list[tuple[str, bytes]], spirv: bytes | None, ir_build_options: str | None = None) -> bytes:
+    """A fat binary from ``(ip, binary)`` pairs in devlist order, plus ``generic_ir`` if ``spirv``
+    (``ir_build_options``: see :func:`ir_options`)."""
     members = [Member(member_name(ip), data) for ip, data in natives]
     if spirv is not None:
-        members.append(Member("generic_ir", spirv_ir_elf(spirv)))
+        members.append(Member("generic_ir", spirv_ir_elf(spirv, ir_build_options)))
     if not members:
         raise ValueError("a fat binary needs at least one native image or SPIR-V")
     return write_ar(members)

@@ -122,6 +122,34 @@ def installed_catalog(explicit: str | None = None, cache: DeviceCodeCache | None
     return merge(base, table) if table.products else base
 
 
+def needs_installed_table(text: str, catalog) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``text`` has an Intel token whose meaning the installed ocloc decides: anything but a
+    product, alias, SYCL arch name, generic name or IP version of the catalog (whose IPs equal
+    ocloc's: tests/test_catalog.py), the keywords and other vendors' targets."""
+    import re
+
+    from aotwheel import backends
+
+    for token in re.split(r"[,\s]+", text.lower()):
+        if not token or token in ("none", "native", "no-jit"):
+            continue
+        owner = backends.for_token(token)
+        if owner is not None and owner.name != "intel":
+            continue
+        if catalog.by_name(token) is None and catalog.by_ip(token) is None:
+            return True
+    return False
+
+
+def catalog_for(text: str, explicit: str | None = None):  # type: ignore[no-untyped-def]
+    """The catalog to resolve ``text`` with: the installed ocloc's view where it can differ
+    (:func:`needs_installed_table`), else the built-in catalog (no ocloc run)."""
+    from aotwheel.backends.intel.catalog import load_catalog
+
+    base = load_catalog()
+    return installed_catalog(explicit) if needs_installed_table(text, base) else base
+
+
 def llvm_version(cache: DeviceCodeCache, path: str) -> str:
     """``maj.min.patch`` of the clang or llvm-spirv at ``path`` (:func:`tool_version`), from the
     cache while the binary's path, size and mtime are unchanged (each ``--version`` run costs

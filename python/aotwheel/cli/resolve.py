@@ -44,8 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from aotwheel.backends.intel.catalog import load_catalog
-    from aotwheel.buildsteps.toolchain import installed_catalog
+    from aotwheel.buildsteps.toolchain import catalog_for, installed_catalog
     from aotwheel.config import devlist_choice, read
     from aotwheel.devlist import describe, resolve
 
@@ -64,9 +63,11 @@ def run(args: argparse.Namespace) -> int:
     jit_fallback = config.jit_fallback if args.jit_fallback is None else args.jit_fallback
     field_on = config.field_defaults if args.field_defaults is None else args.field_defaults
 
-    # The installed ocloc is the authority on what its names mean (the catalog answers without one);
-    # it is asked only for a list that names Intel devices: `none` or sm_90 need no ocloc at all.
-    catalog = installed_catalog(args.ocloc) if names_intel_devices(text) else load_catalog()
+    # The installed ocloc is the authority on what its names mean (the catalog answers without one).
+    # It is asked only where its answer can differ from the catalog's: families, releases, ranges,
+    # ids and names the catalog lacks. A list of catalog products (`pvc,acm-g10`), `none` or sm_90
+    # runs no ocloc at configure (a fresh machine against a warm remote cache runs none at all).
+    catalog = catalog_for(text, args.ocloc)
     devlist = resolve(text, jit_fallback=jit_fallback, catalog=catalog)
     if args.toolchain == "ocloc":
         check_ocloc(devlist, args.ocloc)
@@ -95,21 +96,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: the installed ocloc {catalog.ocloc_version} does not know {names}{build_note([t.name for t in unbuildable])}: "
                   "a build stops at configure; 'aotwheel resolve --toolchain ocloc' says how to get one that can")
     return 0
-
-
-def names_intel_devices(text: str) -> bool:
-    """Whether ``text`` has a token other than the keywords and other vendors' targets."""
-    import re
-
-    from aotwheel import backends
-
-    for token in re.split(r"[,\s]+", text.lower()):
-        if not token or token in ("none", "native", "no-jit"):
-            continue
-        owner = backends.for_token(token)
-        if owner is None or owner.name == "intel":
-            return True
-    return False
 
 
 def field_report(devlist, enabled: bool) -> dict[str, object]:
