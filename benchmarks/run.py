@@ -79,6 +79,18 @@ def one_device_seconds(project: Path, scratch: Path, runs: int) -> float:
     return min(build_cases.serial_ocloc(all_spv, ["pvc"], scratch)[0] for _ in range(runs))
 
 
+class _Saving(dict):  # type: ignore[type-arg]
+    """``res["cases"]``: storing a case writes the whole result document to ``path`` at once."""
+
+    def __init__(self, doc: dict, path: Path) -> None:  # type: ignore[type-arg]
+        super().__init__()
+        self.doc, self.path = doc, path
+
+    def __setitem__(self, key: str, value: object) -> None:
+        super().__setitem__(key, value)
+        self.path.write_text(json.dumps({**self.doc, "cases": dict(self), "complete": False}, indent=1, sort_keys=True) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description="aotwheel benchmark suite (issue 6 targets).")
     ap.add_argument("--quick", action="store_true", help="tiny workload, one run, no download (smoke test)")
@@ -129,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     }
     res["workload"]["one_device_s"] = one_device_seconds(project, work / "one_device", 1 if a.quick else 2)
     log(f"one device compile of the workload: {res['workload']['one_device_s']:.2f} s")
-    cases = res["cases"]
+    # Each case's figures reach <json>.partial.json as soon as it finishes: a run stopped late
+    # (a missing download, Ctrl-C) keeps what it measured; the full JSON replaces it at the end.
+    partial = json_path.with_name(json_path.stem + ".partial.json")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    cases = res["cases"] = _Saving(res, partial)
     n_reuse = 2 if a.quick else 4
     if "p1" in only:
         cases["p1"] = build_cases.p1_parallel(ctx, (2,) if a.quick else (2, 4, 6))
@@ -178,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         cases["jit"] = runtime_cases.jit_context(spvs, a.runs, log)
     res["finished"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
     res["load_end"] = load1()
-    json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(res, indent=1, sort_keys=True) + "\n")
+    partial.unlink(missing_ok=True)
     log(f"wrote {json_path}")
     if doc_path is not None:
         report.update_doc(doc_path, report.render(res))

@@ -44,6 +44,10 @@ again plans by size), and adds ``best_of_passes``: each build's fastest time acr
 that planned the same slices, and the median of the passes' ratios.
 
     python -m benchmarks.scaleout [--workload small|large|xlarge] [--runners 4] [--passes N] [--out benchmarks/results/scaleout[_<workload>].json]
+
+It checks first that cmake, ninja, ocloc, clang-15, llvm-spirv-15, nginx and redis-server are
+installed, and writes each round to <out stem>.partial.json as soon as it is measured (replaced by
+--out when the run completes).
 """
 
 from __future__ import annotations
@@ -259,6 +263,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.out is None:
         suffix = f"_{a.workload}" if a.workload != "small" and not a.costs else ""
         a.out = REPO / "benchmarks" / "results" / ("scaleout_costs.json" if a.costs else f"scaleout{suffix}.json")
+    missing = missing_tools(a.costs)
+    if missing:  # before the first build: a run of the large workloads takes many minutes
+        print(f"benchmarks.scaleout: error: {', '.join(missing)} not found; install {'it' if len(missing) == 1 else 'them'} "
+              "(bash ci/setup.sh: apt-get install nginx redis-server ...)", file=sys.stderr)
+        return 2
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    # Figures as they come, so a run stopped late keeps what it measured; replaced by a.out at the end.
+    a.partial = a.out.with_name(a.out.stem + ".partial.json")
     work = Path(tempfile.mkdtemp(prefix="aotwheel-scaleout-"))
     load_before = os.getloadavg()
     try:
@@ -267,17 +279,40 @@ def main(argv: list[str] | None = None) -> int:
         elif a.passes <= 1:
             doc = run(a, work)
         else:
-            runs = [run(a, work / f"pass{k + 1}") for k in range(a.passes)]
+            runs: list[dict[str, object]] = []
+            for k in range(a.passes):
+                runs.append(run(a, work / f"pass{k + 1}", done=runs))
             doc = {**runs[0], "passes": runs, "best_of_passes": best_of(runs, a.runners)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     doc["machine"] = {"cpus": os.cpu_count(), "loadavg_before": [round(x, 2) for x in load_before],
                       "loadavg_after": [round(x, 2) for x in os.getloadavg()],
                       "note": "shared by other agents' builds and tests while this ran"}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=2) + "\n")
+    a.partial.unlink(missing_ok=True)
     print(json.dumps(doc, indent=2))
     return 0
+
+
+# What each mode runs: the toolchain through CMake, and (not for --costs) the two servers.
+_TOOLS = ("cmake", "ninja", "ocloc", "clang-15", "llvm-spirv-15")
+
+
+def missing_tools(costs_only: bool) -> list[str]:
+    """The programs this run needs that are not installed (checked before anything starts)."""
+    from benchmarks.servers import NGINX, REDIS
+
+    missing = [t for t in _TOOLS if shutil.which(t) is None]
+    if not costs_only:
+        missing += [name for name, found in (("nginx", NGINX), ("redis-server", REDIS)) if found is None]
+    return missing
+
+
+def checkpoint(a: argparse.Namespace, doc: dict[str, object]) -> None:
+    """Write what is measured so far to ``a.partial`` (``"complete": false``)."""
+    path = getattr(a, "partial", None)
+    if path is not None:
+        path.write_text(json.dumps({**doc, "complete": False}, indent=2) + "\n")
 
 
 def best_of(runs: list[dict], runners: int) -> dict[str, object]:
@@ -320,18 +355,25 @@ def next_commit(sources: list[Path]) -> None:
             f.write(f"__kernel void next_commit_{i}(__global float *x) {{ x[get_global_id(0)] *= 2.0f; }}\n")
 
 
-def run(a: argparse.Namespace, work: Path) -> dict[str, object]:
+def run(a: argparse.Namespace, work: Path, done: list[dict[str, object]] | None = None) -> dict[str, object]:
     """Two rounds against one remote: the sources' first sharded build (plans by size), then the
-    next commit's (every source edited: plans by the ocloc costs the first round recorded)."""
+    next commit's (every source edited: plans by the ocloc costs the first round recorded).
+    Each round is checkpointed (after the passes in ``done``) as soon as it is measured."""
     work.mkdir(parents=True, exist_ok=True)
     project = work / "project"
     sources = write_project(project, kernels=a.kernels, files=a.files, copies=a.copies)
     tools = (_wrapper(work / "bin"), _wrapper(work / "bin", "clang-15"), _wrapper(work / "bin", "llvm-spirv-15"))
     server = NginxDav(work / "nginx")
+
+    def save(part: dict[str, object]) -> None:
+        checkpoint(a, {"passes": [*(done or []), part]} if done is not None else part)
+
     try:
         first = run_round(a, project, work / "first", server, tools)
+        save({"benchmark": "scaleout", **first})
         next_commit(sources)
         second = run_round(a, project, work / "next", server, tools)
+        save({"benchmark": "scaleout", **first, "next_commit": second})
         objects = len(server.objects())
     finally:
         server.stop()

@@ -212,3 +212,59 @@ def test_inspect_ab_runs_each_tree_alternately_and_refuses_a_tree_without_the_pa
     assert 0 < got["trees"][tree]["min_ms"] <= got["trees"][tree]["median_ms"]
     with pytest.raises(SystemExit, match="imported aotwheel from"):
         inspect_ab.compare([tmp_path, REPO], binary, rounds=1, calls=1)
+
+
+def test_scaleout_checks_its_servers_before_building(tmp_path, monkeypatch, capsys):
+    """Issue 30 item 9: a missing redis-server stops the run before the first build (it used to
+    stop at the last row, 18 minutes in, losing every figure)."""
+    import benchmarks.servers
+    from benchmarks import scaleout
+
+    def started(*args, **kwargs):
+        raise AssertionError("the benchmark started building before checking what it needs")
+
+    monkeypatch.setattr(benchmarks.servers, "REDIS", None)
+    monkeypatch.setattr(scaleout, "run", started)
+    monkeypatch.setattr(scaleout, "measure_costs", started)
+    out = tmp_path / "scaleout.json"
+    assert scaleout.main(["--workload", "xlarge", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "redis-server" in err[0] and "not found" in err[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_scaleout_writes_each_round_as_it_is_measured(tmp_path, monkeypatch):
+    """A run that stops in its second round leaves the first round's figures in <out>.partial.json."""
+    from conftest import require
+
+    from benchmarks import scaleout
+
+    require("nginx")
+    rounds = []
+
+    def fake_round(a, project, work, server, tools):
+        rounds.append(work.name)
+        if len(rounds) == 2:
+            raise RuntimeError("stopped in the second round")
+        return {"one_machine": {"first_total_s": 12.5}, "shards": [], "ratio_wall_to_ideal": 1.1}
+
+    monkeypatch.setattr(scaleout, "run_round", fake_round)
+    out = tmp_path / "scaleout.json"
+    with pytest.raises(RuntimeError, match="second round"):
+        scaleout.main(["--kernels", "3", "--files", "1", "--copies", "1", "--out", str(out)])
+    assert not out.exists()
+    saved = json.loads((tmp_path / "scaleout.partial.json").read_text())
+    assert saved["complete"] is False and saved["one_machine"] == {"first_total_s": 12.5} and "next_commit" not in saved
+
+
+def test_benchmark_runner_saves_each_case_when_it_finishes(tmp_path):
+    from benchmarks.run import _Saving
+
+    doc = {"schema": 1, "cases": {}}
+    path = tmp_path / "results.partial.json"
+    doc["cases"] = cases = _Saving(doc, path)
+    cases["p1"] = {"median_s": 1.5}
+    assert json.loads(path.read_text())["cases"] == {"p1": {"median_s": 1.5}}
+    cases["p2"] = {"median_s": 0.5}
+    saved = json.loads(path.read_text())
+    assert saved["cases"] == {"p1": {"median_s": 1.5}, "p2": {"median_s": 0.5}} and saved["complete"] is False

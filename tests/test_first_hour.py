@@ -263,3 +263,19 @@ def test_readme_scaling_out_block_on_a_standard_scikit_build_core_project(tmp_pa
     assert len(compiled) == 1 and compiled[0] in "pvc,acm-g10,tgllp,dg1".split(","), out  # 4 devices, 1 source: one job a shard
     assert list(project.glob("aotdemo-*-cp310-abi3-*.whl")), out  # the assembled wheel, abi3 as py-api says
     assert "remote_failures: 0" in out
+
+
+def test_activated_venv_shows_the_cpu_device_to_dpctl_too() -> None:
+    """Issue 30 item 8: after `. .venv/bin/activate` (the README's step), dpctl sees Intel's CPU
+    OpenCL device as `aotwheel devices` does, without sourcing .venv/opencl-cpu.env by hand."""
+    activate = REPO / ".venv" / "bin" / "activate"
+    if not activate.is_file() or not (REPO / ".venv" / "opencl-cpu.env").is_file():
+        pytest.skip("no .venv with the CPU OpenCL runtime here (bash ci/setup.sh makes it)")
+    if subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", "import dpctl"], capture_output=True).returncode != 0:
+        pytest.skip("dpctl is not installed in .venv (ci/setup.sh installs it)")
+    env = {k: v for k, v in os.environ.items() if k not in ("OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "VIRTUAL_ENV")}
+    code = "import dpctl; print(sum(d.is_cpu for d in dpctl.get_devices()))"
+    proc = subprocess.run(["bash", "-c", f". .venv/bin/activate && python -c '{code}'"], cwd=REPO, capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout.split()[-1]) >= 1

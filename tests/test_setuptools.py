@@ -169,3 +169,90 @@ def test_setuptools_missing_module_names_the_install_rule(tmp_path: Path) -> Non
     (tmp_path / "pkg" / "other.abi3.so").write_bytes(b"")
     with pytest.raises(ToolchainError, match=r"install\(TARGETS _ext LIBRARY DESTINATION pkg\)"):
         build_ext._find_module(tmp_path, CMakeExtension("pkg._ext"))
+
+
+def _shim(folder: Path, name: str) -> Path:
+    """The entry script pip writes for the cmake/ninja PyPI packages (as in .venv/bin/cmake), with an
+    interpreter that lacks the package: what pip's isolated build environment runs when the
+    activated venv's bin/ comes first on PATH (issue 30 item 2)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shim = folder / name
+    shim.write_text(f"#!/usr/bin/python3 -I\nimport sys\nfrom {name} import {name}\nif __name__ == '__main__':\n    sys.exit({name}())\n")
+    shim.chmod(0o755)
+    return shim
+
+
+def test_setuptools_skips_a_cmake_shim_that_cannot_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from aotwheel.errors import ToolchainError
+    from aotwheel.setuptools import find_cmake, find_ninja
+
+    if not all(shutil.which(name, path="/usr/bin") for name in ("cmake", "ninja")):
+        pytest.skip("needs Debian's cmake and ninja in /usr/bin (bash ci/setup.sh)")
+    shims = tmp_path / "venv-bin"
+    for name in ("cmake", "ninja"):
+        _shim(shims, name)
+        proc = subprocess.run([str(shims / name), "--version"], capture_output=True, text=True)
+        assert proc.returncode != 0 and f"No module named '{name}'" in proc.stderr  # the shim really fails here
+    monkeypatch.setenv("PATH", os.pathsep.join([str(shims), "/usr/bin", "/bin"]))
+    monkeypatch.setitem(sys.modules, "cmake", None)  # nor is the PyPI package importable, as in pip's overlay
+    monkeypatch.setitem(sys.modules, "ninja", None)
+    assert (find_cmake(), find_ninja()) == ("/usr/bin/cmake", "/usr/bin/ninja")  # the next ones on PATH, which run
+    monkeypatch.setenv("PATH", str(shims))
+    with pytest.raises(ToolchainError) as info:
+        find_cmake()
+    message = str(info.value)
+    assert "\n" not in message and "No module named 'cmake'" in message and 'add "cmake" to build-system.requires' in message
+
+
+SETUP_PY_CP310 = SETUP_PY.replace('py_limited_api=True', 'py_limited_api="cp310"')
+
+# The CMakeLists a scikit-build-core user writes: the SABI component and version come from the
+# build backend (aotwheel.setuptools passes them as scikit-build-core does).
+STANDARD_CMAKELISTS = """cmake_minimum_required(VERSION 3.26)
+project(aotdemo LANGUAGES C)
+find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module ${SKBUILD_SABI_COMPONENT})
+Python_add_library(_demo MODULE USE_SABI ${SKBUILD_SABI_VERSION} WITH_SOABI csrc/_demo.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_resolve_devlist(DEVS)
+aotwheel_add_device_code(_demo NAME demo SOURCES kernels/saxpy.cl DEVLIST DEVS DESTINATION aotdemo)
+install(TARGETS _demo LIBRARY DESTINATION aotdemo)
+"""
+
+
+@pytest.mark.parametrize("setup_py, tag", [(SETUP_PY, f"cp3{sys.version_info.minor}"), (SETUP_PY_CP310, "cp310")])
+def test_setuptools_py_limited_api_tags_the_wheel_abi3_without_setup_cfg(tmp_path: Path, setup_py: str, tag: str) -> None:
+    """Issue 30 item 2: py_limited_api alone (no [bdist_wheel] py_limited_api in setup.cfg) gives an
+    abi3 wheel, with the standard scikit-build-core CMakeLists."""
+    require_tools()
+    if not _can_bdist_wheel():
+        pytest.skip("setuptools < 70.1 without the wheel package cannot build wheels")
+    project = _project(tmp_path)
+    (project / "setup.cfg").unlink()
+    (project / "setup.py").write_text(setup_py)
+    (project / "CMakeLists.txt").write_text(STANDARD_CMAKELISTS)
+    out = tmp_path / "dist"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "--no-build-isolation", "--no-cache-dir", "-w", str(out)],
+        capture_output=True, text=True, env=_env(USE_AOT_DEVLIST="pvc"), timeout=900,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    (wheel,) = out.glob("*.whl")
+    assert wheel.name == f"aotdemo-0.1.0-{tag}-abi3-linux_x86_64.whl"
+    site = unpack(wheel, tmp_path / "site")
+    assert (site / "aotdemo" / "_demo.abi3.so").is_file()
+
+
+def test_setuptools_cmake_failure_shows_cmakes_output_and_its_last_line(tmp_path: Path) -> None:
+    require_tools()
+    project = _project(tmp_path)
+    (project / "CMakeLists.txt").write_text('cmake_minimum_required(VERSION 3.21)\nproject(x NONE)\nmessage(FATAL_ERROR "no-such-sdk: install it")\n')
+    proc = subprocess.run([sys.executable, "setup.py", "build", "--build-base", str(tmp_path / "b")],
+                          capture_output=True, text=True, env=_env(), cwd=project, timeout=600)
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert "no-such-sdk: install it" in err and "CMake Error" in err
+    last = [line for line in err.splitlines() if "ToolchainError" in line or "error:" in line.lower() and "cmake -S" in line]
+    assert last and "CMake's output is above" in last[-1] and "last line:" in last[-1], err[-3000:]
+    assert err.index("no-such-sdk") < err.index(last[-1])

@@ -20,8 +20,13 @@ gets the same extension, manifest and hook::
 jit_fallback=...)``, else from the environment, else aotwheel's default; they reach CMake as
 ``-DUSE_AOT_DEVLIST=...``. CMake runs ``cmake --install`` into a staging prefix that stands for
 the wheel's root (what scikit-build-core does), and everything installed there is copied into
-the build (or, with ``--inplace``, the source) tree. ``cmake`` and ``ninja`` come from PATH, else
-from the ``cmake`` / ``ninja`` PyPI packages.
+the build (or, with ``--inplace``, the source) tree. ``cmake`` and ``ninja`` are the first on PATH
+that runs (a venv's ``bin/cmake`` shim of the cmake PyPI package does not run inside pip's isolated
+build environment), else those of the ``cmake`` / ``ninja`` PyPI packages in this environment
+(``build-system.requires``). ``py_limited_api=True`` (or ``"cp310"``) builds against the stable ABI
+as scikit-build-core's ``wheel.py-api`` does (``SKBUILD_SABI_COMPONENT``/``SKBUILD_SABI_VERSION``
+reach CMake) and tags the wheel ``abi3``. CMake's output is shown (and, on failure, repeated
+before the error line).
 """
 
 from __future__ import annotations
@@ -62,15 +67,28 @@ class CMakeExtension(Extension):
         devlist: str | None = None,
         jit_fallback: bool | None = None,
         build_type: str = "Release",
-        py_limited_api: bool = False,
+        py_limited_api: bool | str = False,
     ) -> None:
-        super().__init__(name, sources=[], py_limited_api=py_limited_api)
+        super().__init__(name, sources=[], py_limited_api=bool(py_limited_api))
+        # The wheel's abi3 tag: "cp310" as given, True: this interpreter's (the oldest it is sure of).
+        self.limited_api_tag = _limited_api_tag(py_limited_api)
         self.sourcedir = Path(sourcedir).resolve()
         self.target = target
         self.cmake_args = list(cmake_args)
         self.devlist = devlist
         self.jit_fallback = jit_fallback
         self.build_type = build_type
+
+
+def _limited_api_tag(value: bool | str) -> str | None:
+    if value is True:
+        return f"cp3{sys.version_info.minor}"
+    if not value:
+        return None
+    tag = str(value)
+    if not (tag.startswith("cp3") and tag[3:].isdigit()):
+        raise ToolchainError(f"py_limited_api={value!r}: pass True or a CPython tag such as 'cp310'")
+    return tag
 
 
 def cmake_dir() -> Path:
@@ -93,17 +111,43 @@ def find_ninja() -> str:
 
 
 def _find_tool(name: str, bin_dir_attr: str, hint: str) -> str:
-    found = shutil.which(name)
-    if found:
-        return found
+    """The first ``name`` that runs: on PATH in order, then the PyPI package's binary."""
+    candidates: list[str] = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        found = shutil.which(name, path=folder) if folder else None
+        if found and found not in candidates:
+            candidates.append(found)
     try:
         module = importlib.import_module(name)
-        candidate = Path(getattr(module, bin_dir_attr)) / name
+        packaged = Path(getattr(module, bin_dir_attr)) / name
+        if packaged.is_file() and str(packaged) not in candidates:
+            candidates.append(str(packaged))
     except (ImportError, AttributeError):
-        candidate = None
-    if candidate is not None and candidate.is_file():
-        return str(candidate)
-    raise ToolchainError(f"{name} is not on PATH and the {name} Python package is not installed; try: {hint}")
+        pass
+    broken: list[str] = []
+    for candidate in candidates:
+        why = _does_not_run(candidate)
+        if why is None:
+            return candidate
+        broken.append(f"{candidate} ({why})")
+    if broken:
+        raise ToolchainError(f"no {name} here runs: {'; '.join(broken)}; add \"{name}\" to build-system.requires in pyproject.toml "
+                             f"(or: {hint}, or apt-get install {name if name == 'cmake' else 'ninja-build'})")
+    raise ToolchainError(f"{name} is not on PATH and the {name} Python package is not installed; add \"{name}\" to "
+                         f"build-system.requires in pyproject.toml (or: {hint})")
+
+
+def _does_not_run(tool: str) -> str | None:
+    """None when ``tool --version`` works, else its last line of output (a pip shim whose Python
+    package is missing here says ``ModuleNotFoundError: No module named 'cmake'``)."""
+    try:
+        proc = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if proc.returncode == 0:
+        return None
+    lines = (proc.stderr or proc.stdout).strip().splitlines()
+    return lines[-1] if lines else f"exit {proc.returncode}"
 
 
 def _devlist_defines(ext: CMakeExtension) -> list[str]:
@@ -127,11 +171,34 @@ def _devlist_defines(ext: CMakeExtension) -> list[str]:
     return args
 
 
+def _sabi_defines(ext: CMakeExtension) -> list[str]:
+    """What scikit-build-core passes for ``wheel.py-api = "cp3X"``, so one CMakeLists serves both."""
+    tag = getattr(ext, "limited_api_tag", None)
+    if not tag:
+        return ["-DSKBUILD_SABI_COMPONENT=", "-DSKBUILD_SABI_VERSION="]
+    return ["-DSKBUILD_SABI_COMPONENT=Development.SABIModule", f"-DSKBUILD_SABI_VERSION=3.{tag[3:]}"]
+
+
 class build_ext(_setuptools_build_ext):
     """setuptools ``build_ext`` that builds :class:`CMakeExtension` s with CMake + ninja.
 
     Other extensions are built by setuptools as usual.
     """
+
+    def run(self) -> None:
+        self._tag_abi3()
+        super().run()
+
+    def _tag_abi3(self) -> None:
+        """Make ``bdist_wheel`` tag the wheel ``<cp3X>-abi3`` when every extension is limited-API
+        (it reads ``py_limited_api`` after the build; a value set by the user wins)."""
+        exts = self.extensions or []
+        tags = [getattr(e, "limited_api_tag", None) for e in exts]
+        bdist = self.distribution.command_obj.get("bdist_wheel")  # present while a wheel is being built
+        if not exts or not all(tags) or bdist is None:
+            return
+        if not getattr(bdist, "py_limited_api", None):
+            bdist.py_limited_api = max(tags, key=lambda t: int(str(t)[3:]))  # the newest any extension needs
 
     def build_extension(self, ext: Extension) -> None:
         if not isinstance(ext, CMakeExtension):
@@ -153,6 +220,7 @@ class build_ext(_setuptools_build_ext):
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-Daotwheel_DIR={cmake_dir()}",
             *_devlist_defines(ext),
+            *_sabi_defines(ext),
             *ext.cmake_args,
         ]
         build = [cmake, "--build", str(build_dir), "--config", ext.build_type]
@@ -164,9 +232,15 @@ class build_ext(_setuptools_build_ext):
         install = [cmake, "--install", str(build_dir), "--config", ext.build_type, "--prefix", str(stage)]
         for cmd in (configure, build, install):
             self.announce(" ".join(cmd), level=2)
-            proc = subprocess.run(cmd, check=False)
+            # Captured and written to stderr ourselves: pip shows a failed backend's stderr, and
+            # the log then sits right above the error line whatever the buffering.
+            proc = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+            sys.stderr.write(proc.stdout)
+            sys.stderr.flush()
             if proc.returncode != 0:
-                raise ToolchainError(f"'{Path(cmd[0]).name} {cmd[1]}' failed for {ext.name} (exit {proc.returncode}); see CMake's output above")
+                tail = proc.stdout.strip().splitlines()[-1:] or ["no output"]
+                raise ToolchainError(f"'{Path(cmd[0]).name} {cmd[1]}' failed for {ext.name} (exit {proc.returncode}; last line: "
+                                     f"{tail[0].strip()}); CMake's output is above")
 
         # The staging prefix is the wheel's root: copy it over the build_lib (or source) tree.
         module = self._find_module(stage, ext)
