@@ -58,8 +58,13 @@ _MAX_ARCH = 255  # sm_20 .. sm_121 today: an arch field beyond this is not an en
 _NOT_SCANNED = frozenset({
     ".text", ".init", ".fini", ".plt", ".plt.got", ".plt.sec", ".eh_frame", ".eh_frame_hdr", ".gcc_except_table",
     ".got", ".got.plt", ".init_array", ".fini_array", ".dynamic", ".comment", ".interp", ".stapsdt.base",
+    ".nvFatBinSegment", "__nv_module_id", ".tgtimg", ".tgtsym", ".hip_fatbin", ".llvm.offloading",
     *SECTIONS,
 })
+_OTHER_DEVICE_CODE = ("__CLANG_OFFLOAD_BUNDLE__", "OFFLOAD_DEVICE_CODE")  # Intel's/AMD's images: never NVIDIA's
+# Sections only CUDA host code has (nvcc's registration data): a binary without any is not scanned,
+# so a large SYCL or HIP library costs nothing here (and its pages are not read).
+CUDA_MARKERS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id")
 DEFAULT_CAP = 1 << 30  # largest decompressed payload entry_payload() will produce
 
 
@@ -210,15 +215,19 @@ def parse_fatbin(region: Region, *, path: str | None = None, section: str | None
 
 def scannable(name: str, sh_type: int | str) -> bool:
     """Whether section ``name`` may hold fat binary containers that :func:`scan_sections` looks for."""
-    return sh_type == "SHT_PROGBITS" and name not in _NOT_SCANNED and not name.startswith((".debug", ".note", ".gnu", ".rela", ".rel."))
+    return (sh_type == "SHT_PROGBITS" and name not in _NOT_SCANNED
+            and not name.startswith((".debug", ".note", ".gnu", ".rela", ".rel.", *_OTHER_DEVICE_CODE)))
 
 
 def scan_sections(region: Region, sections, first_index: int = 0) -> tuple[list[FatbinContainer], int]:  # type: ignore[no-untyped-def]
     """Containers found by magic in the :func:`scannable` ones of ``sections`` (ELF section
     headers of ``region``), numbered from ``first_index``; and how many magic matches their
-    structure rejected (chance bytes in data, never reported as images)."""
+    structure rejected (chance bytes in data, never reported as images). Only in a CUDA host
+    binary (one of :data:`CUDA_MARKERS` present): anything else is not read at all."""
     containers: list[FatbinContainer] = []
     rejected = 0
+    if not any(sec.name in CUDA_MARKERS for sec in sections):
+        return containers, rejected
     for sec in sections:
         if not sec.size or not scannable(sec.name, sec.type):
             continue
