@@ -342,6 +342,13 @@ function(_aotwheel_check_vendors)
   endforeach()
 endfunction()
 
+# _aotwheel_json_string(<out> <text>): <text> as a JSON string literal (quotes and backslashes escaped).
+function(_aotwheel_json_string out text)
+  string(REPLACE "\\" "\\\\" text "${text}")
+  string(REPLACE "\"" "\\\"" text "${text}")
+  set(${out} "\"${text}\"" PARENT_SCOPE)
+endfunction()
+
 # _aotwheel_check_device_code_args(<fn> <target> <sources hint>)
 # Checks shared by the aotwheel_add_*_device_code functions, on the caller's parsed ARG_SOURCES
 # and ARG_NAME (a macro, so it sees them); ARG_NAME defaults to the target as a C identifier.

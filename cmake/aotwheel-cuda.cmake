@@ -245,13 +245,6 @@ function(_aotwheel_cuda_embed fn target work fatbins)
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_FATBINS "${fatbins}")
 endfunction()
 
-# _aotwheel_json_string(<out> <text>): <text> as a JSON string literal (quotes and backslashes escaped).
-function(_aotwheel_json_string out text)
-  string(REPLACE "\\" "\\\\" text "${text}")
-  string(REPLACE "\"" "\\\"" text "${text}")
-  set(${out} "\"${text}\"" PARENT_SCOPE)
-endfunction()
-
 # _aotwheel_cuda_record(<target> <work> <targets>): <work>/images.json, what this call builds per
 # source (its fat binary and the cubin/PTX in it), appended to <target>'s AOTWHEEL_CUDA_IMAGES.
 function(_aotwheel_cuda_record target work names)

@@ -6,8 +6,10 @@
 #                        [FIELD_DEFAULTS ON|OFF]      # the field's options (below); default USE_AOT_FIELD_DEFAULTS, else ON
 #                        [OPTIONS <ocloc-option>...]  # passed as -Xs "-device <list> -options '<options>'", after the field's
 #                        [COMPRESS ON|OFF]            # --offload-compress; default ON
-#                        [PARALLEL_LINK_JOBS <n>])    # -fsycl-max-parallel-link-jobs=<n>; default with field
+#                        [PARALLEL_LINK_JOBS <n>]     # -fsycl-max-parallel-link-jobs=<n>; default with field
 #                                                     # defaults: $ENV{MAX_JOBS} if <= the CPU count, else the CPU count
+#                        [DESTINATION <package dir>]  # install _aot_manifest.json (+ _aot.py) there
+#                        [PACKAGE <python package>])  # for the _aot.py hook; default from DESTINATION
 #
 # Field defaults (what IPEX cmake/gpu/SYCL.cmake and torch-xpu-ops cmake/BuildFlags.cmake pass;
 # docs/formats.md quotes the lines), for a devlist naming Intel devices:
@@ -196,9 +198,9 @@ endfunction()
 # aotwheel_target_sycl(<target> ...): see the top of this file.
 function(aotwheel_target_sycl target)
   set(fn "aotwheel_target_sycl")
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DEVICES;JIT_FALLBACK;FIELD_DEFAULTS;COMPRESS;PARALLEL_LINK_JOBS" "OPTIONS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DEVICES;JIT_FALLBACK;FIELD_DEFAULTS;COMPRESS;PARALLEL_LINK_JOBS;DESTINATION;PACKAGE" "OPTIONS")
   if(arg_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, FIELD_DEFAULTS, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS")
+    message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, FIELD_DEFAULTS, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS, DESTINATION, PACKAGE")
   endif()
   _aotwheel_sycl_check_target(${fn} "${target}")
   _aotwheel_sycl_resolve(dl)
@@ -228,6 +230,40 @@ function(aotwheel_target_sycl target)
   else()
     message(STATUS "aotwheel: ${target}: SYCL AOT for ${dl_OCLOC_DEVICE} (targets ${dl_SYCL_TARGETS})")
   endif()
+  if(DEFINED arg_DESTINATION)
+    _aotwheel_sycl_manifest(${fn} "${target}")
+  endif()
+endfunction()
+
+# _aotwheel_sycl_manifest(<fn> <target>): with DESTINATION, the same _aot_manifest.json and _aot.py
+# as the open toolchain's and nvcc's calls install (aotwheel-build.cmake's steps): the resolved
+# devlist and icpx, no image list (icpx writes the images at link time; the binary is the truth
+# that _aot.targets() and `aotwheel inspect` read). Reads the caller's dl_* and arg_*.
+function(_aotwheel_sycl_manifest fn target)
+  get_target_property(owner ${target} AOTWHEEL_MANIFEST_OWNER)
+  if(owner)
+    message(FATAL_ERROR "${fn}: ${target} already has a manifest from ${owner}; give DESTINATION to one call per target")
+  endif()
+  set_property(TARGET ${target} PROPERTY AOTWHEEL_MANIFEST_OWNER ${fn})
+  set(ARG_DESTINATION "${arg_DESTINATION}")
+  if(DEFINED arg_PACKAGE)
+    set(ARG_PACKAGE "${arg_PACKAGE}")
+  endif()
+  string(MAKE_C_IDENTIFIER "${target}" ARG_NAME)
+  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_sycl")
+  file(MAKE_DIRECTORY "${work}")
+  _aotwheel_write_if_changed("${work}/devlist.json" "${dl_JSON}\n")
+  _aotwheel_json_string(icpx "${CMAKE_CXX_COMPILER}")
+  _aotwheel_json_string(version "${CMAKE_CXX_COMPILER_VERSION}")
+  _aotwheel_write_if_changed("${work}/toolchain.json" "{\"icpx\": ${icpx}, \"icpx_version\": ${version}}\n")
+  list(JOIN arg_OPTIONS " " ARG_OPTIONS)
+  set(images "")
+  set(fatbins "")
+  set(spvs "")
+  set(tgtsym "")
+  set(dev_JIT "${dl_JIT_FALLBACK}")
+  _aotwheel_manifest_edge("${target}" "${work}" manifest ${ARG_NAME}_sycl_aot_manifest)
+  _aotwheel_install_hook("${target}" "${work}" "${manifest}")
 endfunction()
 
 # _aotwheel_sycl_check_target(<fn> <target>): <target> exists, is compiled by icpx, and the

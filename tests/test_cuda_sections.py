@@ -55,44 +55,46 @@ def whole_file_cubins(path: Path) -> collections.Counter[str]:
     return found
 
 
+def _library(tmp_path: Path, name: str, sections: dict[str, Path], chance: bytes) -> Path:
+    """A shared library (cc + .incbin) with each fat binary in its section and ``chance`` in .data."""
+    c = tmp_path / f"{name}.c"
+    asm = "".join('__asm__(".pushsection %s, \\"a\\"\\n.balign 16\\n.incbin \\"%s\\"\\n.popsection\\n");\n' % (sec, path)
+                  for sec, path in sections.items())
+    c.write_text(asm + "unsigned char chance[] = {%s};\n" % ", ".join(str(b) for b in chance))
+    so = tmp_path / f"lib{name}.so"
+    run(["cc", "-shared", "-fPIC", str(c), "-o", str(so)])
+    return so
+
+
 def test_container_in_a_vendor_section_is_read_and_chance_magic_is_not(tmp_path: Path) -> None:
-    fatbin = nvcc_out("vadd_sm80_sm90_ptx.fatbin", "-fatbin", "-gencode=arch=compute_80,code=sm_80",
-                      "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD)))
-    expected = sorted(listing(fatbin))  # cuobjdump's reading of the container itself
+    """cuBLASLt's layout: a container in .nv_fatbin and more in a vendor section (.cask_resource)."""
+    vadd = str(source("vadd.cu", VADD))
+    cask = nvcc_out("vadd_sm80_sm90_ptx.fatbin", "-fatbin", "-gencode=arch=compute_80,code=sm_80",
+                    "-gencode=arch=compute_90,code=[sm_90,compute_90]", vadd)
+    nv = nvcc_out("vadd_sm75.fatbin", "-fatbin", "-gencode=arch=compute_75,code=sm_75", vadd)
     # .data: the magic, then a header that is not one (version 7; and one claiming 1 TiB of entries).
     chance = MAGIC + struct.pack("<HHQ", 7, 16, 64) + bytes(64) + MAGIC + struct.pack("<HHQ", 1, 16, 1 << 40)
-    c = tmp_path / "lib.c"
-    c.write_text(
-        '__asm__(".pushsection .cask_resource, \\"a\\"\\n.balign 16\\n.incbin \\"%s\\"\\n.popsection\\n");\n'
-        "unsigned char chance[] = {%s};\n" % (fatbin, ", ".join(str(b) for b in chance))
-        # as such libraries do: they load the containers with the driver (what makes them scanned)
-        + "extern int cuModuleLoadData(void **module, const void *image);\n"
-        "void *load(void) { void *m = 0; cuModuleLoadData(&m, chance); return m; }\n"
-    )
-    so = tmp_path / "libvendor.so"
-    run(["cc", "-shared", "-fPIC", str(c), "-o", str(so)])
-    assert ".nv_fatbin" not in run(["readelf", "-SW", str(so)]).stdout
+    so = _library(tmp_path, "vendor", {".nv_fatbin": nv, ".cask_resource": cask}, chance)
+    expected = sorted(listing(cask) + listing(nv))  # cuobjdump's reading of the containers themselves
     (fr,) = inspect(so).files
-    got = sorted([(i.kind, i.arch.replace("compute_", "sm_")) for i in fr.images])
-    assert got == expected and {i.section for i in fr.images} == {".cask_resource"}
-    assert sorted(fr.cuda) == ["compute_90", "sm_80", "sm_90"] and fr.warnings == []
+    assert sorted([(i.kind, i.arch.replace("compute_", "sm_")) for i in fr.images]) == expected
+    assert sorted((i.section, i.arch) for i in fr.images) == [(".cask_resource", "compute_90"), (".cask_resource", "sm_80"),
+                                                              (".cask_resource", "sm_90"), (".nv_fatbin", "sm_75")]
+    assert sorted(fr.cuda) == ["compute_90", "sm_75", "sm_80", "sm_90"] and fr.warnings == []
 
 
-def test_a_library_with_no_nvidia_sign_is_not_scanned_for_containers(tmp_path: Path) -> None:
-    """The same container in a library that neither has nvcc's sections nor references the CUDA
-    driver or runtime: not looked for (a scan of every data section would read all of a large CPU
-    or Intel library; tests/test_inspect_large.py)."""
-    fatbin = nvcc_out("vadd_sm80_sm90_ptx.fatbin", "-fatbin", "-gencode=arch=compute_80,code=sm_80",
-                      "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD)))
-    c = tmp_path / "lib.c"
-    c.write_text('__asm__(".pushsection .cask_resource, \\"a\\"\\n.balign 16\\n.incbin \\"%s\\"\\n.popsection\\n");\n' % fatbin)
-    so = tmp_path / "libplain.so"
-    run(["cc", "-shared", "-fPIC", str(c), "-o", str(so)])
+def test_a_binary_without_cuda_sections_is_not_scanned(tmp_path: Path) -> None:
+    """The bound: only CUDA host binaries (.nv_fatbin, __nv_relfatbin, .nvFatBinSegment or
+    __nv_module_id present) are searched, so large SYCL/HIP libraries are not read page by page."""
+    vadd = str(source("vadd.cu", VADD))
+    cask = nvcc_out("vadd_sm80_sm90_ptx.fatbin", "-fatbin", "-gencode=arch=compute_80,code=sm_80",
+                    "-gencode=arch=compute_90,code=[sm_90,compute_90]", vadd)
+    so = _library(tmp_path, "nocuda", {".cask_resource": cask}, b"")
+    assert ".nv_fatbin" not in run(["readelf", "-SW", str(so)]).stdout
     (fr,) = inspect(so).files
     assert fr.images == [] and fr.cuda == []
 
 
-@pytest.fixture(scope="module")
 def cufft() -> Path:
     return wheel_member(CUFFT_WHEEL, "nvidia/cu13/lib/libcufft.so.12")
 
@@ -113,3 +115,20 @@ def test_cufft_is_native_on_sm_90(cufft: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("sm_90 (cc 9.0): native sm_90 "), proc.stdout
     assert CACHE in cufft.parents  # kept in the tests' download cache
+
+
+def test_cufft_scanned_entries_equal_the_strict_parser(cufft: Path) -> None:
+    """The scan's fast entry reader (structure already checked) gives exactly what the strict
+    .nv_fatbin parser reads from the same container bytes, for all 23,983 containers."""
+    import mmap
+
+    from aotwheel.backends.nvidia.fatbin import _entries, scan_sections
+    from aotwheel.formats.elf import open_elf
+    from aotwheel.formats.region import Region
+
+    with open(cufft, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        region = Region(mm, str(cufft))
+        containers, rejected = scan_sections(region, open_elf(region).sections)
+        assert (len(containers), rejected) == (23983, 0)
+        for i, c in enumerate(containers):
+            assert _entries(region.sub(c.offset + 16, c.size, "container"), i) == c.entries

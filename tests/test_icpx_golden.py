@@ -433,6 +433,23 @@ def test_icpx_golden_configure_rejects_a_non_intel_compiler(tmp_path: Path) -> N
     assert "aotwheel_target_sycl: the compiler is GNU, not IntelLLVM. Try: CXX=icpx" in text
 
 
+@needs_cmake
+@needs_ninja
+def test_icpx_golden_destination_installs_manifest_and_hook_stand_in(tmp_path: Path) -> None:
+    """aotwheel_target_sycl(... DESTINATION) gives an icpx-built target the same _aot_manifest.json
+    and _aot.py as the open toolchain's and nvcc's calls (built with the stand-in icpx)."""
+    proc, build, log = _configure(tmp_path, 'DEVICES "pvc,sm_90" DESTINATION kernpkg', env=_clean_env())
+    assert proc.returncode == 0, proc.stderr
+    _build_with_stand_in(build, log)
+    prefix = tmp_path / "prefix"
+    inst = subprocess.run([CMAKE, "--install", str(build), "--prefix", str(prefix)], capture_output=True, text=True, timeout=120)
+    assert inst.returncode == 0, inst.stdout + inst.stderr
+    manifest = json.loads((prefix / "kernpkg" / "_aot_manifest.json").read_text())
+    assert [t["name"] for t in manifest["devlist"]["targets"]] == ["pvc"] and manifest["devlist"]["cuda"] == ["sm_90"]
+    assert manifest["toolchain"]["icpx"] == str(tmp_path / "icpx") and manifest["images"] == []
+    assert "EXTENSION = 'kernpkg.kern'" in (prefix / "kernpkg" / "_aot.py").read_text()
+
+
 # --- the field's flags, line by line: IPEX, torch-xpu-ops and SyclExtension for the same input ----
 # TORCH_XPU_ARCH_LIST=pvc,dg2 (IPEX's setup.py turns it into USE_AOT_DEVLIST) and MAX_JOBS=2. Each
 # entry is a flag as icpx receives it and the line that passes it, read at these commits with

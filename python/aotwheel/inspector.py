@@ -517,34 +517,10 @@ def _walk_cuda_sections(walk: _Walk, region: Region, view: ElfView) -> None:
         fat = parse_fatbin(region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), section=".nv_fatbin")
         pairs += [(e, ".nv_fatbin") for e in fat.entries]
         walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
-    if _uses_cuda(view):
-        containers, _ = scan_sections(region, view.sections)
-        pairs += [(e, c.section) for c in containers for e in c.entries]
+    containers, _ = scan_sections(region, view.sections)  # CUDA host binaries only (fatbin.CUDA_MARKERS)
+    pairs += [(e, c.section) for c in containers for e in c.entries]
     if pairs:
         _add_cuda(walk, region, pairs)
-
-
-# What a library that loads NVIDIA device code shows without a scan: the sections nvcc's
-# registration code makes, or a dynamic reference to the CUDA driver or runtime.
-_CUDA_SECTIONS = (".nv_fatbin", ".nvFatBinSegment", "__nv_relfatbin")
-_CUDA_DYNSTR = (b"cuModuleLoad", b"cuLibraryLoad", b"__cudaRegisterFatBinary", b"libcudart.so", b"libcuda.so")
-_DYNSTR_MAX = 64 << 20
-
-
-def _uses_cuda(view: ElfView) -> bool:
-    """Whether the data sections are worth a scan for fat binary containers: only a library that
-    shows NVIDIA signs is scanned, so that inspecting a large CPU or Intel library stays a read of
-    its tables, not of every data byte (test_inspect_large)."""
-    if any(view.section(name) is not None for name in _CUDA_SECTIONS):
-        return True
-    dynstr = view.section(".dynstr")
-    if dynstr is None or dynstr.type == "SHT_NOBITS" or not 0 < dynstr.size <= _DYNSTR_MAX:
-        return False
-    try:
-        text = bytes(view.data(dynstr))
-    except InspectError:
-        return False
-    return any(sign in text for sign in _CUDA_DYNSTR)
 
 
 def _cuda_modules(walk: _Walk, region: Region, containers: Sequence[FatbinContainer]) -> list[CudaModule]:

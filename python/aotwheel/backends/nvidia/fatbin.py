@@ -32,7 +32,7 @@ SECTIONS = (".nv_fatbin", "__nv_relfatbin")  # linked code; relocatable (-rdc) o
 
 KIND_PTX = 1
 KIND_CUBIN = 2
-KIND_LTOIR = 8  # NVVM LTO IR for nvJitLink (cuFFT 12's callback kernels): no cuModuleLoadData image
+KIND_LTOIR = 8  # NVVM LTO IR for nvJitLink (cuFFT 12's callback kernels): no cuModuleLoadData image, not listed
 _KINDS = {KIND_PTX: "ptx", KIND_CUBIN: "cubin", KIND_LTOIR: "ltoir"}
 
 # Entry flags (measured with nvcc 13.0 -gencode / --compress-mode variants).
@@ -58,8 +58,13 @@ _MAX_ARCH = 255  # sm_20 .. sm_121 today: an arch field beyond this is not an en
 _NOT_SCANNED = frozenset({
     ".text", ".init", ".fini", ".plt", ".plt.got", ".plt.sec", ".eh_frame", ".eh_frame_hdr", ".gcc_except_table",
     ".got", ".got.plt", ".init_array", ".fini_array", ".dynamic", ".comment", ".interp", ".stapsdt.base",
+    ".nvFatBinSegment", "__nv_module_id", ".tgtimg", ".tgtsym", ".hip_fatbin", ".llvm.offloading",
     *SECTIONS,
 })
+_OTHER_DEVICE_CODE = ("__CLANG_OFFLOAD_BUNDLE__", "OFFLOAD_DEVICE_CODE")  # Intel's/AMD's images: never NVIDIA's
+# Sections only CUDA host code has (nvcc's registration data): a binary without any is not scanned,
+# so a large SYCL or HIP library costs nothing here (and its pages are not read).
+CUDA_MARKERS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id")
 DEFAULT_CAP = 1 << 30  # largest decompressed payload entry_payload() will produce
 
 
@@ -210,15 +215,19 @@ def parse_fatbin(region: Region, *, path: str | None = None, section: str | None
 
 def scannable(name: str, sh_type: int | str) -> bool:
     """Whether section ``name`` may hold fat binary containers that :func:`scan_sections` looks for."""
-    return sh_type == "SHT_PROGBITS" and name not in _NOT_SCANNED and not name.startswith((".debug", ".note", ".gnu", ".rela", ".rel."))
+    return (sh_type == "SHT_PROGBITS" and name not in _NOT_SCANNED
+            and not name.startswith((".debug", ".note", ".gnu", ".rela", ".rel.", *_OTHER_DEVICE_CODE)))
 
 
 def scan_sections(region: Region, sections, first_index: int = 0) -> tuple[list[FatbinContainer], int]:  # type: ignore[no-untyped-def]
     """Containers found by magic in the :func:`scannable` ones of ``sections`` (ELF section
     headers of ``region``), numbered from ``first_index``; and how many magic matches their
-    structure rejected (chance bytes in data, never reported as images)."""
+    structure rejected (chance bytes in data, never reported as images). Only in a CUDA host
+    binary (one of :data:`CUDA_MARKERS` present): anything else is not read at all."""
     containers: list[FatbinContainer] = []
     rejected = 0
+    if not any(sec.name in CUDA_MARKERS for sec in sections):
+        return containers, rejected
     for sec in sections:
         if not sec.size or not scannable(sec.name, sec.type):
             continue
@@ -241,10 +250,37 @@ def _scan(region: Region, section: str, first_index: int) -> tuple[list[FatbinCo
             rejected += 1
             pos = at + 4  # the magic cannot overlap itself
             continue
-        body = region.sub(off + 16, fat_size, "fat binary container")
-        out.append(FatbinContainer(region.where(off), 1, fat_size, _entries(body, first_index + len(out)), section))
+        entries = _checked_entries(buf, at + 16, fat_size, region.where(off + 16) - (at + 16), first_index + len(out))
+        out.append(FatbinContainer(region.where(off), 1, fat_size, entries, section))
         pos = at + 16 + fat_size
     return out, rejected
+
+
+def _checked_entries(buf, at: int, fat_size: int, shift: int, container: int) -> tuple[FatbinEntry, ...]:  # type: ignore[no-untyped-def]
+    """The entries of a container :func:`_checked_container` accepted (every header and payload
+    inside it), read straight from ``buf`` (``at`` = the body's index in it; file offset = index +
+    ``shift``): the same FatbinEntry values as :func:`_entries`, without its per-field checks."""
+    out: list[FatbinEntry] = []
+    off, end = at, at + fat_size
+    while off < end:
+        (kind, _ver, hsize, size, csize, opt_off, minor, major, arch, name_off, name_len, flags, _zero, dsize) = _ENTRY_S.unpack_from(buf, off)
+        if kind != KIND_LTOIR:
+            compression = "zstd" if flags & FLAG_COMPRESSED_ZSTD else "lz4" if flags & FLAG_COMPRESSED_LZ4 else None
+            options = None
+            if opt_off and opt_off + 8 <= hsize:
+                (length,) = struct.unpack_from("<I", buf, off + opt_off + 4)
+                if length and opt_off + 8 + length <= hsize:
+                    raw = bytes(buf[off + opt_off + 8 : off + opt_off + 8 + length]).rstrip(b"\0 ")
+                    text = raw.decode("ascii") if raw and raw.isascii() else ""
+                    options = text if text and text.isprintable() else None
+            name = None
+            if name_off and name_len and name_off + name_len <= hsize + size:
+                name = bytes(buf[off + name_off : off + name_off + name_len]).rstrip(b"\0").decode("utf-8", "replace")
+            out.append(FatbinEntry(off + shift, _KINDS.get(kind, "unknown"), kind, arch, bool(flags & FLAG_ARCH_SPECIFIC),
+                                   bool(flags & FLAG_FAMILY_SPECIFIC), (major, minor), flags, hsize, off + hsize + shift, size,
+                                   csize if compression else 0, dsize if compression else 0, compression, options, name, container))
+        off += hsize + size
+    return tuple(out)
 
 
 def _checked_container(region: Region, off: int) -> int | None:
@@ -301,6 +337,9 @@ def _entries(body: Region, container: int) -> tuple[FatbinEntry, ...]:
         compression = "zstd" if flags & FLAG_COMPRESSED_ZSTD else "lz4" if flags & FLAG_COMPRESSED_LZ4 else None
         if compression and csize > size:
             raise body.error(off, f"compressed size {csize} exceeds the stored payload ({size} bytes)")
+        if kind == KIND_LTOIR:  # checked, not kept: nvJitLink input, never a module (12,728 in cuFFT)
+            off += header_size + size
+            continue
         out.append(
             FatbinEntry(
                 offset=body.where(off),
