@@ -59,6 +59,54 @@ def ocloc_output(folder: Path, name: str) -> Path:
     raise AssertionError(f"ocloc wrote neither {name} nor {name}.bin in {folder}: {sorted(p.name for p in folder.iterdir())}")
 
 
+def ocloc_device_words() -> set[str]:
+    """The words of the installed ocloc's ``-device`` list (``ocloc compile --help``), lower-case."""
+    import re
+
+    proc = subprocess.run(["ocloc", "compile", "--help"], capture_output=True, text=True, check=False)
+    text = (proc.stdout + proc.stderr).split("<device_type> can be:", 1)[-1].split("or hexadecimal", 1)[0]
+    return {w.lower() for w in re.split(r"[\s,]+", text) if w}
+
+
+def unbuildable_devices() -> list[str]:
+    """Catalog devices with a known first ocloc release that the installed ocloc cannot build
+    (Debian 12's 22.43: bmg-g21, lnl-m, ...; none for Debian sid's 26.x)."""
+    from aotwheel.backends.intel.catalog import load_catalog
+    from aotwheel.backends.intel.ocloc import FIRST_OCLOC
+
+    words = ocloc_device_words()
+    return [d.name for d in load_catalog().devices if d.name in FIRST_OCLOC and not ({d.name, *d.aliases} & words)]
+
+
+_LEGACY: list[bool] = []
+
+
+def ocloc_writes_legacy_images() -> bool:
+    """Whether the installed ocloc writes pvc code as a legacy patch-token ELF (Debian 12's 22.43)
+    rather than a zebin (e_machine 205, every newer ocloc): asked of ocloc itself, once."""
+    import tempfile
+
+    if not _LEGACY:
+        require("ocloc", CLANG, LLVM_SPIRV)
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            (work / "k.cl").write_text("kernel void k(global float *x) { x[0] = 1.0f; }\n")
+            run_tool([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(work / "k.cl"), "-o", str(work / "k.bc")])
+            run_tool([LLVM_SPIRV, str(work / "k.bc"), "-o", str(work / "k.spv")])
+            run_tool(["ocloc", "compile", "-file", str(work / "k.spv"), "-spirv_input", "-device", "pvc", "-output", "probe",
+                      "-out_dir", tmp, "-output_no_suffix", "-exclude_ir"])
+            head = ocloc_output(work, "probe").read_bytes()[:20]
+        _LEGACY.append(int.from_bytes(head[18:20], "little") != 205)
+    return _LEGACY[0]
+
+
+def require_legacy_ocloc() -> None:
+    """Skip a test of Debian 12's legacy patch-token images when the installed ocloc writes zebins."""
+    if not ocloc_writes_legacy_images():
+        pytest.skip("the installed ocloc writes zebin images; this test reads the legacy patch-token "
+                    "images of Debian 12's ocloc 22.43 (the bookworm CI lane)")
+
+
 def require(*tools: str) -> None:
     """Skip (only) when a tool the test drives is not installed; CI installs them all."""
     missing = [t for t in tools if shutil.which(t) is None]

@@ -88,7 +88,7 @@ def _cmake_error(proc: subprocess.CompletedProcess[str]) -> str:
     [
         ((r"ocloc.*",), "ocloc", "apt-get install intel-opencl-icd"),
         ((r"clang.*",), "clang", "apt-get install clang-15 llvm-spirv-15"),
-        ((r"llvm-spirv.*",), LLVM_SPIRV, "apt-get install llvm-spirv-15"),
+        ((r"llvm-spirv.*",), LLVM_SPIRV, f"apt-get install {LLVM_SPIRV}"),
     ],
 )
 def test_tool_missing_from_path_stops_configure_with_one_line(tmp_path: Path, hidden: tuple[str, ...], tool: str, fix: str) -> None:
@@ -157,9 +157,19 @@ def test_ocloc_rejecting_corrupt_spirv_shows_its_log_and_one_line(tmp_path: Path
     proc = subprocess.run([sys.executable, "-m", "aotwheel.buildsteps", "ocloc", "--toolchain", str(toolchain), "--spirv", str(spv),
                            "--device", "pvc", "--output", str(tmp_path / "k.pvc.bin")], env=env, capture_output=True, text=True)
     assert proc.returncode == 2
-    assert "does not support the following opcode: 65535" in proc.stderr  # IGC's words, via ocloc
+    # What ocloc itself does with this file (22.43: IGC's "does not support the following opcode:
+    # 65535", exit 2xx; 26.27: a crash with SIGSEGV and no log): the build step passes it on.
+    direct = subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc", "-output", "x",
+                             "-out_dir", str(tmp_path / "direct"), "-output_no_suffix"], capture_output=True, text=True)
+    assert direct.returncode != 0
+    said = [line for line in (direct.stdout + direct.stderr).splitlines() if "opcode" in line]
+    assert all(line.strip() in proc.stderr for line in said)
     errors = _aotwheel_errors(proc.stderr)
     assert len(errors) == 1 and "ocloc" in errors[0] and "-device pvc" in errors[0]
+    if direct.returncode < 0:
+        assert "crashed with SIG" in errors[0]
+    else:
+        assert said and f"exit {direct.returncode}" in errors[0]
     assert "Traceback" not in proc.stderr and not (tmp_path / "k.pvc.bin").exists()
 
 

@@ -322,7 +322,7 @@ def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / CLANG).symlink_to(shutil.which(CLANG))
     monkeypatch.setenv("PATH", str(tmp_path / "b"))
-    with pytest.raises(ToolchainError, match=r"^Missing llvm-spirv-15 .*apt-get install llvm-spirv-15"):
+    with pytest.raises(ToolchainError, match=rf"^Missing {LLVM_SPIRV} .*apt-get install {LLVM_SPIRV}"):
         discover([], cache)
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     with pytest.raises(ToolchainError, match=r"^Missing clang .*apt-get install clang-15"):

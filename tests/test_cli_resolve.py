@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require
+from conftest import require, unbuildable_devices
 
 
 def aotwheel(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -72,24 +72,12 @@ def test_list_covers_catalog() -> None:
 
 
 @pytest.mark.skipif(shutil.which("ocloc") is None, reason="ocloc not installed (apt-get install intel-opencl-icd)")
-def _unbuildable() -> list[str]:
-    """Catalog devices with a known first ocloc release that the installed ocloc cannot build."""
-    import re
-
-    from aotwheel.backends.intel.catalog import load_catalog
-    from aotwheel.backends.intel.ocloc import FIRST_OCLOC
-
-    help_text = subprocess.run(["ocloc", "compile", "--help"], capture_output=True, text=True).stdout
-    words = set(re.split(r"[\s,]+", help_text.split("<device_type> can be:", 1)[-1].split("or hexadecimal", 1)[0]))
-    return [d.name for d in load_catalog().devices if d.name in FIRST_OCLOC and not ({d.name, *d.aliases} & words)]
-
-
 def test_toolchain_check_names_ocloc_version() -> None:
     require("ocloc")
     version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "intel-opencl-icd", "intel-ocloc"], capture_output=True, text=True).stdout
     ok = aotwheel("resolve", "pvc,ats-m150", "--toolchain", "ocloc")
     assert ok.returncode == 0, ok.stderr
-    missing = _unbuildable()
+    missing = unbuildable_devices()
     if not missing:
         pytest.skip("the installed ocloc builds every catalog device with a known first release (Debian sid's 26.x)")
     from aotwheel.backends.intel.ocloc import FIRST_OCLOC

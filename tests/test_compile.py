@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_logger, require, run
-from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, ocloc_output, unbuildable_devices  # noqa: F401
 
 KERNELS = REPO / "csrc" / "kernels"
 
@@ -194,7 +194,7 @@ def test_field_defaults_pick_large_grf_for_the_spilling_kernel(spilling_spv, tmp
     assert proc.returncode == 0, proc.stderr
     (dev,) = json.loads(proc.stdout)["devices"]
     assert dev["spills"] == [] and json.loads(proc.stdout)["options"] == FIELD
-    assert members(out, tmp_path / "m")["64.12.60.7"] == (tmp_path / "f").read_bytes()
+    assert members(out, tmp_path / "m")["64.12.60.7"] == ocloc_output(tmp_path, "f").read_bytes()
 
 
 def test_grf_auto_leaves_a_kernel_without_spills_alone(spv, tmp_path):
@@ -208,11 +208,16 @@ def test_grf_auto_leaves_a_kernel_without_spills_alone(spv, tmp_path):
     ("not spir-v", "pvc", b"\x7fELF" + bytes(60)),
     ("truncated spir-v", "pvc", b"\x03\x02\x23\x07\x00\x00"),
     ("unknown device", "pvcc", None),
-    ("ocloc 22.43 cannot build it", "bmg-g21", None),
+    ("this ocloc cannot build it", "<too new>", None),  # Debian 12's 22.43: bmg-g21
     ("nvidia target", "pvc,sm_90", None),
     ("separators only", " , ", None),
 ])
 def test_bad_input_is_one_line_exit_2_nothing_written(spv, tmp_path, case, devlist, content):
+    if devlist == "<too new>":
+        missing = unbuildable_devices()
+        if not missing:
+            pytest.skip("the installed ocloc builds every catalog device with a known first release")
+        devlist = missing[0]
     src = spv
     if content is not None:
         src = tmp_path / "bad.spv"

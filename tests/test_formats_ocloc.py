@@ -14,7 +14,7 @@ from aotwheel.backends.intel import gfx, legacy
 from aotwheel.formats import ar, spirv as spirv_fmt
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, require_legacy_ocloc  # noqa: F401
 
 DEVICES = ("pvc", "acm-g10", "tgllp")
 
@@ -31,6 +31,7 @@ def _region(path) -> Region:
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_legacy_header_core_matches_the_core_ocloc_names_in_its_output_file(work, device):
+    require_legacy_ocloc()
     d, spv = work
     binary, suffix = ocloc_single(spv, device, d)
     # ocloc names its output k_<CORE><device>.bin, e.g. XE_HPC_COREpvc, XE_HPG_COREdg2, Gen12LPlp.

@@ -18,7 +18,7 @@ from aotwheel.errors import InspectError
 from aotwheel.formats import zstd
 from aotwheel.formats.region import Region
 from aotwheel.inspector import inspect
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, require_legacy_ocloc  # noqa: F401
 
 OFFSET_RE = re.compile(r"at offset 0x[0-9a-f]+")
 
@@ -78,6 +78,7 @@ def test_ar_member_claiming_more_bytes_than_exist(real, tmp_path):
 
 
 def test_legacy_device_binary_with_bad_program_magic(real, tmp_path):
+    require_legacy_ocloc()
     data = bytearray(real["fat"].read_bytes())
     at = bytes(data).index(struct.pack("<I", 0x494E5443))
     data[at : at + 4] = b"XXXX"

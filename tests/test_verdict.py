@@ -8,6 +8,8 @@ from types import SimpleNamespace as NS
 
 import pytest
 
+from conftest import require_legacy_ocloc
+
 from _check_util import ACM_G10_MEMBER, PVC_MEMBER, ar_members, fat_binary, single_binary
 
 
@@ -72,6 +74,7 @@ def test_bmg_on_pvc_only_binary_without_ir_is_unsupported(device):
 
 
 def test_pvc_sdv_takes_pvc_legacy_image_by_major_minor_prefix(fat_pvc_acm):
+    require_legacy_ocloc()
     # Filter 3 is the prefix "64.12.60", which "64.12.60.7" starts with; a legacy (patch-token)
     # image is only checked for the core family (XE_HPC for both), so the driver accepts it.
     v = _decide(fat_pvc_acm, "pvc-sdv")

@@ -34,8 +34,9 @@ LARGE_GRF_OPTION = "-cl-intel-256-GRF-per-thread"
 GRF_MODES = ("small", "large", "auto")
 SPIRV_MAGIC_LE = b"\x03\x02\x23\x07"
 _SPIRV_HEADER = 20  # magic, version, generator, bound, schema
-# ocloc 22.43 (IGC): "warning: kernel spill  compiled SIMD32 allocated 128 regs and spilled around 248"
-_SPILL_LINE = re.compile(r"kernel\s+(?P<kernel>\S+)\s+compiled\s+SIMD(?P<simd>\d+)\s+allocated\s+(?P<regs>\d+)\s+regs"
+# ocloc 22.43 (IGC): "warning: kernel spill  compiled SIMD32 allocated 128 regs and spilled around 248";
+# ocloc 26.27 (IGC 2.x): "warning: in kernel 'spill': compiled SIMD32 allocated 128 regs and spilled around 118"
+_SPILL_LINE = re.compile(r"kernel\s+'?(?P<kernel>[^\s':]+)'?:?\s+compiled\s+SIMD(?P<simd>\d+)\s+allocated\s+(?P<regs>\d+)\s+regs"
                          r"\s+and\s+spilled\s+around\s+(?P<bytes>\d+)")
 # Marks a cached ocloc log next to the cached binary (same key otherwise).
 _LOG_FLAG = "aotwheel-log"

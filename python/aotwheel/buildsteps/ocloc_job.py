@@ -237,10 +237,22 @@ def compile_device_logged(*, ocloc: str, spirv: str, device: str, options: str =
             else:
                 where = f"ocloc said: {_first_error(log)}"
             raise ToolchainError(
-                f"ocloc failed for -device {device} on {Path(spirv).name} (exit {proc.returncode}; {where}); "
+                f"ocloc failed for -device {device} on {Path(spirv).name} ({_status(proc.returncode)}; {where}); "
                 f"{_advice(device, log, options)}"
             )
         return produced.read_bytes(), log
+
+
+def _status(returncode: int) -> str:
+    """``exit 245``, or for a crash ``crashed with SIGSEGV`` (ocloc 26 dies on some invalid SPIR-V)."""
+    if returncode >= 0:
+        return f"exit {returncode}"
+    import signal
+
+    try:
+        return f"crashed with {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"killed by signal {-returncode}"
 
 
 def _produced(tmp: str, name: str) -> Path | None:

@@ -14,7 +14,8 @@ from pathlib import Path
 from aotwheel.config import OCLOC
 from aotwheel.errors import ToolchainError
 
-INSTALL_HINT = "Try: apt-get install intel-opencl-icd (Debian/Ubuntu) or install the oneAPI Base Toolkit"
+INSTALL_HINT = ("Try: apt-get install intel-opencl-icd (Debian 12; on Debian sid/testing: apt-get install intel-ocloc "
+                "libigc2 libigdfcl2) or install the oneAPI Base Toolkit")
 # The first ocloc release that builds a target (compute-runtime's history, docs/formats.md §10).
 # Debian 12's intel-opencl-icd ships 22.43, which builds none of these.
 FIRST_OCLOC = {"bmg-g21": "24.31", "lnl-m": "24.31", "ptl-h": "25.05", "ptl-u": "25.05", "bmg-g31": "25.27", "wcl": "25.27"}
