@@ -95,6 +95,7 @@ def test_a_binary_without_cuda_sections_is_not_scanned(tmp_path: Path) -> None:
     assert fr.images == [] and fr.cuda == []
 
 
+@pytest.fixture(scope="module")
 def cufft() -> Path:
     return wheel_member(CUFFT_WHEEL, "nvidia/cu13/lib/libcufft.so.12")
 
