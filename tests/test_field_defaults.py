@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CLANG, LLVM_SPIRV
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, embedded_images, require, run
 
 # IPEX's one -options string (cmake/gpu/SYCL.cmake lines 154, 158, 161 at d0f992ff, in that order).
@@ -37,7 +38,7 @@ __kernel void add_float(__global float *a, __global const float *b) { size_t i =
 
 @pytest.fixture(scope="module")
 def fp64_spv(tmp_path_factory) -> Path:
-    require("clang-15", "llvm-spirv-15", "ocloc")
+    require(CLANG, LLVM_SPIRV, "ocloc")
     d = tmp_path_factory.mktemp("fp64")
     (d / "fp64.cl").write_text(FP64_KERNEL)
     compile_spirv(d / "fp64.cl", d / "fp64.spv")
@@ -198,7 +199,7 @@ def _configure(src: Path, build: Path, env: dict[str, str], *defs: str) -> subpr
 
 
 def test_cmake_build_of_an_fp64_kernel_for_pvc_ats_m150(fp64_spv, tmp_path):
-    require("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
+    require("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV, "ar")
     src = _cmake_project(tmp_path)
     env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc,ats-m150")
     proc = _configure(src, tmp_path / "b", env)
@@ -221,7 +222,7 @@ def test_cmake_build_of_an_fp64_kernel_for_pvc_ats_m150(fp64_spv, tmp_path):
 
 
 def test_cmake_field_defaults_off_fails_on_acm_g10_naming_the_option(fp64_spv, tmp_path):
-    require("cmake", "ninja", "cc", "ocloc", "clang-15", "llvm-spirv-15", "ar")
+    require("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV, "ar")
     src = _cmake_project(tmp_path, "FIELD_DEFAULTS OFF OPTIONS -cl-mad-enable")
     env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc,ats-m150")
     assert _configure(src, tmp_path / "b", env).returncode == 0
