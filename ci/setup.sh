@@ -29,6 +29,7 @@ case "$toolchain" in
   current)
     INTEL_PACKAGES=(
       intel-ocloc libigc2 libigdfcl2  # ocloc 26.x and the compiler libraries it loads
+      libigc-tools       # iga64 (IGC 1.x tools; installs beside libigc2)
       clang-19 llvm-spirv-19 llvm-19  # OpenCL C -> LLVM IR -> SPIR-V
       libclang-rt-19-dev clang-tools-19  # fuzzer/sanitizer runtimes; clang-offload-bundler-19
       g++-15  # nvcc 13.0 takes host compilers up to gcc 15; sid's default gcc is newer (ci/test.sh points nvcc at it)
