@@ -21,6 +21,7 @@ from pathlib import Path
 from benchmarks.project import BuildTree, tool_env
 from benchmarks.timing import Samples, run_timed
 from benchmarks.workload import write_workload
+from benchmarks.tools import LLVM_LINK, LLVM_SPIRV
 
 # Devices Debian's ocloc 22.43 builds; the first N form the devlist for N targets.
 DEVICES = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]
@@ -55,11 +56,11 @@ def link_spirv(spvs: list[Path], out: Path) -> Path:
     bcs = []
     for spv in spvs:
         bc = tmp / (spv.stem + ".rev.bc")
-        subprocess.run(["llvm-spirv-15", "-r", str(spv), "-o", str(bc)], check=True, capture_output=True)
+        subprocess.run([LLVM_SPIRV, "-r", str(spv), "-o", str(bc)], check=True, capture_output=True)
         bcs.append(str(bc))
     linked = tmp / "all.bc"
-    subprocess.run(["llvm-link-15", *bcs, "-o", str(linked)], check=True, capture_output=True)
-    subprocess.run(["llvm-spirv-15", str(linked), "-o", str(out)], check=True, capture_output=True)
+    subprocess.run([LLVM_LINK, *bcs, "-o", str(linked)], check=True, capture_output=True)
+    subprocess.run([LLVM_SPIRV, str(linked), "-o", str(out)], check=True, capture_output=True)
     return out
 
 

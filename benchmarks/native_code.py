@@ -35,6 +35,7 @@ from benchmarks.build_cases import link_spirv, parallel_capacity, serial_ocloc  
 from benchmarks.project import REPO  # noqa: E402
 from benchmarks.run import machine  # noqa: E402
 from benchmarks.timing import Samples, load1, run_timed  # noqa: E402
+from benchmarks.tools import CLANG, LLVM_SPIRV  # noqa: E402
 from benchmarks.workload import write_workload  # noqa: E402
 
 DEVICES = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]
@@ -60,8 +61,8 @@ def spirv(sources: list[Path], out_dir: Path) -> list[Path]:
     spvs = []
     for src in sources:
         bc, spv = out_dir / f"{src.stem}.bc", out_dir / f"{src.stem}.spv"
-        subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)], check=True)
-        subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True)
+        subprocess.run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)], check=True)
+        subprocess.run([LLVM_SPIRV, str(bc), "-o", str(spv)], check=True)
         spvs.append(spv)
     return spvs
 

@@ -24,6 +24,7 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`
 from benchmarks import build_cases, inspect_cases, report, runtime_cases  # noqa: E402
 from benchmarks.project import REPO, write_project  # noqa: E402
 from benchmarks.timing import load1, wait_quiet  # noqa: E402
+from benchmarks.tools import CLANG, LLVM_LINK, LLVM_SPIRV  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CASES = ("p1", "p2", "p3", "p4", "p4n", "env", "cold", "p5", "p6", "jit")
@@ -72,8 +73,8 @@ def one_device_seconds(project: Path, scratch: Path, runs: int) -> float:
     spvs = []
     for src in sorted((project / "kernels").glob("ops_*.cl")):
         bc, spv = scratch / f"{src.stem}.bc", scratch / f"{src.stem}.spv"
-        subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)], check=True)
-        subprocess.run(["llvm-spirv-15", str(bc), "-o", str(spv)], check=True)
+        subprocess.run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src), "-o", str(bc)], check=True)
+        subprocess.run([LLVM_SPIRV, str(bc), "-o", str(spv)], check=True)
         spvs.append(spv)
     all_spv = build_cases.link_spirv(spvs, scratch / "all.spv")
     return min(build_cases.serial_ocloc(all_spv, ["pvc"], scratch)[0] for _ in range(runs))
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         a.runs, a.kernels, a.files = 1, 6, 2
     json_path = Path(a.json) if a.json else (HERE / ".work" / "quick.json" if a.quick else HERE / "results" / "results.json")
     doc_path = Path(a.doc) if a.doc else (None if a.quick else REPO / "docs" / "performance.md")
-    for tool in ("cmake", "ninja", "ocloc", "clang-15", "llvm-spirv-15", "llvm-link-15", "ar"):
+    for tool in ("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV, LLVM_LINK, "ar"):
         if not shutil.which(tool):
             print(f"benchmarks: error: {tool} not found; install it (see ci/setup.sh)", file=sys.stderr)
             return 2

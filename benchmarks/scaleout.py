@@ -69,6 +69,7 @@ from pathlib import Path
 from benchmarks.project import NAME, BuildTree, tool_env, write_project
 from benchmarks.servers import NginxDav, RedisServer
 from benchmarks.timing import child_cpu
+from benchmarks.tools import CLANG, LLVM_LINK, LLVM_SPIRV
 
 REPO = Path(__file__).resolve().parents[1]
 # Eight devices with eight distinct IP versions that Debian's ocloc 22.43 builds.
@@ -220,12 +221,12 @@ def measure_costs(work: Path, devices: list[str], reps: int) -> dict[str, object
     bcs = []
     for src in srcs:
         bc = work / f"{src.stem}.bc"
-        subprocess.run(["clang-15", "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src),
+        subprocess.run([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(src),
                         "-o", str(bc)], check=True)
         bcs.append(str(bc))
-    subprocess.run(["llvm-link-15", *bcs, "-o", str(work / "all.bc")], check=True)
+    subprocess.run([LLVM_LINK, *bcs, "-o", str(work / "all.bc")], check=True)
     spv = work / "all.spv"
-    subprocess.run(["llvm-spirv-15", str(work / "all.bc"), "-o", str(spv)], check=True)
+    subprocess.run([LLVM_SPIRV, str(work / "all.bc"), "-o", str(spv)], check=True)
     cpu: dict[str, list[float]] = {d: [] for d in devices}
     for _ in range(reps):
         for d in devices:
@@ -295,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # What each mode runs: the toolchain through CMake, and (not for --costs) the two servers.
-_TOOLS = ("cmake", "ninja", "ocloc", "clang-15", "llvm-spirv-15")
+_TOOLS = ("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV)
 
 
 def missing_tools(costs_only: bool) -> list[str]:
@@ -362,7 +363,7 @@ def run(a: argparse.Namespace, work: Path, done: list[dict[str, object]] | None 
     work.mkdir(parents=True, exist_ok=True)
     project = work / "project"
     sources = write_project(project, kernels=a.kernels, files=a.files, copies=a.copies)
-    tools = (_wrapper(work / "bin"), _wrapper(work / "bin", "clang-15"), _wrapper(work / "bin", "llvm-spirv-15"))
+    tools = (_wrapper(work / "bin"), _wrapper(work / "bin", CLANG), _wrapper(work / "bin", LLVM_SPIRV))
     server = NginxDav(work / "nginx")
 
     def save(part: dict[str, object]) -> None:

@@ -168,4 +168,15 @@ def disassemble(binary: Path, device: str, iga_platform: str, workdir: Path) -> 
     for heap in sorted(dump.glob("*_KernelHeap.dat")):
         text = run(["iga64", "-d", f"-p={iga_platform}", str(heap)]).stdout
         out[heap.name.removesuffix("_KernelHeap.dat")] = text
+    if not out and (dump / "sections.txt").is_file():
+        # ocloc 26's disasm of a zebin lists its sections but writes no kernel assembly without its
+        # IGA library: each .text.<kernel> section is the kernel's code, disassembled here by iga64.
+        from elftools.elf.elffile import ELFFile
+
+        with open(binary, "rb") as f:
+            for sec in ELFFile(f).iter_sections():
+                if sec.name.startswith(".text.") and sec.data_size:
+                    heap = workdir / f"{binary.name}.{sec.name[6:]}.isa"
+                    heap.write_bytes(sec.data())
+                    out[sec.name[6:]] = run(["iga64", "-d", f"-p={iga_platform}", str(heap)]).stdout
     return out

@@ -93,6 +93,11 @@ def _ocloc(name: str, devices: str, *extra: str) -> Path:
 
 
 def legacy_seed() -> Path:
+    from conftest import ocloc_writes_legacy_images
+
+    if not ocloc_writes_legacy_images():  # asked of the installed ocloc
+        raise MissingTool("the installed ocloc writes only zebin images; the legacy patch-token seed comes from "
+                          "Debian 12's ocloc 22.43 (the bookworm CI lane)")
     return _ocloc("pvc.legacy.bin", "pvc")  # Debian's ocloc 22.43 writes patch-token ELFs
 
 
