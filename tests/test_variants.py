@@ -84,3 +84,53 @@ def test_variant_nvidia_values_use_nvidia_providers_vocabulary() -> None:
     assert _nvidia_value("sm_120", virtual=False) == "120_real"
     assert _nvidia_value("compute_80", virtual=True) == "80_virtual"
     assert _nvidia_value("sm_90a", virtual=False) is None
+
+
+def _wheel(dest: Path, tag: str, so: Path) -> Path:
+    """A minimal real wheel (METADATA, WHEEL, RECORD with true hashes) carrying one library."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        "kern/__init__.py": b"",
+        "kern/libkern.so": so.read_bytes(),
+        "kern-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: kern\nVersion: 1.0\n",
+        "kern-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n",
+    }
+    record = "".join(f"{n},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}\n"
+                     for n, d in files.items()) + "kern-1.0.dist-info/RECORD,,\n"
+    path = dest / tag / "kern-1.0-py3-none-linux_x86_64.whl"
+    path.parent.mkdir(parents=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        for n, d in files.items():
+            zf.writestr(n, d)
+        zf.writestr("kern-1.0.dist-info/RECORD", record)
+    return path
+
+
+def test_variant_labels_nvidia_wheels_in_nvidias_vocabulary(tmp_path: Path) -> None:
+    """tests/data/cuda-h100 holds real nvcc builds; its cuobjdump.txt lists sm_90 cubins for
+    libkern_sm_90.so, sm_80 cubins + sm_80 PTX for libkern_sm_80-ptx.so, PTX only for libkern_ptx.so."""
+    from aotwheel.variants import label_wheels
+
+    data = Path(__file__).parent / "data" / "cuda-h100"
+    wheels = [_wheel(tmp_path / "in", tag, data / f"libkern_{tag}.so") for tag in ("sm_90", "sm_80-ptx", "ptx")]
+    out = tmp_path / "variants"
+    results = label_wheels(wheels, out)
+    assert [sorted(r.properties) for r in results] == [
+        ["nvidia :: sm_arch :: 90_real"],
+        ["nvidia :: sm_arch :: 80_real", "nvidia :: sm_arch :: 80_virtual"],
+        ["nvidia :: sm_arch :: 80_virtual"],
+    ]
+    assert [r.label for r in results][:2] == ["sm_90", "sm_80"]
+    for r in results:
+        proc = subprocess.run([str(VARIANTLIB), "analyze-wheel", "-i", str(r.output)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and f"Variant: `{r.label}`" in proc.stdout, proc.stderr
+    proc = subprocess.run([str(VARIANTLIB), "generate-index-json", "-d", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    index = json.loads((out / "kern-1.0-variants.json").read_text())
+    assert index["providers"]["nvidia"] == {"plugin-api": "nvidia_variant_provider.plugin:NvidiaVariantPlugin",
+                                            "requires": ["nvidia-variant-provider"]}
+    assert index["default-priorities"]["namespace"] == ["aotwheel_intel", "nvidia"]
+    assert len(index["variants"]) == 3

@@ -76,9 +76,9 @@ def native_ips(device: Any, candidates: list[str]) -> list[str]:
     from aotwheel.backends.intel.rules import decide
     from aotwheel.model import NATIVE
 
-    exact = [getattr(device, "ip", None)] if getattr(device, "ip", None) in candidates else []
-    others = [ip for ip in candidates if ip not in exact and decide([_Member(ip)], [], device).verdict == NATIVE]
-    return [ip for ip in exact if decide([_Member(ip)], [], device).verdict == NATIVE] + others
+    native = [ip for ip in candidates if decide([_Member(ip)], [], device).verdict == NATIVE]
+    own = getattr(device, "ip", None)
+    return sorted(native, key=lambda ip: ip != own)  # stable: the exact IP, then catalog order
 
 
 def supported_values(devices: list[Any]) -> list[str]:
@@ -231,7 +231,6 @@ def label_wheels(wheels: list[str | Path], out: str | Path, *, validate: bool = 
         if m.group("variant_label"):
             raise AotwheelError(f"{p.name} is already a variant wheel (label {m.group('variant_label')}); pass the wheels pip built")
     found = [describe_wheel(p) for p in paths]
-    labels = [v.label or "" for v in found]
     seen: dict[tuple[str, ...], str] = {}
     for v in found:
         key = tuple(sorted(v.properties))
@@ -239,13 +238,19 @@ def label_wheels(wheels: list[str | Path], out: str | Path, *, validate: bool = 
             raise AotwheelError(f"{Path(seen[key]).name} and {Path(v.wheel).name} carry the same native targets "
                                 f"({', '.join(v.targets) or 'none'}); a variant index can hold only one of them")
         seen[key] = v.wheel
+    named: dict[str, str] = {}
+    for v in found:
+        if v.label and v.label in named:  # "" is variantlib's hash of the properties, unique above
+            raise AotwheelError(f"{Path(named[v.label]).name} and {Path(v.wheel).name} would both get the variant label "
+                                f"{v.label!r}; label them with `variantlib make-variant --variant-label`")
+        named[v.label] = v.wheel
     namespaces = {p.split(" :: ", 1)[0] for v in found for p in v.properties}
     info = variant_info(namespaces)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
-    for v, label in zip(found, labels):
+    for v in found:
         props = [VariantProperty.from_str(p) for p in v.properties]
-        vdesc = VariantDescription(properties=props, label="" if label == "null" else label)
+        vdesc = VariantDescription(properties=props, label="" if v.label == "null" else v.label)
         if validate and props:
             mine = VariantDescription(properties=[p for p in props if p.namespace == NAMESPACE]) if any(
                 p.namespace == NAMESPACE for p in props) else None
