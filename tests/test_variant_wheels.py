@@ -81,6 +81,9 @@ def test_variant_wheels_are_accepted_by_variantlib_analyze_wheel(matrix: dict[st
         assert f"Variant: `{label}`" in proc.stdout, devlist
         printed = [line for line in proc.stdout.splitlines() if " :: " in line]
         assert sorted(printed) == sorted(report["variant_properties"]), devlist
+    shown = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", matrix["none"]["variant_wheel"]],
+                           capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "wheel variant null: no properties (the null variant" in shown.stdout, shown.stderr
 
 
 def test_variant_wheels_keep_the_wheel_and_a_true_record(matrix: dict[str, dict]) -> None:

@@ -134,3 +134,7 @@ def test_variant_labels_nvidia_wheels_in_nvidias_vocabulary(tmp_path: Path) -> N
                                             "requires": ["nvidia-variant-provider"]}
     assert index["default-priorities"]["namespace"] == ["aotwheel_intel", "nvidia"]
     assert len(index["variants"]) == 3
+    # aotwheel inspect shows the label and properties of a variant wheel (issue 24 item 4).
+    shown = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", str(results[1].output)], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "wheel variant sm_80: nvidia :: sm_arch :: 80_real; nvidia :: sm_arch :: 80_virtual" in shown.stdout.splitlines()
