@@ -231,6 +231,10 @@ def label_wheels(wheels: list[str | Path], out: str | Path, *, validate: bool = 
         if m.group("variant_label"):
             raise AotwheelError(f"{p.name} is already a variant wheel (label {m.group('variant_label')}); pass the wheels pip built")
     found = [describe_wheel(p) for p in paths]
+    for v in found:
+        if v.targets and not v.properties:  # labelled null it would install everywhere as the fallback
+            raise AotwheelError(f"{Path(v.wheel).name} carries native code no variant property can express "
+                                f"({'; '.join(v.notes)}); add a target with a property (an IP version, sm_XX) or leave the wheel out")
     seen: dict[tuple[str, ...], str] = {}
     for v in found:
         key = tuple(sorted(v.properties))
