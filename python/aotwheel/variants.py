@@ -259,7 +259,12 @@ def label_wheels(wheels: list[str | Path], out: str | Path, *, validate: bool = 
             mine = VariantDescription(properties=[p for p in props if p.namespace == NAMESPACE]) if any(
                 p.namespace == NAMESPACE for p in props) else None
             if mine is not None:
-                result = validate_variant(mine, variant_info=info)
+                try:  # variantlib runs the plugin in a subprocess of this Python: aotwheel must be installed there
+                    result = validate_variant(mine, variant_info=info)
+                except Exception as exc:
+                    first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+                    raise AotwheelError(f"variantlib could not run the aotwheel_intel plugin ({first}); install aotwheel in "
+                                        "this Python or pass --no-validate") from None
                 if not result.is_valid():
                     bad = ", ".join(p.to_str() for p in result.invalid_properties)
                     raise AotwheelError(f"{Path(v.wheel).name}: {bad} not valid for the installed aotwheel_intel plugin "
