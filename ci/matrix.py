@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The wheel matrix: one abi3 wheel per ``USE_AOT_DEVLIST`` variant, built here without Docker.
 
-    python ci/matrix.py build [--variant DEVLIST]... [--project DIR] [--out DIR] [--json]
+    python ci/matrix.py build [--variant DEVLIST]... [--project DIR] [--out DIR] [--wheel-variants] [--json]
     python ci/matrix.py report [--expect DEVLIST] [--json] WHEEL...
     python ci/matrix.py github-matrix          # the variants as a GitHub Actions matrix (JSON)
     python ci/matrix.py check-installed        # cibuildwheel test-command: installed aotwheel vs $USE_AOT_DEVLIST
@@ -10,6 +10,9 @@
 cibuildwheel does in its container, see ci/cibuildwheel.toml) and prints, per wheel, its size and
 the device code it carries as read back by :func:`aotwheel.inspect` (native targets, SPIR-V).
 Variants go through the resolver before anything builds, so a bad one stops the run at once.
+``--wheel-variants`` also writes the wheels as wheel variants (draft PEP 817/825, labelled by
+:func:`aotwheel.variants.label_wheels`) into OUT/variants/ with variantlib's index metadata
+(``<name>-<version>-variants.json``); it needs ``pip install 'variantlib[cli]'``.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ class WheelReport:
     extensions: list[str] = field(default_factory=list)  # files inside the wheel with device code
     build_seconds: float | None = None
     problems: list[str] = field(default_factory=list)   # mismatches with --expect
+    variant_wheel: str | None = None                     # --wheel-variants: the labelled copy
+    variant_properties: list[str] = field(default_factory=list)
 
 
 def _use_repo_package() -> None:
@@ -159,6 +164,10 @@ def _table(reports: list[WheelReport]) -> str:
 
 def _emit(reports: list[WheelReport], as_json: bool) -> int:
     print(json.dumps([asdict(r) for r in reports], indent=2) if as_json else _table(reports))
+    if not as_json:
+        for r in reports:
+            if r.variant_wheel:
+                print(f"variant: {Path(r.variant_wheel).name}: {'; '.join(r.variant_properties) or '(null variant: the fallback)'}")
     return 1 if any(r.problems for r in reports) else 0
 
 
@@ -195,7 +204,29 @@ def cmd_build(args: argparse.Namespace) -> int:
         report.variant = v.devlist if v.jit_fallback else f"{v.devlist} (no JIT)"
         report.build_seconds = round(time.monotonic() - start, 2)
         reports.append(report)
+    if args.wheel_variants:
+        try:
+            write_wheel_variants(reports, out / "variants")
+        except Exception as exc:
+            if any(c.__name__ == "AotwheelError" for c in type(exc).__mro__):
+                return _fail(str(exc))
+            raise
     return _emit(reports, args.json)
+
+
+def write_wheel_variants(reports: list[WheelReport], dest: Path) -> Path:
+    """Label the built wheels as variants in ``dest`` and write variantlib's index metadata there."""
+    from aotwheel.variants import label_wheels
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    labelled = label_wheels([r.wheel for r in reports], dest)
+    for report, v in zip(reports, labelled):
+        report.variant_wheel, report.variant_properties = v.output, v.properties
+    from variantlib.commands.generate_index_json import generate_index_json
+
+    generate_index_json(["-d", str(dest)])
+    return dest
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -252,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--out", default=str(REPO / "build" / "matrix"), help="wheels go to OUT/<variant>/")
     b.add_argument("--build-dir", help="CMake build trees (default: OUT/_build/<variant>)")
     b.add_argument("--isolation", action="store_true", help="use pip's isolated build environment (downloads build deps)")
+    b.add_argument("--wheel-variants", action="store_true",
+                   help="also write the wheels as wheel variants + variantlib's index JSON into OUT/variants/")
     b.add_argument("--json", action="store_true")
     b.set_defaults(handler=cmd_build)
 

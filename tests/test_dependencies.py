@@ -20,8 +20,9 @@ PACKAGE = REPO / "python" / "aotwheel"
 # Distribution name -> the module it installs (where the two differ, or may).
 MODULE_OF = {"pyelftools": "elftools", "zstandard": "zstandard", "packaging": "packaging", "lz4": "lz4"}
 # Imported only on an opted-in path: the `selftest` extra (numpy, pyopencl), a SYCL or PyTorch
-# installation the user already has (dpctl, torch), aotwheel.setuptools inside a setuptools build.
-OPTIONAL = {"numpy", "pyopencl", "dpctl", "torch", "setuptools"}
+# installation the user already has (dpctl, torch), aotwheel.setuptools inside a setuptools build,
+# `aotwheel variant` labelling wheels (the `variants` extra; the provider plugin itself needs none).
+OPTIONAL = {"numpy", "pyopencl", "dpctl", "torch", "setuptools", "variantlib"}
 
 
 def _imported() -> dict[str, set[str]]:

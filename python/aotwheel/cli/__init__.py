@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "aotwheel.cli.check",
     "aotwheel.cli.build",
     "aotwheel.cli.compile",
+    "aotwheel.cli.variant",
 )
 
 

@@ -46,6 +46,8 @@ def build_notes(path: str) -> list[str]:
         notes = []
         with zipfile.ZipFile(path) as zf:
             for name in zf.namelist():
+                if name.count("/") == 1 and name.endswith(".dist-info/variant.json"):
+                    notes.extend(_variant_note(zf.read(name)))
                 if not name.endswith("_aot_manifest.json"):
                     continue
                 try:
@@ -60,6 +62,18 @@ def build_notes(path: str) -> list[str]:
         return notes
     except OSError:
         return []
+
+
+def _variant_note(data: bytes) -> list[str]:
+    """``wheel variant pvc: aotwheel_intel :: image :: 12.60.7`` from a variant wheel's variant.json
+    (draft PEP 825; ``aotwheel variant`` writes them)."""
+    try:
+        variants = json.loads(data)["variants"]
+        ((label, namespaces),) = variants.items()
+        props = [f"{ns} :: {feat} :: {v}" for ns, feats in namespaces.items() for feat, values in feats.items() for v in values]
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return ["wheel variant: its *.dist-info/variant.json is not one variant's metadata"]
+    return [f"wheel variant {label}: {'; '.join(props) or 'no properties (the null variant: the fallback every machine accepts)'}"]
 
 
 def summary(fr: FileReport) -> str:

@@ -1,0 +1,58 @@
+"""``aotwheel variant``: label device-list wheels as wheel variants (draft PEP 817/825), and show
+what aotwheel's Intel GPU provider reports for this machine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``aotwheel variant`` to the CLI."""
+    p = sub.add_parser(
+        "variant",
+        help="write variant wheels (draft PEP 817) labelled with the GPUs each wheel runs natively",
+        description="Copy each WHEEL into OUT as a wheel variant: its *.dist-info/variant.json (written by variantlib) "
+        "lists an 'aotwheel_intel :: image :: <IP>' property per Intel native image and an 'nvidia :: sm_arch' value "
+        "per cubin/PTX, read from the wheel's binaries; a wheel without native images (USE_AOT_DEVLIST=none) becomes "
+        "the null variant, which every machine accepts and ranks last. Then run "
+        "`variantlib generate-index-json -d OUT` for the index. Without WHEEL: print the values aotwheel's provider "
+        "supports on this machine (AOTWHEEL_DEVICE overrides the probe). Needs `pip install 'variantlib[cli]'`.",
+    )
+    p.add_argument("wheels", nargs="*", metavar="WHEEL", help="wheels built for different device lists of one release")
+    p.add_argument("-o", "--out", default=None, help="folder for the variant wheels (required with WHEEL)")
+    p.add_argument("--no-validate", action="store_true",
+                   help="do not check the aotwheel_intel properties against the installed provider plugin")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Label the wheels, or print the provider's supported values."""
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from aotwheel import variants
+    from aotwheel.errors import AotwheelError
+
+    if not args.wheels:
+        configs = variants.IntelGpuPlugin.get_supported_configs()
+        if args.json:
+            print(json.dumps({"namespace": variants.NAMESPACE, "configs": [asdict(c) for c in configs]}, indent=2))
+        else:
+            for c in configs:
+                print(f"{variants.NAMESPACE} :: {c.name} :: {', '.join(c.values)}  (best first)")
+        return 0
+    if not args.out:
+        raise AotwheelError("aotwheel variant: pass --out DIR for the variant wheels")
+    results = variants.label_wheels(args.wheels, args.out, validate=not args.no_validate)
+    if args.json:
+        print(json.dumps([asdict(r) for r in results], indent=2))
+        return 0
+    for r in results:
+        props = "; ".join(r.properties) or "(none: null variant, the fallback)"
+        print(f"{Path(r.output or r.wheel).name}: {props}")
+        for note in r.notes:
+            print(f"  note: {note}")
+    print(f"next: variantlib generate-index-json -d {args.out}")
+    return 0
