@@ -44,6 +44,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))  # this checkout's aotwheel (its build steps build the wheels)
+from aotwheel.formats.zstd import IMAGE_LEVEL  # noqa: E402
 KERNELS = sorted((REPO / "csrc" / "kernels").glob("*.cl"))
 #: 8 distinct IPs Debian 12's ocloc 22.43 builds; the first N are the N-target build.
 DEVICES = ["tgllp", "rkl", "adl-s", "adl-p", "dg1", "acm-g10", "acm-g11", "pvc"]
@@ -51,6 +53,15 @@ COUNTS = (1, 2, 4, 8)
 LEVELS = (3, 9, 19)
 FIELD_OPTIONS = ("-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels "
                  "-cl-intel-greater-than-4GB-buffer-required")
+
+
+def ocloc_version() -> str:
+    """``ocloc --version`` (24.x and later), else the Debian package's version (22.43 has no --version)."""
+    proc = subprocess.run(["ocloc", "--version"], capture_output=True, text=True)
+    if proc.returncode == 0 and proc.stdout.strip():
+        return proc.stdout.strip()
+    pkg = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "intel-opencl-icd"], capture_output=True, text=True)
+    return f"intel-opencl-icd {pkg.stdout.strip()}" if pkg.returncode == 0 else "unknown"
 
 
 def _median_us(fn, runs: int = 200) -> float:
@@ -94,7 +105,7 @@ def codec_rows(work: Path) -> list[dict]:
     from aotwheel.formats.ar import read_ar
     from aotwheel.formats.region import Region
 
-    version = subprocess.run(["ocloc", "--version"], capture_output=True, text=True).stdout
+    version = ocloc_version().split()[-1]
     rows = []
     sources = {}
     for src in KERNELS:
@@ -150,13 +161,167 @@ def codec_rows(work: Path) -> list[dict]:
     return rows
 
 
+_CMAKELISTS = """cmake_minimum_required(VERSION 3.26)
+project(aotbench LANGUAGES C)
+find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module Development.SABIModule)
+include("{repo}/cmake/aotwheel-config.cmake")
+Python_add_library(_kernels MODULE USE_SABI 3.10 WITH_SOABI _kernels.c)
+string(REPLACE "," ";" devices "${{BENCH_DEVICES}}")
+aotwheel_add_device_code(_kernels NAME kernels DEVICES ${{devices}} COMPRESS ${{BENCH_COMPRESS}}
+  SOURCES {sources})
+install(TARGETS _kernels LIBRARY DESTINATION aotbench)
+"""
+_PYPROJECT = """[build-system]
+requires = ["scikit-build-core>=0.10"]
+build-backend = "scikit_build_core.build"
+[project]
+name = "aotbench"
+version = "0.1.0"
+requires-python = ">=3.10"
+[tool.scikit-build]
+wheel.packages = ["src/aotbench"]
+wheel.py-api = "cp310"
+"""
+
+# In a fresh process (no memo): per source, the device code read from the module (images(),
+# decompression when compressed: aotwheel.opencl.device_code), then load_program on it (JIT cache
+# off) on Intel's CPU OpenCL runtime; both timed.
+_TIMING = r"""
+import json, sys, time
+import pyopencl as cl
+import aotbench._kernels as k
+from aotwheel.opencl import device_code, load_program
+from aotwheel.jitcache import JitCache
+dev = [d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.CPU][0]
+ctx = cl.Context([dev])
+sources = sorted({s for _, s, _ in k.images()})
+out = {}
+for s in sources:
+    t = time.perf_counter()
+    code = device_code(k, s)
+    t1 = time.perf_counter()
+    loaded = load_program(ctx, dev, code, cache=JitCache(None))
+    out[s] = (t1 - t, time.perf_counter() - t1, loaded.source)
+print(json.dumps(out))
+"""
+
+_NATIVE = r"""
+import json, statistics, time
+import aotbench._kernels as k
+from aotwheel.formats.zstd import decompress_image, is_zstd
+from aotwheel.formats.ar import read_ar
+from aotwheel.formats.region import Region
+member = %r
+res = {}
+for t, s, data in k.images():
+    if t != "spir64_gen":
+        continue
+    def one():
+        fat = decompress_image(data, s) if is_zstd(data) else data
+        r = Region(fat, s)
+        m = next(m for m in read_ar(r) if m.name == member)
+        return r.read(m.offset, m.size, "member")
+    samples = []
+    for _ in range(200):
+        t0 = time.perf_counter(); one(); samples.append(time.perf_counter() - t0)
+    res[s] = statistics.median(samples)
+print(json.dumps(res))
+"""
+
+
+def _bench_project(root: Path) -> Path:
+    proj = root / "aotbench"
+    (proj / "src" / "aotbench").mkdir(parents=True, exist_ok=True)
+    (proj / "src" / "aotbench" / "__init__.py").write_text("")
+    shutil.copy(REPO / "csrc" / "_kernels.c", proj / "_kernels.c")
+    (proj / "CMakeLists.txt").write_text(_CMAKELISTS.format(repo=REPO, sources=" ".join(str(k) for k in KERNELS)))
+    (proj / "pyproject.toml").write_text(_PYPROJECT)
+    return proj
+
+
+def _build_wheel(proj: Path, root: Path, devices: list[str], compress: str) -> Path:
+    tag = f"{len(devices)}-{compress}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
+    env["AOTWHEEL_CACHE_DIR"] = str(root / "cache")  # ocloc runs once per (source, device)
+    env["PYTHONPATH"] = str(REPO / "python")
+    dist = root / f"dist-{tag}"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(proj),
+                    "-C", f"build-dir={root / ('build-' + tag)}", "-C", f"cmake.define.BENCH_DEVICES={','.join(devices)}",
+                    "-C", f"cmake.define.BENCH_COMPRESS={compress}"], check=True, env=env)
+    return next(dist.glob("*.whl"))
+
+
+def _child(code: str, site: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO / "python")]), "AOTWHEEL_JIT_CACHE_DIR": "off"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return json.loads(proc.stdout)
+
+
+def build_rows(work: Path, runs: int = 9) -> list[dict]:
+    """Wheel and installed bytes, program creation and native-image decompression per build.
+    Program creation is timed in fresh processes, OFF and ON alternating (this machine's cores
+    are shared: back-to-back runs of one mode would see different loads)."""
+    proj = _bench_project(work)
+    rows = []
+    for n in COUNTS:
+        devs = DEVICES[:n]
+        for compress in ("OFF", "ON"):
+            wheel = _build_wheel(proj, work, devs, compress)
+            site = work / f"site-{n}-{compress}"
+            with zipfile.ZipFile(wheel) as z:
+                (so,) = [i for i in z.infolist() if i.filename.startswith("aotbench/_kernels.")]
+                z.extractall(site)
+            native = _child(_NATIVE % ("64." + _ip(devs[-1])), site)
+            rows.append({"targets": n, "compress": compress, "wheel_bytes": wheel.stat().st_size,
+                         "extension_bytes": so.file_size, "native_image_out_us": round(sum(native.values()) * 1e6, 1),
+                         "site": site})
+    for n in COUNTS:
+        pair = [r for r in rows if r["targets"] == n]
+        for r in pair:
+            r["read_ms"], r["load_ms"], r["total_ms"], r["program_source"] = [], [], [], set()
+        for _ in range(runs):
+            for r in pair:
+                got = _child(_TIMING, r["site"]).values()
+                r["read_ms"].append(sum(v[0] for v in got) * 1e3)
+                r["load_ms"].append(sum(v[1] for v in got) * 1e3)
+                r["total_ms"].append(r["read_ms"][-1] + r["load_ms"][-1])
+                r["program_source"] |= {v[2] for v in got}
+    for r in rows:
+        del r["site"]
+        r["program_source"] = sorted(r["program_source"])
+        for key in ("read_ms", "load_ms", "total_ms"):
+            r[key.replace("_ms", "_median_ms")] = round(statistics.median(r[key]), 3)
+            r[key] = [round(x, 3) for x in r[key]]
+        print(json.dumps(r), flush=True)
+    return rows
+
+
+def goals(rows: list[dict]) -> dict:
+    """The issue's goals, from the build rows: ratios and whether each is met."""
+    by = {(r["targets"], r["compress"]): r for r in rows}
+    one, eight = by[(1, "ON")], by[(8, "ON")]
+    wheel = eight["wheel_bytes"] / one["wheel_bytes"]
+    installed = eight["extension_bytes"] / one["extension_bytes"]
+    # Program creation: the medians of the whole path, and, less noisy, the plain path's time plus
+    # what compression adds (reading + decompressing the images, ON minus OFF).
+    creation = max(by[(n, "ON")]["total_median_ms"] / by[(n, "OFF")]["total_median_ms"] for n in COUNTS)
+    added = max((by[(n, "ON")]["read_median_ms"] - by[(n, "OFF")]["read_median_ms"]) / by[(n, "OFF")]["total_median_ms"]
+                for n in COUNTS)
+    return {"wheel_8_over_1": round(wheel, 3), "wheel_goal_met": wheel <= 2,
+            "installed_8_over_1": round(installed, 3), "installed_goal_met": installed <= 3,
+            "creation_compressed_over_plain_worst": round(creation, 3),
+            "creation_decompression_share_worst": round(added, 5), "creation_goal_met": 1 + added <= 1.1,
+            "uncompressed_wheel_8_over_1": round(by[(8, "OFF")]["wheel_bytes"] / by[(1, "OFF")]["wheel_bytes"], 3),
+            "uncompressed_installed_8_over_1": round(by[(8, "OFF")]["extension_bytes"] / by[(1, "OFF")]["extension_bytes"], 3)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=("codec", "build", "all"), default="all")
     ap.add_argument("--json", default=str(REPO / "benchmarks" / "results" / "compress.json"))
     a = ap.parse_args(argv)
     out: dict = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                 "ocloc": subprocess.run(["ocloc", "--version"], capture_output=True, text=True).stdout.strip(),
+                 "ocloc": ocloc_version(), "zstd_level": IMAGE_LEVEL,
                  "devices": DEVICES, "kernels": [k.name for k in KERNELS]}
     if Path(a.json).is_file():
         out = {**json.loads(Path(a.json).read_text()), **out}
@@ -165,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             out["codec"] = codec_rows(Path(tmp))
         if a.part in ("build", "all"):
             out["build"] = build_rows(Path(tmp))
+            out["goals"] = goals(out["build"])
     Path(a.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0
 

@@ -145,7 +145,10 @@ def test_compressed_build_lists_the_same_targets_with_both_sizes(wheels, tmp_pat
         assert not p.compressed and q.compressed and q.kind == "zstd"
         assert q.decompressed_size == p.size > q.size
         assert image_bytes(packed_path, q) == image_bytes(tmp_path / "off" / packed_path.relative_to(tmp_path / "on"), p)
-    # The CLI's report carries both sizes too.
+    # The CLI's reports carry both sizes too.
+    text = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", str(packed_path)], capture_output=True, text=True)
+    stored, inflated = sum(i.size for i in packed.images), sum(i.decompressed_size for i in packed.images)
+    assert f"; 8 compressed ({stored:,} bytes stored, {inflated:,} decompressed)" in text.stdout, text.stdout + text.stderr
     proc = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", "--json", str(packed_path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
