@@ -168,8 +168,9 @@ def decompress_image(data: bytes | bytearray | memoryview, label: str, cap: int 
     """
     import zstandard
 
-    region = Region(bytes(data), label)
-    if not is_zstd(data):
+    frame = bytes(data)
+    region = Region(frame, label)
+    if not is_zstd(frame):
         raise region.error(0, "not a zstd frame (magic 28b52ffd)")
     declared = content_size(region)
     if declared is None:
@@ -181,7 +182,7 @@ def decompress_image(data: bytes | bytearray | memoryview, label: str, cap: int 
     if stored != len(region):
         raise region.error(stored, f"{len(region) - stored} bytes follow the zstd frame")
     try:
-        out = zstandard.ZstdDecompressor().decompress(region.buf, max_output_size=declared)
+        out = zstandard.ZstdDecompressor().decompress(frame, max_output_size=declared)
     except zstandard.ZstdError as exc:
         raise region.error(0, f"corrupt zstd data ({exc}); the file is damaged: reinstall the package") from None
     if len(out) != declared:
