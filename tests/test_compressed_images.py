@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import compile_spirv, require
+from _build_util import build_env, compile_spirv, require
 from _check_util import opencl_cpu_env
 from conftest import CLANG, LLVM_SPIRV, REPO
 from aotwheel.errors import AotwheelError, InspectError
@@ -202,3 +202,57 @@ def test_loader_gives_the_uncompressed_builds_images(wheels, tmp_path):
         assert seen["ON"][s][:2] == seen["OFF"][s][:2]  # byte for byte, after decompression
         assert bytes.fromhex(seen["ON"][s][0])[:4] == SPIRV_MAGIC and bytes.fromhex(seen["ON"][s][1])[:8] == b"!<arch>\n"
         assert sorted(seen["ON"][s][2]) == ["spir64", "spir64_gen"] and seen["OFF"][s][2] == []
+
+
+# ---- the switch: COMPRESS argument, else USE_AOT_COMPRESS (CMake variable, then environment) ----
+
+_PROJECT = """cmake_minimum_required(VERSION 3.21)
+project(zpkg LANGUAGES C)
+find_package(aotwheel CONFIG REQUIRED)
+add_library(ext MODULE ext.c)
+aotwheel_add_device_code(ext SOURCES {source} DEVICES tgllp NAME zk {extra})
+"""
+
+
+def _configure(tmp_path: Path, name: str, extra: str, *defs: str, **env_extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    src = tmp_path / name
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(_PROJECT.format(source=REPO / "csrc" / "kernels" / "gemm.cl", extra=extra))
+    (src / "ext.c").write_text('#include "zk_aot.h"\nunsigned long count(void) { return aotwheel_zk_image_count; }\n')
+    env = build_env(tmp_path / "cache", **env_extra)
+    env.pop("USE_AOT_COMPRESS", None)
+    env.update(env_extra)
+    build = tmp_path / f"{name}-build"
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(build), f"-DPython_EXECUTABLE={sys.executable}",
+                           f"-Daotwheel_DIR={REPO / 'cmake'}", *defs], capture_output=True, text=True, env=env, timeout=300)
+    return proc, build
+
+
+def _embeds_frames(build: Path) -> bool:
+    embed = (build / "aotwheel" / "zk" / "zk_aot_embed.c").read_text()
+    assert "gemm.fatbin" in embed and "gemm.spv" in embed
+    return "gemm.fatbin.zst" in embed and "gemm.spv.zst" in embed
+
+
+@pytest.mark.parametrize(("extra", "defs", "env", "expected"), [
+    ("", (), {}, False),                                                         # default OFF
+    ("", (), {"USE_AOT_COMPRESS": "ON"}, True),                                  # environment
+    ("", ("-DUSE_AOT_COMPRESS=ON",), {"USE_AOT_COMPRESS": "OFF"}, True),         # CMake variable before environment
+    ("COMPRESS OFF", ("-DUSE_AOT_COMPRESS=ON",), {}, False),                     # the argument wins
+    ("COMPRESS ON", (), {}, True),
+])
+def test_compress_switch_precedence(tmp_path, extra, defs, env, expected):
+    require("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
+    proc, build = _configure(tmp_path, "p", extra, *defs, **env)
+    assert proc.returncode == 0, proc.stderr
+    assert _embeds_frames(build) is expected
+
+
+@pytest.mark.parametrize(("extra", "defs", "word"), [("COMPRESS maybe", (), "COMPRESS"),
+                                                     ("", ("-DUSE_AOT_COMPRESS=zstd",), "USE_AOT_COMPRESS")])
+def test_bad_compress_value_is_one_configure_error(tmp_path, extra, defs, word):
+    require("cmake", "ninja", "cc", CLANG, LLVM_SPIRV)
+    proc, _ = _configure(tmp_path, "p", extra, *defs)
+    assert proc.returncode != 0
+    text = " ".join(proc.stderr.split())  # CMake wraps the message's line
+    assert f"aotwheel_add_device_code: {word} is '" in text and f"Try: {word} ON or {word} OFF" in text
