@@ -165,11 +165,18 @@ function(_aotwheel_compress_setting fn out)
   if(NOT value MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
     message(FATAL_ERROR "${fn}: ${from} is '${value}'. Try: ${from} ON or ${from} OFF")
   endif()
-  if(value)
-    set(${out} ON PARENT_SCOPE)
-  else()
+  if(NOT value)
     set(${out} OFF PARENT_SCOPE)
+    return()
   endif()
+  # The compress edges run in the build's Python: without zstandard there (pip's isolated build
+  # environment of a project that does not require it) they would fail at build time, edge by edge.
+  execute_process(COMMAND "${Python_EXECUTABLE}" -c "import zstandard" RESULT_VARIABLE missing OUTPUT_QUIET ERROR_QUIET)
+  if(NOT missing EQUAL 0)
+    message(FATAL_ERROR "${fn}: ${from} ON needs the Python module zstandard in ${Python_EXECUTABLE}. "
+                        "Add \"zstandard\" to build-system.requires (or pip install zstandard), or set ${from} OFF.")
+  endif()
+  set(${out} ON PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_device_list(<fn> <out>): the devices of the caller's parsed ARG_DEVLIST / ARG_DEVICES /

@@ -256,3 +256,15 @@ def test_bad_compress_value_is_one_configure_error(tmp_path, extra, defs, word):
     assert proc.returncode != 0
     text = " ".join(proc.stderr.split())  # CMake wraps the message's line
     assert f"aotwheel_add_device_code: {word} is '" in text and f"Try: {word} ON or {word} OFF" in text
+
+
+def test_compress_without_zstandard_in_the_build_python_stops_configure(tmp_path):
+    require("cmake", "ninja", "cc", CLANG, LLVM_SPIRV)
+    bare = "/usr/bin/python3"  # Debian's interpreter, not the venv: no zstandard unless apt installed it
+    if not os.path.exists(bare) or subprocess.run([bare, "-c", "import zstandard"], capture_output=True).returncode == 0:
+        pytest.skip(f"{bare} is missing or has zstandard")
+    proc, _ = _configure(tmp_path, "p", "COMPRESS ON", f"-DPython_EXECUTABLE={bare}")
+    text = " ".join(proc.stderr.split())
+    assert proc.returncode != 0
+    assert f"aotwheel_add_device_code: COMPRESS ON needs the Python module zstandard in {bare}." in text, text
+    assert 'Add "zstandard" to build-system.requires' in text

@@ -14,12 +14,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import atomic_write
+from aotwheel.errors import AotwheelError
 from aotwheel.formats.zstd import IMAGE_LEVEL, compress_image
 
 
 def compress_file(source: str, output: str, level: int = IMAGE_LEVEL) -> tuple[int, int]:
     """Write ``output``: ``source`` as one zstd frame; returns ``(stored, decompressed)`` sizes."""
     data = Path(source).read_bytes()
-    frame = compress_image(data, level)
+    try:
+        frame = compress_image(data, level)
+    except ImportError:  # configure checks this; a build environment changed since then lands here
+        raise AotwheelError("COMPRESS ON needs the Python module zstandard in the build's Python; "
+                            "add \"zstandard\" to build-system.requires (or pip install zstandard)") from None
     atomic_write(Path(output), frame)
     return len(frame), len(data)
