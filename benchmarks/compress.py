@@ -9,7 +9,7 @@ the installed ocloc for the first 1, 2, 4 and 8 of :data:`DEVICES`; per source, 
 zstd levels 3, 9 and 19:
 
 - ``fatbin_frame``: one zstd frame holding the source's whole ocloc fat binary (what icpx's
-  ``--offload-compress`` does to each ``.tgtimg`` image; what the SYCL runtime and inspectors read);
+  ``--offload-compress`` does to each image; what ``aotwheel inspect`` already reads);
 - ``per_image``: one frame per device image (and one for the SPIR-V);
 - ``dict_shared``: per-image frames compressed against a raw-content dictionary (the source's
   SPIR-V), which must itself be stored and decompressed first.
@@ -17,18 +17,20 @@ zstd levels 3, 9 and 19:
 Reported: total compressed bytes and the time to get ONE device's image out (median of many
 in-process runs: decompress what that layout needs, then pick the member).
 
-Part ``build`` (measures the chosen layout end to end): the repository's own wheel built with
-``USE_AOT_COMPRESS=ON`` and ``OFF`` for the same 1/2/4/8 devices: wheel bytes, installed extension
-bytes; time to program creation through ``aotwheel.opencl.load_program`` on Intel's CPU OpenCL
-runtime (it JITs the SPIR-V: JIT cache off, fresh context each run), compressed and not; and the
-decompression time of one native image. No test asserts any timing here.
+Part ``build`` (measures the chosen layout end to end): a project holding only these kernels in
+one abi3 extension (``aotwheel_add_device_code(... COMPRESS OFF|ON)``, this checkout's CMake and
+build steps), built by ``pip wheel`` for the same 1/2/4/8 devices: wheel bytes, installed extension
+bytes; time to program creation through ``aotwheel.opencl`` on Intel's CPU OpenCL runtime (it
+JITs the SPIR-V: JIT cache off, fresh processes, OFF and ON alternating), split into reading the
+images (``device_code``: decompression when ON) and ``load_program``; and the time to get one
+device's native image out of each fat binary. :func:`goals` checks the issue's three goals.
+No test asserts any timing here.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import io
 import json
 import os
 import shutil
@@ -46,6 +48,7 @@ if __package__ in (None, ""):
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))  # this checkout's aotwheel (its build steps build the wheels)
 from aotwheel.formats.zstd import IMAGE_LEVEL  # noqa: E402
+
 KERNELS = sorted((REPO / "csrc" / "kernels").glob("*.cl"))
 #: 8 distinct IPs Debian 12's ocloc 22.43 builds; the first N are the N-target build.
 DEVICES = ["tgllp", "rkl", "adl-s", "adl-p", "dg1", "acm-g10", "acm-g11", "pvc"]
@@ -99,6 +102,7 @@ def _ip(device: str) -> str:
 
 
 def codec_rows(work: Path) -> list[dict]:
+    """Per device count and zstd level: bytes and one-image extraction time of the three layouts."""
     import zstandard
 
     from aotwheel.buildsteps.fatbin import build_fatbin, ir_options, member_name
