@@ -5,6 +5,7 @@
 #                            [DEVICES <name>...]         # or explicit devices (resolved by aotwheel)
 #                            [JIT_FALLBACK ON|OFF]
 #                            [FIELD_DEFAULTS ON|OFF]     # default USE_AOT_FIELD_DEFAULTS, else ON
+#                            [COMPRESS ON|OFF]           # default USE_AOT_COMPRESS, else OFF
 #                            [OPTIONS <ocloc -options string>]  # added to the field defaults
 #                            [CLANG_OPTIONS <arg>...]
 #                            [NAME <image set name>]     # C identifier; default: the target name
@@ -26,7 +27,9 @@
 # each device looked up in aotwheel's device-code cache first (per-device entries, the same as
 # `aotwheel compile` uses); one ocloc-compatible fat binary (ar) per source, written by the
 # source's ocloc edge when it has one, else by a fatbin edge;
-# all images embedded in <target> through a generated C file (.incbin, .tgtimg, .tgtsym).
+# all images embedded in <target> through a generated C file (.incbin, .tgtimg, .tgtsym); with
+# COMPRESS ON each image (fat binary, SPIR-V) is embedded as one zstd frame, as icpx's
+# --offload-compress stores them (readers: aotwheel.opencl, the selftest, `aotwheel inspect`).
 # The generated header "<NAME>_aot.h" (on the target's include path) declares
 #   aotwheel_<NAME>_images[], aotwheel_<NAME>_image_count, aotwheel_<NAME>_tgtsym[_end].
 # With no DEVLIST/DEVICES the devlist comes from aotwheel_resolve_devlist() (USE_AOT_DEVLIST).
@@ -51,6 +54,7 @@
 #   _aotwheel_kernel_edges      per kernel source:
 #   _aotwheel_spirv_edge          source -> SPIR-V (through the SPIR-V cache)
 #   _aotwheel_ocloc_edges         SPIR-V -> native images, one edge per planned group of devices -> fat binary
+#   _aotwheel_compress_edges    COMPRESS ON: each image -> <image>.zst, the embedded bytes
 #   _aotwheel_tgtsym_edge       kernel names (.tgtsym)
 #   _aotwheel_manifest_edge     _aot_manifest.json
 #   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
@@ -82,17 +86,18 @@ endfunction()
 
 function(aotwheel_add_device_code target)
   set(fn aotwheel_add_device_code)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;FIELD_DEFAULTS;OPTIONS;NAME;DESTINATION;PACKAGE"
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;FIELD_DEFAULTS;COMPRESS;OPTIONS;NAME;DESTINATION;PACKAGE"
                         "SOURCES;DEVICES;CLANG_OPTIONS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'. "
                         "Usage: ${fn}(<target> SOURCES <file.cl>... [DEVLIST <prefix>|DEVICES <names>...] "
-                        "[JIT_FALLBACK ON|OFF] [FIELD_DEFAULTS ON|OFF] [OPTIONS <ocloc options>] [NAME <id>] [DESTINATION <dir>])")
+                        "[JIT_FALLBACK ON|OFF] [FIELD_DEFAULTS ON|OFF] [COMPRESS ON|OFF] [OPTIONS <ocloc options>] [NAME <id>] [DESTINATION <dir>])")
   endif()
   _aotwheel_embed_language(${fn} embed_ext)
   _aotwheel_check_device_code_args(${fn} "${target}" "Pass the OpenCL C kernel files, e.g. SOURCES kernels/vadd.cl")
   _aotwheel_device_list(${fn} dev)
   _aotwheel_field_options(${fn} ARG_OPTIONS)
+  _aotwheel_compress_setting(${fn} compress)
   _aotwheel_check_sources(${fn} ${ARG_SOURCES})
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}")
   file(MAKE_DIRECTORY "${work}")
@@ -106,14 +111,15 @@ function(aotwheel_add_device_code target)
     set(_aotw_shard "")
   endif()
   _aotwheel_kernel_edges("${work}" spvs fatbins images)
+  _aotwheel_compress_edges("${compress}" embedded zsts)
   _aotwheel_tgtsym_edge("${work}" tgtsym)
   set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
-  list(TRANSFORM images PREPEND "--image;" OUTPUT_VARIABLE image_args)
+  list(TRANSFORM embedded PREPEND "--image;" OUTPUT_VARIABLE image_args)
   _aotwheel_build_step(${fn} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
                        --tgtsym "${tgtsym}" ${image_args})
   _aotwheel_manifest_edge("${target}" "${work}" manifest)
   # The .incbin'd files are not seen by the C compiler's dependency scan: declare them.
-  set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins};${spvs};${tgtsym}")
+  set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins};${spvs};${zsts};${tgtsym}")
   target_sources(${target} PRIVATE "${embed_c}")
   target_include_directories(${target} PRIVATE "${work}")
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
@@ -141,6 +147,36 @@ function(_aotwheel_embed_language fn out)
   else()
     message(FATAL_ERROR "${fn}: enable C or CXX first (project(<name> LANGUAGES C)); the embedding is a generated C/C++ file.")
   endif()
+endfunction()
+
+# _aotwheel_compress_setting(<fn> <out>): ON or OFF, whether images are embedded zstd-compressed:
+# the caller's COMPRESS argument, else USE_AOT_COMPRESS (CMake variable, then environment), else OFF.
+function(_aotwheel_compress_setting fn out)
+  set(value OFF)
+  set(from "USE_AOT_COMPRESS")
+  if(DEFINED ARG_COMPRESS)
+    set(value "${ARG_COMPRESS}")
+    set(from "COMPRESS")
+  elseif(DEFINED USE_AOT_COMPRESS AND NOT USE_AOT_COMPRESS STREQUAL "")
+    set(value "${USE_AOT_COMPRESS}")
+  elseif(DEFINED ENV{USE_AOT_COMPRESS} AND NOT "$ENV{USE_AOT_COMPRESS}" STREQUAL "")
+    set(value "$ENV{USE_AOT_COMPRESS}")
+  endif()
+  if(NOT value MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
+    message(FATAL_ERROR "${fn}: ${from} is '${value}'. Try: ${from} ON or ${from} OFF")
+  endif()
+  if(NOT value)
+    set(${out} OFF PARENT_SCOPE)
+    return()
+  endif()
+  # The compress edges run in the build's Python: without zstandard there (pip's isolated build
+  # environment of a project that does not require it) they would fail at build time, edge by edge.
+  execute_process(COMMAND "${Python_EXECUTABLE}" -c "import zstandard" RESULT_VARIABLE missing OUTPUT_QUIET ERROR_QUIET)
+  if(NOT missing EQUAL 0)
+    message(FATAL_ERROR "${fn}: ${from} ON needs the Python module zstandard in ${Python_EXECUTABLE}. "
+                        "Add \"zstandard\" to build-system.requires (or pip install zstandard), or set ${from} OFF.")
+  endif()
+  set(${out} ON PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_device_list(<fn> <out>): the devices of the caller's parsed ARG_DEVLIST / ARG_DEVICES /
@@ -525,6 +561,33 @@ function(_aotwheel_kernel_edges work out_spvs out_fatbins out_images)
   set(${out_images} "${images}" PARENT_SCOPE)
 endfunction()
 
+# _aotwheel_compress_edges(<compress> <out_embedded> <out_zsts>): with <compress> ON, one compress
+# edge per image of the caller's `images` (triple=source=path) writing <path>.zst, one zstd frame;
+# <out_embedded> is then `images` with those paths (what the embedding .incbin's), else `images`.
+function(_aotwheel_compress_edges compress out_embedded out_zsts)
+  set(embedded "")
+  set(zsts "")
+  foreach(spec IN LISTS images)
+    if(NOT compress)
+      list(APPEND embedded "${spec}")
+      continue()
+    endif()
+    string(REGEX MATCH "^([^=]*)=([^=]*)=(.*)$" _ "${spec}")
+    set(path "${CMAKE_MATCH_3}")
+    get_filename_component(base "${path}" NAME)
+    add_custom_command(
+      OUTPUT "${path}.zst"
+      COMMAND ${_AOTWHEEL_BUILD_COMMAND} compress --input "${path}" --output "${path}.zst"
+      DEPENDS "${path}"
+      COMMENT "aotwheel: zstd ${base}"
+      VERBATIM)
+    list(APPEND embedded "${CMAKE_MATCH_1}=${CMAKE_MATCH_2}=${path}.zst")
+    list(APPEND zsts "${path}.zst")
+  endforeach()
+  set(${out_embedded} "${embedded}" PARENT_SCOPE)
+  set(${out_zsts} "${zsts}" PARENT_SCOPE)
+endfunction()
+
 # _aotwheel_tgtsym_edge(<work> <out>): the kernel-name table (.tgtsym) of the caller's spvs, one
 # entry per embedded triple, in embedding order; sets <out> to its path.
 function(_aotwheel_tgtsym_edge work out)
@@ -568,8 +631,8 @@ function(_aotwheel_manifest_edge target work out)
     OUTPUT "${manifest}"
     COMMAND ${_AOTWHEEL_BUILD_COMMAND} manifest --name "${ARG_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
             --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${tgtsym}"
-            --cuda-images "${cuda_list}" ${image_args}
-    DEPENDS ${fatbins} ${spvs} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
+            --cuda-images "${cuda_list}" --compress "$<IF:$<BOOL:${compress}>,on,off>" ${image_args}
+    DEPENDS ${fatbins} ${spvs} ${zsts} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
             "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_FATBINS>" "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>"
     COMMENT "aotwheel: ${ARG_NAME} manifest"
     VERBATIM)

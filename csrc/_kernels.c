@@ -1,7 +1,8 @@
 /* aotwheel._kernels: this repository's OpenCL C kernels, embedded ahead of time.
  *
  * The images are placed by aotwheel_add_device_code (NAME kernels) into icpx-style sections with
- * a .tgtimg table; this module only hands them to Python as bytes. Stable ABI (abi3, 3.10+):
+ * a .tgtimg table; this module only hands them to Python as bytes (zstd frames when built with
+ * USE_AOT_COMPRESS=ON: aotwheel.opencl.inflate() gives the image back). Stable ABI (abi3, 3.10+):
  * device code does not depend on the Python version. */
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030A0000

@@ -6,7 +6,8 @@ import it inside pip's isolated build environment.
 
 CMake reads ``USE_AOT_DEVLIST`` / ``TORCH_XPU_ARCH_LIST`` / ``USE_AOT_JIT_FALLBACK`` /
 ``USE_AOT_FIELD_DEFAULTS`` as CMake variables at configure time and passes them to the Python
-resolver; the names and defaults here are the ones it must agree with.
+resolver; ``USE_AOT_COMPRESS`` it reads itself (cmake/aotwheel-build.cmake); the names and
+defaults here are the ones it must agree with.
 
 The device list comes from the first of these that is set and not empty (:func:`devlist_choice`):
 ``USE_AOT_DEVLIST`` (CMake variable, then environment), ``TORCH_XPU_ARCH_LIST`` (PyTorch's
@@ -39,6 +40,9 @@ TORCH_ARCH_LIST = Variable("TORCH_XPU_ARCH_LIST", None,
 FIELD_DEFAULTS = Variable("USE_AOT_FIELD_DEFAULTS", "ON",
                           "pass the ocloc/icpx options IPEX and torch-xpu-ops pass (fp64 poisoning, auto large GRF, > 4 GB buffers; ON/OFF)")
 JIT_FALLBACK = Variable("USE_AOT_JIT_FALLBACK", "ON", "keep SPIR-V / PTX for devices without native code (ON/OFF)")
+COMPRESS = Variable("USE_AOT_COMPRESS", "OFF",
+                    "embed the open toolchain's device images zstd-compressed, one frame per image (ON/OFF; "
+                    "CMake variable, then environment; aotwheel_add_device_code's COMPRESS wins)")
 JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
 DEVICE = Variable("AOTWHEEL_DEVICE", None, "devices to assume instead of probing: pvc, 12.60.7, sm_90, cpu")
 CACHE_DIR = Variable("AOTWHEEL_CACHE_DIR", None, "build cache folder ('off' disables it)")
@@ -55,7 +59,7 @@ JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
 NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", None,
                        "1: inspect with the pure-Python readers only, not the C scanner aotwheel._fastscan (same answers)")
 
-VARIABLES: tuple[Variable, ...] = (DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
+VARIABLES: tuple[Variable, ...] = (DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, COMPRESS, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
                                    OCLOC_JOBS, OCLOC_GROUPS, JIT_CACHE_DIR, NO_FASTSCAN)
 
 DEFAULT_DEVLIST = str(DEVLIST.default)

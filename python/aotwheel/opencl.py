@@ -7,6 +7,10 @@ keeps the device binary the driver produced (``CL_PROGRAM_BINARIES``) in the per
 binary that fails its hash check, was built by another driver version, or that the runtime
 rejects, is removed and rebuilt with one :class:`~aotwheel.jitcache.JITCacheWarning`.
 
+Images embedded compressed (``COMPRESS ON``: one zstd frame per fat binary or SPIR-V module) are
+decompressed here, only those of the kernel source asked for, once per process, with their size
+bounded by the frame header (:func:`aotwheel.formats.zstd.decompress_image`).
+
 Needs pyopencl (``aotwheel[selftest]``); it is imported when a program is built.
 """
 
@@ -25,7 +29,7 @@ from typing import Any, Union
 from aotwheel.errors import AotwheelError
 from aotwheel.jitcache import JitCache, JITCacheWarning, JitKey
 
-__all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "jit_key", "JITCacheWarning"]
+__all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "inflate", "jit_key", "JITCacheWarning"]
 
 #: where a program came from
 NATIVE = "native"      # a native image of the fat binary, chosen by the driver's rules
@@ -35,6 +39,9 @@ JIT = "jit"            # built from SPIR-V now (and stored, when the cache is on
 Images = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, ModuleType, "DeviceCode"]
 _SPIRV_MAGICS = (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03")
 _AR_MAGIC = b"!<arch>\n"
+# Decompressed images of this process, by the sha256 of their stored frame: a program is created
+# from them once per device, and each frame is inflated at most once.
+_INFLATED: dict[str, bytes] = {}
 
 
 @dataclass(frozen=True)
@@ -95,11 +102,27 @@ def _from_module(module: ModuleType, source: str | None) -> DeviceCode:
     if source not in by_source:
         raise AotwheelError(f"{module.__name__} carries {', '.join(sorted(by_source)) or 'no images'}; "
                             f"pass source= one of them")
-    found = by_source[source]
+    found = {t: inflate(d, f"{module.__name__}:{source} ({t})") for t, d in by_source[source].items()}
     return DeviceCode(f"{module.__name__}:{source}", found.get("spir64"), found.get("spir64_gen"))
 
 
+def inflate(data: bytes, label: str) -> bytes:
+    """``data`` itself, or, for a zstd frame (an image embedded with ``COMPRESS ON``), the image it
+    holds: decompressed once per process, its size bounded by the header and checked. A damaged
+    or oversized frame raises one :class:`~aotwheel.errors.InspectError` (never a wrong kernel)."""
+    from aotwheel.formats.zstd import decompress_image, is_zstd
+
+    if not is_zstd(data):
+        return data
+    key = hashlib.sha256(data).hexdigest()
+    out = _INFLATED.get(key)
+    if out is None:
+        out = _INFLATED[key] = decompress_image(data, label)
+    return out
+
+
 def _from_bytes(data: bytes, label: str) -> DeviceCode:
+    data = inflate(data, label)
     if data[:4] in _SPIRV_MAGICS:
         return DeviceCode(label, data, None)
     if data[:8] == _AR_MAGIC:

@@ -12,6 +12,7 @@ fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for
            for sources whose devices are split over several ocloc edges
 tgtsym     SPIR-V modules -> the .tgtsym names file
 embed      write the C file + header that embed the images (configure time)
+compress   one image -> one zstd frame (COMPRESS ON): what embed then .incbin's
 manifest   write _aot_manifest.json
 cache      print the cache root and its hit/miss/store counters
 
@@ -266,6 +267,15 @@ def cmd_embed(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compress(a: argparse.Namespace) -> int:
+    """Store one image as a zstd frame (aotwheel_add_device_code's COMPRESS ON)."""
+    from aotwheel.buildsteps.compress import compress_file
+
+    stored, size = compress_file(a.input, a.output, a.level)
+    print(f"aotwheel: {Path(a.input).name}: {size} -> {stored} bytes (zstd {a.level})")
+    return 0
+
+
 def cmd_manifest(a: argparse.Namespace) -> int:
     """Write _aot_manifest.json."""
     from aotwheel.buildsteps.cache import atomic_write
@@ -276,7 +286,8 @@ def cmd_manifest(a: argparse.Namespace) -> int:
         triple, source, path = spec.split("=", 2)
         # A fat binary's member list sits next to it (written by the fatbin step).
         info = path + ".json" if Path(path + ".json").is_file() else ""
-        images.append({"triple": triple, "source": source, "path": path, "info": info})
+        stored = path + ".zst" if a.compress == "on" else ""  # what is embedded (the compress step's)
+        images.append({"triple": triple, "source": source, "path": path, "info": info, "stored": stored})
     kernels = [k.decode() for k in Path(a.tgtsym).read_bytes().split(b"\0") if k] if a.tgtsym else []
     devlist = json.loads(Path(a.devlist).read_text())
     if a.jit_fallback is not None:
@@ -377,6 +388,14 @@ def _manifest_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--jit-fallback", choices=("on", "off"), help="what was built (overrides the devlist JSON)")
     s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
     s.add_argument("--cuda-images", metavar="LIST", help="file naming the CUDA image records, one a line")
+    s.add_argument("--compress", choices=("on", "off"), default="off",
+                   help="on: each image is embedded as <path>.zst (the compress step's zstd frame)")
+
+
+def _compress_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--input", required=True, help="the image (fat binary or SPIR-V)")
+    s.add_argument("--output", required=True, help="the zstd frame to write")
+    s.add_argument("--level", type=int, default=9, help="zstd level (default 9)")
 
 
 def _cache_arguments(s: argparse.ArgumentParser) -> None:
@@ -391,6 +410,7 @@ _STEPS = {
     "fatbin": (_fatbin_arguments, cmd_fatbin),
     "tgtsym": (_tgtsym_arguments, cmd_tgtsym),
     "embed": (_embed_arguments, cmd_embed),
+    "compress": (_compress_arguments, cmd_compress),
     "manifest": (_manifest_arguments, cmd_manifest),
     "cache": (_cache_arguments, cmd_cache),
 }

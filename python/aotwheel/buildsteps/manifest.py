@@ -47,6 +47,9 @@ def _intel_image(img: dict) -> dict[str, object]:
                                 "size": size, "sha256": sha}
     if img.get("info"):
         entry.update(json.loads(Path(img["info"]).read_text()))
+    if img.get("stored"):  # COMPRESS ON: size/sha256 are the image's; this is what is embedded
+        stored, stored_sha = _digest(img["stored"])
+        entry["compression"] = {"codec": "zstd", "size": stored, "sha256": stored_sha}
     return entry
 
 

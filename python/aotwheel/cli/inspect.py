@@ -128,7 +128,11 @@ def render(report: Report, *, show_all: bool = False) -> str:
         forms = ", ".join(_IR_NAMES[k] for k in _IR_NAMES if k in ir_forms)
         detail = (f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT"
                   + (f" ({forms})" if forms else ""))
-        detail += f"; {compressed} compressed" if compressed else ""
+        if compressed:
+            packed = [i for i in fr.images if i.compressed]
+            detail += f"; {compressed} compressed"
+            if all(i.decompressed_size is not None for i in packed):  # zstd headers that declare it
+                detail += f" ({sum(i.size for i in packed):,} bytes stored, {sum(i.decompressed_size or 0 for i in packed):,} decompressed)"
         out.append(detail)
         if fr.native_targets:
             out.extend(_table(fr))

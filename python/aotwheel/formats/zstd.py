@@ -133,3 +133,58 @@ def frame_size(region: Region) -> int:
     pos += 4 if (fhd >> 2) & 1 else 0  # content checksum
     region.check(0, pos, "zstd checksum")
     return pos
+
+
+# --------------------------------------------------------------------------------------------
+# aotwheel's own compressed images (aotwheel_add_device_code(... COMPRESS ON))
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: zstd level of the images aotwheel embeds: on this repository's kernels level 19 was 5 % smaller
+#: than 9 and cost nothing at run time (benchmarks/results/compress.json); 9 keeps the build fast
+#: for the 100 MB fat binaries of large projects.
+IMAGE_LEVEL = 9
+
+
+def compress_image(data: bytes, level: int = IMAGE_LEVEL) -> bytes:
+    """One zstd frame holding ``data`` whole, with its content size and a checksum in the frame:
+    the reader allocates exactly the declared size and a damaged frame fails its checksum."""
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=level, write_content_size=True, write_checksum=True).compress(data)
+
+
+def is_zstd(data: bytes | bytearray | memoryview) -> bool:
+    """Whether ``data`` starts a zstd frame (icpx's Format 4 images, aotwheel's compressed ones)."""
+    return bytes(data[:4]) == ZSTD_MAGIC
+
+
+def decompress_image(data: bytes | bytearray | memoryview, label: str, cap: int = DEFAULT_CAP) -> bytes:
+    """The image a single zstd frame holds, for the loaders (not the inspector's forgiving read).
+
+    Strict: the frame must declare its content size (so the output is allocated once, at the size
+    the header says), that size must be within :func:`output_cap` of the stored size, the frame
+    must decompress to exactly that many bytes (checksum verified when present) and nothing may
+    follow it. Anything else is one :class:`~aotwheel.errors.InspectError` naming ``label``.
+    """
+    import zstandard
+
+    frame = bytes(data)
+    region = Region(frame, label)
+    if not is_zstd(frame):
+        raise region.error(0, "not a zstd frame (magic 28b52ffd)")
+    declared = content_size(region)
+    if declared is None:
+        raise region.error(0, "zstd frame does not declare its decompressed size; rebuild the image with aotwheel (it always writes it)")
+    limit = output_cap(len(region), cap)
+    if declared > limit:
+        raise region.error(0, f"zstd frame declares {declared} bytes, above the {limit}-byte cap for a {len(region)}-byte frame")
+    stored = frame_size(region)
+    if stored != len(region):
+        raise region.error(stored, f"{len(region) - stored} bytes follow the zstd frame")
+    try:
+        out = zstandard.ZstdDecompressor().decompress(frame, max_output_size=declared)
+    except zstandard.ZstdError as exc:
+        raise region.error(0, f"corrupt zstd data ({exc}); the file is damaged: reinstall the package") from None
+    if len(out) != declared:
+        raise region.error(0, f"zstd frame declares {declared} bytes but holds {len(out)}")
+    return out
