@@ -4,6 +4,7 @@ are used wherever possible; hand-made bytes only for the shapes real tools never
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import subprocess
@@ -43,6 +44,38 @@ def _assert_one_line_error(exc: InspectError, path) -> None:
     assert "\n" not in msg
     assert str(path) in msg
     assert OFFSET_RE.search(msg), msg
+
+
+@pytest.mark.parametrize("scanner", ["c", "python"])
+def test_an_inspect_error_held_in_a_reference_cycle_is_collected_safely(real, tmp_path, scanner):
+    """The damaged table of the test below, its InspectError kept in a cycle (the exception's
+    traceback holds the frame that holds it) and left to the collector, 30 times, in a fresh
+    interpreter. The Python table loop iterated struct.iter_unpack over a memoryview of the map:
+    CPython 3.11's collector cleared that view while the iterator in the traceback still used it,
+    and freeing the iterator crashed (SIGSEGV; found by test_fuzz_parsers in CI's Debian 12 root)."""
+    data = bytearray(real["so"].read_bytes())
+    (r_offset, _, addend) = relocs_into(real["so"], ".tgtimg")[0]
+    at = bytes(data).index(struct.pack("<QQq", r_offset, 8, addend))
+    data[at + 16 : at + 24] = struct.pack("<q", 1 << 40)
+    p = _damaged(tmp_path, "badrel.so", bytes(data))
+    code = (
+        "import gc, sys\n"
+        "from aotwheel.errors import InspectError\n"
+        "from aotwheel.inspector import inspect\n"
+        "def once(path):\n"
+        "    held = None\n"
+        "    try:\n"
+        "        inspect(path)\n"
+        "    except InspectError as exc:\n"
+        "        held = exc\n"
+        "    return held is not None\n"
+        "raised = sum(once(sys.argv[1]) for _ in range(30))\n"
+        "gc.collect()\n"
+        "print(raised)\n"
+    )
+    env = dict(os.environ, AOTWHEEL_NO_FASTSCAN="1" if scanner == "python" else "0")
+    proc = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "30", (proc.returncode, proc.stderr[-2000:])
 
 
 def test_truncated_shared_object(real, tmp_path):

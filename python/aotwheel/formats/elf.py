@@ -211,7 +211,7 @@ def _dynamic_tags(region: Region, sections: list[Section], is64: bool, endian: s
     if sec is None or not sec.size or sec.size > _MAX_SMALL_SECTION:
         return {}
     tags: dict[int, int] = {}
-    for tag, val in struct.iter_unpack(endian + ("qQ" if is64 else "iI"), region.view(sec.offset, sec.size - sec.size % entry, "section '.dynamic'")):
+    for tag, val in struct.iter_unpack(endian + ("qQ" if is64 else "iI"), bytes(region.view(sec.offset, sec.size - sec.size % entry, "section '.dynamic'"))):
         if tag == 0:
             break
         tags.setdefault(tag, val)
@@ -378,7 +378,11 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True,
     disjoint = all(a[0] + a[2] < b[0] for a, b in zip(ordered, ordered[1:]))  # strict: a 0-byte image at a shared edge fits both
     seg_lo = seg_hi = seg_delta = 0  # cached PT_LOAD: [seg_lo, seg_hi) maps to vaddr + seg_delta
     # With the C loop, this one takes only the entries it stops at (no address, no segment, past the end).
-    entries = enumerate(struct.iter_unpack("<QQ", view.data(tgtimg))) if fast is None else _left_by(fast, view.data(tgtimg), count, images)
+    # iter_unpack over bytes, not over a memoryview of the map: an InspectError raised in this loop
+    # keeps the frame (and the iterator) in its traceback, and CPython 3.11's collector can clear
+    # the iterator's memoryview first when that traceback sits in a cycle; freeing the iterator
+    # then crashes (found by tests/test_fuzz_parsers.py; the table is 16 bytes an entry).
+    entries = enumerate(struct.iter_unpack("<QQ", bytes(view.data(tgtimg)))) if fast is None else _left_by(fast, view.data(tgtimg), count, images)
     for i, (vaddr, size) in entries:
         vaddr = relocs.get(slot + i * _TGTIMG_ENTRY, vaddr)
         if vaddr == 0:
@@ -563,7 +567,7 @@ def _slot_relocs(view: ElfView, first: int, count: int) -> Mapping[int, int] | N
             if fs is not None:  # the same loop in C (14k rows in mkl)
                 filled += fs.relative_records(view.region.buf, view.region.start + sec.offset, lo, hi, first, end, _TGTIMG_ENTRY, records)
                 continue
-            for r_offset, r_info, addend in struct.iter_unpack("<QQq", mv[24 * lo : 24 * hi]):
+            for r_offset, r_info, addend in struct.iter_unpack("<QQq", bytes(mv[24 * lo : 24 * hi])):  # bytes: see _tgtimg_images
                 if first <= r_offset < end and not (r_offset - first) % _TGTIMG_ENTRY and (r_info & 0xFFFFFFFF) == R_X86_64_RELATIVE:
                     found[r_offset] = addend
     if fs is not None:
@@ -580,7 +584,7 @@ def _relative_relocs(view: ElfView, *, want_offsets: set[int], want_addends: set
         return found
     for sec in _rela_tables(view):
         if sys.byteorder != "little":
-            for r_offset, r_info, addend in struct.iter_unpack("<QQq", view.data(sec)):
+            for r_offset, r_info, addend in struct.iter_unpack("<QQq", bytes(view.data(sec))):  # bytes: see _tgtimg_images
                 if (r_info & 0xFFFFFFFF) != R_X86_64_RELATIVE:
                     continue
                 if r_offset in want_offsets:

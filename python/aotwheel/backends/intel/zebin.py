@@ -99,7 +99,9 @@ def read_zebin_summary(region: Region) -> ZebinInfo:
     strtab = bytes(buf[base + st_off : base + st_off + st_size])
     note_off = note_size = -1
     has_spirv = False
-    for sh_name, sh_type, offset, sec_size in _SHDR_FIELDS.iter_unpack(buf[table : table + shnum * 64]):
+    # bytes, not a memoryview: an iterator over a memoryview kept alive by an exception's traceback
+    # can crash CPython 3.11's collector (formats/elf.py, _tgtimg_images)
+    for sh_name, sh_type, offset, sec_size in _SHDR_FIELDS.iter_unpack(bytes(buf[table : table + shnum * 64])):
         if offset + sec_size > size or sh_type == _SHT_DYNAMIC or sh_name >= st_size:
             return read_zebin(region)  # the full reader decides (and names the section in its error)
         if sh_type == _SPV_SECTION_TYPE or strtab.startswith(_SPV_NAME, sh_name):
