@@ -51,7 +51,7 @@ NO_INTEL_TOOLS = {"AOTWHEEL_CLANG": "/nonexistent/clang", "AOTWHEEL_LLVM_SPIRV":
 
 
 def sh(args: list[str], **kw) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-    return subprocess.run(args, capture_output=True, text=True, check=False, **kw)
+    return subprocess.run(args, capture_output=True, text=True, errors="replace", check=False, **kw)
 
 
 def python_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -193,7 +193,9 @@ def libraries(tool: str | None) -> list[dict[str, object]]:
                 break
     out = []
     for lib in picked:
-        sh(["cat", str(lib)])  # warm the page cache first: every reader then reads from memory
+        with open(lib, "rb") as f:  # warm the page cache first: every reader then reads from memory
+            while f.read(1 << 24):
+                pass
         t0 = time.perf_counter()
         with open(lib, "rb") as f:
             while f.read(1 << 24):
@@ -266,6 +268,7 @@ def main() -> int:
             print(f"{name:12s} aotwheel={v['aotwheel']['verdict']} driver={v['driver'].get('verdict')} agree={v['agree']}", flush=True)  # type: ignore[index,union-attr]
     if gpu and args.pip_install:
         report["pip_install"] = pip_install(work, probe.devices[0].target if hasattr(probe.devices[0], "target") else "sm_90")
+    (out / "cuda_driver_truth.json").write_text(json.dumps(report, indent=1, default=str))  # kept should a library fail
     if args.libraries:
         report["libraries"] = libraries(args.cuobjdump)
     agree = [v.get("agree") for v in report["variants"].values()]  # type: ignore[union-attr]
