@@ -150,17 +150,19 @@ function(_aotwheel_embed_language fn out)
 endfunction()
 
 # _aotwheel_compress_setting(<fn> <out>): ON or OFF, whether images are embedded zstd-compressed:
-# the caller's COMPRESS argument, else USE_AOT_COMPRESS (CMake variable, then environment), else OFF.
+# the caller's COMPRESS argument, else USE_AOT_COMPRESS (CMake variable, then environment: the
+# resolver's "compress" in dev_JSON; CMake reads no USE_AOT_* environment variable itself), else OFF.
 function(_aotwheel_compress_setting fn out)
   set(value OFF)
   set(from "USE_AOT_COMPRESS")
   if(DEFINED ARG_COMPRESS)
     set(value "${ARG_COMPRESS}")
     set(from "COMPRESS")
-  elseif(DEFINED USE_AOT_COMPRESS AND NOT USE_AOT_COMPRESS STREQUAL "")
-    set(value "${USE_AOT_COMPRESS}")
-  elseif(DEFINED ENV{USE_AOT_COMPRESS} AND NOT "$ENV{USE_AOT_COMPRESS}" STREQUAL "")
-    set(value "$ENV{USE_AOT_COMPRESS}")
+  else()  # USE_AOT_COMPRESS: the CMake variable, else the environment, as the resolver passed them on
+    string(JSON word ERROR_VARIABLE err GET "${dev_JSON}" compress)
+    if(NOT err AND NOT word STREQUAL "")
+      set(value "${word}")
+    endif()
   endif()
   if(NOT value MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
     message(FATAL_ERROR "${fn}: ${from} is '${value}'. Try: ${from} ON or ${from} OFF")

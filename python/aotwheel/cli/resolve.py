@@ -22,6 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # --devlist=TEXT keeps an empty value visible as one argument (CMake drops empty list items);
     # --torch-xpu-arch-list=TEXT is CMake's TORCH_XPU_ARCH_LIST variable (after $USE_AOT_DEVLIST).
     p.add_argument("--devlist", dest="devlist_option", metavar="DEVLIST", help=argparse.SUPPRESS)
+    p.add_argument("--compress", dest="compress_option", help=argparse.SUPPRESS)  # CMake's USE_AOT_COMPRESS, passed on
     p.add_argument("--torch-xpu-arch-list", dest="torch_option", metavar="DEVLIST", help=argparse.SUPPRESS)
     p.add_argument("--devlist-from", dest="devlist_from", metavar="LABEL", help=argparse.SUPPRESS)
     out = p.add_mutually_exclusive_group()
@@ -74,8 +75,13 @@ def run(args: argparse.Namespace) -> int:
 
     field = field_report(devlist, field_on)
     if args.json:
+        from aotwheel.config import COMPRESS
+
+        # USE_AOT_COMPRESS as written (CMake's variable, else the environment's): CMake reads no
+        # USE_AOT_* environment variable itself, and aotwheel_add_device_code checks the word.
+        compress = args.compress_option if args.compress_option else os.environ.get(COMPRESS.name, "").strip()
         print(json.dumps({**devlist.to_dict(), "given": given, "source": source, "no_fp64": field["no_fp64"],
-                          "field_defaults": field}, indent=2))
+                          "field_defaults": field, "compress": compress}, indent=2))
     elif args.format == "ocloc":
         print(devlist.ocloc_device)
     elif args.format == "sycl-targets":
