@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, ocloc_output, BUNDLER  # noqa: F401
 from conftest import REPO
 CACHE = REPO / "tests" / ".cache" / "fuzz"
 KERNEL = """
@@ -215,7 +215,7 @@ def amd_bundle_seed() -> Path:
                 _run([CLANG, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-nogpulib", "-O2",
                       "-c", str(src), "-o", str(Path(work, cpu.split(":")[0] + ".co"))])
             Path(work, "host.bin").write_bytes(b"")
-            _run(["clang-offload-bundler-15", "-type=bc",
+            _run([BUNDLER, "-type=bc",
                   "-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-,hipv4-amdgcn-amd-amdhsa--gfx1030",
                   f"-input={Path(work, 'host.bin')}", f"-input={Path(work, 'gfx90a.co')}", f"-input={Path(work, 'gfx1030.co')}",
                   f"-output={tmp}"])

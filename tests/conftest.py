@@ -48,6 +48,8 @@ def _spirv_pair() -> tuple[str, str]:
 
 
 CLANG, LLVM_SPIRV = _spirv_pair()
+BUNDLER = CLANG.replace("clang-", "clang-offload-bundler-")  # clang-tools-N, beside the pair's clang
+LLVM_LINK = CLANG.replace("clang-", "llvm-link-")
 
 
 def ocloc_output(folder: Path, name: str) -> Path:

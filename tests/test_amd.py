@@ -17,7 +17,7 @@ import pytest
 from _inspect_util import require, run
 from aotwheel.inspector import inspect
 from aotwheel.runtime import check
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, BUNDLER  # noqa: F401
 
 _CL = "kernel void add(global float* a, global const float* b) { size_t i = get_global_id(0); a[i] += b[i]; }\n"
 TARGETS = ("gfx90a:xnack-", "gfx1030")
@@ -25,7 +25,7 @@ TARGETS = ("gfx90a:xnack-", "gfx1030")
 
 @pytest.fixture(scope="module")
 def hip_so(tmp_path_factory) -> tuple[Path, Path]:
-    require(CLANG, "clang-offload-bundler-15", "gcc")
+    require(CLANG, BUNDLER, "gcc")
     work = tmp_path_factory.mktemp("amd")
     (work / "a.cl").write_text(_CL)
     objs = []
@@ -35,7 +35,7 @@ def hip_so(tmp_path_factory) -> tuple[Path, Path]:
         objs.append(out)
     (work / "host.bin").write_bytes(b"")
     bundle = work / "b.bundle"
-    run(["clang-offload-bundler-15", "-type=bc", "-targets=host-x86_64-unknown-linux-gnu," + ",".join(f"hipv4-amdgcn-amd-amdhsa--{t}" for t in TARGETS),
+    run([BUNDLER, "-type=bc", "-targets=host-x86_64-unknown-linux-gnu," + ",".join(f"hipv4-amdgcn-amd-amdhsa--{t}" for t in TARGETS),
          f"-input={work / 'host.bin'}", *[f"-input={o}" for o in objs], f"-output={bundle}"])
     asm = work / "s.s"
     asm.write_text(f'.section .hip_fatbin,"a"\n.balign 4096\n.incbin "{bundle}"\n.text\n.globl anchor\nanchor: ret\n')
@@ -46,7 +46,7 @@ def hip_so(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_targets_and_features_agree_with_the_bundler_and_readelf(hip_so, tmp_path):
     so, bundle = hip_so
-    listed = run(["clang-offload-bundler-15", "-list", "-type=bc", f"-input={bundle}"]).stdout.split()
+    listed = run([BUNDLER, "-list", "-type=bc", f"-input={bundle}"]).stdout.split()
     expected = {i.removeprefix("hipv4-amdgcn-amd-amdhsa--") for i in listed if i.startswith("hipv4-")}
     (fr,) = inspect(so).files
     assert {t.name for t in fr.native_targets} == expected == set(TARGETS)
@@ -55,7 +55,7 @@ def test_targets_and_features_agree_with_the_bundler_and_readelf(hip_so, tmp_pat
     assert (img.kind, img.compressed, img.size) == ("bundle", False, bundle.stat().st_size)
     # readelf on the code object the bundler unbundles: the xnack- entry really is built xnack off.
     co = tmp_path / "gfx90a.co"
-    run(["clang-offload-bundler-15", "-unbundle", "-type=bc", f"-input={bundle}", "-targets=hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", f"-output={co}"])
+    run([BUNDLER, "-unbundle", "-type=bc", f"-input={bundle}", "-targets=hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", f"-output={co}"])
     assert re.search(r"Flags:\s+0x[0-9a-f]+, gfx90a, xnack off", run(["readelf", "-h", str(co)]).stdout)
 
 

@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import report  # noqa: E402
 from benchmarks.workload import write_workload  # noqa: E402
-from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
+from conftest import CLANG, LLVM_LINK, LLVM_SPIRV, ocloc_output  # noqa: F401
 
 _KERNEL_RE = re.compile(r"__kernel\b[^{;]*?\bvoid\s+(\w+)\s*\(")
 
@@ -109,7 +109,7 @@ def _ocloc_ip(device: str) -> str:
 
 
 def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
-    _require("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV, "llvm-link-15", "ar")
+    _require("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV, LLVM_LINK, "ar")
     out = tmp_path / "quick.json"
     proc = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--only", "p1,p2,p3",
                            "--json", str(out), "--work", str(tmp_path / "work")],

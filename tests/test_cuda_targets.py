@@ -124,6 +124,7 @@ def test_plan_contradictions_are_errors() -> None:
     assert plan([T("sm_90")], jit_fallback=False).names == ("sm_90",)
 
 
+@pytest.mark.cuda  # runs nvcc
 def test_gencode_flags_build_exactly_the_planned_images(tmp_path) -> None:  # type: ignore[no-untyped-def]
     p = plan([T("sm_80"), T("sm_90a"), T("sm_100f")], keep_newest_ptx=True)
     out = tmp_path / "planned.fatbin"

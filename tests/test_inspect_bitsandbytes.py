@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import BUNDLER
+
 from _inspect_util import fetch, readelf_notes, require, run
 from aotwheel.inspector import image_bytes, inspect
 
@@ -161,8 +163,8 @@ _HIP_ID = "hipv4-amdgcn-amd-amdhsa--"
 
 
 def _bundler() -> str:
-    require("clang-offload-bundler-15")
-    return "clang-offload-bundler-15"
+    require(BUNDLER)
+    return BUNDLER
 
 
 def _independent_bundles(so: Path, workdir: Path) -> list[tuple[int, int, Path]]:
