@@ -373,3 +373,29 @@ endmacro()
 include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-build.cmake" OPTIONAL)
 include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-sycl.cmake" OPTIONAL)
 include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-cuda.cmake" OPTIONAL)
+
+# _aotwheel_field_switch(<fn> <out> <resolved>): whether the field defaults apply: the caller's
+# parsed FIELD_DEFAULTS argument (ARG_ or arg_, checked) over <resolved> (the resolver's answer for
+# USE_AOT_FIELD_DEFAULTS).
+function(_aotwheel_field_switch fn out resolved)
+  set(value "${resolved}")
+  foreach(given IN ITEMS ARG_FIELD_DEFAULTS arg_FIELD_DEFAULTS)
+    if(DEFINED ${given})
+      if(NOT ${given} MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
+        message(FATAL_ERROR "${fn}: FIELD_DEFAULTS is '${${given}}'. Try: FIELD_DEFAULTS ON or FIELD_DEFAULTS OFF")
+      endif()
+      set(value "${${given}}")
+    endif()
+  endforeach()
+  set(${out} "${value}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_claim_manifest(<fn> <target>): <target>'s _aot_manifest.json and _aot.py come from
+# this call; a second call giving DESTINATION for the same target stops configure.
+function(_aotwheel_claim_manifest fn target)
+  get_target_property(owner ${target} AOTWHEEL_MANIFEST_OWNER)
+  if(owner)
+    message(FATAL_ERROR "${fn}: ${target} already has a manifest from ${owner}; give DESTINATION to one call per target")
+  endif()
+  set_property(TARGET ${target} PROPERTY AOTWHEEL_MANIFEST_OWNER ${fn})
+endfunction()

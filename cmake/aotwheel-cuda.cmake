@@ -103,11 +103,7 @@ endfunction()
 # (its CUDA images, and Intel ones if an aotwheel_add_device_code() call adds some) installed into
 # the caller's ARG_DESTINATION with _aot.py: a target built by nvcc alone gets both too.
 function(_aotwheel_cuda_manifest fn target work toolchain)
-  get_target_property(owner ${target} AOTWHEEL_MANIFEST_OWNER)
-  if(owner)
-    message(FATAL_ERROR "${fn}: ${target} already has a manifest from ${owner}; give DESTINATION to one call per target")
-  endif()
-  set_property(TARGET ${target} PROPERTY AOTWHEEL_MANIFEST_OWNER ${fn})
+  _aotwheel_claim_manifest(${fn} ${target})
   file(MAKE_DIRECTORY "${work}")
   if(toolchain STREQUAL "")
     _aotwheel_write_if_changed("${work}/toolchain.json" "{}\n")
