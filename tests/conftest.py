@@ -67,7 +67,7 @@ def ocloc_device_words() -> set[str]:
 
     proc = subprocess.run(["ocloc", "compile", "--help"], capture_output=True, text=True, check=False)
     text = (proc.stdout + proc.stderr).split("<device_type> can be:", 1)[-1].split("or hexadecimal", 1)[0]
-    return {w.lower() for w in re.split(r"[\s,]+", text) if w}
+    return {w.lower() for w in re.split(r"[\s,]+", text) if w and w not in ("ip", "version")}
 
 
 def unbuildable_devices() -> list[str]:

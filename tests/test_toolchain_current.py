@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV, require, run_tool
+from conftest import CLANG, LLVM_SPIRV, ocloc_device_words, require, run_tool
 
 # The newest generations the issue names; the compile test takes those the installed ocloc builds,
 # else (Debian 12) the newest ones it knows.
@@ -29,10 +29,9 @@ KERNEL = "kernel void scale(global float *x, float a) { size_t i = get_global_id
 @lru_cache(maxsize=None)
 def _device_words() -> tuple[str, ...]:
     """The words of the installed ocloc's ``-device`` list, as its help prints them."""
-    proc = subprocess.run(["ocloc", "compile", "--help"], capture_output=True, text=True, check=False)
-    m = re.search(r"<device_type> can be:(.*?)(?:or hexadecimal|$)", proc.stdout + proc.stderr, re.S)
-    assert m, "ocloc compile --help lists no -device words"
-    return tuple(w for w in re.split(r"[\s,]+", m.group(1)) if w and w not in ("ip", "version"))
+    words = ocloc_device_words()
+    assert words, "ocloc compile --help lists no -device words"
+    return tuple(sorted(words))
 
 
 @lru_cache(maxsize=None)

@@ -47,16 +47,21 @@ def _facts_key(tool_sha256: str):  # type: ignore[no-untyped-def]
                     tool_sha256=tool_sha256, options="version,acronyms")
 
 
+def _ocloc_path(explicit: str | None) -> str | None:
+    """The ocloc builds use, as an absolute path: ``explicit``, else ``$AOTWHEEL_OCLOC``, else
+    ``PATH``; None when none is named or found."""
+    candidate = explicit or os.environ.get(OCLOC.name) or shutil.which("ocloc")
+    return os.path.abspath(shutil.which(candidate) or candidate) if candidate else None
+
+
 def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit: str | None = None) -> tuple[str, str, frozenset[str]]:
     """``(path, version, acronyms)`` of the ocloc in use (``explicit``, else ``$AOTWHEEL_OCLOC``,
     else ``PATH``), from the cache when its binary is unchanged."""
-    candidate = explicit or os.environ.get(OCLOC.name) or shutil.which("ocloc")
-    if not candidate:
+    path = _ocloc_path(explicit)
+    if path is None:
         from aotwheel.backends.intel.ocloc import INSTALL_HINT
 
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
-    path = shutil.which(candidate) or candidate
-    path = os.path.abspath(path)
     facts = cache.tool_facts(path) if os.path.exists(path) else None
     if facts and "version" in facts and "acronyms" in facts:
         return path, facts["version"], frozenset(facts["acronyms"])
@@ -103,9 +108,8 @@ def installed_catalog(explicit: str | None = None, cache: DeviceCodeCache | None
 
     base = load_catalog()
     cache = cache if cache is not None else DeviceCodeCache.from_env()
-    candidate = explicit or os.environ.get(OCLOC.name) or shutil.which("ocloc")
-    path = os.path.abspath(shutil.which(candidate) or candidate) if candidate else ""
-    if not path or not os.path.isfile(path):
+    path = _ocloc_path(explicit)
+    if path is None or not os.path.isfile(path):
         return base
     facts = cache.tool_facts(path) or {}
     table = OclocTable.from_dict(facts.get("device_table") or {})

@@ -167,7 +167,6 @@ def merge(catalog: Catalog, table: OclocTable) -> Catalog:
         if extra:
             devices[devices.index(dev)] = replace(dev, aliases=dev.aliases + extra)
     devices.sort(key=lambda d: d.ip_tuple)
-    final = {d.ip: d for d in devices}
     pci_extra: dict[str, list[int]] = {}
     for pci_id, ip in table.pci_ids:
         pci_extra.setdefault(ip, []).append(pci_id)
