@@ -240,7 +240,7 @@ def main() -> int:
         child_load(args.child_load)
         return 0
     sys.path.insert(0, str(REPO / "python"))
-    from aotwheel.probe.cuda import probe_cuda
+    from aotwheel.backends.nvidia.probe import probe_cuda
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

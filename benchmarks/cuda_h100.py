@@ -7,7 +7,7 @@
 1. builds csrc/kernels/*.cl three times with aotwheel_add_cuda_device_code() (CMake + ninja + nvcc):
    (a) sm_90, (b) sm_80 + its PTX ("sm_80 ptx"), (c) PTX only (compute_80);
 2. lists each library with cuobjdump --list-elf --list-ptx and compares with aotwheel's parser;
-3. probes the GPU (aotwheel.probe.cuda) and gives aotwheel's verdict for each (native / jit / jit);
+3. probes the GPU (aotwheel.backends.nvidia.probe) and gives aotwheel's verdict for each (native / jit / jit);
 4. loads each fat binary with cuModuleLoadData, runs every kernel on fresh random data and
    compares with NumPy in float64 (outputs poisoned with NaN first);
 5. times the first module load in fresh processes, JIT cache disabled (CUDA_CACHE_DISABLE=1) vs
@@ -293,7 +293,7 @@ def main() -> int:
         return 0
     sys.path.insert(0, str(REPO / "python"))
     from aotwheel.backends.nvidia.targets import cuda_verdict
-    from aotwheel.probe.cuda import probe_cuda
+    from aotwheel.backends.nvidia.probe import probe_cuda
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

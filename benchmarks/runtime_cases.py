@@ -198,7 +198,7 @@ print(json.dumps({"s": time.perf_counter() - t0, "devices": len(r.devices), "rea
 
 def p5_check(binary: Path | None, runs: int) -> dict:
     """P5b: ``check()`` with probes cached (timeit) and the first probe of each backend."""
-    from aotwheel.probe import BACKENDS  # noqa: F401  (listing only; probes run in children)
+    from aotwheel.probe import probe_names  # listing only; probes run in children
 
     env = _env(**opencl_cpu_env())
     out: dict = {}
@@ -212,7 +212,7 @@ def p5_check(binary: Path | None, runs: int) -> dict:
                         "cached_check_ms": cached.to_dict(1e3), "target": "cached check() <= 1 ms",
                         "met": cached.median <= 0.001}
     probes: dict = {}
-    for name in BACKENDS:
+    for name in probe_names():
         s = Samples()
         last: dict = {}
         for _ in range(runs):

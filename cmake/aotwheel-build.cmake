@@ -266,7 +266,7 @@ endfunction()
 # _aotwheel_toolchain(<fn> <work> <devices>): find and check the tools now
 # (configure fails here, with one line, when one is missing) into <work>/toolchain.json, and plan the ocloc edges of the
 # caller's ARG_SOURCES, <work>/ocloc-edges.txt (one `<stem>=<device>,<device>...` line per edge;
-# buildsteps/groups.py): one edge per source unless splitting a source's devices shortens the
+# backends/intel/build/groups.py): one edge per source unless splitting a source's devices shortens the
 # build on this machine's cores, or AOTWHEEL_OCLOC_GROUPS (CMake variable or environment) groups per source.
 function(_aotwheel_toolchain fn work devices)
   list(JOIN devices "," csv)

@@ -46,7 +46,7 @@ endif()
 
 set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_PYTHON_COMMAND})
 list(POP_BACK _AOTWHEEL_CUDA_COMMAND)
-list(APPEND _AOTWHEEL_CUDA_COMMAND aotwheel.buildsteps.cuda)
+list(APPEND _AOTWHEEL_CUDA_COMMAND aotwheel.backends.nvidia.build)
 
 # The portability header: a source checkout's csrc/, or include/ of an installed aotwheel.
 foreach(_aotwheel_h "${CMAKE_CURRENT_LIST_DIR}/../csrc/aotwheel_portable.h"

@@ -12,7 +12,7 @@ import pytest
 
 from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require, run
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
-from aotwheel.buildsteps.ocloc_job import run_job
+from aotwheel.backends.intel.build.ocloc_job import run_job
 from aotwheel.errors import ToolchainError
 from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
 

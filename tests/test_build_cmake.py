@@ -303,7 +303,7 @@ def test_unsupported_device_for_this_ocloc_stops_configure(tmp_path):
 
 def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
     from aotwheel.buildsteps.cache import DeviceCodeCache
-    from aotwheel.buildsteps.toolchain import discover
+    from aotwheel.backends.intel.build.toolchain import discover
     from aotwheel.errors import ToolchainError
 
     require(CLANG, LLVM_SPIRV, "ocloc")
@@ -335,7 +335,7 @@ def test_clang_and_llvm_spirv_versions_are_asked_once_per_binary(tmp_path, monke
     import os
 
     from aotwheel.buildsteps.cache import DeviceCodeCache
-    from aotwheel.buildsteps.toolchain import discover
+    from aotwheel.backends.intel.build.toolchain import discover
 
     log = tmp_path / "runs.log"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, ar_members, compile_spirv, ocloc_ip, require, run
-from aotwheel.buildsteps.fatbin import ir_options, Member, build_fatbin, spirv_ir_elf, write_ar
-from aotwheel.buildsteps.spirv import entry_points
+from aotwheel.backends.intel.build.fatbin import ir_options, Member, build_fatbin, spirv_ir_elf, write_ar
+from aotwheel.backends.intel.build.spirv import entry_points
 from aotwheel.errors import AotwheelError
 from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from _cuda_util import HEADER, KERNELS, listing, nvcc_path, run
-from aotwheel.buildsteps.cuda import render_embed
+from aotwheel.backends.nvidia.build import render_embed
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]

@@ -102,7 +102,7 @@ def test_wheel_members_are_checked(libs: dict[str, Path], tmp_path: Path) -> Non
 
 def test_no_cuda_images_and_no_gpu(libs: dict[str, Path]) -> None:
     assert check_cuda(sys.executable, "sm_90", policy="ignore") == []
-    from aotwheel.probe.cuda import probe_cuda
+    from aotwheel.backends.nvidia.probe import probe_cuda
 
     gpus = probe_cuda().devices  # none here (no libcuda); one verdict per GPU where there are some
     assert len(check_cuda(libs["sm_90"], None, policy="ignore")) == len(gpus)

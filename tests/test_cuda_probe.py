@@ -1,4 +1,4 @@
-"""CUDA driver probe (aotwheel.probe.cuda) and nvcc discovery (aotwheel.backends.nvidia.nvcc).
+"""CUDA driver probe (aotwheel.backends.nvidia.probe) and nvcc discovery (aotwheel.backends.nvidia.nvcc).
 
 There is no NVIDIA GPU or libcuda here: the absent and not-a-driver paths run for real; the
 present path runs against small fake drivers compiled with gcc (tests named test_fake_gpu_*)
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from _cuda_util import nvcc_path, run
 from aotwheel.errors import ToolchainError
-from aotwheel.probe.cuda import CudaDevice, probe_cuda
+from aotwheel.backends.nvidia.probe import CudaDevice, probe_cuda
 from aotwheel.backends.nvidia import nvcc as nvcc_mod
 
 FAKE_DRIVER = r"""

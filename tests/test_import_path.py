@@ -69,14 +69,15 @@ def test_build_steps_run_as_a_file_put_their_aotwheel_first_and_keep_pythonpath(
 def test_build_steps_import_only_what_a_cache_hit_needs():
     # Each spirv/ocloc edge is a process of its own that mostly fetches from the caches: no
     # subprocess, tempfile or shutil (only a compile needs them), no typing or dataclasses (inspect,
-    # ast), no Intel backend package (model, config), and no http.client at all (HttpStore speaks
+    # ast), no backend object or its protocol (model, config: the steps live in the vendor's
+    # package, whose parents must stay empty of them), and no http.client at all (HttpStore speaks
     # HTTP on the socket module).
     unwanted = {"subprocess", "tempfile", "shutil", "typing", "dataclasses", "inspect", "http.client",
-                "aotwheel.backends", "aotwheel.model", "aotwheel.config"}
-    spirv = _new_modules("import aotwheel.buildsteps.spvcache, aotwheel.buildsteps.tiers, aotwheel.buildsteps.remote",
+                "aotwheel.backends.protocol", "aotwheel.backends.intel.backend", "aotwheel.model", "aotwheel.config"}
+    spirv = _new_modules("import aotwheel.backends.intel.build.spvcache, aotwheel.buildsteps.tiers, aotwheel.buildsteps.remote",
                          REPO / "python")
     assert not unwanted & set(spirv), sorted(unwanted & set(spirv))
-    ocloc = _new_modules("import aotwheel.buildsteps.ocloc_job, aotwheel.buildsteps.remote, aotwheel.buildsteps.fatbin, "
+    ocloc = _new_modules("import aotwheel.backends.intel.build.ocloc_job, aotwheel.buildsteps.remote, aotwheel.backends.intel.build.fatbin, "
                          "aotwheel.buildsteps.manifest", REPO / "python")
     assert not unwanted & set(ocloc), sorted(unwanted & set(ocloc))
 

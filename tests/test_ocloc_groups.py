@@ -18,12 +18,12 @@ import pytest
 from _build_util import (
     PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_ip, ocloc_logger, require, run,
 )
-from aotwheel.buildsteps import groups
+from aotwheel.backends.intel.build import groups
 from aotwheel.buildsteps.cache import DeviceCodeCache
-from aotwheel.buildsteps.groups import (
+from aotwheel.backends.intel.build.groups import (
     EDGE_OVERHEAD, device_groups, estimated_makespan, group_count, plan_edges, plan_estimate, source_jobs, usable_cores,
 )
-from aotwheel.buildsteps.ocloc_job import GroupJob, compile_devices, run_group, run_job
+from aotwheel.backends.intel.build.ocloc_job import GroupJob, compile_devices, run_group, run_job
 from aotwheel.buildsteps.shard import DEVICE_COST, Job, job_cost
 from aotwheel.buildsteps.tiers import Tiers
 from aotwheel.errors import AotwheelError, ToolchainError

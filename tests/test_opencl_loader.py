@@ -259,7 +259,7 @@ def test_intel_gpu_double_gets_the_fat_binary_when_a_member_matches(tmp_path, mo
             ("12.0.0", opencl.JIT, "il", spv.read_bytes())):  # tgllp: not covered -> SPIR-V
         gpu = ProbedDevice(name="Intel(R) Data Center GPU (double)", backend="opencl", kind="gpu", vendor="intel", ip=ip,
                            platform="Intel(R) OpenCL Graphics", driver="24.0", spirv=True)
-        monkeypatch.setattr("aotwheel.probe.opencl.describe", lambda cl_, platform, device, index=0, lib_cache=None, g=gpu: g)
+        monkeypatch.setattr("aotwheel.backends.intel.probes.opencl.describe", lambda cl_, platform, device, index=0, lib_cache=None, g=gpu: g)
         _RecordingProgram.made.clear()
         device = type("Dev", (), {"platform": None})()
         loaded = opencl.load_program(None, device, tmp_path / "k.ar", cache=opencl.JitCache(None))

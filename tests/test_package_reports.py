@@ -101,7 +101,7 @@ def test_cpu_device_vendor_is_the_cpus_not_the_runtimes():
 
 
 def test_cpu_vendor_from_the_name_then_cpuid(tmp_path):
-    from aotwheel.probe.opencl import cpu_vendor
+    from aotwheel.backends.intel.probes.opencl import cpu_vendor
 
     info = tmp_path / "cpuinfo"
     info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\n")

@@ -55,7 +55,7 @@ def _stub_loader(name: str, *, fail_init: bool) -> str:
     return str(folder)
 
 
-LEVELZERO = "from aotwheel.probe.levelzero import probe; import json; r = probe(); print(json.dumps(r.to_dict()))"
+LEVELZERO = "from aotwheel.backends.intel.probes.levelzero import probe; import json; r = probe(); print(json.dumps(r.to_dict()))"
 
 
 def test_levelzero_absent_loader_gives_reason_not_exception():
@@ -101,7 +101,7 @@ def test_opencl_absent_platforms_is_a_reason_and_detect_returns_empty():
     pytest.importorskip("pyopencl")
     empty = CACHE / "empty_vendors"
     empty.mkdir(parents=True, exist_ok=True)
-    code = ("import json; from aotwheel.probe import opencl, detect_devices; r = opencl.probe(); "
+    code = ("import json; from aotwheel.backends.intel.probes import opencl; from aotwheel.probe import detect_devices; r = opencl.probe(); "
             "print(json.dumps([r.reason, len(r.devices), len([d for d in detect_devices() if d.backend == 'opencl'])]))")
     proc = run_python(code, child_env(OCL_ICD_VENDORS=str(empty), LD_LIBRARY_PATH=str(empty)))
     assert proc.returncode == 0, proc.stderr
@@ -111,7 +111,7 @@ def test_opencl_absent_platforms_is_a_reason_and_detect_returns_empty():
 
 def test_pyopencl_missing_is_a_reason():
     code = ("import sys, json; sys.modules['pyopencl'] = None\n"
-            "from aotwheel.probe import opencl; r = opencl.probe(); print(json.dumps(r.reason))")
+            "from aotwheel.backends.intel.probes import opencl; r = opencl.probe(); print(json.dumps(r.reason))")
     proc = run_python(code, child_env())
     assert proc.returncode == 0, proc.stderr
     assert "pyopencl not installed" in json.loads(proc.stdout)
@@ -119,7 +119,7 @@ def test_pyopencl_missing_is_a_reason():
 
 def test_opencl_cpu_runtime_is_found_as_cpu_device_with_spirv():
     env = opencl_cpu_env()
-    code = ("import json, pyopencl as cl; from aotwheel.probe import opencl\n"
+    code = ("import json, pyopencl as cl; from aotwheel.backends.intel.probes import opencl\n"
             "ref = [(d.name.strip(), d.type) for p in cl.get_platforms() for d in p.get_devices()]\n"
             "r = opencl.probe(); print(json.dumps({'ref': ref, 'got': [d.to_dict() for d in r.devices], 'cpu': int(cl.device_type.CPU)}))")
     proc = run_python(code, env)
@@ -134,7 +134,7 @@ def test_opencl_cpu_runtime_is_found_as_cpu_device_with_spirv():
 
 def test_import_is_cheap_and_probes_nothing():
     code = ("import sys, aotwheel, aotwheel.probe, aotwheel.hook\n"
-            "heavy = [m for m in ('pyopencl', 'numpy', 'ctypes', 'aotwheel.probe.levelzero', 'elftools', 'zstandard', 'dpctl', 'torch') if m in sys.modules]\n"
+            "heavy = [m for m in ('pyopencl', 'numpy', 'ctypes', 'aotwheel.backends.intel.probes.levelzero', 'elftools', 'zstandard', 'dpctl', 'torch') if m in sys.modules]\n"
             "print(','.join(heavy))")
     proc = run_python(code, child_env())
     assert proc.returncode == 0, proc.stderr
@@ -196,7 +196,7 @@ def test_merge_lists_one_gpu_per_device_and_keeps_cpus():
     (0x0100000000000050, None),           # vendor byte 0x01 = NVIDIA
 ])
 def test_torch_xpu_architecture_decoding(value, ip):
-    from aotwheel.probe.torchxpu import ip_from_sycl_architecture
+    from aotwheel.backends.intel.probes.torchxpu import ip_from_sycl_architecture
 
     assert ip_from_sycl_architecture(value) == ip
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.buildsteps.groups import device_groups, plan_edges, slice_groups
+from aotwheel.backends.intel.build.groups import device_groups, plan_edges, slice_groups
 from aotwheel.buildsteps.shard import (DEVICE_COST, IMBALANCE, Job, Shard, assign, in_slice, job_cost, parse_shard,
                                        read_jobs)
 from aotwheel.errors import AotwheelError

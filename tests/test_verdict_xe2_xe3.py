@@ -33,7 +33,7 @@ from __future__ import annotations
 import pytest
 
 from _inspect_util import DATA
-from aotwheel.backends.intel import BACKEND
+from aotwheel.backends.intel.backend import BACKEND
 from aotwheel.inspector import inspect
 from aotwheel.probe import ProbedDevice
 

@@ -264,7 +264,7 @@ def _probe_gpus() -> list[str]:
     else:
         found += [d.ip for d in detect_devices() if d.ip and d.kind == "gpu"]
     try:
-        from aotwheel.probe.cuda import probe_cuda
+        from aotwheel.backends.nvidia.probe import probe_cuda
     except ImportError:
         pass
     else:

@@ -113,3 +113,53 @@ class Verdict:
         data["targets"] = list(self.targets)
         data["unsupported_modules"] = list(self.unsupported_modules)
         return data
+
+
+@dataclass(frozen=True)
+class ProbedDevice:
+    """One device as a runtime reports it.
+
+    ``kind`` is ``"gpu"``, ``"cpu"`` or ``"other"``; ``ip`` is ``"maj.min.rev"`` when the runtime
+    can tell it (Level Zero, OpenCL with ``cl_intel_device_attribute_query``, torch.xpu), else
+    ``None``; ``catalog`` is the aotwheel catalog name for that IP.
+    """
+
+    name: str
+    backend: str  # the probe's name ("levelzero", "opencl", "cuda", ...) or "override"
+    kind: str = "gpu"
+    vendor: str = "intel"
+    ip: str | None = None
+    catalog: str | None = None
+    pci_id: int | None = None
+    platform: str | None = None
+    index: int = 0
+    spirv: bool | None = None  # accepts SPIR-V input (OpenCL il_version), when known
+    driver: str | None = None
+
+    @property
+    def label(self) -> str:
+        """Short human name: catalog name (or device name) plus the backend."""
+        base = self.catalog or self.name
+        return f"{base} [{self.backend}]" if self.backend != "override" else base
+
+    @property
+    def key(self) -> str:
+        """Identity used to warn once per device: kind + IP, else kind + name."""
+        return f"{self.kind}:{self.ip or self.name}"
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data["pci_id"] = None if self.pci_id is None else "0x%04x" % self.pci_id
+        return data
+
+
+@dataclass
+class ProbeResult:
+    """What one backend found; ``reason`` says why it found nothing (or is empty)."""
+
+    backend: str
+    devices: list[ProbedDevice] = field(default_factory=list)
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"backend": self.backend, "devices": [d.to_dict() for d in self.devices], "reason": self.reason}

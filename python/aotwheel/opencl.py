@@ -173,7 +173,7 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
     """:func:`build_program`, also saying where the program came from."""
     import pyopencl as cl
 
-    from aotwheel.probe.opencl import describe
+    from aotwheel.backends.intel.probes.opencl import describe
     from aotwheel.backends.intel.rules import decide
     from aotwheel.model import NATIVE as NATIVE_VERDICT
 

@@ -257,7 +257,7 @@ def run(modules: list[Module]) -> list[DeviceResult]:
         raise AotwheelError(f"selftest needs numpy and pyopencl ({exc.name} missing); pip install 'aotwheel[selftest]'") from None
     from aotwheel.backends.intel.rules import decide
     from aotwheel.opencl import DeviceCode, load_program
-    from aotwheel.probe.opencl import describe
+    from aotwheel.backends.intel.probes.opencl import describe
 
     try:
         pairs = _opencl_devices(cl)

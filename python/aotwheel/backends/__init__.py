@@ -1,7 +1,8 @@
 """Vendor backends behind one small interface, and the registry the core asks.
 
 Each vendor is one package (``aotwheel.backends.intel``, ``aotwheel.backends.nvidia``) whose
-``__init__`` defines ``BACKEND``, an object that satisfies :class:`Backend`. The core (resolver,
+``backend`` module defines ``BACKEND``, an object that satisfies
+:class:`aotwheel.backends.protocol.Backend`. The core (resolver,
 inspector, run-time check, CLI) never names a vendor: it asks the registry which backend owns a
 devlist token or a device and calls it. Adding a vendor means adding one package and one line to
 :data:`_BUILTIN` (or calling :func:`register`), as cibuildwheel adds a platform.
@@ -14,52 +15,18 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
 
+# Not typing.TYPE_CHECKING: a build step imports this package (its parent) and must not pay for typing.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from aotwheel.model import Device, Verdict
+    from collections.abc import Sequence
+
+    from aotwheel.backends.protocol import Backend, ProbeSpec
+    from aotwheel.model import Device
     from aotwheel.report import FileReport
 
 # name -> module defining BACKEND; order is the order backends are asked.
-_BUILTIN = {"intel": "aotwheel.backends.intel", "nvidia": "aotwheel.backends.nvidia", "amd": "aotwheel.backends.amd"}
-
-
-class Backend(Protocol):
-    """What the core needs from one vendor."""
-
-    name: str  # "intel", "nvidia": the ``vendor`` of its targets, devices and verdicts
-    title: str  # "Intel", "NVIDIA": for messages
-
-    def owns_token(self, token: str) -> bool:
-        """Whether a (lower-case) ``USE_AOT_DEVLIST`` / ``AOTWHEEL_DEVICE`` token is in this
-        vendor's grammar, valid or not (so that a typo gets this vendor's suggestion)."""
-        ...
-
-    def owns_device(self, device: Device) -> bool:
-        """Whether this vendor's driver loads code on ``device``."""
-        ...
-
-    def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
-        """This vendor's native target names and JIT-able IR forms in one inspected binary."""
-        ...
-
-    def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
-        """The driver's verdict for ``file`` on ``device`` (a device this backend owns)."""
-        ...
-
-    def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
-        """One line for a ``jit`` verdict: device, what is embedded, how to ship native code."""
-        ...
-
-    def remedy(self, verdict: Verdict) -> str:
-        """What to rebuild with so that the verdict's device runs native code (``""`` if nothing)."""
-        ...
-
-    def selftest(self, binary: str) -> list[Any]:
-        """Run ``binary``'s kernels on this vendor's devices that OpenCL does not reach
-        (:class:`aotwheel.selftest.DeviceResult` each); ``[]`` when OpenCL covers them all."""
-        ...
+_BUILTIN = {"intel": "aotwheel.backends.intel.backend", "nvidia": "aotwheel.backends.nvidia.backend", "amd": "aotwheel.backends.amd.backend"}
 
 
 def register(name: str, module: str) -> None:
@@ -80,6 +47,17 @@ def names() -> tuple[str, ...]:
     return tuple(_BUILTIN)
 
 
+def probe_specs() -> list[ProbeSpec]:
+    """Every backend's device probes, in registry order."""
+    return [spec for b in all_backends() for spec in b.probes]
+
+
+def default() -> Backend:
+    """The backend that judges what no backend claims: devices seen only through OpenCL, and
+    tokens in no grammar (its catalog suggests the nearest names)."""
+    return get(next(iter(_BUILTIN)))
+
+
 def all_backends() -> list[Backend]:
     """Every registered backend."""
     return [get(n) for n in _BUILTIN]
@@ -94,7 +72,7 @@ def for_token(token: str) -> Backend | None:
 def for_device(device: Device) -> Backend:
     """The backend whose driver runs code on ``device``. Devices no vendor claims (a CPU, another
     vendor's GPU seen through OpenCL) go to the first backend: its SPIR-V rules cover OpenCL."""
-    return next((b for b in all_backends() if b.owns_device(device)), get(next(iter(_BUILTIN))))
+    return next((b for b in all_backends() if b.owns_device(device)), default())
 
 
 def vendors_in(file: FileReport) -> Sequence[str]:

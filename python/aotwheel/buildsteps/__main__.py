@@ -90,11 +90,11 @@ def _remote_outcomes(work: Path) -> dict[str, int]:
 
 def cmd_configure(a: argparse.Namespace) -> int:
     """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' plan)."""
-    from aotwheel.buildsteps.toolchain import discover
+    from aotwheel.backends.intel.build.toolchain import discover
 
     devices = [d for d in a.devices.split(",") if d]
     if a.edges_out:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
-        from aotwheel.buildsteps.groups import group_count, plan_edges, source_jobs, usable_cores
+        from aotwheel.backends.intel.build.groups import group_count, plan_edges, source_jobs, usable_cores
 
         group_count(a.groups, len(devices))
         sources = [tuple(s.split("=", 1)) for s in a.source or []]
@@ -109,8 +109,8 @@ def cmd_configure(a: argparse.Namespace) -> int:
 
 def cmd_spirv(a: argparse.Namespace) -> int:
     """Compile one kernel source to SPIR-V, through the SPIR-V cache (local, then the remote stores)."""
-    from aotwheel.buildsteps.spirv import SpirvToolchain
-    from aotwheel.buildsteps.spvcache import build_spirv
+    from aotwheel.backends.intel.build.spirv import SpirvToolchain
+    from aotwheel.backends.intel.build.spvcache import build_spirv
 
     t = _load_toolchain(a.toolchain)
     tc = SpirvToolchain(t["clang"], t["clang_version"], t["llvm_spirv"], t["llvm_spirv_version"])
@@ -149,7 +149,7 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
                 ) -> dict[str, tuple[str, bytes, str]]:
     """Run one ocloc step's jobs (``(device, ip, output)``) through the caches; per device
     ``(ip, binary, provenance)``."""
-    from aotwheel.buildsteps.ocloc_job import GroupJob, run_group
+    from aotwheel.backends.intel.build.ocloc_job import GroupJob, run_group
     from aotwheel.buildsteps.tiers import Tiers
 
     t = _load_toolchain(a.toolchain)
@@ -189,7 +189,7 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
 def cmd_shard(a: argparse.Namespace) -> int:
     """Write this shard's slice of the job list (configure time): ``<stem>\\t<group>|<group>...``
     a line, each group comma-separated devices; sources with no job in this shard are absent."""
-    from aotwheel.buildsteps.groups import slice_groups
+    from aotwheel.backends.intel.build.groups import slice_groups
     from aotwheel.buildsteps.shard import parse_shard, read_job_list
 
     shard = parse_shard(a.shard)
@@ -216,7 +216,7 @@ def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, byt
     """One source's fat binary from ``(device, ip, binary, provenance)`` in devlist order (+ the
     SPIR-V as generic_ir, laid out as this ocloc lays it out), and its member list for the manifest."""
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.fatbin import build_fatbin, ir_options, member_name, spirv_ir_elf
+    from aotwheel.backends.intel.build.fatbin import build_fatbin, ir_options, member_name, spirv_ir_elf
     from aotwheel.buildsteps.manifest import fatbin_info
 
     build_options = ir_options(ocloc_version, options)
@@ -243,7 +243,7 @@ def cmd_tgtsym(a: argparse.Namespace) -> int:
     """Write the .tgtsym names of all SPIR-V modules."""
     from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.buildsteps.embed import tgtsym
-    from aotwheel.buildsteps.spirv import entry_points
+    from aotwheel.backends.intel.build.spirv import entry_points
 
     triples = [t for t in a.triples.split(",") if t]
     entries = []

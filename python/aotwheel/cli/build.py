@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.what == "warm":
         return warm(Path(args.source_dir), shard=args.shard, devlist=args.devlist, build_dir=args.build_dir,
                     as_json=args.json)
-    from aotwheel.buildsteps.toolchain import discover, ocloc_facts
+    from aotwheel.backends.intel.build.toolchain import discover, ocloc_facts
     from aotwheel.errors import ToolchainError
 
     doc = discover([d for d in args.devices.split(",") if d], cache).to_dict()

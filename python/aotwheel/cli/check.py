@@ -48,10 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> None:
-    from aotwheel.probe.opencl import use_cpu_runtime_if_installed
+    from aotwheel import backends
 
     del args  # --device travels as an argument (check(devices=...)), never through os.environ
-    use_cpu_runtime_if_installed()
+    for backend in backends.all_backends():
+        backend.prepare_probes()
 
 
 def run_devices(args: argparse.Namespace) -> int:
@@ -137,26 +138,13 @@ def _served_elsewhere(verdicts: list) -> set[int]:
 
 
 def _cached_native_builds(verdicts: list) -> dict[int, dict[str, int]]:
-    """For JIT verdicts on OpenCL devices: how many of the binary's SPIR-V modules have a native
-    build in aotwheel's JIT cache (``aotwheel.opencl`` loads those instead of compiling)."""
-    jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
-    if not jit:
-        return {}
-    from aotwheel.jitcache import JitCache
-    from aotwheel.opencl import cached_builds
-    from aotwheel.probe.opencl import probe
+    """Per verdict index, the modules of a JIT verdict's binary that a backend's JIT cache already
+    holds native builds of (``{"modules": n, "cached": k}``)."""
+    from aotwheel import backends
 
-    cache = JitCache.from_env()
-    if not cache.enabled:
-        return {}
-    devices = {d.label: d for d in probe().devices}
     out: dict[int, dict[str, int]] = {}
-    for i in jit:
-        dev = devices.get(verdicts[i].device)
-        if dev is not None:
-            hits, total = cached_builds(verdicts[i].binary, dev, cache)
-            if total:
-                out[i] = {"modules": total, "cached": hits}
+    for backend in backends.all_backends():
+        out.update(backend.cached_native_builds(verdicts))
     return out
 
 

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aotwheel import config
-    from aotwheel.buildsteps.compile import compile_spirv_report, write_outputs
+    from aotwheel.backends.intel.build.compile import compile_spirv_report, write_outputs
     from aotwheel.errors import AotwheelError
 
     jobs = args.jobs

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from aotwheel.buildsteps.toolchain import catalog_for, installed_catalog
+    from aotwheel.backends.intel.build.toolchain import catalog_for, installed_catalog
     from aotwheel.config import devlist_choice, read
     from aotwheel.devlist import describe, resolve
 

@@ -4,10 +4,11 @@ Every backend is optional and lazy: a missing or broken runtime yields an empty
 :class:`ProbeResult` with a ``reason``; nothing here raises because a runtime is absent.
 ``AOTWHEEL_DEVICE`` (see :mod:`aotwheel.probe.override`) replaces the probes entirely.
 
-Backends, in the order they are asked: Level Zero (ctypes), OpenCL (pyopencl), SYCL (dpctl),
-``torch.xpu``. The last two sit on the same Level Zero driver and cost seconds to import, so
-:func:`detect_devices` asks them only when the application already imported dpctl / torch;
-``aotwheel devices`` (``probe_all(heavy=True)``) always asks them.
+The probes are the backends' (``Backend.probes``, in registry order; Intel's: Level Zero, OpenCL,
+SYCL, ``torch.xpu``; NVIDIA's: the CUDA driver). A probe marked ``heavy`` (SYCL, ``torch.xpu``: they
+sit on the same Level Zero driver and cost seconds to import) runs in :func:`detect_devices` only
+when the application already imported its module; ``aotwheel devices`` (``probe_all(heavy=True)``)
+always asks it.
 """
 
 from __future__ import annotations
@@ -15,82 +16,38 @@ from __future__ import annotations
 import functools
 import importlib
 import sys
-from dataclasses import asdict, dataclass, field
 
-BACKENDS = ("levelzero", "opencl", "sycl", "torchxpu", "cuda")
-
-# Module each heavy backend imports; probed implicitly only once the application imported it.
-_HEAVY = {"sycl": "dpctl", "torchxpu": "torch"}
+from aotwheel.model import ProbedDevice, ProbeResult  # re-exported: the probes' result types
 
 
-@dataclass(frozen=True)
-class ProbedDevice:
-    """One device as a runtime reports it.
+def probe_names() -> tuple[str, ...]:
+    """Every backend's probes by name, in the order they are asked."""
+    from aotwheel import backends
 
-    ``kind`` is ``"gpu"``, ``"cpu"`` or ``"other"``; ``ip`` is ``"maj.min.rev"`` when the runtime
-    can tell it (Level Zero, OpenCL with ``cl_intel_device_attribute_query``, torch.xpu), else
-    ``None``; ``catalog`` is the aotwheel catalog name for that IP.
-    """
-
-    name: str
-    backend: str  # "levelzero" | "opencl" | "sycl" | "torchxpu" | "override"
-    kind: str = "gpu"
-    vendor: str = "intel"
-    ip: str | None = None
-    catalog: str | None = None
-    pci_id: int | None = None
-    platform: str | None = None
-    index: int = 0
-    spirv: bool | None = None  # accepts SPIR-V input (OpenCL il_version), when known
-    driver: str | None = None
-
-    @property
-    def label(self) -> str:
-        """Short human name: catalog name (or device name) plus the backend."""
-        base = self.catalog or self.name
-        return f"{base} [{self.backend}]" if self.backend != "override" else base
-
-    @property
-    def key(self) -> str:
-        """Identity used to warn once per device: kind + IP, else kind + name."""
-        return f"{self.kind}:{self.ip or self.name}"
-
-    def to_dict(self) -> dict[str, object]:
-        data = asdict(self)
-        data["pci_id"] = None if self.pci_id is None else "0x%04x" % self.pci_id
-        return data
-
-
-@dataclass
-class ProbeResult:
-    """What one backend found; ``reason`` says why it found nothing (or is empty)."""
-
-    backend: str
-    devices: list[ProbedDevice] = field(default_factory=list)
-    reason: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        return {"backend": self.backend, "devices": [d.to_dict() for d in self.devices], "reason": self.reason}
+    return tuple(spec.name for spec in backends.probe_specs())
 
 
 def run_backend(name: str) -> ProbeResult:
-    """Run one backend's probe; any exception becomes the result's reason."""
+    """Run one probe (by its name, e.g. ``"opencl"``); any exception becomes the result's reason."""
+    from aotwheel import backends
+
     try:
-        module = importlib.import_module(f"aotwheel.probe.{name}")
-        return module.probe()
+        spec = next(s for s in backends.probe_specs() if s.name == name)
+        return importlib.import_module(spec.module).probe()
     except Exception as exc:  # a probe must never take the caller down
         return ProbeResult(name, [], f"probe failed: {type(exc).__name__}: {exc}")
 
 
 @functools.lru_cache(maxsize=2)
 def _cached_results(heavy: bool) -> tuple[ProbeResult, ...]:
+    from aotwheel import backends
+
     results: list[ProbeResult] = []
-    for name in BACKENDS:
-        module = _HEAVY.get(name)
-        if module and not heavy and module not in sys.modules:
-            results.append(ProbeResult(name, [], f"skipped: {module} not imported by the application (aotwheel devices asks it)"))
+    for spec in backends.probe_specs():
+        if spec.heavy and not heavy and spec.heavy not in sys.modules:
+            results.append(ProbeResult(spec.name, [], f"skipped: {spec.heavy} not imported by the application (aotwheel devices asks it)"))
             continue
-        results.append(run_backend(name))
+        results.append(run_backend(spec.name))
     return tuple(results)
 
 
@@ -103,24 +60,29 @@ def probe_all(*, heavy: bool = False, refresh: bool = False) -> list[ProbeResult
 
 
 def merge(results: list[ProbeResult]) -> list[ProbedDevice]:
-    """One entry per physical device: GPUs from the first backend that saw any, CPUs from OpenCL.
+    """One entry per physical device: GPUs from the first probe that saw any, each vendor's own
+    driver's GPUs (a ``native`` probe), CPUs from OpenCL.
 
     Level Zero, SYCL and torch.xpu all sit on the same driver, so a GPU seen by several of
-    them is listed once; OpenCL CPU devices have no other backend.
+    them is listed once; OpenCL CPU devices have no other probe. A vendor's own driver (CUDA)
+    loads with its own rules, so an OpenCL view of the same GPUs would be a duplicate judged
+    by the wrong rules.
     """
+    from aotwheel import backends
+
+    native_probes = {s.name for s in backends.probe_specs() if s.native}
     gpus: list[ProbedDevice] = []
     others: list[ProbedDevice] = []
-    # NVIDIA GPUs come from the CUDA driver (their own loading rules); an OpenCL view of the
-    # same GPUs would be a duplicate judged by the wrong rules.
-    cuda = [d for r in results if r.backend == "cuda" for d in r.devices]
+    native = [d for r in results if r.backend in native_probes for d in r.devices]
+    native_vendors = {d.vendor.lower() for d in native}
     for result in results:
-        if result.backend == "cuda":
+        if result.backend in native_probes:
             continue
-        res_gpus = [d for d in result.devices if d.kind == "gpu" and not (cuda and "nvidia" in d.vendor.lower())]
+        res_gpus = [d for d in result.devices if d.kind == "gpu" and not any(v in d.vendor.lower() for v in native_vendors)]
         if res_gpus and not gpus:
             gpus = res_gpus
         others.extend(d for d in result.devices if d.kind != "gpu" and d.key not in {o.key for o in others})
-    return gpus + cuda + others
+    return gpus + native + others
 
 
 def detect_devices(*, use_override: bool = True) -> list[ProbedDevice]:
@@ -137,4 +99,4 @@ def detect_devices(*, use_override: bool = True) -> list[ProbedDevice]:
     return merge(probe_all())
 
 
-__all__ = ["BACKENDS", "ProbedDevice", "ProbeResult", "detect_devices", "merge", "probe_all", "run_backend"]
+__all__ = ["ProbedDevice", "ProbeResult", "detect_devices", "merge", "probe_all", "probe_names", "run_backend"]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 
 from aotwheel.errors import DevlistError
-from aotwheel.probe import ProbeResult, ProbedDevice
+from aotwheel.model import ProbeResult, ProbedDevice
 
 ENV = "AOTWHEEL_DEVICE"  # aotwheel.config.DEVICE
 CPU_TOKEN = "cpu"
@@ -24,10 +25,12 @@ _SPLIT = re.compile(r"[,\s]+")
 
 
 def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
-    """Devices named by ``text``; raises :class:`DevlistError` naming the bad token."""
+    """Devices named by ``text``; raises :class:`DevlistError` naming the bad token.
+
+    Each token goes to the backend whose grammar owns it (tokens nobody owns to the default
+    backend, whose catalog suggests the nearest name); ``cpu`` is an OpenCL CPU device of any vendor.
+    """
     from aotwheel import backends
-    from aotwheel.backends.intel import grammar
-    from aotwheel.backends.intel.catalog import load_catalog
 
     devices: list[ProbedDevice] = []
     for token in (t for t in _SPLIT.split(text.strip()) if t):
@@ -36,37 +39,12 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
             if not any(d.kind == "cpu" for d in devices):
                 devices.append(ProbedDevice(name="cpu", backend="override", kind="cpu", vendor="any", spirv=True))
             continue
-        owner = backends.for_token(low)
-        if owner is not None and owner.name == "nvidia" and not low.startswith(("sm_", "nvidia_gpu_sm_")):
-            raise DevlistError(f"{source}: '{token}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. {ENV}=sm_90", token)
-        if owner is not None and owner.name == "amd":
-            from aotwheel.backends.amd.targets import require_target_id
-
-            tid = str(require_target_id(low))
-            if not any(d.catalog == tid for d in devices):
-                devices.append(ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor="amd", catalog=tid, index=len(devices)))
-            continue
-        if low.startswith(("sm_", "nvidia_gpu_sm_")):
-            from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
-
-            try:
-                target = parse_cuda_target(low, supported=DEVICE_ARCHS)
-            except DevlistError as exc:
-                raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
-            if not any(d.catalog == target.name for d in devices):
-                devices.append(ProbedDevice(name=f"NVIDIA {target.name}", backend="override", kind="gpu", vendor="nvidia",
-                                            catalog=target.name, index=len(devices)))
-            continue
         if low in _REJECTED:
             raise DevlistError(f"{source}: '{token}' does not name a device; use a device name, IP version or 'cpu', e.g. {ENV}=pvc", token)
-        try:
-            _, targets = grammar.lookup(low, token, (), load_catalog())
-        except DevlistError as exc:
-            raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
-        for dev in targets:
-            if not any(d.catalog == dev.name for d in devices):
-                devices.append(ProbedDevice(name=dev.name, backend="override", kind="gpu", ip=dev.ip,
-                                            catalog=dev.name, index=len(devices), spirv=True))
+        owner = backends.for_token(low) or backends.default()
+        for dev in owner.override_devices(low, token, source):
+            if not any(d.vendor == dev.vendor and d.catalog == dev.catalog for d in devices):
+                devices.append(replace(dev, index=len(devices)))
     if not devices:
         raise DevlistError(f"{source} is empty; name a device (e.g. pvc, 12.60.7, cpu) or unset it")
     return devices

@@ -92,7 +92,7 @@ def nvidia_devices(devices: Any = None) -> list[NvidiaDevice]:
     """The NVIDIA GPUs to judge: ``devices`` (``"sm_90,sm_80"``, CudaDevice objects, or probed
     devices whose ``catalog`` is ``sm_XY``), else the CUDA driver probe."""
     if devices is None:
-        from aotwheel.probe.cuda import probe_cuda
+        from aotwheel.backends.nvidia.probe import probe_cuda
 
         return [NvidiaDevice(f"{d.name} (cuda:{d.index})", d.cc, f"cuda:{d.index}:{d.arch}") for d in probe_cuda().devices]
     if isinstance(devices, NvidiaDevice):

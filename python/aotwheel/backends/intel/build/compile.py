@@ -118,7 +118,7 @@ def check_spirv(spirv: bytes) -> None:
 
 def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
     """The devlist to build: Intel devices only (SPIR-V has no NVIDIA path through ocloc)."""
-    from aotwheel.buildsteps.toolchain import catalog_for
+    from aotwheel.backends.intel.build.toolchain import catalog_for
     from aotwheel.devlist import DevList, resolve
 
     if isinstance(devlist, str) and not devlist.strip():  # empty = unset, as everywhere (config.devlist_choice)
@@ -161,8 +161,8 @@ def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequenc
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True) -> CompileResult:
     """:func:`compile_spirv` with the per-device report (and binaries, for ``--format dir``)."""
     from aotwheel.buildsteps.cache import DeviceCodeCache
-    from aotwheel.buildsteps.fatbin import build_fatbin
-    from aotwheel.buildsteps.toolchain import ocloc_facts, ocloc_spellings
+    from aotwheel.backends.intel.build.fatbin import build_fatbin
+    from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
 
     if grf not in GRF_MODES:
         raise AotwheelError(f"grf must be one of {', '.join(GRF_MODES)}, not {grf!r}")
@@ -198,7 +198,7 @@ def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequenc
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
             futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
             natives = tuple(f.result() for f in futures)  # first failure (devlist order) raises
-    from aotwheel.buildsteps.fatbin import ir_options
+    from aotwheel.backends.intel.build.fatbin import ir_options
 
     fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
     return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None)
@@ -230,7 +230,7 @@ class _Job:
         """``(binary, spills, cache hit)``. The log is cached beside the binary so that a cache
         hit still knows about spills; a binary without its log is rebuilt."""
         from aotwheel.buildsteps.cache import CacheKey
-        from aotwheel.buildsteps.ocloc_job import compile_device_logged
+        from aotwheel.backends.intel.build.ocloc_job import compile_device_logged
 
         options = self._options(grf)
         # The same portable key (schema 2) as the CMake build's ocloc jobs: content, the device's

@@ -18,7 +18,7 @@ from aotwheel.config import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
-from aotwheel.buildsteps.spirv import SpirvToolchain
+from aotwheel.backends.intel.build.spirv import SpirvToolchain
 from aotwheel.buildsteps.values import Value
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id, unpack_object
-from aotwheel.buildsteps.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
+from aotwheel.backends.intel.build.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
 from aotwheel.buildsteps.values import Value
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)

@@ -11,7 +11,7 @@ import ctypes
 import os
 
 from aotwheel.config import ZE_LOADER
-from aotwheel.probe import ProbeResult, ProbedDevice
+from aotwheel.model import ProbeResult, ProbedDevice
 
 LIBRARY = "libze_loader.so.1"
 ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES = 0x3

@@ -1,0 +1,78 @@
+"""The AMD :class:`aotwheel.backends.Backend`: what the core asks of this vendor."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from aotwheel.model import AMD, NATIVE, Verdict
+
+if TYPE_CHECKING:
+    from aotwheel.model import Device
+    from aotwheel.model import ProbedDevice
+    from aotwheel.report import FileReport
+
+
+class AmdBackend:
+    name = AMD
+    title = "AMD"
+    probes = ()  # no ROCm here: AMD devices are named (--device gfx90a / AOTWHEEL_DEVICE)
+
+    def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
+        from aotwheel.backends.amd.targets import require_target_id
+        from aotwheel.model import ProbedDevice
+
+        tid = str(require_target_id(token))
+        return [ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor=AMD, catalog=tid)]
+
+    def owns_token(self, token: str) -> bool:
+        # Every gfx* token, valid or not, so that a typo gets this backend's message.
+        return token.startswith("gfx")
+
+    def owns_device(self, device: Device) -> bool:
+        # A GPU only: an AMD CPU seen through Intel's OpenCL CPU runtime runs SPIR-V by Intel's rules.
+        return str(getattr(device, "vendor", "")).lower() == AMD and getattr(device, "kind", "gpu") == "gpu"
+
+    def prepare_probes(self) -> None:
+        return None
+
+    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
+        return {}  # the driver's own JIT cache: nothing aotwheel keeps
+
+    def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
+        from aotwheel.backends.amd.rules import SPIRV_IR
+
+        names = [t.name or "" for t in file.native_targets if t.vendor == AMD]
+        return list(dict.fromkeys(names)), [k for k in file.ir if k == SPIRV_IR]
+
+    def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
+        from dataclasses import replace
+
+        from aotwheel.backends.amd.rules import decide
+
+        native, ir = self.code_in(file)
+        v = decide(native, ir, device, binary=binary)
+        return v if v.verdict == NATIVE else replace(v, remedy=self.remedy(v))
+
+    def selftest(self, binary: str) -> list[Any]:
+        """Nothing to run: aotwheel has no HIP runtime binding and no AMD GPU is reachable here."""
+        return []
+
+    def remedy(self, verdict: Verdict) -> str:
+        from aotwheel.backends.amd.targets import parse_target_id
+
+        dev = parse_target_id(verdict.device.split(" ")[0])
+        if dev is None:
+            return ""
+        archs = list(dict.fromkeys([*verdict.targets, str(dev)]))
+        return f"rebuild the HIP code with --offload-arch={','.join(archs)}"
+
+    def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
+        binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
+        line = f"{binary}: {verdict.device} will compile its kernels from AMD SPIR-V at load (embedded code objects: {', '.join(verdict.targets) or 'none'})"
+        fix = self.remedy(verdict)
+        return line + (f"; {fix} to ship native code for it" if fix else "")
+
+
+BACKEND = AmdBackend()

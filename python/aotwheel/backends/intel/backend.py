@@ -1,0 +1,219 @@
+"""The Intel :class:`aotwheel.backends.Backend`: what the core asks of this vendor."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from aotwheel.backends.protocol import ProbeSpec
+from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, Verdict
+
+if TYPE_CHECKING:
+    from aotwheel.model import Device
+    from aotwheel.model import ProbedDevice
+    from aotwheel.report import FileReport
+
+IR_FORMS = ("spirv", "llvmbc")  # what an OpenCL / Level Zero driver can JIT-compile
+
+
+class IntelBackend:
+    name = INTEL
+    title = "Intel"
+    probes = (ProbeSpec("levelzero", "aotwheel.backends.intel.probes.levelzero"),
+              ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
+              ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
+              ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
+
+    def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
+        from aotwheel.backends.intel import grammar
+        from aotwheel.backends.intel.catalog import load_catalog
+        from aotwheel.errors import DevlistError
+        from aotwheel.model import ProbedDevice
+
+        try:
+            _, targets = grammar.lookup(token, raw, (), load_catalog())
+        except DevlistError as exc:
+            raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
+        return [ProbedDevice(name=d.name, backend="override", kind="gpu", ip=d.ip, catalog=d.name, spirv=True) for d in targets]
+
+    def owns_token(self, token: str) -> bool:
+        from aotwheel.backends.intel.grammar import owns_token
+
+        return owns_token(token)
+
+    def owns_device(self, device: Device) -> bool:
+        return str(getattr(device, "vendor", "")).lower() == INTEL
+
+    def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
+        names = [t.name or t.ip or t.generic or t.core or "unknown" for t in file.native_targets if t.vendor == INTEL]
+        return list(dict.fromkeys(names)), [k for k in file.ir if k in IR_FORMS]
+
+    def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
+        from aotwheel.backends.intel.rules import decide
+
+        if getattr(device, "kind", "gpu") == "cpu":
+            from aotwheel.backends.intel.cpu_rules import decide_cpu
+
+            return self._finish(decide_cpu(file, device, binary=binary), file)
+        # CPU AOT images never serve a GPU.
+        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != "cpu-aot"]
+        ir = [k for k in file.ir if k in IR_FORMS]
+        if not targets and not ir and any(t.vendor == INTEL for t in file.native_targets):
+            label = str(getattr(device, "label", None) or getattr(device, "name", "device"))
+            return self._finish(Verdict(label, getattr(device, "ip", None), UNSUPPORTED, None,
+                                   "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
+                                   getattr(device, "kind", "gpu"), ("spir64_x86_64",)))
+        if not compatibility:
+            return self._finish(decide(targets, ir, device, binary=binary, compatibility=False), file)
+        return self._finish(_per_driver_version(targets, ir, device, binary), file)
+
+    def prepare_probes(self) -> None:
+        from aotwheel.backends.intel.probes.opencl import use_cpu_runtime_if_installed
+
+        use_cpu_runtime_if_installed()
+
+    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
+        # aotwheel.opencl keeps native builds of JIT-compiled SPIR-V; it loads those instead of compiling.
+        jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
+        if not jit:
+            return {}
+        from aotwheel.backends.intel.probes.opencl import probe
+        from aotwheel.jitcache import JitCache
+        from aotwheel.opencl import cached_builds
+
+        cache = JitCache.from_env()
+        if not cache.enabled:
+            return {}
+        devices = {d.label: d for d in probe().devices}
+        out: dict[int, dict[str, int]] = {}
+        for i in jit:
+            dev = devices.get(verdicts[i].device)
+            if dev is not None:
+                hits, total = cached_builds(str(verdicts[i].binary), dev, cache)
+                if total:
+                    out[i] = {"modules": total, "cached": hits}
+        return out
+
+    def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
+        from dataclasses import replace
+
+        v = replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v, file))
+        if file is not None and v.verdict == NATIVE:
+            # Kernels that exist only as spir64 SPIR-V are compiled at first use even here.
+            missing = file.ir_kernels_missing_from.get("spir64_x86_64" if v.kind == "cpu" else "spir64_gen", 0)
+            if missing:
+                v = replace(v, jit_kernels=missing, reason=f"{v.reason}; {missing} kernel{'s' if missing != 1 else ''} exist only as "
+                            "spir64 SPIR-V images and are JIT-compiled at first use")
+        return v
+
+    def devlist_tokens(self, file: FileReport) -> list[str]:
+        """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s Intel GPU images (names, else IPs)."""
+        names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != "cpu-aot"]
+        return list(dict.fromkeys(n for n in names if n))
+
+    def covering_devlist(self, verdict: Verdict, file: FileReport | None = None) -> str | None:
+        """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets (with
+        ``file``: other vendors' targets kept too)."""
+        from aotwheel.backends.intel.catalog import load_catalog
+
+        dev = load_catalog().by_ip(verdict.ip) if verdict.ip else None
+        if dev is None:
+            return None
+        names = [n for n in verdict.targets if n]
+        if dev.name not in names:
+            names.append(dev.name)
+        if file is not None:
+            from aotwheel.backends import rebuild_devlist
+
+            return rebuild_devlist(file, INTEL, names)
+        return ",".join(names)
+
+    def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
+        devlist = self.covering_devlist(verdict, file)
+        if devlist:
+            from aotwheel.backends.intel.ocloc import build_note
+
+            keep_ir = verdict.verdict == UNSUPPORTED and verdict.rule != "other-vendor"
+            return f"rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))}" + (" (or keep JIT fallback on)" if keep_ir else "")
+        if verdict.kind == "cpu":
+            if verdict.rule == "cpu-options":
+                return "rebuild without GPU-only options for the spir64 target (pass them to spir64_gen only: -Xs applies to every SPIR-V target), or add -fsycl-targets=spir64_x86_64"
+            return "" if verdict.verdict == NATIVE else "rebuild with -fsycl-targets=spir64_x86_64 (native CPU code) or keep a spir64 SPIR-V image"
+        return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
+
+    def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
+        if verdict.jit_kernels:
+            kernels = verdict.jit_kernels
+            binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
+            return (f"{binary}: {verdict.device} runs native code but will JIT-compile {kernels} kernel{'s' if kernels != 1 else ''} "
+                    "that exist only as spir64 SPIR-V images; build them for the native target too")
+        what = f"{kernels} kernel{'s' if kernels != 1 else ''}" if kernels else "its kernels"
+        binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
+        embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
+        line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
+        devlist = self.covering_devlist(verdict)
+        if verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
+            line += f"; {verdict.remedy} to ship native code for it"
+        elif devlist:
+            from aotwheel.backends.intel.ocloc import build_note
+
+            line += f"; rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))} to ship native code for it"
+        elif verdict.kind == "cpu":
+            line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
+        return line
+
+    def selftest(self, binary: str) -> list[Any]:
+        return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
+
+
+def driver_release(text: str | None) -> tuple[int, int] | None:
+    """``(25, 44)`` from a compute-runtime version such as ``25.44.36015.5`` (OpenCL's
+    driver_version); None for anything else (Level Zero's packed numbers, other vendors)."""
+    import re
+
+    m = re.match(r"\s*(\d{2})\.(\d{2})\.\d+", text or "")
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def _by_compatibility(v: Verdict) -> bool:
+    return v.rule.startswith("compat") or "compatibility mapping" in v.reason
+
+
+def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: str) -> Verdict:
+    """The lookup of the device's driver release; for an unknown driver the newest one's, and when
+    that rests on the compatibility mapping or fallback, the first release that gives it and what
+    older ones do (``rules.BREAKPOINTS``: the releases at which the lookup changed)."""
+    from dataclasses import replace
+
+    from aotwheel.backends.intel.rules import BREAKPOINTS, decide, release_text
+
+    def at(release: tuple[int, int] | None) -> Verdict:
+        return decide(targets, ir, device, binary=binary, release=release)
+
+    newest = at(None)
+    since = None
+    if newest.verdict == NATIVE and _by_compatibility(newest):
+        for r in reversed(BREAKPOINTS):  # back from the newest release while the lookup still gives this image
+            old = at(r)
+            if old.verdict != NATIVE or old.image != newest.image:
+                break
+            since = r
+    need = release_text(since) if since else ""
+    driver = getattr(device, "driver", None)
+    release = driver_release(driver)
+    if release is None:
+        if since is None:
+            return newest
+        older = at((0, 0) if since == BREAKPOINTS[0] else BREAKPOINTS[BREAKPOINTS.index(since) - 1])
+        return replace(newest, reason=f"{newest.reason}; this needs compute-runtime {need} or newer (the first release whose "
+                                      f"lookup gives it); with an older or unknown driver: {older.verdict} ({older.reason})")
+    v = at(release)
+    if since is None:
+        return v
+    if v.verdict == NATIVE and v.image == newest.image:
+        return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
+    return replace(v, reason=f"{v.reason}; driver {driver} predates {need}, the first release whose lookup runs it native ({newest.image})")
+
+
+BACKEND = IntelBackend()

@@ -1,0 +1,146 @@
+"""The NVIDIA :class:`aotwheel.backends.Backend`: what the core asks of this vendor."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from aotwheel.backends.protocol import ProbeSpec
+from aotwheel.model import NATIVE, NVIDIA, UNSUPPORTED, Verdict
+
+if TYPE_CHECKING:
+    from aotwheel.model import Device
+    from aotwheel.model import ProbedDevice
+    from aotwheel.report import FileReport
+
+PTX_PREFIX = "ptx "  # IR forms read "ptx compute_90"
+
+
+class NvidiaBackend:
+    name = NVIDIA
+    title = "NVIDIA"
+    probes = (ProbeSpec("cuda", "aotwheel.backends.nvidia.probe", native=True),)
+
+    def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
+        from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
+        from aotwheel.errors import DevlistError
+        from aotwheel.model import ProbedDevice
+
+        if not token.startswith(("sm_", "nvidia_gpu_sm_")):
+            raise DevlistError(f"{source}: '{raw}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. AOTWHEEL_DEVICE=sm_90", raw)
+        try:
+            target = parse_cuda_target(token, supported=DEVICE_ARCHS)
+        except DevlistError as exc:
+            raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
+        return [ProbedDevice(name=f"NVIDIA {target.name}", backend="override", kind="gpu", vendor=NVIDIA, catalog=target.name)]
+
+    def owns_token(self, token: str) -> bool:
+        from aotwheel.backends.nvidia.targets import is_cuda_token
+
+        return is_cuda_token(token)
+
+    def owns_device(self, device: Device) -> bool:
+        return str(getattr(device, "vendor", "")).lower() == NVIDIA and str(getattr(device, "catalog", "") or "").startswith("sm_")
+
+    def prepare_probes(self) -> None:
+        return None
+
+    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
+        return {}  # the driver's own JIT cache: nothing aotwheel keeps
+
+    def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
+        names = [t.name or "" for t in file.native_targets if t.vendor == NVIDIA]
+        return list(dict.fromkeys(names)), [k for k in file.ir if k.startswith(PTX_PREFIX)]
+
+    def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
+        from aotwheel.backends.nvidia.rules import decide_cuda, device_of, file_of
+
+        gpu = device_of(device)
+        v = _with_modules(decide_cuda(file_of(file, binary), gpu), file, gpu.cc)
+        if v.verdict == NATIVE:
+            return v
+        # The advice is the remedy alone (every vendor's targets kept), in the verdict and the
+        # JITWarning alike: the rule's own "rebuild with sm_XY" tail would name NVIDIA's only.
+        reason = v.reason.split("; rebuild with ")[0]
+        return _with_remedy(replace(v, reason=reason), self._remedy(v, file))
+
+    def devlist_tokens(self, file: FileReport, add: str | None = None) -> list[str]:
+        """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s NVIDIA images (``add``, a device's
+        ``sm_XY``, among the cubins): its cubins, then ``ptx`` when it keeps PTX beside them (the
+        PTX of the newest cubin), else its ``compute_XY`` names."""
+        from aotwheel.backends.nvidia.rules import file_of
+
+        images = file_of(file, "").targets
+        cubins = [t.name for t in images if t.kind == "cubin"] + ([add] if add else [])
+        ptx = [t.name for t in images if t.kind == "ptx"]
+        return list(dict.fromkeys(cubins + (["ptx"] if ptx and cubins else ptx)))
+
+    def _remedy(self, verdict: Verdict, file: FileReport) -> str:
+        arch = _device_arch(verdict)
+        if arch is None:
+            return ""
+        from aotwheel.backends import rebuild_devlist
+
+        return f"rebuild with USE_AOT_DEVLIST={rebuild_devlist(file, NVIDIA, self.devlist_tokens(file, arch))}"
+
+    def remedy(self, verdict: Verdict) -> str:
+        """From the verdict alone (no file at hand): its targets, the device's arch added."""
+        arch = _device_arch(verdict)
+        if arch is None:
+            return ""
+        names = [t for t in verdict.targets if not t.startswith("compute_")] + [arch]
+        return f"rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))}"
+
+    def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
+        binary = os.path.basename((verdict.binary or "").split("!")[-1]) or "the binary"
+        cubins = ", ".join(t for t in verdict.targets if t.startswith("sm_")) or "none (PTX only)"
+        line = f"{binary}: {verdict.device} ({verdict.ip}) will JIT-compile its kernels from {verdict.image} PTX at first use (embedded cubins: {cubins})"
+        arch = _device_arch(verdict)
+        if verdict.remedy.startswith("rebuild with "):  # decide()'s, with every vendor's targets: the verdict's words
+            line += f"; {verdict.remedy} to ship native code for it"
+        elif arch is not None:
+            names = [t for t in verdict.targets if t.startswith("sm_")] + [arch, "ptx"]
+            line += f"; rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))} to ship native code for it"
+        return line
+
+    def selftest(self, binary: str) -> list[Any]:
+        from aotwheel.backends.nvidia.selftest import run_cuda
+
+        return list(run_cuda(binary)[0])
+
+
+def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
+    """A loadable verdict that names the binary's modules that cannot load (per kernel set: one
+    .nv_fatbin container is one module to the CUDA runtime; FileReport.cuda_modules groups them)."""
+    if v.verdict == UNSUPPORTED or not getattr(file, "cuda_modules", None):
+        return v
+    from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name
+
+    bad = []
+    for m in file.cuda_modules:
+        images = [t for n in m.targets if (t := target_from_name(n)) is not None]
+        if cuda_verdict(images, cc).verdict == UNSUPPORTED:
+            bad.append(m)
+    if not bad:
+        return v
+    words = "; ".join(f"{m.label()} (cubins {', '.join(t for t in m.targets if t.startswith('sm_')) or 'none'}, "
+                      f"{'PTX ' + ', '.join(t for t in m.targets if t.startswith('compute_')) if any(t.startswith('compute_') for t in m.targets) else 'no PTX'})"
+                      for m in bad)
+    n = len(bad)
+    reason = f"{v.reason}; {n} module{'s' if n != 1 else ''} cannot load on compute capability {cc[0]}.{cc[1]}: {words}"
+    return replace(v, reason=reason, unsupported_modules=tuple(m.label() for m in bad))
+
+
+def _device_arch(verdict: Verdict) -> str | None:
+    """``sm_80`` from the verdict's ``ip`` (``cc 8.0``)."""
+    cc = (verdict.ip or "").removeprefix("cc ").split(".")
+    return f"sm_{cc[0]}{cc[1]}" if len(cc) == 2 and all(p.isdigit() for p in cc) else None
+
+
+def _with_remedy(v: Verdict, remedy: str) -> Verdict:
+    return replace(v, remedy=remedy)
+
+
+BACKEND = NvidiaBackend()

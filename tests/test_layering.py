@@ -1,0 +1,97 @@
+"""The layering: a vendor-free core, and one package per vendor under ``aotwheel.backends``.
+
+Read from the source (every import, module level or lazy), so that a new import across a layer
+fails here, not in a user's environment:
+
+- core modules reach a vendor only through the registry (``aotwheel.backends``), which imports
+  each ``backends.<vendor>.backend`` by name;
+- a vendor package never imports another vendor's package;
+- a vendor package imports only the lower core (data model, errors, settings, vendor-free
+  formats, report, the build steps' cache and stores), never the CLI, the resolver or the run time
+  that call it.
+
+``CORE_TO_VENDOR`` and ``VENDOR_TO_UPPER`` list the imports that still cross (the architecture step
+moves them behind the registry one by one); an import not listed fails, and so does a listed one
+that no longer exists, so the lists only shrink.
+"""
+
+from __future__ import annotations
+
+from test_model import _import_graph
+
+VENDORS = ("intel", "nvidia", "amd")
+
+# Core modules that still import a vendor's modules directly: module -> vendor modules it imports.
+CORE_TO_VENDOR: dict[str, set[str]] = {
+    "aotwheel.buildsteps.__main__": {"aotwheel.backends.intel.build.fatbin", "aotwheel.backends.intel.build.groups",
+                                     "aotwheel.backends.intel.build.ocloc_job", "aotwheel.backends.intel.build.spirv",
+                                     "aotwheel.backends.intel.build.spvcache", "aotwheel.backends.intel.build.toolchain",
+                                     "aotwheel.backends.intel.catalog"},
+    "aotwheel.cli.build": {"aotwheel.backends.intel.build.toolchain"},
+    "aotwheel.cli.compile": {"aotwheel.backends.intel.build.compile"},
+    "aotwheel.cli.resolve": {"aotwheel.backends.intel.build.toolchain", "aotwheel.backends.intel.catalog",
+                             "aotwheel.backends.intel.ocloc", "aotwheel.backends.intel.options"},
+    "aotwheel.devlist": {"aotwheel.backends.intel", "aotwheel.backends.intel.catalog", "aotwheel.backends.intel.grammar",
+                         "aotwheel.backends.nvidia", "aotwheel.backends.nvidia.probe", "aotwheel.backends.nvidia.targets"},
+    "aotwheel.inspector": {"aotwheel.backends.amd.codeobject", "aotwheel.backends.intel", "aotwheel.backends.intel.catalog",
+                           "aotwheel.backends.intel.cpu_aot", "aotwheel.backends.intel.gfx", "aotwheel.backends.intel.legacy",
+                           "aotwheel.backends.intel.zebin", "aotwheel.backends.nvidia.fatbin"},
+    "aotwheel.opencl": {"aotwheel.backends.intel.probes.opencl", "aotwheel.backends.intel.rules"},
+    "aotwheel.selftest": {"aotwheel.backends.intel.probes.opencl", "aotwheel.backends.intel.rules"},
+    "aotwheel.variants": {"aotwheel.backends.intel.catalog", "aotwheel.backends.intel.rules"},
+}
+
+# What a vendor module may import outside the vendor packages.
+LOWER_CORE = ("aotwheel", "aotwheel.formats", "aotwheel.buildsteps", "aotwheel.model", "aotwheel.errors", "aotwheel.config", "aotwheel.report", "aotwheel.jitcache",
+              "aotwheel.backends", "aotwheel.backends.protocol")
+LOWER_CORE_PACKAGES = ("aotwheel.formats.", "aotwheel.buildsteps.")
+
+# Vendor modules that still import the upper core: module -> upper-core modules.
+VENDOR_TO_UPPER: dict[str, set[str]] = {
+    "aotwheel.backends.intel.backend": {"aotwheel.opencl"},
+    "aotwheel.backends.intel.build.compile": {"aotwheel.devlist"},
+    "aotwheel.backends.nvidia.selftest": {"aotwheel.selftest"},
+}
+
+
+def _vendor(module: str) -> str | None:
+    for v in VENDORS:
+        if module == f"aotwheel.backends.{v}" or module.startswith(f"aotwheel.backends.{v}."):
+            return v
+    return None
+
+
+def _lower(module: str) -> bool:
+    return module in LOWER_CORE or module.startswith(LOWER_CORE_PACKAGES) and module != "aotwheel.buildsteps.__main__"
+
+
+def test_core_reaches_vendors_only_through_the_registry() -> None:
+    edges = _import_graph()
+    crossing = {m: {e for e in out if _vendor(e)} for m, out in edges.items()
+                if _vendor(m) is None and m != "aotwheel.backends"}
+    crossing = {m: e for m, e in crossing.items() if e}
+    assert crossing == CORE_TO_VENDOR
+
+
+def test_a_vendor_never_imports_another_vendor() -> None:
+    edges = _import_graph()
+    across = {m: sorted(e for e in out if _vendor(e) not in (None, _vendor(m))) for m, out in edges.items() if _vendor(m)}
+    assert {m: e for m, e in across.items() if e} == {}
+
+
+def test_vendors_import_only_the_lower_core() -> None:
+    edges = _import_graph()
+    upper = {m: {e for e in out if _vendor(e) is None and not _lower(e)} for m, out in edges.items() if _vendor(m)}
+    assert {m: e for m, e in upper.items() if e} == VENDOR_TO_UPPER
+
+
+def test_the_registry_names_every_vendor_package_and_imports_none_at_import_time() -> None:
+    import subprocess
+    import sys
+
+    from aotwheel import backends
+
+    assert {backends._BUILTIN[n].split(".")[2] for n in backends.names()} == set(VENDORS)
+    code = "import sys, aotwheel.backends; print(sorted(m for m in sys.modules if m.startswith('aotwheel.backends.') or m == 'typing'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
