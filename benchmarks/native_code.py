@@ -160,8 +160,8 @@ def render(res: dict) -> str:
     m = res["machine"]
     out = [SECTION, "",
            f"Measured {res['date']} with `{res['command']}` (raw: `{res.get('json_name', 'benchmarks/results/native_code.json')}`), "
-           f"{m['cpu']}, {m['cores']} cores, load {m['load_start']:.1f} at the start and {res['load_end']:.1f} at the end "
-           "(the machine was shared with other jobs); median (min–max) of "
+           f"{m['cpu']}, {m['cores']} cores, load {m['load_start']:.1f} at the start and {res['load_end']:.1f} at the end; "
+           "median (min–max) of "
            f"{res['runs']} runs. No timing is asserted by a test.", ""]
     pc = res.get("program_creation")
     if pc:
@@ -203,7 +203,7 @@ def render(res: dict) -> str:
                              for row in missed if row.get("capacity"))
         if missed and caps:
             out += ["", f"Where the ratio is missed: the parallelism the machine had during the run ({caps}). "
-                    "A capacity near 1 means other jobs held the second core, so no parallel build could beat one "
+                    "A capacity near 1 means other processes held the second core, so no parallel build could beat one "
                     "serial call by min(N, cores); CPU ours/serial near 1 means aotwheel adds little work of its own "
                     "(one Python process and one ocloc per device). With the cores free (capacity ≈ 2) and the CPU "
                     "ratio ≈ 1, what is left is balance: one ocloc per device, and devices cost unequal time (pvc "

@@ -101,8 +101,8 @@ def render(res: dict) -> str:
         f"- Machine: {m['cpu']} — {m['cores']} cores, {m['mem_gib']:.0f} GiB RAM, {m['os']}; Python {m['python']}; "
         f"ocloc {m['ocloc']}; {m['cmake']}; ninja {m['ninja']}.",
         f"- Command: `{res['command']}` ({res['started']} → {res['finished']} UTC).",
-        f"- Load average (1 min) at start {m['load_start']:.2f}, at end {res['load_end']:.2f}. The machine is shared with "
-        "other engineers' builds; ratios are computed within one run from measurements taken side by side "
+        f"- Load average (1 min) at start {m['load_start']:.2f}, at end {res['load_end']:.2f} on {m['cores']} cores; "
+        "ratios are computed within one run from measurements taken side by side "
         "(alternating which goes first), then summarised as median (min–max) over the runs.",
         f"- Workload: `benchmarks/workload.py`, {res['workload']['kernels']} kernels (GEMM / softmax / reduction "
         f"variants) in {res['workload']['files']} OpenCL C files; one device compile of the whole set "
@@ -146,7 +146,7 @@ def render(res: dict) -> str:
                            "ocloc processes side by side finished about twice as fast as one after the other), so other "
                            "people's load explains little of the gap.")
             else:
-                machine = "shared with other engineers' jobs (capacity not measured in this run)."
+                machine = "load not separated from ours (capacity not measured in this run)."
             why.append(("P1", _WHY["P1"].format(machine=machine, idle=idle_text,
                 cpu=f"{worst['cpu_ours_over_serial']['median']:.2f}",
                 edges=worst["ocloc_edges"],

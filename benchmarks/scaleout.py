@@ -288,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     doc["machine"] = {"cpus": os.cpu_count(), "loadavg_before": [round(x, 2) for x in load_before],
                       "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-                      "note": "shared by other agents' builds and tests while this ran"}
+                      "note": "1/5/15-minute load averages before and after the run; a load above the core count means "
+                              "other processes competed for the cores while this ran"}
     a.out.write_text(json.dumps(doc, indent=2) + "\n")
     a.partial.unlink(missing_ok=True)
     print(json.dumps(doc, indent=2))
