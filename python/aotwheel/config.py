@@ -1,8 +1,9 @@
-"""Every ``USE_AOT_*`` / ``AOTWHEEL_*`` variable aotwheel reads, with its default, defined once.
+"""The settings model: every ``USE_AOT_*`` / ``AOTWHEEL_*`` value, read once from a mapping.
 
-Callers read a :class:`Config` from a mapping they pass in (``os.environ`` by default) and hand
-it down; nothing here or downstream writes to ``os.environ``. Standard library only: build steps
-import it inside pip's isolated build environment.
+An entry point (the CLI, ``aotwheel.check``, the setuptools command, a build step's main) reads a
+:class:`Config` from a mapping it is given (``os.environ`` by default) and hands it down; nothing
+here or downstream writes to ``os.environ``. The variables themselves (names, defaults, the one
+vocabulary of switches) are declared in :mod:`aotwheel.variables`, which build steps import alone.
 
 CMake reads ``USE_AOT_DEVLIST`` / ``TORCH_XPU_ARCH_LIST`` / ``USE_AOT_JIT_FALLBACK`` /
 ``USE_AOT_FIELD_DEFAULTS`` as CMake variables at configure time and passes them to the Python
@@ -22,75 +23,23 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from aotwheel.errors import AotwheelError, DevlistError
+from aotwheel.errors import SettingError
+from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers know config by)
+    BUILD_STEP_SETTINGS, CACHE_DIR, CLANG, COMPRESS, DEVICE, DEVLIST, FIELD_DEFAULTS, JIT, JIT_CACHE_DIR, JIT_FALLBACK, LLVM_SPIRV,
+    NO_FASTSCAN, NVCC, OCLOC, OCLOC_GROUPS, OCLOC_JOBS, REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_TOKEN,
+    SHARD, TORCH_ARCH_LIST, VARIABLES, ZE_LOADER, Variable, flag, off,
+)
 
-
-@dataclass(frozen=True)
-class Variable:
-    """One environment variable: its name, its default (``None``: unset) and what it does."""
-
-    name: str
-    default: str | None
-    help: str
-
-
-DEVLIST = Variable("USE_AOT_DEVLIST", "pvc,ats-m150", "devices to compile native code for (aotwheel resolve --list)")
-TORCH_ARCH_LIST = Variable("TORCH_XPU_ARCH_LIST", None,
-                           "PyTorch's device list: used when USE_AOT_DEVLIST is unset or empty")
-FIELD_DEFAULTS = Variable("USE_AOT_FIELD_DEFAULTS", "ON",
-                          "pass the ocloc/icpx options IPEX and torch-xpu-ops pass (fp64 poisoning, auto large GRF, > 4 GB buffers; ON/OFF)")
-JIT_FALLBACK = Variable("USE_AOT_JIT_FALLBACK", "ON", "keep SPIR-V / PTX for devices without native code (ON/OFF)")
-COMPRESS = Variable("USE_AOT_COMPRESS", "OFF",
-                    "embed the open toolchain's device images zstd-compressed, one frame per image (ON/OFF; "
-                    "CMake variable, then environment; aotwheel_add_device_code's COMPRESS wins)")
-JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
-DEVICE = Variable("AOTWHEEL_DEVICE", None, "devices to assume instead of probing: pvc, 12.60.7, sm_90, cpu")
-CACHE_DIR = Variable("AOTWHEEL_CACHE_DIR", None, "build cache folder ('off' disables it)")
-OCLOC = Variable("AOTWHEEL_OCLOC", None, "the ocloc to build with")
-CLANG = Variable("AOTWHEEL_CLANG", None, "the clang that compiles kernels to SPIR-V")
-LLVM_SPIRV = Variable("AOTWHEEL_LLVM_SPIRV", None, "the llvm-spirv translator")
-NVCC = Variable("AOTWHEEL_NVCC", None, "the nvcc to build with")
-ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
-OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake and aotwheel compile)")
-OCLOC_GROUPS = Variable("AOTWHEEL_OCLOC_GROUPS", None,
-                        "ocloc edges per kernel source in a CMake build (default: planned for the cores; read at configure time)")
-JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
-                         "per-user cache of JIT results for aotwheel.opencl ('off' disables it; default ~/.cache/aotwheel/jit)")
-NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", None,
-                       "1: inspect with the pure-Python readers only, not the C scanner aotwheel._fastscan (same answers)")
-
-VARIABLES: tuple[Variable, ...] = (DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, COMPRESS, JIT, DEVICE, CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, ZE_LOADER,
-                                   OCLOC_JOBS, OCLOC_GROUPS, JIT_CACHE_DIR, NO_FASTSCAN)
 
 DEFAULT_DEVLIST = str(DEVLIST.default)
 JIT_POLICIES = ("warn", "error", "ignore")
-_TRUE = ("1", "on", "yes", "true", "y")
-_FALSE = ("0", "off", "no", "false", "n")
-
-
-def flag(value: str | None, default: bool = True, *, name: str = JIT_FALLBACK.name) -> bool:
-    """A CMake-style boolean (ON/OFF, 1/0, yes/no, true/false); empty or unset gives ``default``."""
-    text = (value or "").strip().lower()
-    if not text:
-        return default
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise DevlistError(f"{name}={value!r} is not a boolean; use ON or OFF")
-
-
-def off(value: str | None) -> bool:
-    """Unset, empty or a false word (0/off/no/false/n); never raises (for switches read while
-    inspecting, where a typo must not turn into an error)."""
-    return (value or "").strip().lower() in ("", *_FALSE)
 
 
 def jit_policy(value: str | None) -> str:
     """A JIT policy; empty or unset gives ``warn``."""
     text = (value or "").strip().lower() or str(JIT.default)
     if text not in JIT_POLICIES:
-        raise AotwheelError(f"{JIT.name}={text!r} is not a policy; use one of warn, error, ignore")
+        raise SettingError(f"{JIT.name}={text!r} is not a policy; use one of warn, error, ignore")
     return text
 
 
@@ -110,13 +59,15 @@ def devlist_choice(env: Mapping[str, str], devlist: str | None = None,
 
 @dataclass(frozen=True)
 class Config:
-    """The values of :data:`VARIABLES`; empty strings count as unset (``USE_AOT_DEVLIST= cmd``)."""
+    """The values of every variable of :data:`~aotwheel.variables.VARIABLES`; empty strings count
+    as unset (``USE_AOT_DEVLIST= cmd``). Switches are booleans, the rest text (``None``: unset)."""
 
     devlist: str = DEFAULT_DEVLIST
     devlist_given: bool = False  # USE_AOT_DEVLIST was set (not the default)
     devlist_source: str = "the default"
     field_defaults: bool = True
     jit_fallback: bool = True
+    compress: bool = False
     jit: str = "warn"
     device: str | None = None
     cache_dir: str | None = None
@@ -124,7 +75,16 @@ class Config:
     clang: str | None = None
     llvm_spirv: str | None = None
     nvcc: str | None = None
+    ocloc_jobs: str | None = None
+    ocloc_groups: str | None = None
+    remote_cache: str | None = None
+    remote_cache_readonly: bool = False
+    remote_cache_token: str | None = None
+    remote_cache_timeout: str | None = None
+    shard: str | None = None
     ze_loader: str | None = None
+    jit_cache_dir: str | None = None
+    no_fastscan: bool = False
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, str]) -> Config:
@@ -134,13 +94,17 @@ class Config:
             value = env.get(var.name, "").strip()
             return value or var.default
 
+        def switch(var: Variable) -> bool:
+            return flag(env.get(var.name), flag(var.default, name=var.name), name=var.name)
+
         devlist, source = devlist_choice(env)
         return cls(
             devlist=devlist,
             devlist_source=source,
             devlist_given=source != "the default",
-            field_defaults=flag(get(FIELD_DEFAULTS), name=FIELD_DEFAULTS.name),
-            jit_fallback=flag(get(JIT_FALLBACK)),
+            field_defaults=switch(FIELD_DEFAULTS),
+            jit_fallback=switch(JIT_FALLBACK),
+            compress=switch(COMPRESS),
             jit=jit_policy(get(JIT)),
             device=get(DEVICE),
             cache_dir=get(CACHE_DIR),
@@ -148,7 +112,16 @@ class Config:
             clang=get(CLANG),
             llvm_spirv=get(LLVM_SPIRV),
             nvcc=get(NVCC),
+            ocloc_jobs=get(OCLOC_JOBS),
+            ocloc_groups=get(OCLOC_GROUPS),
+            remote_cache=get(REMOTE_CACHE),
+            remote_cache_readonly=switch(REMOTE_CACHE_READONLY),
+            remote_cache_token=get(REMOTE_CACHE_TOKEN),
+            remote_cache_timeout=get(REMOTE_CACHE_TIMEOUT),
+            shard=get(SHARD),
             ze_loader=get(ZE_LOADER),
+            jit_cache_dir=get(JIT_CACHE_DIR),
+            no_fastscan=not off(env.get(NO_FASTSCAN.name)),
         )
 
 

@@ -23,6 +23,10 @@ class DevlistError(AotwheelError, ValueError):
         self.suggestions = suggestions
 
 
+class SettingError(AotwheelError, ValueError):
+    """A ``USE_AOT_*`` / ``AOTWHEEL_*`` value that cannot be read (a switch that is not ON/OFF, ...)."""
+
+
 class ToolchainError(AotwheelError):
     """A tool (ocloc, clang, llvm-spirv, icpx, nvcc) is missing, too old or failed."""
 

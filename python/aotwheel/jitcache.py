@@ -24,8 +24,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ENV = "AOTWHEEL_JIT_CACHE_DIR"  # aotwheel.config.JIT_CACHE_DIR
-_DISABLED = {"off", "0", "false", "no", "none", "disable", "disabled"}
+from aotwheel.variables import DISABLED_WORDS, JIT_CACHE_DIR
+
+ENV = JIT_CACHE_DIR.name
+_DISABLED = DISABLED_WORDS
 _FORMAT = 1
 _MAX_HEADER = 64 * 1024
 

@@ -28,8 +28,9 @@ from typing import Any
 
 from aotwheel.errors import AotwheelError
 from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
+from aotwheel.variables import JIT as JIT_VARIABLE
 
-POLICY_ENV = "AOTWHEEL_JIT"  # aotwheel.config.JIT
+POLICY_ENV = JIT_VARIABLE.name
 POLICIES = ("warn", "error", "ignore")
 
 

@@ -35,13 +35,14 @@ import sys
 from pathlib import Path
 
 from aotwheel.buildsteps.values import Value
+from aotwheel.variables import CACHE_DIR, DISABLED_WORDS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from aotwheel.buildsteps.stats import CacheStats
 
-ENV = "AOTWHEEL_CACHE_DIR"
-_DISABLED = {"off", "0", "false", "no", "none", "disable", "disabled"}
+ENV = CACHE_DIR.name
+_DISABLED = DISABLED_WORDS
 _LAYOUT = "v2"
 KEY_SCHEMA = 2
 # Object header: magic, sha256 of the payload (hex), newline; then the payload.

@@ -31,18 +31,15 @@ from urllib.parse import unquote, urlsplit
 
 from aotwheel.buildsteps.values import Value
 from aotwheel.errors import AotwheelError
+from aotwheel.variables import REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_TOKEN, flag
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
 if TYPE_CHECKING:
     from typing import BinaryIO, Protocol
 
-ENV_URL = "AOTWHEEL_REMOTE_CACHE"
-ENV_READONLY = "AOTWHEEL_REMOTE_CACHE_READONLY"
-ENV_TOKEN = "AOTWHEEL_REMOTE_CACHE_TOKEN"
-ENV_TIMEOUT = "AOTWHEEL_REMOTE_CACHE_TIMEOUT"
+ENV_URL, ENV_READONLY, ENV_TOKEN, ENV_TIMEOUT = (REMOTE_CACHE.name, REMOTE_CACHE_READONLY.name, REMOTE_CACHE_TOKEN.name,
+                                                 REMOTE_CACHE_TIMEOUT.name)
 SETTINGS = (ENV_URL, ENV_READONLY, ENV_TOKEN, ENV_TIMEOUT)
-_TRUE = {"1", "on", "yes", "true"}
-_FALSE = {"", "0", "off", "no", "false"}
 
 
 class RemoteError(Exception):
@@ -431,9 +428,7 @@ def config_from(environ: Mapping[str, str], overrides: Mapping[str, str] | None 
     """The configuration from CMake's settings (``overrides``, when set) over the environment."""
     get = {**{k: v for k, v in environ.items() if k in SETTINGS}, **{k: v for k, v in (overrides or {}).items() if v != ""}}.get
     urls = tuple(u.strip() for u in (get(ENV_URL) or "").split("|") if u.strip())
-    ro = (get(ENV_READONLY) or "").strip().lower()
-    if ro not in _TRUE | _FALSE:
-        raise AotwheelError(f"{ENV_READONLY}='{ro}' is not a boolean; set it to 1 or 0")
+    readonly = flag(get(ENV_READONLY), False, name=ENV_READONLY)
     timeouts = Timeouts()
     spec = (get(ENV_TIMEOUT) or "").strip()
     if spec:
@@ -444,7 +439,7 @@ def config_from(environ: Mapping[str, str], overrides: Mapping[str, str] | None 
         except ValueError:
             raise AotwheelError(f"{ENV_TIMEOUT}='{spec}' is not 'connect[,read]' in seconds; e.g. 1,10") from None
         timeouts = Timeouts(parts[0], parts[1] if len(parts) > 1 else timeouts.read)
-    return RemoteConfig(urls=urls, readonly=ro in _TRUE, token=get(ENV_TOKEN) or None, timeouts=timeouts)
+    return RemoteConfig(urls=urls, readonly=readonly, token=get(ENV_TOKEN) or None, timeouts=timeouts)
 
 
 def warn_once(marker: Path | None, message: str) -> None:

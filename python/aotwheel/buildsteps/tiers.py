@@ -15,6 +15,7 @@ from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, build_id, pack_object, unpack_object
 from aotwheel.buildsteps.values import Value
+from aotwheel.variables import BUILD_STEP_SETTINGS, REMOTE_CACHE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~2.5 ms of each ocloc edge)
 if TYPE_CHECKING:
@@ -22,9 +23,9 @@ if TYPE_CHECKING:
 
 COMPILED, LOCAL, REMOTE = "compiled", "local", "remote"
 # What CMake writes into the settings file for the build steps: the remote-cache settings
-# (remote.SETTINGS, all starting with _REMOTE) and AOTWHEEL_SHARD.
-_REMOTE = "AOTWHEEL_REMOTE_CACHE"
-SETTING_NAMES = (_REMOTE, f"{_REMOTE}_READONLY", f"{_REMOTE}_TOKEN", f"{_REMOTE}_TIMEOUT", "AOTWHEEL_SHARD")
+# (all starting with _REMOTE) and AOTWHEEL_SHARD.
+_REMOTE = REMOTE_CACHE.name
+SETTING_NAMES = tuple(v.name for v in BUILD_STEP_SETTINGS)
 
 
 def load_settings(path: Path | str | None) -> dict[str, str]:

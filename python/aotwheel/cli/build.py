@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from aotwheel.errors import AotwheelError
+from aotwheel.variables import SHARD
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -157,7 +158,7 @@ def warm(source: Path, *, shard: str | None, devlist: str | None, build_dir: str
     build = Path(build_dir or str(tmp))
     env = dict(os.environ)
     if shard:
-        env["AOTWHEEL_SHARD"] = shard
+        env[SHARD.name] = shard
     defs = [f"-DCMAKE_PREFIX_PATH={_config_dir().parent}", f"-Daotwheel_DIR={_config_dir()}",
             f"-DPython_EXECUTABLE={sys.executable}", f"-DAOTWHEEL_SHARD={shard or ''}",
             *(f"-D{k}={v}" for k, v in scikit_build_defines(source, build, env).items())]

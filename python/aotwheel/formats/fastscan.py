@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from aotwheel.config import NO_FASTSCAN, off
+from aotwheel.variables import NO_FASTSCAN, off
 from aotwheel.formats.region import Region
 
 ZebinFacts = tuple[int | None, int | None, int | None, str | None, bool]  # ip_u32, product, core, version, has_spirv

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from aotwheel.errors import DevlistError
+from aotwheel.variables import DEVICE
 from aotwheel.model import ProbeResult, ProbedDevice
 
-ENV = "AOTWHEEL_DEVICE"  # aotwheel.config.DEVICE
+ENV = DEVICE.name
 CPU_TOKEN = "cpu"
 # Resolver keywords that make no sense as "the device I have" ("native" would even recurse).
 _REJECTED = ("none", "native", "no-jit")

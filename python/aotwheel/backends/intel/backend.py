@@ -29,12 +29,13 @@ class IntelBackend:
         from aotwheel.backends.intel import grammar
         from aotwheel.backends.intel.catalog import load_catalog
         from aotwheel.errors import DevlistError
+        from aotwheel.variables import DEVLIST
         from aotwheel.model import ProbedDevice
 
         try:
             _, targets = grammar.lookup(token, raw, (), load_catalog())
         except DevlistError as exc:
-            raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
+            raise DevlistError(str(exc).replace(DEVLIST.name, source, 1), exc.token, exc.suggestions) from None
         return [ProbedDevice(name=d.name, backend="override", kind="gpu", ip=d.ip, catalog=d.name, spirv=True) for d in targets]
 
     def owns_token(self, token: str) -> bool:

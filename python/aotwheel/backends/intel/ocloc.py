@@ -11,7 +11,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aotwheel.config import OCLOC
+from aotwheel.variables import DEVLIST, OCLOC
 from aotwheel.errors import ToolchainError
 
 INSTALL_HINT = ("Try: apt-get install intel-opencl-icd (Debian 12; on Debian sid/testing: apt-get install intel-ocloc "
@@ -28,7 +28,7 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version)[:2])
 
 
-def too_new_message(missing: list[tuple[str, str]], version: str, path: str, *, hint: str = "USE_AOT_DEVLIST") -> str:
+def too_new_message(missing: list[tuple[str, str]], version: str, path: str, *, hint: str = DEVLIST.name) -> str:
     """One line for targets ``(name, ip)`` the installed ocloc cannot build: which ocloc first
     builds each, how to get one, and that leaving them out still works through SPIR-V JIT."""
     named = ", ".join(f"{name} ({ip}; first built by ocloc {FIRST_OCLOC[name]})" if name in FIRST_OCLOC

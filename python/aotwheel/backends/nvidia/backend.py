@@ -26,6 +26,7 @@ class NvidiaBackend:
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
         from aotwheel.errors import DevlistError
+        from aotwheel.variables import DEVLIST
         from aotwheel.model import ProbedDevice
 
         if not token.startswith(("sm_", "nvidia_gpu_sm_")):
@@ -33,7 +34,7 @@ class NvidiaBackend:
         try:
             target = parse_cuda_target(token, supported=DEVICE_ARCHS)
         except DevlistError as exc:
-            raise DevlistError(str(exc).replace("USE_AOT_DEVLIST", source, 1), exc.token, exc.suggestions) from None
+            raise DevlistError(str(exc).replace(DEVLIST.name, source, 1), exc.token, exc.suggestions) from None
         return [ProbedDevice(name=f"NVIDIA {target.name}", backend="override", kind="gpu", vendor=NVIDIA, catalog=target.name)]
 
     def owns_token(self, token: str) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.errors import ToolchainError
+from aotwheel.variables import NVCC
 
 INSTALL_HINT = "pip install 'aotwheel[cuda]' (NVIDIA's nvcc from PyPI), install the CUDA Toolkit (https://developer.nvidia.com/cuda-downloads) or set AOTWHEEL_NVCC=/path/to/nvcc"
 DEFAULT_DIRS = ("/usr/local/cuda/bin",)
@@ -65,7 +66,7 @@ def find_nvcc(explicit: str | None = None) -> Nvcc:
 def _candidates(explicit: str | None) -> list[tuple[str, str | None]]:
     env = os.environ
     home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    out: list[tuple[str, str | None]] = [("the explicit path", explicit), ("$AOTWHEEL_NVCC", env.get("AOTWHEEL_NVCC")), ("$CUDACXX", env.get("CUDACXX"))]
+    out: list[tuple[str, str | None]] = [("the explicit path", explicit), (f"${NVCC.name}", env.get(NVCC.name)), ("$CUDACXX", env.get("CUDACXX"))]
     out.append(("search", "nvcc"))
     if home:
         out.append(("search", str(Path(home, "bin", "nvcc"))))

@@ -28,7 +28,7 @@ import heapq
 import os
 
 from aotwheel.buildsteps.shard import DEVICE_COST, Job, Shard, assign, job_cost
-from aotwheel.config import OCLOC_GROUPS
+from aotwheel.variables import OCLOC_GROUPS
 from aotwheel.errors import AotwheelError
 
 ENV = OCLOC_GROUPS.name

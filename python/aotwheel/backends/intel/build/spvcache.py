@@ -26,6 +26,7 @@ from pathlib import Path
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id, unpack_object
 from aotwheel.backends.intel.build.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
 from aotwheel.buildsteps.values import Value
+from aotwheel.variables import REMOTE_CACHE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ def _sane_dep(dep: object) -> bool:
 def _remote_named(settings: str | None) -> bool:
     """True when a remote store is configured (the settings file CMake wrote, else the environment),
     read without importing the remote module."""
-    if (os.environ.get("AOTWHEEL_REMOTE_CACHE") or "").strip():
+    if (os.environ.get(REMOTE_CACHE.name) or "").strip():
         return True
     try:
         text = Path(settings).read_text() if settings else ""

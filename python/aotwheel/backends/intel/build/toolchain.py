@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from aotwheel.config import OCLOC
+from aotwheel.variables import DEVLIST, OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
@@ -178,7 +178,7 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir
     if not devices:
         return OpenToolchain(spirv=spirv)
     path, version, acronyms = ocloc_facts(cache, build_dir)
-    names = ocloc_spellings(devices, path, version, acronyms, hint="USE_AOT_DEVLIST")
+    names = ocloc_spellings(devices, path, version, acronyms, hint=DEVLIST.name)
     return OpenToolchain(spirv=spirv, ocloc=path, ocloc_version=version, ocloc_names=names)
 
 

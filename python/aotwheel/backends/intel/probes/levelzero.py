@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from aotwheel.config import ZE_LOADER
+from aotwheel.variables import ZE_LOADER
 from aotwheel.model import ProbeResult, ProbedDevice
 
 LIBRARY = "libze_loader.so.1"

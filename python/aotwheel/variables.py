@@ -1,0 +1,92 @@
+"""Every ``USE_AOT_*`` / ``AOTWHEEL_*`` variable aotwheel reads, its default, and how its value is read.
+
+The names, defaults and the one vocabulary of switches (:func:`flag`) live here and nowhere else;
+:mod:`aotwheel.config` builds the typed settings object from them. Standard library only, and no
+``dataclasses`` or ``typing``: every build step (one process per ninja edge) imports this module.
+"""
+
+from __future__ import annotations
+
+from aotwheel.errors import SettingError
+
+
+class Variable:
+    """One environment variable: its name, its default (``None``: unset) and what it does."""
+
+    __slots__ = ("name", "default", "help")
+
+    def __init__(self, name: str, default: str | None, help: str) -> None:
+        self.name, self.default, self.help = name, default, help
+
+    def __repr__(self) -> str:
+        return f"Variable({self.name!r}, {self.default!r})"
+
+
+# Build: the device list and how it is built (CMake variables first, then the environment).
+DEVLIST = Variable("USE_AOT_DEVLIST", "pvc,ats-m150", "devices to compile native code for (aotwheel resolve --list)")
+TORCH_ARCH_LIST = Variable("TORCH_XPU_ARCH_LIST", None,
+                           "PyTorch's device list: used when USE_AOT_DEVLIST is unset or empty")
+FIELD_DEFAULTS = Variable("USE_AOT_FIELD_DEFAULTS", "ON",
+                          "pass the ocloc/icpx options IPEX and torch-xpu-ops pass (fp64 poisoning, auto large GRF, > 4 GB buffers; ON/OFF)")
+JIT_FALLBACK = Variable("USE_AOT_JIT_FALLBACK", "ON", "keep SPIR-V / PTX for devices without native code (ON/OFF)")
+COMPRESS = Variable("USE_AOT_COMPRESS", "OFF",
+                    "embed the open toolchain's device images zstd-compressed, one frame per image (ON/OFF; "
+                    "CMake variable, then environment; aotwheel_add_device_code's COMPRESS wins)")
+# Build: tools, caches and scale-out.
+CACHE_DIR = Variable("AOTWHEEL_CACHE_DIR", None, "build cache folder ('off' disables it)")
+OCLOC = Variable("AOTWHEEL_OCLOC", None, "the ocloc to build with")
+CLANG = Variable("AOTWHEEL_CLANG", None, "the clang that compiles kernels to SPIR-V")
+LLVM_SPIRV = Variable("AOTWHEEL_LLVM_SPIRV", None, "the llvm-spirv translator")
+NVCC = Variable("AOTWHEEL_NVCC", None, "the nvcc to build with")
+OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake and aotwheel compile)")
+OCLOC_GROUPS = Variable("AOTWHEEL_OCLOC_GROUPS", None,
+                        "ocloc edges per kernel source in a CMake build (default: planned for the cores; read at configure time)")
+REMOTE_CACHE = Variable("AOTWHEEL_REMOTE_CACHE", None,
+                        "remote device-code stores behind the local cache, '|'-separated: http(s):// (WebDAV) or redis://")
+REMOTE_CACHE_READONLY = Variable("AOTWHEEL_REMOTE_CACHE_READONLY", "OFF", "read the remote stores but never write them (ON/OFF)")
+REMOTE_CACHE_TOKEN = Variable("AOTWHEEL_REMOTE_CACHE_TOKEN", None, "bearer token (HTTP) or password (Redis) for the remote stores")
+REMOTE_CACHE_TIMEOUT = Variable("AOTWHEEL_REMOTE_CACHE_TIMEOUT", None, "remote timeouts in seconds, 'connect[,read]' (e.g. 1,10)")
+SHARD = Variable("AOTWHEEL_SHARD", None, "build only slice i of n of the device jobs ('i/n'), to warm the remote cache")
+# Run time.
+JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
+DEVICE = Variable("AOTWHEEL_DEVICE", None, "devices to assume instead of probing: pvc, 12.60.7, sm_90, cpu")
+ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
+JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
+                         "per-user cache of JIT results for aotwheel.opencl ('off' disables it; default ~/.cache/aotwheel/jit)")
+NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", "OFF",
+                       "ON: inspect with the pure-Python readers only, not the C scanner aotwheel._fastscan (same answers)")
+
+VARIABLES: tuple[Variable, ...] = (
+    DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, COMPRESS,
+    CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, OCLOC_JOBS, OCLOC_GROUPS,
+    REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, SHARD,
+    JIT, DEVICE, ZE_LOADER, JIT_CACHE_DIR, NO_FASTSCAN,
+)
+# What CMake hands the build steps in their settings file (read at configure time, fixed for the build).
+BUILD_STEP_SETTINGS: tuple[Variable, ...] = (REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, SHARD)
+
+# The one vocabulary of switches, CMake's: ON/OFF, 1/0, yes/no, true/false, y/n (any case).
+TRUE_WORDS = ("1", "on", "yes", "true", "y")
+FALSE_WORDS = ("0", "off", "no", "false", "n")
+
+
+def flag(value: str | None, default: bool = True, *, name: str = JIT_FALLBACK.name) -> bool:
+    """A switch's value; empty or unset gives ``default``; anything else is one error naming ``name``."""
+    text = (value or "").strip().lower()
+    if not text:
+        return default
+    if text in TRUE_WORDS:
+        return True
+    if text in FALSE_WORDS:
+        return False
+    raise SettingError(f"{name}={value!r} is not a boolean; use ON or OFF")
+
+
+# A folder variable's words for "no folder": the cache is off.
+DISABLED_WORDS = ("off", "0", "false", "no", "none", "disable", "disabled")
+
+
+def off(value: str | None) -> bool:
+    """Unset, empty or a false word; never raises (for switches read while inspecting, where a
+    typo must not turn into an error)."""
+    return (value or "").strip().lower() in ("", *FALSE_WORDS)

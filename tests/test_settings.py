@@ -1,0 +1,87 @@
+"""The settings model: every variable declared once, one vocabulary of switches, one error style.
+
+Read from the source and run on the real readers (the settings object, the remote-cache
+configuration the build steps use, the CMake-facing resolver), so a variable spelled anew in a
+module, or a switch that accepts other words than the rest, fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from aotwheel import config, variables
+from aotwheel.buildsteps.remote import config_from
+from aotwheel.errors import AotwheelError
+
+SRC = Path(__file__).resolve().parents[1] / "python" / "aotwheel"
+NAME = re.compile(r"^(AOTWHEEL|USE_AOT|TORCH_XPU)_[A-Z0-9_]+$")
+# Switches and where each is read: the settings object, or the build steps' remote configuration.
+SWITCHES = {
+    variables.FIELD_DEFAULTS: lambda env: config.Config.from_mapping(env).field_defaults,
+    variables.JIT_FALLBACK: lambda env: config.Config.from_mapping(env).jit_fallback,
+    variables.COMPRESS: lambda env: config.Config.from_mapping(env).compress,
+    variables.REMOTE_CACHE_READONLY: lambda env: config_from(env).readonly,
+}
+
+
+@pytest.mark.parametrize("word,value", [("ON", True), ("y", True), ("Yes", True), ("1", True), ("true", True),
+                                        ("OFF", False), ("n", False), ("no", False), ("0", False), ("False", False)])
+@pytest.mark.parametrize("var", list(SWITCHES), ids=lambda v: v.name)
+def test_every_switch_reads_the_same_words(var: variables.Variable, word: str, value: bool) -> None:
+    assert SWITCHES[var]({var.name: word}) is value
+
+
+@pytest.mark.parametrize("var", list(SWITCHES), ids=lambda v: v.name)
+def test_every_switch_rejects_a_non_word_in_one_line_naming_it(var: variables.Variable) -> None:
+    with pytest.raises(AotwheelError) as info:
+        SWITCHES[var]({var.name: "maybe"})
+    assert str(info.value) == f"{var.name}='maybe' is not a boolean; use ON or OFF"
+
+
+@pytest.mark.parametrize("var", list(SWITCHES), ids=lambda v: v.name)
+def test_an_unset_or_empty_switch_is_its_declared_default(var: variables.Variable) -> None:
+    default = variables.flag(var.default, name=var.name)
+    assert SWITCHES[var]({}) is default and SWITCHES[var]({var.name: " "}) is default
+
+
+def test_the_settings_object_holds_every_declared_variable() -> None:
+    fields = set(config.Config.__dataclass_fields__)
+    missing = [v.name for v in variables.VARIABLES
+               if v.name.removeprefix("AOTWHEEL_").removeprefix("USE_AOT_").lower() not in fields and v is not variables.TORCH_ARCH_LIST]
+    assert missing == []  # TORCH_XPU_ARCH_LIST is read into devlist/devlist_source
+
+
+def test_names_are_spelled_only_where_they_are_declared() -> None:
+    # A variable's name as a whole string constant anywhere but variables.py is a second spelling
+    # (os.environ.get("AOTWHEEL_X"), a message's .replace("USE_AOT_DEVLIST", ...)).
+    declared = {v.name for v in variables.VARIABLES}
+    spelled: dict[str, list[str]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        if path.name == "variables.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and NAME.match(node.value):
+                spelled.setdefault(str(path.relative_to(SRC)), []).append(node.value)
+    assert {p: [n for n in names if n in declared] for p, names in spelled.items() if set(names) & declared} == \
+        {p: names for p, names in KNOWN_SPELLINGS.items()}
+
+
+# Modules that still spell a variable's name (each should use aotwheel.variables).
+KNOWN_SPELLINGS: dict[str, list[str]] = {
+    "backends/intel/build/compile.py": ["USE_AOT_DEVLIST"],
+    "cli/check.py": ["AOTWHEEL_DEVICE"],
+    "cli/resolve.py": ["USE_AOT_DEVLIST", "TORCH_XPU_ARCH_LIST"],
+}
+
+
+def test_every_variable_the_code_reads_is_declared() -> None:
+    # Names read from an environment mapping (os.environ.get / env.get / environ[...]) with a literal.
+    read: set[str] = set()
+    for path in SRC.rglob("*.py"):
+        read |= set(re.findall(r"""(?:environ|env)(?:\.get\(|\[)\s*["']((?:AOTWHEEL|USE_AOT)_[A-Z0-9_]+)["']""",
+                               path.read_text(encoding="utf-8")))
+    assert read <= {v.name for v in variables.VARIABLES}
