@@ -25,6 +25,7 @@ class IntelBackend:
               ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
               ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
+    tools = ("ocloc",)  # aotwheel resolve --toolchain ocloc
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar
@@ -42,8 +43,6 @@ class IntelBackend:
         from aotwheel.backends.intel.grammar import owns_token
 
         return owns_token(token)
-
-    tools = ("ocloc",)
 
     def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
         from aotwheel.backends.intel.devlist import table_for
@@ -64,7 +63,7 @@ class IntelBackend:
 
         return listing(tools)
 
-    def check_toolchain(self, part: IntelPart, tool: str, path: str | None) -> None:  # type: ignore[override]
+    def check_toolchain(self, part: IntelPart, tool: str, path: str | None) -> None:
         from aotwheel.backends.intel.devlist import check_ocloc
 
         check_ocloc(part, path)
