@@ -97,7 +97,7 @@ class DevList:
 
     @property
     def vendors(self) -> tuple[str, ...]:
-        """The vendors whose build steps this list needs (``intel``: ocloc/SPIR-V, ``nvidia``: nvcc)."""
+        """The backends whose build steps this list needs (their native code or kept IR), by name."""
         return tuple(p.vendor for p in self.parts if p.builds)
 
     @property
