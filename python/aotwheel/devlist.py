@@ -3,20 +3,17 @@
 Grammar (case-insensitive; tokens separated by commas and/or whitespace)::
 
     devlist  := token ( [,\\s]+ token )*
-    token    := device | alias | generic | sycl-arch | ip | pci-id | group | range | "none" | "native" | "no-jit"
-    device   := a catalog name              pvc, acm-g10, bmg-g21 (or any product the installed ocloc knows)
-    alias    := another name of one target  ats-m150, dg2-g10 (-> acm-g10)
-    sycl-arch:= intel_gpu_<...>             intel_gpu_pvc
-    ip       := maj.min.rev                 12.60.7
-    generic  := ocloc's generic name        dg2, mtl, bmg, ptl (-> the group's root product: acm-g10, mtl-u, bmg-g21, ptl-h)
-    pci-id   := 0x<device id>               0x9a49 (-> tgllp)
-    group    := family or release name      xe2, xe-hpc, xe3p (-> its shipping products)
-    range    := first:last | first: | :last dg1:acm-g10, xe-hpg: (-> the shipping products between, by IP)
-    none     := no AOT: JIT from SPIR-V only
+    token    := "none" | "native" | "no-jit" | a word of a backend's grammar
+    none     := no AOT: JIT from the default backend's IR only (SPIR-V)
     native   := the devices found on this machine (error if none)
-    no-jit   := do not keep SPIR-V for JIT (same as USE_AOT_JIT_FALLBACK=OFF)
-    nvidia   := sm_XY | sm_XYa | sm_XYf | compute_XY | nvidia_gpu_sm_XY | ptx
-                (see aotwheel.backends.nvidia.targets; ``ptx`` keeps PTX of the newest sm_XY listed)
+    no-jit   := do not keep IR for JIT (same as USE_AOT_JIT_FALLBACK=OFF)
+
+Every other token goes to the backend whose grammar owns it (:func:`aotwheel.backends.for_token`;
+a token nobody owns goes to :func:`aotwheel.backends.default`, whose names the suggestions come
+from): Intel's device names, aliases, families, IP versions, PCI ids and ranges
+(:mod:`aotwheel.backends.intel.grammar`), NVIDIA's ``sm_XY`` / ``compute_XY`` / ``ptx``
+(:mod:`aotwheel.backends.nvidia.targets`). This module splits, handles the keywords, keeps the
+order and reports errors; it names no vendor.
 
 Duplicates and aliases collapse; order is stable (first mention wins). Anything else is a
 :class:`~aotwheel.errors.DevlistError` with one line naming the bad token and the closest names.
@@ -26,16 +23,16 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.nvidia import targets as cuda
-from aotwheel.backends.intel.catalog import Catalog, Device, format_ip, load_catalog
-from aotwheel.backends.intel import grammar as intel_grammar
 from aotwheel.config import DEFAULT_DEVLIST
 from aotwheel.config import flag as env_flag
 from aotwheel.errors import DevlistError
-from aotwheel.model import NVIDIA
+
+if TYPE_CHECKING:
+    from aotwheel.backends.protocol import DevlistExamples, DevlistGrammar, DevlistPart
 
 MAX_LENGTH = 4096
 MAX_TOKENS = 256
@@ -63,82 +60,93 @@ class Expansion:
     """How one input token became targets (families say which products they became)."""
 
     token: str
-    kind: str  # "device" | "alias" | "generic" | "sycl-arch" | "ip" | "pci-id" | "group" | "range" | "native"
+    kind: str  # the backend's word ("device", "group", "range", "nvidia", ...) or "native"
     names: tuple[str, ...]
+    vendor: str = ""  # the backend whose grammar expanded it ("" for native: every backend's)
 
 
 @dataclass(frozen=True)
 class DevList:
-    """A resolved device list: what will be compiled ahead of time, and whether SPIR-V is kept."""
+    """A resolved device list: what will be compiled ahead of time, and whether IR is kept.
 
-    targets: tuple[Device, ...]
+    ``parts`` holds each backend's share (registry order); their own views are attributes of
+    the list too (Intel: ``targets``, ``names``, ``spirv``, ``ocloc_device``; NVIDIA: ``cuda``).
+    """
+
+    parts: tuple[DevlistPart, ...]
     jit_fallback: bool
     expansions: tuple[Expansion, ...] = ()
     text: str = ""
-    cuda: cuda.CudaPlan | None = None  # the NVIDIA half (sm_XY / compute_XY), if any
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names the dataclass lacks: a backend part's view (dl.targets, dl.cuda).
+        if not name.startswith("_"):
+            for part in self.__dict__.get("parts", ()):
+                if hasattr(part, name):
+                    return getattr(part, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def part(self, vendor: str) -> DevlistPart | None:
+        """The share of backend ``vendor`` (``None`` if it has none)."""
+        return next((p for p in self.parts if p.vendor == vendor), None)
 
     @property
     def aot(self) -> bool:
-        """True when at least one native image (Intel or NVIDIA cubin) will be built."""
-        return bool(self.targets) or bool(self.cuda and self.cuda.cubins)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(t.name for t in self.targets)
-
-    @property
-    def spirv(self) -> bool:
-        """True when SPIR-V is kept for Intel JIT: JIT fallback is on and the list names Intel
-        devices or no device at all (``none``). An NVIDIA-only list keeps no SPIR-V (its JIT
-        fallback is PTX, asked for with ``ptx`` or ``compute_XY``)."""
-        return self.jit_fallback and (bool(self.targets) or not self.cuda)
+        """True when at least one native image (of any vendor) will be built."""
+        return any(p.native for p in self.parts)
 
     @property
     def vendors(self) -> tuple[str, ...]:
-        """The vendors whose build steps this list needs: ``intel`` (ocloc/SPIR-V), ``nvidia`` (nvcc)."""
-        return (("intel",) if self.targets or self.spirv else ()) + (("nvidia",) if self.cuda else ())
+        """The backends whose build steps this list needs (their native code or kept IR), by name."""
+        return tuple(p.vendor for p in self.parts if p.builds)
 
     @property
     def jit_summary(self) -> str:
         """What JIT fallback means for this list, per vendor, in one phrase."""
-        parts = ["SPIR-V for Intel devices"] if self.spirv else []
-        if self.cuda and self.cuda.ptx:
-            parts.append(f"PTX {', '.join(t.name for t in self.cuda.ptx)} for NVIDIA GPUs")
-        if parts:
-            return " and ".join(parts)
-        if self.cuda and self.jit_fallback:
-            return "none (no Intel device listed; add 'ptx' to keep NVIDIA PTX)"
+        phrases = [p.jit_phrase for p in self.parts if p.jit_phrase]
+        if phrases:
+            return " and ".join(phrases)
+        hints = [p.jit_hint for p in self.parts if p.jit_hint]
+        if hints and self.jit_fallback:
+            from aotwheel import backends
+
+            return f"none (no {backends.default().title} device listed; {'; '.join(hints)})"
         return "off (devices not listed are unsupported)"
 
     @property
-    def ocloc_device(self) -> str:
-        """The value for ``ocloc -device`` / ``-Xs "-device ..."`` (empty for ``none``)."""
-        return ",".join(self.names)
-
-    @property
     def sycl_targets(self) -> str:
-        """The value for ``-fsycl-targets=`` (NVIDIA cubins as ``nvidia_gpu_sm_XY``)."""
-        if self.targets:
-            intel = ["spir64_gen", "spir64"] if self.jit_fallback else ["spir64_gen"]
-        else:
-            intel = ["spir64"] if self.spirv or not (self.cuda and self.cuda.cubins) else []  # never empty
-        nvidia = [f"nvidia_gpu_{t.name}" for t in self.cuda.cubins] if self.cuda else []
-        return ",".join(intel + nvidia)
+        """The value for ``-fsycl-targets=`` (never empty: else the default backend's IR target)."""
+        found = [t for p in self.parts for t in p.sycl_targets]
+        if not found:
+            from aotwheel import backends
+
+            default = self.part(backends.default().name)
+            found = [default.sycl_fallback] if default is not None else []
+        return ",".join(found)
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        core: dict[str, object] = {
             "input": self.text,
-            "targets": [t.to_dict() for t in self.targets],
             "jit_fallback": self.jit_fallback,
             "aot": self.aot,
-            "spirv": self.spirv,
             "vendors": list(self.vendors),
             "jit_summary": self.jit_summary,
-            "ocloc_device": self.ocloc_device,
             "sycl_targets": self.sycl_targets,
             "expansions": [{"token": e.token, "kind": e.kind, "names": list(e.names)} for e in self.expansions],
-            "cuda": self.cuda.to_dict() if self.cuda else None,
         }
+        return place(core, [f for p in self.parts for f in p.fields()])
+
+
+def place(core: Mapping[str, object], extra: Sequence[tuple[str, str, object]]) -> dict[str, object]:
+    """``core``'s keys with each ``(after, key, value)`` of ``extra`` placed after the key
+    ``after`` (at the end if there is none): the JSON's key order predates the split into
+    backends, and CMake's input stays byte-identical."""
+    out: dict[str, object] = {}
+    for key, value in core.items():
+        out[key] = value
+        out.update({k: v for after, k, v in extra if after == key})
+    out.update({k: v for after, k, v in extra if after not in core})
+    return out
 
 
 Detector = Callable[[], Sequence[str]]
@@ -148,31 +156,37 @@ def resolve(
     text: str,
     *,
     jit_fallback: bool = True,
-    catalog: Catalog | None = None,
+    catalog: object | None = None,
     detect: Detector | None = None,
+    tables: Mapping[str, object] | None = None,
 ) -> DevList:
     """Resolve a ``USE_AOT_DEVLIST`` value.
 
-    ``jit_fallback=False`` drops the SPIR-V image (as does the ``no-jit`` token). ``detect``
-    returns the IP versions (``"12.60.7"``) of the devices on this machine, for ``native``;
-    by default the device probes are asked. Raises :class:`DevlistError` on any bad input.
+    ``jit_fallback=False`` drops the IR image (as does the ``no-jit`` token). ``detect`` returns
+    the devices on this machine as devlist words (``"12.60.7"``, ``"sm_90"``), for ``native``; by
+    default each backend's :meth:`native_tokens` is asked. ``tables`` are backends' device tables
+    by name (:meth:`Backend.devlist_table`: what the installed toolchain knows), ``catalog`` the
+    default backend's; each backend's built-in one otherwise. Raises :class:`DevlistError` on
+    any bad input.
     """
+    from aotwheel import backends
+
     if not isinstance(text, str):
         raise DevlistError(f"USE_AOT_DEVLIST must be a string, not {type(text).__name__}")
+    default = backends.default()
+    given = {**({default.name: catalog} if catalog is not None else {}), **(tables or {})}
+    grammars: dict[str, DevlistGrammar] = {b.name: b.devlist_grammar(given.get(b.name)) for b in backends.all_backends()}
+    examples = _examples(grammars[default.name])
     if len(text) > MAX_LENGTH:
-        raise DevlistError(f"USE_AOT_DEVLIST is too long ({len(text)} characters, limit {MAX_LENGTH}); list devices or use a family name such as dg2")
-    catalog = catalog or load_catalog()
-    _reject_bad_characters(text, catalog)
+        raise DevlistError(f"USE_AOT_DEVLIST is too long ({len(text)} characters, limit {MAX_LENGTH}); list devices or use a family name such as {examples.family}")
+    _reject_bad_characters(text, grammars[default.name], given)
 
     tokens = [t for t in _SEPARATORS.split(text) if t]
     if not tokens:
-        raise DevlistError("USE_AOT_DEVLIST is empty: name devices (e.g. pvc,acm-g10) or use 'none' for JIT-only")
+        raise DevlistError(f"USE_AOT_DEVLIST is empty: name devices (e.g. {examples.devices}) or use 'none' for JIT-only")
     if len(tokens) > MAX_TOKENS:
-        raise DevlistError(f"USE_AOT_DEVLIST has {len(tokens)} tokens (limit {MAX_TOKENS}); use family names such as dg2 or xe-hpc")
+        raise DevlistError(f"USE_AOT_DEVLIST has {len(tokens)} tokens (limit {MAX_TOKENS}); use family names such as {examples.families}")
 
-    targets: dict[str, Device] = {}
-    nvidia: list[cuda.CudaTarget] = []
-    keep_newest_ptx = False
     expansions: list[Expansion] = []
     saw_none = False
     for index, raw in enumerate(tokens):
@@ -185,125 +199,110 @@ def resolve(
             continue
         if not _TOKEN_SHAPE.match(token):
             raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a device name; names start with a letter or digit", raw, ())
-        if _owner(token) == "amd":
-            raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is an AMD GPU target; aotwheel inspects and checks HIP code but does not "
-                               "build it: pass --offload-arch to hipcc, and list Intel/NVIDIA devices here", raw)
-        if _owner(token) == NVIDIA:
-            if token == cuda.PTX_TOKEN:
-                keep_newest_ptx = True
-            else:
-                target = cuda.parse_cuda_target(token)
-                nvidia.append(target)
-                expansions.append(Expansion(raw, "nvidia", (target.name,)))
+        if token == NATIVE_TOKEN:
+            expansions.append(Expansion(raw, "native", _native(grammars, detect, examples)))
             continue
-        kind, devices, found_nvidia = _lookup(token, raw, tokens[index + 1 :], catalog, detect)
-        nvidia.extend(found_nvidia)
-        expansions.append(Expansion(raw, kind, tuple(d.name for d in devices) + tuple(t.name for t in found_nvidia)))
-        for dev in devices:
-            targets.setdefault(dev.name, dev)
+        owner = (backends.for_token(token) or default).name
+        expanded = grammars[owner].expand(token, raw, tokens[index + 1 :])
+        if expanded is not None:
+            expansions.append(Expansion(raw, expanded[0], expanded[1], owner))
 
-    plan = cuda.plan(nvidia, keep_newest_ptx=keep_newest_ptx, jit_fallback=jit_fallback) if nvidia or keep_newest_ptx else None
-    if saw_none and (targets or plan):
-        listed = ", ".join([*targets, *(plan.names if plan else ())])
-        raise DevlistError(f"USE_AOT_DEVLIST: 'none' means JIT-only and cannot be combined with devices ({listed}); drop one of them", NONE_TOKEN)
-    if not targets and not plan and not saw_none:
-        raise DevlistError("USE_AOT_DEVLIST names no device: add devices (e.g. pvc) or 'none' for JIT-only")
+    parts = _finish(grammars, default.name, jit_fallback)
+    listed = [n for p in parts for n in p.listed]
+    if saw_none and listed:
+        raise DevlistError(f"USE_AOT_DEVLIST: 'none' means JIT-only and cannot be combined with devices ({', '.join(listed)}); drop one of them", NONE_TOKEN)
+    if not listed and not saw_none:
+        raise DevlistError(f"USE_AOT_DEVLIST names no device: add devices (e.g. {examples.device}) or 'none' for JIT-only")
     if saw_none and not jit_fallback:
         raise DevlistError("USE_AOT_DEVLIST: 'none' with JIT fallback off would build no device code at all; name devices or turn JIT fallback on")
-    return DevList(targets=tuple(targets.values()), jit_fallback=jit_fallback, expansions=tuple(expansions), text=text, cuda=plan)
+    return DevList(parts=parts, jit_fallback=jit_fallback, expansions=tuple(expansions), text=text)
 
 
-def _lookup(
-    token: str, raw: str, rest: Sequence[str], catalog: Catalog, detect: Detector | None
-) -> tuple[str, tuple[Device, ...], tuple[cuda.CudaTarget, ...]]:
-    if token == NATIVE_TOKEN:
-        return ("native", *_native(catalog, detect))
-    kind, devices = intel_grammar.lookup(token, raw, rest, catalog)
-    return kind, devices, ()
+def _finish(grammars: Mapping[str, DevlistGrammar], default: str, jit_fallback: bool) -> tuple[DevlistPart, ...]:
+    """Every backend's part, in registry order; the default backend's last to be made, since it
+    keeps its IR for all devices when no other vendor builds anything."""
+    made: dict[str, DevlistPart | None] = {}
+    for name, grammar in grammars.items():
+        if name != default:
+            made[name] = grammar.finish(jit_fallback=jit_fallback, alone=False)
+    alone = not any(p.builds for p in made.values() if p is not None)
+    made[default] = grammars[default].finish(jit_fallback=jit_fallback, alone=alone)
+    return tuple(p for p in (made[name] for name in grammars) if p is not None)
 
 
-def _owner(token: str) -> str | None:
-    """The backend whose grammar owns ``token`` (the resolver dispatches on it)."""
+def _examples(grammar: DevlistGrammar) -> DevlistExamples:
+    from aotwheel.backends.protocol import DevlistExamples
+
+    return grammar.examples or DevlistExamples("a device", "a device list", "a family", "family names")
+
+
+def _native(grammars: Mapping[str, DevlistGrammar], detect: Detector | None, examples: DevlistExamples) -> tuple[str, ...]:
+    """The GPUs on this machine, each word given to the backend that owns it; raises when none is found."""
     from aotwheel import backends
 
-    owner = backends.for_token(token)
-    return owner.name if owner is not None else None
-
-
-def _native(catalog: Catalog, detect: Detector | None) -> tuple[tuple[Device, ...], tuple[cuda.CudaTarget, ...]]:
-    """The GPUs on this machine: Intel ones by IP version (``12.60.7``), NVIDIA ones as ``sm_XY``."""
-    if detect is None:
-        detect = _probe_gpus
-    found: list[Device] = []
-    nvidia: list[cuda.CudaTarget] = []
-    unknown: list[str] = []
-    for ident in detect():
-        if cuda.is_cuda_token(ident):
-            target = cuda.parse_cuda_target(ident)
-            if target not in nvidia:
-                nvidia.append(target)
-            continue
-        dev = catalog.by_ip(ident)
-        if dev is None:
-            unknown.append(ident)
-        elif dev not in found:
-            found.append(dev)
-    if not found and not nvidia:
-        extra = f" (found IP versions unknown to the catalog: {', '.join(unknown)})" if unknown else ""
-        raise DevlistError(f"USE_AOT_DEVLIST: 'native' found no Intel or NVIDIA GPU on this machine{extra}; name the target devices instead, e.g. pvc", NATIVE_TOKEN)
-    return tuple(found), tuple(nvidia)
+    idents = (detect or _probe_gpus)()
+    mine: dict[str, list[str]] = {}
+    for ident in idents:
+        mine.setdefault((backends.for_token(ident.lower()) or backends.default()).name, []).append(ident)
+    names: list[str] = []
+    notes: list[str] = []
+    for name, grammar in grammars.items():
+        found, note = grammar.add_native(mine.get(name, ()))
+        names += found
+        notes += [note] if note else []
+    if not names:
+        extra = f" ({'; '.join(notes)})" if notes else ""
+        vendors = " or ".join(backends.get(n).title for n, g in grammars.items() if g.detects_native)
+        raise DevlistError(f"USE_AOT_DEVLIST: 'native' found no {vendors} GPU on this machine{extra}; name the target devices instead, e.g. {examples.device}",
+                           NATIVE_TOKEN)
+    return tuple(names)
 
 
 def _probe_gpus() -> list[str]:
-    """IP versions of the Intel GPUs and ``sm_XY`` of the NVIDIA GPUs the probes see."""
-    found: list[str] = []
+    """Devlist words for the GPUs on this machine: each backend's reading of the probes."""
+    from aotwheel import backends
+
     try:
         from aotwheel.probe import detect_devices
     except ImportError:
-        pass
+        devices = []
     else:
-        found += [d.ip for d in detect_devices() if d.ip and d.kind == "gpu"]
-    try:
-        from aotwheel.backends.nvidia.probe import probe_cuda
-    except ImportError:
-        pass
-    else:
-        found += [f"sm_{cuda.cc_to_arch(d.cc)}" for d in probe_cuda().devices]
-    return found
+        devices = detect_devices()
+    return [word for b in backends.all_backends() for word in b.native_tokens(devices)]
 
 
-def _reject_bad_characters(text: str, catalog: Catalog) -> None:
+def _reject_bad_characters(text: str, default: DevlistGrammar, tables: Mapping[str, object]) -> None:
+    """One line for the first character no token may hold; suggestions from the default backend."""
     for pos, char in enumerate(text):
         if char in _ALLOWED:
             continue
         token = _token_around(text, pos)
         folded = token.translate(_CONFUSABLES).lower()
-        exact = catalog.by_name(folded) or catalog.group(folded) or folded in _KEYWORDS
-        suggestions = (folded,) if exact else intel_grammar.suggest(folded, (), catalog)
+        suggestions = (folded,) if folded in _KEYWORDS else default.suggest(folded)
         if ord(char) > 127:
             what = f"non-ASCII character '{char}' (U+{ord(char):04X})"
         else:
             what = f"character {_printable(char)}"
-        listed = _as_comma_list(token, catalog)
+        listed = _as_comma_list(token, tables)
         if listed is not None:  # 'acm-g10;acm-g12': a list in another separator, not a misspelt name
             suggestions = (listed,)
             hint = f"; separate device names with commas: {listed}"
         else:
-            hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; separate device names with commas, e.g. pvc,acm-g10"
+            hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else f"; separate device names with commas, e.g. {_examples(default).devices}"
         raise DevlistError(f"USE_AOT_DEVLIST: {what} in {_printable_token(token)} is not allowed{hint}", token, suggestions)
 
 
 _OTHER_SEPARATORS = re.compile(r"[;|/+&]+")  # what other tools' lists use (CMake's ';', shells' '|')
 
 
-def _as_comma_list(token: str, catalog: Catalog) -> str | None:
+def _as_comma_list(token: str, tables: Mapping[str, object]) -> str | None:
     """``token`` with its other separators made commas, when every part then resolves on its own."""
     parts = [p for p in _OTHER_SEPARATORS.split(token) if p]
     if len(parts) < 2 or any(not set(p) <= _ALLOWED for p in parts):
         return None
     for part in parts:
         try:
-            resolve(part, catalog=catalog, detect=lambda: ())
+            resolve(part, tables=tables, detect=lambda: ())
         except DevlistError:
             return None
     return ",".join(parts)
@@ -331,36 +330,19 @@ def _printable_token(token: str) -> str:
 
 def describe(devlist: DevList) -> str:
     """Human-readable, multi-line account of a resolved device list."""
-    lines = []
-    if devlist.targets:
-        width = max(len(t.name) for t in devlist.targets)
-        for t in devlist.targets:
-            aliases = f"  aka {', '.join(t.aliases)}" if t.aliases else ""
-            lines.append(f"  {t.name:<{width}}  {t.ip:<8} {t.description}{aliases}")
-    elif devlist.cuda:
-        lines.append("  (no Intel targets: nothing is built for Intel GPUs)")
-    else:
-        lines.append("  (no ahead-of-time targets: every device will JIT-compile from SPIR-V)")
+    lines = [line for p in devlist.parts for line in p.describe("targets")]
+    vendors = {p.vendor: p for p in devlist.parts}
     for e in devlist.expansions:
-        if e.kind == "group":
-            lines.append(f"  '{e.token}' is a family: its shipping products are {', '.join(e.names)}")
-        elif e.kind == "range":
-            lines.append(f"  '{e.token}' is a range: its shipping products are {', '.join(e.names)}")
-        elif e.kind == "generic":
-            lines.append(f"  '{e.token}' is ocloc's generic name for {e.names[0]}: one binary, which the driver also runs "
-                         f"on the rest of the {e.token.lower()} group (compute-runtime's compatibility mapping)")
-        elif e.kind == "native":
+        if e.kind == "native":
             lines.append(f"  'native' found: {', '.join(e.names)}")
-    if devlist.cuda:
-        for image in devlist.cuda.targets:
-            what = "cubin (native)" if image.kind == "cubin" else "PTX (JIT on newer GPUs)"
-            lines.append(f"  {image.name:<10} NVIDIA {what}")
-        lines.append(f"nvcc {' '.join(devlist.cuda.gencode_flags())}")
+        elif e.vendor in vendors:
+            note = vendors[e.vendor].note(e.token, e.kind, e.names)
+            lines += [note] if note else []
+    lines += [line for p in devlist.parts for line in p.describe("images")]
     lines.append(f"JIT fallback: {devlist.jit_summary}")
-    if devlist.ocloc_device:
-        lines.append(f"ocloc -device {devlist.ocloc_device}")
+    lines += [line for p in devlist.parts for line in p.describe("tools")]
     lines.append(f"-fsycl-targets={devlist.sycl_targets}")
     return "\n".join(lines)
 
 
-__all__ = ["DEFAULT_DEVLIST", "DevList", "Expansion", "describe", "env_flag", "resolve", "format_ip"]
+__all__ = ["DEFAULT_DEVLIST", "DevList", "Expansion", "describe", "env_flag", "resolve"]

@@ -6,7 +6,7 @@ imports the ``aotwheel.backends`` package first, never imports ``typing``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
@@ -22,6 +22,109 @@ class ProbeSpec(NamedTuple):
     module: str  # defines ``probe() -> aotwheel.probe.ProbeResult``
     heavy: str = ""  # a module that costs seconds to import: probe only once the application imported it
     native: bool = False  # the vendor's own driver: its GPUs replace other runtimes' views of them
+
+
+class DevlistExamples(NamedTuple):
+    """Names the resolver's messages offer as examples (the default backend's)."""
+
+    device: str  # "pvc"
+    devices: str  # "pvc,acm-g10"
+    family: str  # "dg2"
+    families: str  # "dg2 or xe-hpc"
+
+
+class DevlistPart(Protocol):
+    """One backend's share of a resolved ``USE_AOT_DEVLIST`` (:class:`aotwheel.devlist.DevList`
+    holds one per backend). Its other attributes are the vendor's own views of the list (Intel:
+    ``targets``, ``names``, ``spirv``, ``ocloc_device``; NVIDIA: ``cuda``), reachable on the DevList."""
+
+    vendor: str  # the backend's name
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        """Canonical names of the targets listed for this vendor (for messages)."""
+        ...
+
+    @property
+    def builds(self) -> bool:
+        """Whether this vendor's build steps run (native code or kept IR)."""
+        ...
+
+    @property
+    def native(self) -> bool:
+        """Whether at least one native image is built."""
+        ...
+
+    @property
+    def sycl_targets(self) -> tuple[str, ...]:
+        """This vendor's ``-fsycl-targets=`` entries."""
+        ...
+
+    @property
+    def sycl_fallback(self) -> str:
+        """The IR target ``-fsycl-targets=`` falls back to when no vendor lists one (the default backend's is read)."""
+        ...
+
+    @property
+    def jit_phrase(self) -> str:
+        """What JIT fallback keeps for this vendor ("SPIR-V for Intel devices"), ``""`` if nothing."""
+        ...
+
+    @property
+    def jit_hint(self) -> str:
+        """How to keep IR for this vendor when nothing is kept (``""`` if nothing to say)."""
+        ...
+
+    def fields(self) -> list[tuple[str, str, object]]:
+        """``(after, key, value)``: this vendor's keys of ``DevList.to_dict()``, each placed after the core key ``after``."""
+        ...
+
+    def describe(self, section: str) -> list[str]:
+        """Lines of ``aotwheel resolve``'s account: ``"targets"`` (first), ``"images"`` (after
+        the expansion notes), ``"tools"`` (after the JIT fallback line)."""
+        ...
+
+    def note(self, token: str, kind: str, names: Sequence[str]) -> str | None:
+        """One line explaining an expansion of this vendor's grammar (a family, a range), or ``None``."""
+        ...
+
+    def formats(self) -> dict[str, str]:
+        """Values ``aotwheel resolve --format NAME`` prints for this vendor (Intel: ocloc, names, ips)."""
+        ...
+
+    def report(self, field_defaults: bool) -> tuple[dict[str, object], list[str]]:
+        """``aotwheel resolve``'s extra JSON keys and human lines for this vendor (Intel: the
+        field-default options, fp64, targets the installed ocloc cannot build)."""
+        ...
+
+
+class DevlistGrammar(Protocol):
+    """One backend's ``USE_AOT_DEVLIST`` grammar while one value is resolved: tokens go in, a
+    :class:`DevlistPart` comes out. Errors are :class:`aotwheel.errors.DevlistError`, one line
+    naming the fix (and the closest names)."""
+
+    detects_native: bool  # ``native`` looks for this vendor's GPUs
+    examples: DevlistExamples | None  # names for the core's messages (the default backend's are read)
+
+    def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+        """Add one token this backend owns (``token`` lower-case, ``raw`` as typed, ``rest`` the
+        tokens after it, for "did you mean"): ``(kind, target names)`` for ``DevList.expansions``,
+        or ``None`` for a word that sets an option (NVIDIA's ``ptx``)."""
+        ...
+
+    def add_native(self, idents: Sequence[str]) -> tuple[tuple[str, ...], str]:
+        """Add the detected devices of this vendor (:meth:`Backend.native_tokens`' words): the
+        target names added, and a note on those it cannot place (``""`` if none)."""
+        ...
+
+    def suggest(self, token: str) -> tuple[str, ...]:
+        """The nearest names to ``token`` (``(token,)`` when it is itself a name)."""
+        ...
+
+    def finish(self, *, jit_fallback: bool, alone: bool) -> DevlistPart | None:
+        """This vendor's part of the list (``None``: it never has one); ``alone``: no other vendor
+        builds anything (the default backend then keeps its IR for every device)."""
+        ...
 
 
 class Backend(Protocol):
@@ -70,6 +173,32 @@ class Backend(Protocol):
     def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
         """For ``jit`` verdicts of this vendor's devices: by verdict index, how many of the binary's
         IR modules have a native build in this vendor's JIT cache (``{"modules": n, "cached": k}``)."""
+        ...
+
+    tools: tuple[str, ...]  # ``aotwheel resolve --toolchain`` words this backend checks ("ocloc")
+
+    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+        """The toolchain facts this vendor's grammar needs to resolve ``text`` (Intel: the installed
+        ocloc's device table, asked only where it can change the answer; ``tools``: explicit tool
+        paths by :attr:`tools` word); ``None`` for the vendor's built-in table."""
+        ...
+
+    def devlist_grammar(self, table: object | None = None) -> DevlistGrammar:
+        """A fresh grammar for one ``USE_AOT_DEVLIST`` value (``table`` from :meth:`devlist_table`)."""
+        ...
+
+    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
+        """Devlist words for this vendor's GPUs on this machine (``devices``: the probe runner's);
+        what ``native`` means for this vendor."""
+        ...
+
+    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
+        """Lines of ``aotwheel resolve --list``: every name this vendor's grammar knows."""
+        ...
+
+    def check_toolchain(self, part: DevlistPart, tool: str, path: str | None) -> None:
+        """``aotwheel resolve --toolchain TOOL``: raise :class:`aotwheel.errors.ToolchainError`
+        (one line) unless the installed ``tool`` can build every target of ``part``."""
         ...
 
     def selftest(self, binary: str) -> list[Any]:

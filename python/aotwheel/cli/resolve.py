@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-FORMATS = ("ocloc", "sycl-targets", "names", "ips")
+FORMATS = ("ocloc", "sycl-targets", "names", "ips")  # sycl-targets: every vendor's; the rest a backend's (DevlistPart.formats)
+TOOLS = ("ocloc",)  # Backend.tools words; each also has a --<tool> PATH option
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from aotwheel.devlist import DEFAULT_DEVLIST
+    from aotwheel.config import DEFAULT_DEVLIST
 
     p = sub.add_parser(
         "resolve",
@@ -37,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="report the options IPEX/torch-xpu-ops pass as in use (default; env USE_AOT_FIELD_DEFAULTS)")
     field.add_argument("--no-field-defaults", dest="field_defaults", action="store_const", const=False,
                        help="report no field-default options (USE_AOT_FIELD_DEFAULTS=OFF)")
-    p.add_argument("--toolchain", choices=("ocloc",), help="also check that the installed tool can build every target")
+    # The backends' tools (Intel's ocloc), spelled here so that building the parser imports no backend.
+    p.add_argument("--toolchain", choices=TOOLS, help="also check that the installed tool can build every target")
     p.add_argument("--ocloc", metavar="PATH", help="ocloc to check against (default: $AOTWHEEL_OCLOC, then PATH)")
     p.set_defaults(handler=run)
 
@@ -45,12 +47,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from aotwheel.backends.intel.build.toolchain import catalog_for, installed_catalog
+    from aotwheel import backends
     from aotwheel.config import devlist_choice, read
     from aotwheel.devlist import describe, resolve
 
+    tools = {tool: getattr(args, tool, None) for tool in TOOLS}
     if args.list:
-        print(_catalog_listing(installed_catalog(args.ocloc)))
+        lines = [line for b in backends.all_backends() for line in b.devlist_listing(tools)]
+        print("\n".join([*lines, "keywords: none (JIT-only), native (devices on this machine), no-jit (drop SPIR-V)"]))
         return 0
     config = read()  # an empty variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`)
     explicit = args.text if args.devlist_option is None else args.devlist_option
@@ -64,99 +68,33 @@ def run(args: argparse.Namespace) -> int:
     jit_fallback = config.jit_fallback if args.jit_fallback is None else args.jit_fallback
     field_on = config.field_defaults if args.field_defaults is None else args.field_defaults
 
-    # The installed ocloc is the authority on what its names mean (the catalog answers without one).
-    # It is asked only where its answer can differ from the catalog's: families, releases, ranges,
-    # ids and names the catalog lacks. A list of catalog products (`pvc,acm-g10`), `none` or sm_90
-    # runs no ocloc at configure (a fresh machine against a warm remote cache runs none at all).
-    catalog = catalog_for(text, args.ocloc)
-    devlist = resolve(text, jit_fallback=jit_fallback, catalog=catalog)
-    if args.toolchain == "ocloc":
-        check_ocloc(devlist, args.ocloc)
+    # Each backend's toolchain facts, as far as its grammar needs them for this text (Intel asks
+    # the installed ocloc only for names whose meaning it can change: no ocloc runs for pvc or sm_90).
+    tables = {b.name: t for b in backends.all_backends() if (t := b.devlist_table(text, tools)) is not None}
+    devlist = resolve(text, jit_fallback=jit_fallback, tables=tables)
+    if args.toolchain:
+        for b in backends.all_backends():
+            part = devlist.part(b.name)
+            if args.toolchain in b.tools and part is not None:
+                b.check_toolchain(part, args.toolchain, tools.get(args.toolchain))
 
-    field = field_report(devlist, field_on)
+    reports = [p.report(field_on) for p in devlist.parts]
     if args.json:
         from aotwheel.config import COMPRESS
 
         # USE_AOT_COMPRESS as written (CMake's variable, else the environment's): CMake reads no
         # USE_AOT_* environment variable itself, and aotwheel_add_device_code checks the word.
         compress = args.compress_option if args.compress_option else os.environ.get(COMPRESS.name, "").strip()
-        print(json.dumps({**devlist.to_dict(), "given": given, "source": source, "no_fp64": field["no_fp64"],
-                          "field_defaults": field, "compress": compress}, indent=2))
-    elif args.format == "ocloc":
-        print(devlist.ocloc_device)
+        extra = {k: v for fields, _ in reports for k, v in fields.items()}  # the backends' (Intel: fp64, field defaults)
+        print(json.dumps({**devlist.to_dict(), "given": given, "source": source, **extra, "compress": compress}, indent=2))
     elif args.format == "sycl-targets":
         print(devlist.sycl_targets)
-    elif args.format == "names":
-        print(",".join(devlist.names))
-    elif args.format == "ips":
-        print(",".join(t.ip for t in devlist.targets))
+    elif args.format:
+        print(next((v for p in devlist.parts if (v := p.formats().get(args.format)) is not None), ""))
     else:
         print(f"USE_AOT_DEVLIST={text.strip()}" + ("" if source == "the command line" else f"  # from {source}"))
         print(describe(devlist))
-        print(describe_field(field))
-        unbuildable = [t for t in devlist.targets if catalog.ocloc_version and catalog.source(t.name) == "catalog"]
-        if unbuildable:
-            from aotwheel.backends.intel.ocloc import build_note
-
-            names = ", ".join(t.name for t in unbuildable)
-            print(f"note: the installed ocloc {catalog.ocloc_version} does not know {names}{build_note([t.name for t in unbuildable])}: "
-                  "a build stops at configure; 'aotwheel resolve --toolchain ocloc' says how to get one that can")
+        for _, lines in reports:
+            for line in lines:
+                print(line)
     return 0
-
-
-def field_report(devlist, enabled: bool) -> dict[str, object]:
-    """The field-default options for ``devlist``'s Intel devices and which of them lack fp64."""
-    from aotwheel.backends.intel.catalog import load_catalog
-    from aotwheel.backends.intel.options import field_defaults
-
-    cat = load_catalog()
-    return field_defaults(devlist.names, no_fp64=cat.no_fp64, emulated=cat.fp64_conv_emulation, enabled=enabled)
-
-
-def describe_field(field: dict) -> str:
-    """Lines for the human-readable report: fp64 and the default options."""
-    from aotwheel.backends.intel.options import FP64_POISON_OPTION
-
-    lines = []
-    if field["no_fp64"]:
-        fate = (f"kernels using double are poisoned there ({FP64_POISON_OPTION}), the rest build" if field["enabled"]
-                else f"a kernel using double fails to build for them; add {FP64_POISON_OPTION} to the options")
-        lines.append(f"no fp64 (double): {', '.join(field['no_fp64'])}: {fate}")
-    if not field["enabled"]:
-        lines.append("field defaults: off (USE_AOT_FIELD_DEFAULTS=OFF): only your own ocloc options are passed")
-    elif field["ocloc_options"]:
-        lines.append(f"field defaults: ocloc -options '{' '.join(field['ocloc_options'])}'")
-        icpx = [*field["sycl_compile_options"], *field["sycl_link_options"]]
-        lines.append(f"icpx adds: {' '.join(dict.fromkeys(icpx))} (+ -fsycl-max-parallel-link-jobs)")
-    return "\n".join(lines)
-
-
-def check_ocloc(devlist, explicit: str | None) -> None:
-    """Fail with one line if the installed ocloc cannot build a target of ``devlist``."""
-    from aotwheel.errors import ToolchainError
-    from aotwheel.backends.intel.ocloc import find_ocloc, too_new_message
-
-    ocloc = find_ocloc(explicit)
-    missing = [t for t in devlist.targets if not ocloc.supports((t.name, *t.aliases))]
-    if missing:
-        raise ToolchainError(too_new_message([(t.name, t.ip) for t in missing], ocloc.version, ocloc.path))
-
-
-def _catalog_listing(cat) -> str:  # type: ignore[no-untyped-def]
-    where = (f"from the installed ocloc {cat.ocloc_version} and aotwheel's catalog; [ocloc]/[catalog]: only that one knows the name"
-             if cat.ocloc_version else "from aotwheel's catalog (no ocloc installed)")
-    tag_of = (lambda name: "" if cat.source(name) == "catalog+ocloc" else f" [{cat.source(name)}]") if cat.ocloc_version else (lambda name: "")
-    lines = [f"devices ({where}; name  IP  aliases  SYCL arch):"]
-    for d in cat.devices:
-        tag = "" if d.shipping else "  [pre-production]"
-        lines.append(f"  {d.name + tag_of(d.name):<18} {d.ip:<8} {', '.join(d.aliases) or '-':<32} {d.sycl_arch}{tag}")
-    lines.append("generic names (build the root product; the driver runs it on the whole group):")
-    for name, root in cat.generic:
-        lines.append(f"  {name + tag_of(name):<18} -> {root}")
-    lines.append("families and releases (expand to shipping products):")
-    for g in cat.groups:
-        names = "/".join((g.name, *g.aliases))
-        lines.append(f"  {names + tag_of(g.name):<18} -> {', '.join(m.name for m in g.members) or '(no shipping product)'}")
-    lines.append("ranges: first:last, first:, :last (ocloc's notation; shipping products between, by IP)")
-    lines.append("keywords: none (JIT-only), native (devices on this machine), no-jit (drop SPIR-V)")
-    return "\n".join(lines)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.model import AMD, NATIVE, Verdict
 
 if TYPE_CHECKING:
+    from aotwheel.backends.protocol import DevlistPart
     from aotwheel.model import Device
     from aotwheel.model import ProbedDevice
     from aotwheel.report import FileReport
@@ -29,6 +30,23 @@ class AmdBackend:
     def owns_token(self, token: str) -> bool:
         # Every gfx* token, valid or not, so that a typo gets this backend's message.
         return token.startswith("gfx")
+
+    tools: tuple[str, ...] = ()
+
+    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+        return None
+
+    def devlist_grammar(self, table: object | None = None) -> AmdGrammar:
+        return AmdGrammar()
+
+    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
+        return []  # nothing is built for AMD GPUs, so none is looked for
+
+    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
+        return []
+
+    def check_toolchain(self, part: DevlistPart, tool: str, path: str | None) -> None:
+        return None
 
     def owns_device(self, device: Device) -> bool:
         # A GPU only: an AMD CPU seen through Intel's OpenCL CPU runtime runs SPIR-V by Intel's rules.
@@ -73,6 +91,29 @@ class AmdBackend:
         line = f"{binary}: {verdict.device} will compile its kernels from AMD SPIR-V at load (embedded code objects: {', '.join(verdict.targets) or 'none'})"
         fix = self.remedy(verdict)
         return line + (f"; {fix} to ship native code for it" if fix else "")
+
+
+class AmdGrammar:
+    """``gfx*`` in ``USE_AOT_DEVLIST``: aotwheel builds no HIP code, so every AMD target is refused
+    with the way to build it. Contributes no part to the list."""
+
+    detects_native = False
+    examples = None
+
+    def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+        from aotwheel.errors import DevlistError
+
+        raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is an AMD GPU target; aotwheel inspects and checks HIP code but does not "
+                           "build it: pass --offload-arch to hipcc, and list Intel/NVIDIA devices here", raw)
+
+    def add_native(self, idents: Sequence[str]) -> tuple[tuple[str, ...], str]:
+        return (), ""
+
+    def suggest(self, token: str) -> tuple[str, ...]:
+        return ()
+
+    def finish(self, *, jit_fallback: bool, alone: bool) -> None:
+        return None
 
 
 BACKEND = AmdBackend()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.protocol import ProbeSpec
 from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, Verdict
 
 if TYPE_CHECKING:
+    from aotwheel.backends.intel.devlist import IntelGrammar, IntelPart
     from aotwheel.model import Device
     from aotwheel.model import ProbedDevice
     from aotwheel.report import FileReport
@@ -24,6 +25,7 @@ class IntelBackend:
               ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
               ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
+    tools = ("ocloc",)  # aotwheel resolve --toolchain ocloc
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar
@@ -42,6 +44,30 @@ class IntelBackend:
         from aotwheel.backends.intel.grammar import owns_token
 
         return owns_token(token)
+
+    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+        from aotwheel.backends.intel.devlist import table_for
+
+        return table_for(text, tools)
+
+    def devlist_grammar(self, table: object | None = None) -> IntelGrammar:
+        from aotwheel.backends.intel.devlist import IntelGrammar
+
+        return IntelGrammar(table)  # type: ignore[arg-type]
+
+    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
+        """IP versions (``12.60.7``) of the GPUs the probes see."""
+        return [d.ip for d in devices if d.ip and d.kind == "gpu"]
+
+    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
+        from aotwheel.backends.intel.devlist import listing
+
+        return listing(tools)
+
+    def check_toolchain(self, part: IntelPart, tool: str, path: str | None) -> None:
+        from aotwheel.backends.intel.devlist import check_ocloc
+
+        check_ocloc(part, path)
 
     def owns_device(self, device: Device) -> bool:
         return str(getattr(device, "vendor", "")).lower() == INTEL

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +11,8 @@ from aotwheel.backends.protocol import ProbeSpec
 from aotwheel.model import NATIVE, NVIDIA, UNSUPPORTED, Verdict
 
 if TYPE_CHECKING:
+    from aotwheel.backends.nvidia.devlist import NvidiaGrammar
+    from aotwheel.backends.protocol import DevlistPart
     from aotwheel.model import Device
     from aotwheel.model import ProbedDevice
     from aotwheel.report import FileReport
@@ -41,6 +43,28 @@ class NvidiaBackend:
         from aotwheel.backends.nvidia.targets import is_cuda_token
 
         return is_cuda_token(token)
+
+    tools: tuple[str, ...] = ()  # nvcc is checked when a build configures, not by aotwheel resolve
+
+    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+        return None  # the table of archs is aotwheel's (targets.NVCC13_ARCHS); nothing to ask a tool
+
+    def devlist_grammar(self, table: object | None = None) -> NvidiaGrammar:
+        from aotwheel.backends.nvidia.devlist import NvidiaGrammar
+
+        return NvidiaGrammar()
+
+    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
+        """``sm_XY`` of the GPUs the CUDA driver itself reports (asked directly, not through ``devices``)."""
+        from aotwheel.backends.nvidia.devlist import native_tokens
+
+        return native_tokens()
+
+    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
+        return []
+
+    def check_toolchain(self, part: DevlistPart, tool: str, path: str | None) -> None:
+        return None
 
     def owns_device(self, device: Device) -> bool:
         return str(getattr(device, "vendor", "")).lower() == NVIDIA and str(getattr(device, "catalog", "") or "").startswith("sm_")

@@ -15,8 +15,9 @@ the Intel names and has no ``+`` (the resolver rejects it before any lookup), on
 the same in an environment variable, a CMake list and a shell, and "the newest" is what NVIDIA
 recommends keeping as PTX, so the user never has to repeat the arch.
 
-Pure functions only: no subprocess, no driver. The resolver (``aotwheel.devlist``) calls
-:func:`is_cuda_token` / :func:`parse_cuda_target` per token and :func:`plan` once per list.
+Pure functions only: no subprocess, no driver. The NVIDIA grammar of the resolver
+(:mod:`aotwheel.backends.nvidia.devlist`) calls :func:`parse_cuda_target` per token and
+:func:`plan` once per list; :func:`is_cuda_token` decides which tokens it owns.
 """
 
 from __future__ import annotations

@@ -126,8 +126,13 @@ def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
 
         devlist = read().devlist
     dl = devlist if isinstance(devlist, DevList) else resolve(devlist, jit_fallback=jit_fallback, catalog=catalog_for(devlist))
-    if dl.cuda is not None:
-        raise DevlistError(f"'{','.join(dl.cuda.names)}' are NVIDIA targets; SPIR-V compiles for Intel devices only: "
+    from aotwheel.model import INTEL
+
+    other = next((p for p in dl.parts if p.vendor != INTEL and p.listed), None)  # another vendor's targets
+    if other is not None:
+        from aotwheel import backends
+
+        raise DevlistError(f"'{','.join(other.listed)}' are {backends.get(other.vendor).title} targets; SPIR-V compiles for Intel devices only: "
                            "drop them from the device list")
     return dl
 
