@@ -1,7 +1,7 @@
 """Run-time loader for OpenCL packages: a built ``pyopencl.Program`` from AOT device code.
 
-:func:`build_program` picks, by the driver's own lookup rules (``aotwheel.backends.intel.rules``), the native
-image of a fat binary that this device runs; otherwise it builds the SPIR-V (a JIT compile) and
+:func:`build_program` picks, by the driver's own lookup rules (asked of the backend that loads OpenCL
+programs: :func:`aotwheel.backends.for_opencl`), the native image of a fat binary that this device runs; otherwise it builds the SPIR-V (a JIT compile) and
 keeps the device binary the driver produced (``CL_PROGRAM_BINARIES``) in the per-user JIT cache
 (``aotwheel.jitcache``), so that later processes create the program from that binary. A cached
 binary that fails its hash check, was built by another driver version, or that the runtime
@@ -173,13 +173,13 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
     """:func:`build_program`, also saying where the program came from."""
     import pyopencl as cl
 
-    from aotwheel.backends.intel.probes.opencl import describe
-    from aotwheel.backends.intel.rules import decide
+    from aotwheel import backends
     from aotwheel.model import NATIVE as NATIVE_VERDICT
 
     code = device_code(images, source)
-    probed = describe(cl, device.platform, device)
-    verdict = decide(_native_targets(code.fatbinary), ["spirv"] if code.spirv else [], probed)
+    vendor = backends.for_opencl()  # names the device and knows its driver's lookup rules
+    probed = vendor.opencl_device(cl, device.platform, device)
+    verdict = vendor.opencl_verdict(_native_targets(code.fatbinary), bool(code.spirv), probed)
     if verdict.verdict == NATIVE_VERDICT and code.fatbinary:
         # The driver does the ar lookup itself (the rules verdict.py models).
         return Loaded(cl.Program(context, [device], [code.fatbinary]).build(options=options, devices=[device]), NATIVE)

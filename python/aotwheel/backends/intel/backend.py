@@ -73,6 +73,17 @@ class IntelBackend:
 
         use_cpu_runtime_if_installed()
 
+    def opencl_device(self, cl: Any, platform: Any, device: Any, index: int = 0) -> ProbedDevice:
+        from aotwheel.backends.intel.probes import opencl  # looked up per call: tests replace describe
+
+        return opencl.describe(cl, platform, device, index)
+
+    def opencl_verdict(self, targets: Sequence[Any], has_spirv: bool, device: Any) -> Verdict:
+        # The newest driver's lookup, as the loader always modelled it (the driver itself picks the member).
+        from aotwheel.backends.intel.rules import decide
+
+        return decide(targets, ["spirv"] if has_spirv else [], device)
+
     def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
         # aotwheel.opencl keeps native builds of JIT-compiled SPIR-V; it loads those instead of compiling.
         jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
