@@ -36,7 +36,6 @@ CORE_TO_VENDOR: dict[str, set[str]] = {
     "aotwheel.inspector": {"aotwheel.backends.amd.codeobject", "aotwheel.backends.intel", "aotwheel.backends.intel.catalog",
                            "aotwheel.backends.intel.cpu_aot", "aotwheel.backends.intel.gfx", "aotwheel.backends.intel.legacy",
                            "aotwheel.backends.intel.zebin", "aotwheel.backends.nvidia.fatbin"},
-    "aotwheel.variants": {"aotwheel.backends.intel.catalog", "aotwheel.backends.intel.rules"},
 }
 
 # What a vendor module may import outside the vendor packages.

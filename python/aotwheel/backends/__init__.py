@@ -20,6 +20,7 @@ import importlib
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
     from aotwheel.backends.protocol import Backend, OpenClSupport, ProbeSpec
     from aotwheel.model import Device
@@ -83,6 +84,12 @@ def for_opencl() -> OpenClSupport:
             found: OpenClSupport = b  # type: ignore[assignment]
             return found
     raise LookupError("no registered backend loads OpenCL programs")
+
+
+def variant_vocabularies() -> list[Any]:
+    """Each backend's wheel-variant vocabulary (the module its optional ``variants`` attribute names;
+    :mod:`aotwheel.variants` says what it holds), in registry order."""
+    return [importlib.import_module(m) for b in all_backends() if (m := getattr(b, "variants", None))]
 
 
 def vendors_in(file: FileReport) -> Sequence[str]:

@@ -24,6 +24,7 @@ class IntelBackend:
               ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
               ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
+    variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar

@@ -1,5 +1,6 @@
-"""aotwheel's Intel GPU wheel-variant provider (draft PEP 817 / 825 / 850) and the properties of
-Intel images in a wheel.
+"""The Intel wheel-variant vocabulary (draft PEP 817 / 825 / 850): aotwheel's own provider's values,
+and the property of each Intel image in a wheel (the module :mod:`aotwheel.variants` asks; the
+backend names it).
 
 Vocabulary (namespace ``aotwheel_intel``, one multi-value feature ``image``):
 
@@ -8,13 +9,13 @@ Vocabulary (namespace ``aotwheel_intel``, one multi-value feature ``image``):
 - ``aotwheel_intel :: image :: spirv`` -- SPIR-V only (JIT). The JIT-only wheel of a matrix is
   published as the *null* variant instead, which every machine accepts and ranks last.
 
-:class:`IntelGpuPlugin` is the provider. Published variant metadata and aotwheel's
-``variant_plugins`` entry point name it ``aotwheel.variants:IntelGpuPlugin`` (:data:`PLUGIN_API`),
-which resolves here. Its supported values come from aotwheel's probes (``AOTWHEEL_DEVICE``
-overrides them): per Intel GPU, its exact IP first, then every other IP whose ``64.<ip>`` member
-compute-runtime's lookup would load natively on it (:func:`aotwheel.backends.intel.rules.decide`,
-newest driver modelled), then ``spirv``. A probe that fails or finds no Intel GPU leaves
-``spirv`` only: an install never fails because of it.
+The provider plugin is ``aotwheel.variants:IntelGpuPlugin`` (:data:`PLUGIN_API`, the path that
+published variant metadata and aotwheel's ``variant_plugins`` entry point name): the core's
+plugin class over this module, which probes the devices (``AOTWHEEL_DEVICE`` overrides them).
+:func:`supported_values` turns them into values: per Intel GPU, its exact IP first, then every
+other IP whose ``64.<ip>`` member compute-runtime's lookup would load natively on it
+(:func:`aotwheel.backends.intel.rules.decide`, newest driver modelled), then ``spirv``. A probe
+that fails or finds no Intel GPU leaves ``spirv`` only: an install never fails because of it.
 """
 
 from __future__ import annotations
@@ -22,20 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from aotwheel.model import INTEL
+
 NAMESPACE = "aotwheel_intel"
 FEATURE = "image"
 JIT_VALUE = "spirv"
 PLUGIN_API = "aotwheel.variants:IntelGpuPlugin"  # a stable public path: published wheels name it
 PROVIDER_REQUIRES = "aotwheel>=0.1.0"  # the first aotwheel with this plugin
-
-
-@dataclass(frozen=True)
-class FeatureConfig:
-    """One feature as ``variantlib.protocols.VariantFeatureConfigType`` wants it."""
-
-    name: str
-    values: list[str]
-    multi_value: bool = True
+ALWAYS = True  # aotwheel's own provider: in the provider table of every wheel it labels
 
 
 @dataclass(frozen=True)
@@ -82,35 +77,23 @@ def supported_values(devices: list[Any]) -> list[str]:
     return values + [JIT_VALUE]
 
 
-class IntelGpuPlugin:
-    """The ``aotwheel_intel`` variant provider (``variantlib.protocols.PluginType``)."""
+def all_values() -> list[str]:
+    """Every valid ``image`` value: each catalog IP, then ``spirv``."""
+    from aotwheel.backends.intel.catalog import load_catalog
 
-    namespace = NAMESPACE
-    # Supported values depend on the machine: not usable as an ahead-of-time (build-requires) plugin.
-    all_properties_compatible = False
-
-    @classmethod
-    def get_all_configs(cls) -> list[FeatureConfig]:
-        """Every valid value: each catalog IP, then ``spirv``."""
-        from aotwheel.backends.intel.catalog import load_catalog
-
-        ips = list(dict.fromkeys(d.ip for d in load_catalog().devices if d.ip))
-        return [FeatureConfig(FEATURE, ips + [JIT_VALUE])]
-
-    @classmethod
-    def get_supported_configs(cls) -> list[FeatureConfig]:
-        """This machine's values, best first; ``spirv`` alone when probing fails or finds no Intel GPU."""
-        try:
-            from aotwheel.probe import detect_devices
-
-            values = supported_values(detect_devices())
-        except Exception:  # a provider must never fail an install: no GPU knowledge -> JIT only
-            values = [JIT_VALUE]
-        return [FeatureConfig(FEATURE, values)]
+    return list(dict.fromkeys(d.ip for d in load_catalog().devices if d.ip)) + [JIT_VALUE]
 
 
-def target_property(target: Any) -> tuple[str | None, str]:
-    """``(property, "")`` for an Intel native image, or ``(None, why none)``."""
+def target_property(target: Any) -> tuple[str | None, str] | None:
+    """``(property, "")`` for an Intel native image, ``(None, why none)`` for one without an IP
+    version; ``None`` for another vendor's."""
+    if target.vendor != INTEL:
+        return None
     if target.ip:
         return f"{NAMESPACE} :: {FEATURE} :: {target.ip}", ""
     return None, f"no IP version (a {target.format} image); no property"
+
+
+def ir_property(kind: str) -> str | None:
+    """SPIR-V is no property: a JIT-only wheel is the null variant."""
+    return None

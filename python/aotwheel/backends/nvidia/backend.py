@@ -22,6 +22,7 @@ class NvidiaBackend:
     name = NVIDIA
     title = "NVIDIA"
     probes = (ProbeSpec("cuda", "aotwheel.backends.nvidia.probe", native=True),)
+    variants = "aotwheel.backends.nvidia.variants"  # wheel-variant vocabulary (aotwheel.variants)
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
