@@ -24,10 +24,15 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from aotwheel.errors import AotwheelError
 from aotwheel.jitcache import JitCache, JITCacheWarning, JitKey
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from aotwheel.model import Verdict
 
 __all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "inflate", "jit_key", "JITCacheWarning"]
 
@@ -244,6 +249,30 @@ def cached_builds(path: str, probed: Any, cache: JitCache | None = None) -> tupl
         return 0, len(modules)
     hits = sum(cache.has_build(jit_key(DeviceCode(path, m, None), probed, "")) for m in modules)  # type: ignore[arg-type]
     return hits, len(modules)
+
+
+def cached_native_builds(verdicts: Sequence[Verdict], cache: JitCache | None = None) -> dict[int, dict[str, int]]:
+    """For ``jit`` verdicts on OpenCL devices (the ``opencl`` probe's): by verdict index, how many of
+    the binary's SPIR-V modules this loader's JIT cache holds a native build of
+    (``{"modules": n, "cached": k}``), which it loads instead of compiling. Other vendors' drivers
+    keep their own JIT caches: their verdicts' devices are no OpenCL device here."""
+    jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
+    if not jit:
+        return {}
+    cache = cache if cache is not None else JitCache.from_env()
+    if not cache.enabled:
+        return {}
+    from aotwheel.probe import run_backend
+
+    devices = {d.label: d for d in run_backend("opencl").devices}
+    out: dict[int, dict[str, int]] = {}
+    for i in jit:
+        dev = devices.get(verdicts[i].device)
+        if dev is not None:
+            hits, total = cached_builds(str(verdicts[i].binary), dev, cache)
+            if total:
+                out[i] = {"modules": total, "cached": hits}
+    return out
 
 
 def _device_binary(cl: Any, program: Any, device: Any) -> bytes | None:

@@ -67,11 +67,6 @@ class Backend(Protocol):
         runtime installed from PyPI); called by the CLI before it probes."""
         ...
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
-        """For ``jit`` verdicts of this vendor's devices: by verdict index, how many of the binary's
-        IR modules have a native build in this vendor's JIT cache (``{"modules": n, "cached": k}``)."""
-        ...
-
     def selftest(self, binary: str) -> list[Any]:
         """Run ``binary``'s kernels on this vendor's devices that OpenCL does not reach
         (:class:`aotwheel.model.DeviceResult` each); ``[]`` when OpenCL covers them all."""

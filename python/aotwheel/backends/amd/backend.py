@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.model import AMD, NATIVE, Verdict
@@ -36,9 +35,6 @@ class AmdBackend:
 
     def prepare_probes(self) -> None:
         return None
-
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
-        return {}  # the driver's own JIT cache: nothing aotwheel keeps
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
         from aotwheel.backends.amd.rules import SPIRV_IR

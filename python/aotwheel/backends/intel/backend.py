@@ -85,28 +85,6 @@ class IntelBackend:
 
         return decide(targets, ["spirv"] if has_spirv else [], device)
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
-        # aotwheel.opencl keeps native builds of JIT-compiled SPIR-V; it loads those instead of compiling.
-        jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
-        if not jit:
-            return {}
-        from aotwheel.backends.intel.probes.opencl import probe
-        from aotwheel.jitcache import JitCache
-        from aotwheel.opencl import cached_builds
-
-        cache = JitCache.from_env()
-        if not cache.enabled:
-            return {}
-        devices = {d.label: d for d in probe().devices}
-        out: dict[int, dict[str, int]] = {}
-        for i in jit:
-            dev = devices.get(verdicts[i].device)
-            if dev is not None:
-                hits, total = cached_builds(str(verdicts[i].binary), dev, cache)
-                if total:
-                    out[i] = {"modules": total, "cached": hits}
-        return out
-
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
 

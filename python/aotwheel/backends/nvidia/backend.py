@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -47,9 +46,6 @@ class NvidiaBackend:
 
     def prepare_probes(self) -> None:
         return None
-
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
-        return {}  # the driver's own JIT cache: nothing aotwheel keeps
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
         names = [t.name or "" for t in file.native_targets if t.vendor == NVIDIA]
