@@ -14,8 +14,8 @@ empty answers, because the check is advisory and the package's kernels load with
 anything a call raises (``JITError``, ``UnsupportedDeviceError``, a bad ``devices`` value)
 reaches the caller.
 
-Kept for wheels already published: ``_aot.py`` files written before this module existed (aotwheel
-0.1.0 up to API 1) import ``aotwheel.inspector.inspect`` (and read ``Report.files``,
+Kept for wheels already published: ``_aot.py`` files written before this module existed import
+``aotwheel.inspector.inspect`` (and read ``Report.files``,
 ``FileReport.native_targets``, ``FileReport.cuda``), ``aotwheel.backends.intel.rules.target_names``
 and ``aotwheel.runtime.check(path, devices)`` / ``aotwheel.runtime.ensure(path)``; those names stay.
 ``tests/test_published_wheels.py`` loads a wheel built by such an aotwheel with this one.
