@@ -32,9 +32,6 @@ CORE_TO_VENDOR: dict[str, set[str]] = {
     "aotwheel.inspector": {"aotwheel.backends.amd.codeobject", "aotwheel.backends.intel", "aotwheel.backends.intel.catalog",
                            "aotwheel.backends.intel.cpu_aot", "aotwheel.backends.intel.gfx", "aotwheel.backends.intel.legacy",
                            "aotwheel.backends.intel.zebin", "aotwheel.backends.nvidia.fatbin"},
-    "aotwheel.opencl": {"aotwheel.backends.intel.probes.opencl", "aotwheel.backends.intel.rules"},
-    "aotwheel.selftest": {"aotwheel.backends.intel.probes.opencl", "aotwheel.backends.intel.rules"},
-    "aotwheel.variants": {"aotwheel.backends.intel.catalog", "aotwheel.backends.intel.rules"},
 }
 
 # What a vendor module may import outside the vendor packages.
@@ -44,9 +41,7 @@ LOWER_CORE_PACKAGES = ("aotwheel.formats.", "aotwheel.buildsteps.")
 
 # Vendor modules that still import the upper core: module -> upper-core modules.
 VENDOR_TO_UPPER: dict[str, set[str]] = {
-    "aotwheel.backends.intel.backend": {"aotwheel.opencl"},
     "aotwheel.backends.intel.build.compile": {"aotwheel.devlist"},
-    "aotwheel.backends.nvidia.selftest": {"aotwheel.selftest"},
 }
 
 

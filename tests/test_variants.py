@@ -78,7 +78,7 @@ def test_variant_provider_keeps_import_aotwheel_light() -> None:
 def test_variant_nvidia_values_use_nvidia_providers_vocabulary() -> None:
     """NVIDIA's provider (wheelnext/nvidia-variant-provider) names cubins ``<NN>_real`` and PTX
     ``<NN>_virtual`` under ``nvidia :: sm_arch``; arch-specific cubins (sm_90a) have no value there."""
-    from aotwheel.variants import _nvidia_value
+    from aotwheel.backends.nvidia.variants import value as _nvidia_value
 
     assert _nvidia_value("sm_90", virtual=False) == "90_real"
     assert _nvidia_value("sm_120", virtual=False) == "120_real"

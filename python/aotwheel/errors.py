@@ -23,8 +23,9 @@ class DevlistError(AotwheelError, ValueError):
         self.suggestions = suggestions
 
 
-class SettingError(AotwheelError, ValueError):
-    """A ``USE_AOT_*`` / ``AOTWHEEL_*`` value that cannot be read (a switch that is not ON/OFF, ...)."""
+class SettingError(DevlistError):
+    """A ``USE_AOT_*`` / ``AOTWHEEL_*`` value that cannot be read (a switch that is not ON/OFF, ...).
+    A :class:`DevlistError` too: callers of the resolver caught those for its switches."""
 
 
 class ToolchainError(AotwheelError):

@@ -7,7 +7,10 @@ fail on a machine without a GPU). A package calls it lazily, at first kernel use
 
 ``targets()`` lists the native targets embedded in the extension (every vendor's), ``check()`` returns the
 verdicts per device, ``ensure()`` additionally raises ``UnsupportedDeviceError`` when no device
-here can run the code. Without aotwheel installed at run time they return empty results.
+here can run the code. They call :mod:`aotwheel.aot` only, the run-time API kept compatible across
+releases (the file records the ``API_VERSION`` it needs). Without aotwheel installed at run time
+they return empty results; with an aotwheel whose ``aotwheel.aot`` fails to import, or is older
+than that version, they warn once (``RuntimeWarning``, naming the cause) and return empty results.
 
 Command line (called by the build's CMake)::
 
@@ -37,6 +40,7 @@ AOTWHEEL_DEVICE=<name|ip|cpu> names the devices instead of probing them.
 """
 
 EXTENSION = {extension!r}
+API = {api}  # the aotwheel.aot API version this file calls
 # Answers kept for the process (no functools/typing import: importing this module costs ~nothing).
 _done = {{}}
 
@@ -49,41 +53,47 @@ def _path():
     return spec.origin if spec is not None else None
 
 
-def targets():
-    """Native targets embedded in the extension: Intel catalog names or IP versions, NVIDIA sm_XY."""
-    if "targets" in _done:
-        return _done["targets"]
-    _done["targets"] = _targets()
-    return _done["targets"]
+def _api():
+    """aotwheel's stable run-time API (aotwheel.aot), or None: aotwheel is optional at run time."""
+    if "api" not in _done:
+        _done["api"] = _load_api()
+    return _done["api"]
 
 
-def _targets():
+def _load_api():
     try:
-        from aotwheel.inspector import inspect
-        from aotwheel.backends.intel.rules import target_names
-    except ImportError:
-        return ()
-    path = _path()
-    if path is None:
-        return ()
-    names = []
-    for f in inspect(path).files:
-        # cubins (sm_XY) are native; compute_XY PTX is the NVIDIA JIT form, not a target here.
-        cubins = tuple(t for t in f.cuda if not t.startswith("compute_"))
-        for name in target_names(f.native_targets) + cubins:
-            if name not in names:
-                names.append(name)
-    return tuple(names)
+        import aotwheel.aot
+    except ImportError as exc:
+        if exc.name == "aotwheel":
+            return None  # not installed: nothing to check with, and nothing wrong
+        return _unusable("importing aotwheel.aot failed (%s: %s)" % (type(exc).__name__, exc))
+    found = getattr(aotwheel.aot, "API_VERSION", 0)
+    if found < API:
+        return _unusable("its run-time API is version %s and this file needs %s" % (found, API))
+    return aotwheel.aot
+
+
+def _unusable(why):
+    # Said, never silent; the kernels still load (the check is advisory), so a warning, not an error.
+    import warnings
+
+    warnings.warn("%s: aotwheel is installed but %s, so the device code is not checked; "
+                  "reinstall it: pip install -U aotwheel" % (__name__, why), RuntimeWarning, stacklevel=5)
+    return None
+
+
+def targets():
+    """Native targets embedded in the extension, every vendor's: Intel catalog names or IP versions, NVIDIA sm_XY."""
+    if "targets" not in _done:
+        api, path = _api(), _path()
+        _done["targets"] = api.targets(path) if api is not None and path else ()
+    return _done["targets"]
 
 
 def check(devices=None):
     """aotwheel.check() for the extension: one Verdict per device (warns on JIT once)."""
-    try:
-        from aotwheel.runtime import check as _check
-    except ImportError:
-        return []
-    path = _path()
-    return _check(path, devices) if path else []
+    api, path = _api(), _path()
+    return api.check(path, devices) if api is not None and path else []
 
 
 def ensure():
@@ -91,17 +101,9 @@ def ensure():
 
     Cached: call it at every kernel launch; the work happens once per process."""
     if "ensure" not in _done:
-        _done["ensure"] = _ensure_once()
+        api, path = _api(), _path()
+        _done["ensure"] = tuple(api.ensure(path)) if api is not None and path else ()
     return _done["ensure"]
-
-
-def _ensure_once():
-    try:
-        from aotwheel.runtime import ensure as _ensure
-    except ImportError:
-        return ()
-    path = _path()
-    return tuple(_ensure(path)) if path else ()
 '''
 
 
@@ -116,8 +118,9 @@ def render(extension_module: str, package: str) -> str:
             raise AotwheelError(f"aotwheel.hook: {what} {value!r} is not a dotted Python name; pass e.g. --{what} mypkg")
     full = extension_module if extension_module.startswith(package + ".") else f"{package}.{extension_module}"
     from aotwheel import __version__
+    from aotwheel.aot import API_VERSION
 
-    return _TEMPLATE.format(package=package, extension=full, version=__version__)
+    return _TEMPLATE.format(package=package, extension=full, version=__version__, api=API_VERSION)
 
 
 def write(path: str, text: str) -> None:

@@ -1,7 +1,7 @@
 """Run-time loader for OpenCL packages: a built ``pyopencl.Program`` from AOT device code.
 
-:func:`build_program` picks, by the driver's own lookup rules (``aotwheel.backends.intel.rules``), the native
-image of a fat binary that this device runs; otherwise it builds the SPIR-V (a JIT compile) and
+:func:`build_program` picks, by the driver's own lookup rules (asked of the backend that loads OpenCL
+programs: :func:`aotwheel.backends.for_opencl`), the native image of a fat binary that this device runs; otherwise it builds the SPIR-V (a JIT compile) and
 keeps the device binary the driver produced (``CL_PROGRAM_BINARIES``) in the per-user JIT cache
 (``aotwheel.jitcache``), so that later processes create the program from that binary. A cached
 binary that fails its hash check, was built by another driver version, or that the runtime
@@ -24,10 +24,15 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from aotwheel.errors import AotwheelError
 from aotwheel.jitcache import JitCache, JITCacheWarning, JitKey
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from aotwheel.model import Verdict
 
 __all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "inflate", "jit_key", "JITCacheWarning"]
 
@@ -173,13 +178,13 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
     """:func:`build_program`, also saying where the program came from."""
     import pyopencl as cl
 
-    from aotwheel.backends.intel.probes.opencl import describe
-    from aotwheel.backends.intel.rules import decide
+    from aotwheel import backends
     from aotwheel.model import NATIVE as NATIVE_VERDICT
 
     code = device_code(images, source)
-    probed = describe(cl, device.platform, device)
-    verdict = decide(_native_targets(code.fatbinary), ["spirv"] if code.spirv else [], probed)
+    vendor = backends.for_opencl()  # names the device and knows its driver's lookup rules
+    probed = vendor.opencl_device(cl, device.platform, device)
+    verdict = vendor.opencl_verdict(_native_targets(code.fatbinary), bool(code.spirv), probed)
     if verdict.verdict == NATIVE_VERDICT and code.fatbinary:
         # The driver does the ar lookup itself (the rules verdict.py models).
         return Loaded(cl.Program(context, [device], [code.fatbinary]).build(options=options, devices=[device]), NATIVE)
@@ -244,6 +249,30 @@ def cached_builds(path: str, probed: Any, cache: JitCache | None = None) -> tupl
         return 0, len(modules)
     hits = sum(cache.has_build(jit_key(DeviceCode(path, m, None), probed, "")) for m in modules)  # type: ignore[arg-type]
     return hits, len(modules)
+
+
+def cached_native_builds(verdicts: Sequence[Verdict], cache: JitCache | None = None) -> dict[int, dict[str, int]]:
+    """For ``jit`` verdicts on OpenCL devices (the ``opencl`` probe's): by verdict index, how many of
+    the binary's SPIR-V modules this loader's JIT cache holds a native build of
+    (``{"modules": n, "cached": k}``), which it loads instead of compiling. Other vendors' drivers
+    keep their own JIT caches: their verdicts' devices are no OpenCL device here."""
+    jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
+    if not jit:
+        return {}
+    cache = cache if cache is not None else JitCache.from_env()
+    if not cache.enabled:
+        return {}
+    from aotwheel.probe import run_backend
+
+    devices = {d.label: d for d in run_backend("opencl").devices}
+    out: dict[int, dict[str, int]] = {}
+    for i in jit:
+        dev = devices.get(verdicts[i].device)
+        if dev is not None:
+            hits, total = cached_builds(str(verdicts[i].binary), dev, cache)
+            if total:
+                out[i] = {"modules": total, "cached": hits}
+    return out
 
 
 def _device_binary(cl: Any, program: Any, device: Any) -> bytes | None:

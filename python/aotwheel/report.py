@@ -50,7 +50,8 @@ class FileReport:
     kind: str = "unknown"  # "elf" (host binary), "ar", "zebin", "legacy", "spirv", ...
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    cuda: list[str] = field(default_factory=list)  # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"
+    # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"; read by the _aot.py of wheels already published (keep)
+    cuda: list[str] = field(default_factory=list)
     ir_kernels_missing_from: dict[str, int] = field(default_factory=dict)  # {"spir64_gen": 5}: kernels only SPIR-V serves there
     cuda_modules: list[CudaModule] = field(default_factory=list)  # only when .nv_fatbin's modules carry different targets
     error: str | None = None  # one-line reason this file could not be read (wheels/directories go on past it)

@@ -233,6 +233,8 @@ def _cross_vendor(backend: Any, file: Any, device: Any, binary: str, compatibili
     return replace(v, remedy=backend.remedy(v))
 
 
+# check(path, devices) and ensure(path) are called by _aot.py files of wheels already published
+# (written before aotwheel.aot): keep those positional forms.
 def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None,
           compatibility: bool = True, vendor: str | None = None) -> list[Verdict]:
     """Verdicts for every (device, file with device code) pair, applying the JIT policy.

@@ -14,10 +14,11 @@ import os
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aotwheel.errors import AotwheelError
+from aotwheel.model import DeviceResult, KernelResult  # defined in the model (backends return them); still importable here
 
 DEFAULT_MODULE = "aotwheel._kernels"
 SEED = 20240601
@@ -30,36 +31,6 @@ class Module:
     source: str
     spirv: bytes | None
     fatbinary: bytes | None = None
-
-
-@dataclass
-class KernelResult:
-    name: str
-    max_error: float | None  # relative to the reference's largest magnitude
-    tolerance: float
-    ok: bool
-    note: str = ""
-
-
-@dataclass
-class DeviceResult:
-    device: str
-    kind: str
-    verdict: str
-    reason: str
-    build_ms: float = 0.0
-    kernels: list[KernelResult] = field(default_factory=list)
-    error: str = ""
-    program_from: str = ""  # aotwheel.opencl's source(s): "native", "jit", "jit-cache"
-
-    @property
-    def ok(self) -> bool:
-        return not self.error and bool(self.kernels) and all(k.ok for k in self.kernels)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "kind": self.kind, "verdict": self.verdict, "reason": self.reason,
-                "build_ms": round(self.build_ms, 1), "program_from": self.program_from, "error": self.error, "ok": self.ok,
-                "kernels": [k.__dict__ for k in self.kernels]}
 
 
 # --- reference table: kernel name -> (runner, tolerance) --------------------------------------
@@ -255,9 +226,10 @@ def run(modules: list[Module]) -> list[DeviceResult]:
         import pyopencl as cl
     except ImportError as exc:
         raise AotwheelError(f"selftest needs numpy and pyopencl ({exc.name} missing); pip install 'aotwheel[selftest]'") from None
-    from aotwheel.backends.intel.rules import decide
+    from aotwheel import backends
     from aotwheel.opencl import DeviceCode, load_program
-    from aotwheel.backends.intel.probes.opencl import describe
+
+    vendor = backends.for_opencl()  # names each OpenCL device and gives the verdicts
 
     try:
         pairs = _opencl_devices(cl)
@@ -270,7 +242,7 @@ def run(modules: list[Module]) -> list[DeviceResult]:
     targets = {m.source: _fat_targets(m.fatbinary) for m in modules}
     results: list[DeviceResult] = []
     for index, (platform, cdev) in enumerate(pairs):
-        pdev = describe(cl, platform, cdev, index)
+        pdev = vendor.opencl_device(cl, platform, cdev, index)
         res = DeviceResult(pdev.label, pdev.kind, "", "")
         results.append(res)
         try:
@@ -283,7 +255,7 @@ def run(modules: list[Module]) -> list[DeviceResult]:
         verdicts = []
         sources: list[str] = []
         for mod in modules:
-            verdict = decide(targets[mod.source], ["spirv"] if mod.spirv else [], pdev)
+            verdict = vendor.opencl_verdict(targets[mod.source], bool(mod.spirv), pdev)
             verdicts.append(verdict)
             start = time.perf_counter()
             try:

@@ -1,22 +1,19 @@
-"""Wheel variants (draft PEP 817 / 825 / 850): aotwheel's Intel GPU provider plugin, and the labels
-that say which GPUs a device-list wheel runs natively.
+"""Wheel variants (draft PEP 817 / 825 / 850): the labels that say which GPUs a device-list wheel
+runs natively, and the provider plugin aotwheel ships.
 
-Vocabulary (namespace ``aotwheel_intel``, one multi-value feature ``image``):
+Each backend names its vocabulary module (its optional ``variants`` attribute; the registry's
+:func:`aotwheel.backends.variant_vocabularies`): a namespace, its provider (``PROVIDER_REQUIRES``,
+``PLUGIN_API``, ``ALWAYS`` when it belongs in every wheel's provider table), the property of each
+of the backend's images (``target_property(target)``, ``ir_property(kind)``) and, for a provider
+aotwheel ships itself, ``FEATURE``, ``JIT_VALUE``, ``all_values()`` and
+``supported_values(devices)``. Intel's is ``aotwheel_intel :: image :: <IP version>`` (plugin
+``aotwheel.variants:IntelGpuPlugin``); NVIDIA's is NVIDIA's own provider's ``nvidia :: sm_arch``.
 
-- ``aotwheel_intel :: image :: 12.60.7`` -- the wheel carries a native image for that Intel GPU IP
-  version (an ar member ``64.12.60.7``, as aotwheel builds them);
-- ``aotwheel_intel :: image :: spirv`` -- SPIR-V only (JIT). The JIT-only wheel of a matrix is
-  published as the *null* variant instead, which every machine accepts and ranks last.
-
-NVIDIA targets use NVIDIA's provider's vocabulary (``nvidia :: sm_arch :: 90_real`` for an
-``sm_90`` cubin, ``90_virtual`` for ``compute_90`` PTX), so NVIDIA's own plugin ranks them.
-
-:class:`IntelGpuPlugin` is the provider (entry point ``variant_plugins`` ``aotwheel_intel``; the
-variant metadata names it by ``plugin-api``). Its supported values come from aotwheel's probes
-(``AOTWHEEL_DEVICE`` overrides them): per Intel GPU, its exact IP first, then every other IP whose
-``64.<ip>`` member compute-runtime's lookup would load natively on it
-(:func:`aotwheel.backends.intel.rules.decide`, newest driver modelled), then ``spirv``. A probe
-that fails or finds no Intel GPU leaves ``spirv`` only: an install never fails because of it.
+:class:`VariantPlugin` is the provider plugin over such a vocabulary: it probes the devices here
+(``AOTWHEEL_DEVICE`` overrides them) and the vocabulary turns them into values; a probe that
+fails leaves the JIT value only, so an install never fails because of it. Published variant
+metadata names the plugin by its ``PLUGIN_API`` (``aotwheel.variants:IntelGpuPlugin``), which
+this module resolves on attribute access.
 
 :func:`label_wheels` writes variant wheels with variantlib (``pip install 'variantlib[cli]'``);
 ``aotwheel variant`` is its command line.
@@ -24,25 +21,18 @@ that fails or finds no Intel GPU leaves ``spirv`` only: an install never fails b
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-NAMESPACE = "aotwheel_intel"
-FEATURE = "image"
-JIT_VALUE = "spirv"
-PLUGIN_API = "aotwheel.variants:IntelGpuPlugin"
-PROVIDER_REQUIRES = "aotwheel>=0.1.0"  # the first aotwheel with this plugin
-
-# NVIDIA's provider (github.com/wheelnext/nvidia-variant-provider): namespace, feature, package, plugin.
-NVIDIA_NAMESPACE = "nvidia"
-NVIDIA_FEATURE = "sm_arch"
-NVIDIA_REQUIRES = "nvidia-variant-provider"
-NVIDIA_PLUGIN_API = "nvidia_variant_provider.plugin:NvidiaVariantPlugin"
-
 MAX_LABEL = 16  # PEP 817 caps variant labels at 16 characters
 _VARIANTLIB_HINT = "install variantlib to write variant wheels: pip install 'variantlib[cli]==0.2.2'"
+_OWN_PLUGINS = "aotwheel.variants:"  # PLUGIN_API of the providers this module serves
+# Names this module had before the vocabularies moved into the backends; they are aotwheel's own
+# provider's (cli/variant.py and users read them), resolved by __getattr__.
+_PROVIDER_NAMES = ("NAMESPACE", "FEATURE", "JIT_VALUE", "PLUGIN_API", "PROVIDER_REQUIRES", "native_ips", "supported_values")
 
 
 @dataclass(frozen=True)
@@ -54,75 +44,59 @@ class FeatureConfig:
     multi_value: bool = True
 
 
-@dataclass(frozen=True)
-class _Member:
-    """A ``64.<ip>`` zebin member as aotwheel's fat binaries carry it (what rules.decide reads)."""
+class VariantPlugin:
+    """A provider plugin (``variantlib.protocols.PluginType``) over one vocabulary module."""
 
-    ip: str
-    format: str = "zebin"
-
-    @property
-    def member(self) -> str:
-        return f"64.{self.ip}"
-
-    @property
-    def name(self) -> str:
-        return self.ip
-
-
-def native_ips(device: Any, candidates: list[str]) -> list[str]:
-    """The IPs among ``candidates`` whose ``64.<ip>`` member the driver loads natively on ``device``
-    (one member per fat binary, as compute-runtime's lookup would meet it): exact IP first."""
-    from aotwheel.backends.intel.rules import decide
-    from aotwheel.model import NATIVE
-
-    native = [ip for ip in candidates if decide([_Member(ip)], [], device).verdict == NATIVE]
-    own = getattr(device, "ip", None)
-    return sorted(native, key=lambda ip: ip != own)  # stable: the exact IP, then catalog order
-
-
-def supported_values(devices: list[Any]) -> list[str]:
-    """``image`` values this machine supports, best first: each Intel GPU's exact IP, then the IPs
-    the driver's rules let serve it, then ``spirv``."""
-    from aotwheel.backends.intel.catalog import load_catalog
-
-    candidates = list(dict.fromkeys(d.ip for d in load_catalog().devices if d.ip))
-    gpus = [d for d in devices if d.kind == "gpu" and str(d.vendor).lower() == "intel" and d.ip]
-    per_device = [native_ips(d, candidates) for d in gpus]
-    values: list[str] = []
-    for rank in (0, 1):  # exact IPs of all devices before any compatible IP
-        for ips in per_device:
-            for ip in (ips[:1] if rank == 0 else ips[1:]):
-                if ip not in values:
-                    values.append(ip)
-    return values + [JIT_VALUE]
-
-
-class IntelGpuPlugin:
-    """The ``aotwheel_intel`` variant provider (``variantlib.protocols.PluginType``)."""
-
-    namespace = NAMESPACE
+    vocabulary: Any = None  # the backend's variants module
+    namespace = ""
     # Supported values depend on the machine: not usable as an ahead-of-time (build-requires) plugin.
     all_properties_compatible = False
 
     @classmethod
     def get_all_configs(cls) -> list[FeatureConfig]:
-        """Every valid value: each catalog IP, then ``spirv``."""
-        from aotwheel.backends.intel.catalog import load_catalog
-
-        ips = list(dict.fromkeys(d.ip for d in load_catalog().devices if d.ip))
-        return [FeatureConfig(FEATURE, ips + [JIT_VALUE])]
+        """Every valid value."""
+        return [FeatureConfig(cls.vocabulary.FEATURE, cls.vocabulary.all_values())]
 
     @classmethod
     def get_supported_configs(cls) -> list[FeatureConfig]:
-        """This machine's values, best first; ``spirv`` alone when probing fails or finds no Intel GPU."""
+        """This machine's values, best first; the JIT value alone when probing fails or finds no GPU of the vendor."""
         try:
             from aotwheel.probe import detect_devices
 
-            values = supported_values(detect_devices())
+            values = cls.vocabulary.supported_values(detect_devices())
         except Exception:  # a provider must never fail an install: no GPU knowledge -> JIT only
-            values = [JIT_VALUE]
-        return [FeatureConfig(FEATURE, values)]
+            values = [cls.vocabulary.JIT_VALUE]
+        return [FeatureConfig(cls.vocabulary.FEATURE, values)]
+
+
+def _vocabularies() -> list[Any]:
+    from aotwheel import backends
+
+    return backends.variant_vocabularies()
+
+
+@functools.lru_cache(maxsize=None)
+def _plugin(name: str) -> type[VariantPlugin] | None:
+    """The plugin class published metadata names ``aotwheel.variants:<name>``, or None."""
+    for v in _vocabularies():
+        if v.PLUGIN_API == _OWN_PLUGINS + name:
+            return type(name, (VariantPlugin,), {"vocabulary": v, "namespace": v.NAMESPACE, "__module__": __name__,
+                                                 "__doc__": f"The ``{v.NAMESPACE}`` variant provider."})
+    return None
+
+
+def _own() -> Any:
+    """The vocabulary of aotwheel's own provider (the first with a plugin here)."""
+    return next(v for v in _vocabularies() if v.PLUGIN_API.startswith(_OWN_PLUGINS))
+
+
+def __getattr__(name: str) -> Any:
+    plugin = _plugin(name) if name[:1].isupper() and name.endswith("Plugin") else None
+    if plugin is not None:
+        return plugin
+    if name in _PROVIDER_NAMES:
+        return getattr(_own(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- labelling wheels -------------------------------------------------------------------------
@@ -139,20 +113,14 @@ class WheelVariant:
     output: str | None = None  # the variant wheel written
 
 
-def _nvidia_value(arch: str, virtual: bool) -> str | None:
-    m = re.fullmatch(r"(?:sm|compute)_(\d+)", arch)
-    if m is None:  # sm_90a / sm_100f: arch-specific, outside NVIDIA's sm_arch vocabulary
-        return None
-    return f"{m[1]}_{'virtual' if virtual else 'real'}"
-
-
 def describe_wheel(wheel: str | Path) -> WheelVariant:
     """The variant properties of a built wheel, read from its binaries by :func:`aotwheel.inspect`:
-    one ``aotwheel_intel :: image :: <ip>`` per Intel native image, one ``nvidia :: sm_arch`` value per
-    cubin / PTX; no native target at all -> the null variant."""
+    per native image and IR module, the property its backend's vocabulary gives it (Intel: one
+    ``aotwheel_intel :: image :: <ip>`` per native image; NVIDIA: one ``nvidia :: sm_arch`` value per
+    cubin / PTX); no native target at all -> the null variant."""
     from aotwheel.inspector import inspect
-    from aotwheel.model import NVIDIA
 
+    vocabularies = _vocabularies()
     path = Path(wheel)
     report = inspect(path)
     props: list[str] = []
@@ -168,21 +136,18 @@ def describe_wheel(wheel: str | Path) -> WheelVariant:
             label = t.name or t.arch or t.generic or t.ip or t.member or "?"
             if label not in names:
                 names.append(label)
-            if t.vendor == NVIDIA:
-                value = _nvidia_value(t.arch or t.name or "", virtual=False)
-                if value is None:
-                    notes.append(f"{label}: not in NVIDIA's sm_arch vocabulary; no property")
-                else:
-                    add(f"{NVIDIA_NAMESPACE} :: {NVIDIA_FEATURE} :: {value}")
-            elif t.ip:
-                add(f"{NAMESPACE} :: {FEATURE} :: {t.ip}")
+            found = next((p for v in vocabularies if (p := v.target_property(t)) is not None), None)
+            if found is None:
+                notes.append(f"{label}: no variant vocabulary for {t.vendor} images; no property")
+            elif found[0] is None:
+                notes.append(f"{label}: {found[1]}")
             else:
-                notes.append(f"{label}: no IP version (a {t.format} image); no property")
+                add(found[0])
         for kind in f.ir:
-            if kind.startswith("ptx "):
-                value = _nvidia_value(kind.split(" ", 1)[1], virtual=True)
-                if value is not None:
-                    add(f"{NVIDIA_NAMESPACE} :: {NVIDIA_FEATURE} :: {value}")
+            for v in vocabularies:
+                prop = v.ir_property(kind)
+                if prop is not None:
+                    add(prop)
     label = "null" if not props else _label(names)
     return WheelVariant(str(path), label, props, names, notes)
 
@@ -203,19 +168,17 @@ def variant_info(namespaces: set[str]) -> Any:
         from aotwheel.errors import AotwheelError
 
         raise AotwheelError(_VARIANTLIB_HINT) from None
-    providers = {NAMESPACE: ProviderInfo(requires=[PROVIDER_REQUIRES], plugin_api=PLUGIN_API)}
-    order = [NAMESPACE]
-    if NVIDIA_NAMESPACE in namespaces:
-        providers[NVIDIA_NAMESPACE] = ProviderInfo(requires=[NVIDIA_REQUIRES], plugin_api=NVIDIA_PLUGIN_API)
-        order.append(NVIDIA_NAMESPACE)
+    used = [v for v in _vocabularies() if v.ALWAYS or v.NAMESPACE in namespaces]  # registry order
+    providers = {v.NAMESPACE: ProviderInfo(requires=[v.PROVIDER_REQUIRES], plugin_api=v.PLUGIN_API) for v in used}
+    order = [v.NAMESPACE for v in used]
     return VariantInfo(namespace_priorities=order, providers=providers)
 
 
 def label_wheels(wheels: list[str | Path], out: str | Path, *, validate: bool = True) -> list[WheelVariant]:
     """Write one variant wheel per input wheel into ``out`` (``<name>-<ver>-<tags>-<label>.whl``, with
     ``*.dist-info/variant.json`` written by variantlib). Every wheel gets the same provider table,
-    so ``variantlib generate-index-json -d OUT`` merges them. ``validate`` checks the
-    ``aotwheel_intel`` properties against this plugin's ``get_all_configs`` (through variantlib)."""
+    so ``variantlib generate-index-json -d OUT`` merges them. ``validate`` checks the properties of
+    aotwheel's own provider (``aotwheel_intel``) against its plugin's ``get_all_configs`` (through variantlib)."""
     from aotwheel.errors import AotwheelError
 
     try:
@@ -249,6 +212,7 @@ def label_wheels(wheels: list[str | Path], out: str | Path, *, validate: bool = 
                                 f"{v.label!r}; label them with `variantlib make-variant --variant-label`")
         named[v.label] = v.wheel
     namespaces = {p.split(" :: ", 1)[0] for v in found for p in v.properties}
+    own = _own().NAMESPACE
     info = variant_info(namespaces)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -256,18 +220,18 @@ def label_wheels(wheels: list[str | Path], out: str | Path, *, validate: bool = 
         props = [VariantProperty.from_str(p) for p in v.properties]
         vdesc = VariantDescription(properties=props, label="" if v.label == "null" else v.label)
         if validate and props:
-            mine = VariantDescription(properties=[p for p in props if p.namespace == NAMESPACE]) if any(
-                p.namespace == NAMESPACE for p in props) else None
+            mine = VariantDescription(properties=[p for p in props if p.namespace == own]) if any(
+                p.namespace == own for p in props) else None
             if mine is not None:
                 try:  # variantlib runs the plugin in a subprocess of this Python: aotwheel must be installed there
                     result = validate_variant(mine, variant_info=info)
                 except Exception as exc:
                     first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
-                    raise AotwheelError(f"variantlib could not run the aotwheel_intel plugin ({first}); install aotwheel in "
+                    raise AotwheelError(f"variantlib could not run the {own} plugin ({first}); install aotwheel in "
                                         "this Python or pass --no-validate") from None
                 if not result.is_valid():
                     bad = ", ".join(p.to_str() for p in result.invalid_properties)
-                    raise AotwheelError(f"{Path(v.wheel).name}: {bad} not valid for the installed aotwheel_intel plugin "
+                    raise AotwheelError(f"{Path(v.wheel).name}: {bad} not valid for the installed {own} plugin "
                                         "(is aotwheel installed in this Python?)")
         v.label = vdesc.label
         data = make_variant_dist_info(vdesc, variant_info=info)
@@ -311,5 +275,5 @@ def _write_variant(wheel: Path, outdir: Path, label: str, dist_info_json: str) -
     return target
 
 
-__all__ = ["FEATURE", "JIT_VALUE", "NAMESPACE", "IntelGpuPlugin", "WheelVariant", "describe_wheel", "label_wheels",
-           "native_ips", "supported_values", "variant_info"]
+__all__ = ["FEATURE", "JIT_VALUE", "NAMESPACE", "FeatureConfig", "IntelGpuPlugin", "VariantPlugin", "WheelVariant", "describe_wheel",
+           "label_wheels", "native_ips", "supported_values", "variant_info"]

@@ -20,8 +20,9 @@ import importlib
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
-    from aotwheel.backends.protocol import Backend, ProbeSpec
+    from aotwheel.backends.protocol import Backend, OpenClSupport, ProbeSpec
     from aotwheel.model import Device
     from aotwheel.report import FileReport
 
@@ -73,6 +74,22 @@ def for_device(device: Device) -> Backend:
     """The backend whose driver runs code on ``device``. Devices no vendor claims (a CPU, another
     vendor's GPU seen through OpenCL) go to the first backend: its SPIR-V rules cover OpenCL."""
     return next((b for b in all_backends() if b.owns_device(device)), default())
+
+
+def for_opencl() -> OpenClSupport:
+    """The backend that names OpenCL devices and decides which program image their driver loads
+    (its optional ``opencl_device`` / ``opencl_verdict``): the first that has them."""
+    for b in all_backends():
+        if hasattr(b, "opencl_verdict"):
+            found: OpenClSupport = b  # type: ignore[assignment]
+            return found
+    raise LookupError("no registered backend loads OpenCL programs")
+
+
+def variant_vocabularies() -> list[Any]:
+    """Each backend's wheel-variant vocabulary (the module its optional ``variants`` attribute names;
+    :mod:`aotwheel.variants` says what it holds), in registry order."""
+    return [importlib.import_module(m) for b in all_backends() if (m := getattr(b, "variants", None))]
 
 
 def vendors_in(file: FileReport) -> Sequence[str]:

@@ -170,11 +170,6 @@ class Backend(Protocol):
         runtime installed from PyPI); called by the CLI before it probes."""
         ...
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
-        """For ``jit`` verdicts of this vendor's devices: by verdict index, how many of the binary's
-        IR modules have a native build in this vendor's JIT cache (``{"modules": n, "cached": k}``)."""
-        ...
-
     tools: tuple[str, ...]  # ``aotwheel resolve --toolchain`` words this backend checks ("ocloc")
 
     def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
@@ -203,5 +198,21 @@ class Backend(Protocol):
 
     def selftest(self, binary: str) -> list[Any]:
         """Run ``binary``'s kernels on this vendor's devices that OpenCL does not reach
-        (:class:`aotwheel.selftest.DeviceResult` each); ``[]`` when OpenCL covers them all."""
+        (:class:`aotwheel.model.DeviceResult` each); ``[]`` when OpenCL covers them all."""
+        ...
+
+
+class OpenClSupport(Protocol):
+    """What a backend whose driver loads OpenCL programs adds (optional; Intel's has it). The OpenCL
+    loader (:mod:`aotwheel.opencl`) and the selftest ask it through
+    :func:`aotwheel.backends.for_opencl`, for every OpenCL device, whatever its vendor."""
+
+    def opencl_device(self, cl: Any, platform: Any, device: Any, index: int = 0) -> ProbedDevice:
+        """A pyopencl ``device`` of ``platform`` as this backend's rules read it (kind, IP, driver)."""
+        ...
+
+    def opencl_verdict(self, targets: Sequence[Any], has_spirv: bool, device: Any) -> Verdict:
+        """Whether the driver runs one of ``targets`` (the native images of a fat binary, as the
+        inspector reads them) on ``device`` natively (verdict ``native``: the loader hands it the fat
+        binary), or needs SPIR-V."""
         ...

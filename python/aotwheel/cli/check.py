@@ -138,14 +138,13 @@ def _served_elsewhere(verdicts: list) -> set[int]:
 
 
 def _cached_native_builds(verdicts: list) -> dict[int, dict[str, int]]:
-    """Per verdict index, the modules of a JIT verdict's binary that a backend's JIT cache already
-    holds native builds of (``{"modules": n, "cached": k}``)."""
-    from aotwheel import backends
+    """Per verdict index, the modules of a JIT verdict's binary that aotwheel.opencl's JIT cache
+    already holds native builds of (``{"modules": n, "cached": k}``)."""
+    if not any(v.verdict == "jit" for v in verdicts):
+        return {}  # nothing to look up, and aotwheel.opencl stays unimported
+    from aotwheel.opencl import cached_native_builds
 
-    out: dict[int, dict[str, int]] = {}
-    for backend in backends.all_backends():
-        out.update(backend.cached_native_builds(verdicts))
-    return out
+    return cached_native_builds(verdicts)
 
 
 def _cached_label(entry: dict[str, int] | None) -> str:

@@ -55,9 +55,6 @@ class AmdBackend:
     def prepare_probes(self) -> None:
         return None
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
-        return {}  # the driver's own JIT cache: nothing aotwheel keeps
-
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
         from aotwheel.backends.amd.rules import SPIRV_IR
 

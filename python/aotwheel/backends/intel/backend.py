@@ -26,6 +26,7 @@ class IntelBackend:
               ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
     tools = ("ocloc",)  # aotwheel resolve --toolchain ocloc
+    variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar
@@ -100,27 +101,16 @@ class IntelBackend:
 
         use_cpu_runtime_if_installed()
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
-        # aotwheel.opencl keeps native builds of JIT-compiled SPIR-V; it loads those instead of compiling.
-        jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
-        if not jit:
-            return {}
-        from aotwheel.backends.intel.probes.opencl import probe
-        from aotwheel.jitcache import JitCache
-        from aotwheel.opencl import cached_builds
+    def opencl_device(self, cl: Any, platform: Any, device: Any, index: int = 0) -> ProbedDevice:
+        from aotwheel.backends.intel.probes import opencl  # looked up per call: tests replace describe
 
-        cache = JitCache.from_env()
-        if not cache.enabled:
-            return {}
-        devices = {d.label: d for d in probe().devices}
-        out: dict[int, dict[str, int]] = {}
-        for i in jit:
-            dev = devices.get(verdicts[i].device)
-            if dev is not None:
-                hits, total = cached_builds(str(verdicts[i].binary), dev, cache)
-                if total:
-                    out[i] = {"modules": total, "cached": hits}
-        return out
+        return opencl.describe(cl, platform, device, index)
+
+    def opencl_verdict(self, targets: Sequence[Any], has_spirv: bool, device: Any) -> Verdict:
+        # The newest driver's lookup, as the loader always modelled it (the driver itself picks the member).
+        from aotwheel.backends.intel.rules import decide
+
+        return decide(targets, ["spirv"] if has_spirv else [], device)
 
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace

@@ -267,6 +267,7 @@ def _label(device: Any) -> str:
     return str(getattr(device, "label", None) or getattr(device, "catalog", None) or getattr(device, "name", "device"))
 
 
+# Kept for wheels already published: their _aot.py (written before aotwheel.aot) imports it.
 def target_names(targets: Sequence[Any]) -> tuple[str, ...]:
     """Readable names of native targets: catalog name, generic name or IP."""
     names: list[str] = []

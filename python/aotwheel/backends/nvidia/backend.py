@@ -24,6 +24,7 @@ class NvidiaBackend:
     name = NVIDIA
     title = "NVIDIA"
     probes = (ProbeSpec("cuda", "aotwheel.backends.nvidia.probe", native=True),)
+    variants = "aotwheel.backends.nvidia.variants"  # wheel-variant vocabulary (aotwheel.variants)
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
@@ -71,9 +72,6 @@ class NvidiaBackend:
 
     def prepare_probes(self) -> None:
         return None
-
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
-        return {}  # the driver's own JIT cache: nothing aotwheel keeps
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
         names = [t.name or "" for t in file.native_targets if t.vendor == NVIDIA]
