@@ -23,6 +23,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any, Union
 
@@ -218,13 +219,14 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
     return Loaded(program, JIT, key, path, stored)
 
 
-def spirv_images(path: str) -> list[bytes]:
+def spirv_images(path: str, files: Sequence[Any] | None = None) -> list[bytes]:
     """Every SPIR-V module in a binary, as the loader would hash it: SPIR-V images and the
-    ``generic_ir`` of fat binaries."""
+    ``generic_ir`` of fat binaries. ``files``: the binary's inspected files (``FileReport``s of
+    ``aotwheel.inspect(path)``) when the caller has them, so the binary is not inspected again."""
     from aotwheel.inspector import _generic_ir_spirv, image_bytes, inspect
 
     found: list[bytes] = []
-    for f in inspect(path).files:
+    for f in inspect(path).files if files is None else files:
         for img in f.images:
             if "spirv" in (img.kind, img.content):
                 found.append(image_bytes(f.path, img))
@@ -235,11 +237,12 @@ def spirv_images(path: str) -> list[bytes]:
     return found
 
 
-def cached_builds(path: str, probed: Any, cache: JitCache | None = None) -> tuple[int, int]:
+def cached_builds(path: str, probed: Any, cache: JitCache | None = None, *, files: Sequence[Any] | None = None) -> tuple[int, int]:
     """``(modules with a cached native build for ``probed``, SPIR-V modules in ``path``)``:
-    what :func:`build_program` would load from the JIT cache on that device (any build options)."""
+    what :func:`build_program` would load from the JIT cache on that device (any build options).
+    ``files``: ``path``'s inspected files, when the caller has them (see :func:`spirv_images`)."""
     cache = cache if cache is not None else JitCache.from_env()
-    modules = spirv_images(path)
+    modules = spirv_images(path, files)
     if not cache.enabled:
         return 0, len(modules)
     hits = sum(cache.has_build(jit_key(DeviceCode(path, m, None), probed, "")) for m in modules)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ imports the ``aotwheel.backends`` package first, never imports ``typing``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ class Backend(Protocol):
     name: str  # "intel", "nvidia": the ``vendor`` of its targets, devices and verdicts
     title: str  # "Intel", "NVIDIA": for messages
     probes: tuple[ProbeSpec, ...]  # asked in this order, after the previous backends' probes
+    # This vendor's own ``aotwheel`` subcommands: name -> module with ``register(subparsers)``
+    # (the CLI imports a module only when its command runs or help lists every command).
+    commands: Mapping[str, str]
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         """The devices one ``AOTWHEEL_DEVICE`` / ``--device`` token names (``token`` lower-case,
@@ -67,9 +70,18 @@ class Backend(Protocol):
         runtime installed from PyPI); called by the CLI before it probes."""
         ...
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
+    def cached_native_builds(self, verdicts: Sequence[Verdict], devices: Sequence[Device],
+                             files: Mapping[str, FileReport]) -> dict[int, dict[str, int]]:
         """For ``jit`` verdicts of this vendor's devices: by verdict index, how many of the binary's
-        IR modules have a native build in this vendor's JIT cache (``{"modules": n, "cached": k}``)."""
+        IR modules have a native build in this vendor's JIT cache (``{"modules": n, "cached": k}``).
+        ``devices`` are the devices the verdicts judged and ``files`` the inspected files by verdict
+        ``binary``: nothing is probed or inspected again."""
+        ...
+
+    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        """``aotwheel build toolchain``'s fields for this vendor's tools (``{}`` when it builds
+        nothing itself); ``devices``: the ``--devices`` names to check it can build, ``cache`` the
+        device-code cache (:class:`aotwheel.buildsteps.cache.DeviceCodeCache`)."""
         ...
 
     def selftest(self, binary: str) -> list[Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.model import AMD, NATIVE, Verdict
@@ -18,6 +18,7 @@ class AmdBackend:
     name = AMD
     title = "AMD"
     probes = ()  # no ROCm here: AMD devices are named (--device gfx90a / AOTWHEEL_DEVICE)
+    commands: dict[str, str] = {}  # no command of its own
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.amd.targets import require_target_id
@@ -37,7 +38,8 @@ class AmdBackend:
     def prepare_probes(self) -> None:
         return None
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
+    def cached_native_builds(self, verdicts: Sequence[Verdict], devices: Sequence[Device],
+                             files: Mapping[str, FileReport]) -> dict[int, dict[str, int]]:
         return {}  # the driver's own JIT cache: nothing aotwheel keeps
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
@@ -54,6 +56,9 @@ class AmdBackend:
         native, ir = self.code_in(file)
         v = decide(native, ir, device, binary=binary)
         return v if v.verdict == NATIVE else replace(v, remedy=self.remedy(v))
+
+    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        return {}  # `aotwheel build toolchain` reports the open Intel toolchain only
 
     def selftest(self, binary: str) -> list[Any]:
         """Nothing to run: aotwheel has no HIP runtime binding and no AMD GPU is reachable here."""

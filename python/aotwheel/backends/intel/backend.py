@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.protocol import ProbeSpec
@@ -24,6 +24,7 @@ class IntelBackend:
               ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
               ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
+    commands = {"compile": "aotwheel.backends.intel.commands"}
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar
@@ -73,26 +74,29 @@ class IntelBackend:
 
         use_cpu_runtime_if_installed()
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
+    def cached_native_builds(self, verdicts: Sequence[Verdict], devices: Sequence[Device],
+                             files: Mapping[str, FileReport]) -> dict[int, dict[str, int]]:
         # aotwheel.opencl keeps native builds of JIT-compiled SPIR-V; it loads those instead of compiling.
-        jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
+        # Its cache keys are OpenCL's view of a device, so only devices the OpenCL probe reported can
+        # have entries (a --device / AOTWHEEL_DEVICE device is no probed device: nothing to look up).
+        opencl = {d.label: d for d in devices if getattr(d, "backend", None) == "opencl"}
+        jit = [i for i, v in enumerate(verdicts)
+               if v.verdict == "jit" and v.binary and "!" not in v.binary and v.device in opencl]
         if not jit:
             return {}
-        from aotwheel.backends.intel.probes.opencl import probe
         from aotwheel.jitcache import JitCache
         from aotwheel.opencl import cached_builds
 
         cache = JitCache.from_env()
         if not cache.enabled:
             return {}
-        devices = {d.label: d for d in probe().devices}
         out: dict[int, dict[str, int]] = {}
         for i in jit:
-            dev = devices.get(verdicts[i].device)
-            if dev is not None:
-                hits, total = cached_builds(str(verdicts[i].binary), dev, cache)
-                if total:
-                    out[i] = {"modules": total, "cached": hits}
+            binary = str(verdicts[i].binary)
+            file = files.get(binary)
+            hits, total = cached_builds(binary, opencl[verdicts[i].device], cache, files=None if file is None else [file])
+            if total:
+                out[i] = {"modules": total, "cached": hits}
         return out
 
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
@@ -162,6 +166,18 @@ class IntelBackend:
         elif verdict.kind == "cpu":
             line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
+
+    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        from aotwheel.backends.intel.build.toolchain import discover, ocloc_facts
+        from aotwheel.errors import ToolchainError
+
+        doc = discover(list(devices), cache).to_dict()
+        if doc.get("ocloc") is None:  # no devices asked for: still say which ocloc the builds would use
+            try:
+                doc["ocloc"], doc["ocloc_version"], _ = ocloc_facts(cache)
+            except ToolchainError as exc:
+                doc["ocloc_error"] = str(exc)
+        return doc
 
     def selftest(self, binary: str) -> list[Any]:
         return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ class NvidiaBackend:
     name = NVIDIA
     title = "NVIDIA"
     probes = (ProbeSpec("cuda", "aotwheel.backends.nvidia.probe", native=True),)
+    commands: dict[str, str] = {}  # no command of its own
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
@@ -47,7 +48,8 @@ class NvidiaBackend:
     def prepare_probes(self) -> None:
         return None
 
-    def cached_native_builds(self, verdicts: Sequence[Verdict]) -> dict[int, dict[str, int]]:
+    def cached_native_builds(self, verdicts: Sequence[Verdict], devices: Sequence[Device],
+                             files: Mapping[str, FileReport]) -> dict[int, dict[str, int]]:
         return {}  # the driver's own JIT cache: nothing aotwheel keeps
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
@@ -104,6 +106,9 @@ class NvidiaBackend:
             names = [t for t in verdict.targets if t.startswith("sm_")] + [arch, "ptx"]
             line += f"; rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))} to ship native code for it"
         return line
+
+    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        return {}  # `aotwheel build toolchain` reports the open Intel toolchain only
 
     def selftest(self, binary: str) -> list[Any]:
         from aotwheel.backends.nvidia.selftest import run_cuda
