@@ -7,11 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.protocol import ProbeSpec
-from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, Verdict
+from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.model import Device
-    from aotwheel.model import ProbedDevice
     from aotwheel.report import FileReport
 
 IR_FORMS = ("spirv", "llvmbc")  # what an OpenCL / Level Zero driver can JIT-compile
@@ -79,7 +78,7 @@ class IntelBackend:
         # aotwheel.opencl keeps native builds of JIT-compiled SPIR-V; it loads those instead of compiling.
         # Its cache keys are OpenCL's view of a device, so only devices the OpenCL probe reported can
         # have entries (a --device / AOTWHEEL_DEVICE device is no probed device: nothing to look up).
-        opencl = {d.label: d for d in devices if getattr(d, "backend", None) == "opencl"}
+        opencl = {d.label: d for d in devices if isinstance(d, ProbedDevice) and d.backend == "opencl"}
         jit = [i for i, v in enumerate(verdicts)
                if v.verdict == "jit" and v.binary and "!" not in v.binary and v.device in opencl]
         if not jit:
