@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """CLI start-up: what a short ``aotwheel`` command costs over starting Python.
 
-    python -m benchmarks.cli_startup [--runs 40] [--python PY] [--out benchmarks/results/cli_startup.json]
+    python -m benchmarks.cli_startup [--runs 40] [--python PY] [--compare PYTHONPATH] [--out benchmarks/results/cli_startup.json]
 
 Side by side in one run, interleaved (one sample of each command per round, so that a change of
 machine load hits every row alike), after one warm-up round: ``python -c pass``, ``python -c
-"import aotwheel"``, ``python -m aotwheel inspect LIB``, ``python -m aotwheel --version`` and
-``python -m aotwheel check --device pvc LIB``, where LIB is a small library of the repository
-(``tests/data/cuda-h100/libkern_sm_90.so``, 44 KB). Per row: median, min and max wall time, and the
-modules the command imports (from ``-X importtime``: their count and aotwheel's cumulative import
-time of ``import aotwheel``) and the median CPU time (user + system; it moves less than the wall
-time when other processes share the cores). The machine is described by what was measured: its cores and the
-1-minute load average before and after.
+"import aotwheel"``, ``python -m aotwheel inspect LIB``, ``python -m aotwheel --version``,
+``python -m aotwheel check --device pvc LIB``, and the standard-library floor of such a command
+(``python -c "import runpy, argparse, dataclasses, typing"``), where LIB is a small library of
+the repository (``tests/data/cuda-h100/libkern_sm_90.so``, 44 KB). Per row: median, min and max
+wall time, the median CPU time (user + system; it moves less than the wall time when other
+processes share the cores), and the modules the command imports (from ``-X importtime``: their
+count, the aotwheel ones, and the cumulative import time of ``aotwheel`` itself). ``--compare
+DIR`` adds the aotwheel rows once more with ``PYTHONPATH=DIR`` (another tree, e.g. the commit
+before a change), in the same rounds. The machine is described by what was measured: its cores
+and the 1-minute load average before and after.
 
 Goals (issue 29): ``aotwheel inspect`` of a small library ≤ 1.5 × ``python -c pass`` (medians);
 ``import aotwheel`` ≤ 5 ms (its ``-X importtime`` cumulative time).
@@ -44,6 +47,9 @@ def commands(python: str, lib: Path) -> dict[str, list[str]]:
         "aotwheel inspect LIB": [python, "-m", "aotwheel", "inspect", str(lib)],
         "aotwheel --version": [python, "-m", "aotwheel", "--version"],
         "aotwheel check --device pvc LIB": [python, "-m", "aotwheel", "check", "--device", "pvc", str(lib)],
+        # What no argparse CLI over dataclass reports avoids: `-m`'s runpy, argparse (re, gettext,
+        # locale), dataclasses (inspect, ast, dis, tokenize), typing.
+        "stdlib floor": [python, "-c", "import runpy, argparse, dataclasses, typing"],
     }
 
 
@@ -82,25 +88,28 @@ def load1() -> float:
     return os.getloadavg()[0]
 
 
-def run(python: str, runs: int, lib: Path, pythonpath: str | None = None) -> dict[str, object]:
+def run(python: str, runs: int, lib: Path, pythonpath: str | None = None, compare: str | None = None) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AOTWHEEL_", "PYTHON"))}
     env.update(AOTWHEEL_JIT="ignore", **({"PYTHONPATH": pythonpath} if pythonpath else {}))
-    rows = commands(python, lib)
+    rows = {label: (cmd, env) for label, cmd in commands(python, lib).items()}
+    if compare:  # the same aotwheel rows for another tree (e.g. the commit before), in the same rounds
+        other = {**env, "PYTHONPATH": compare}
+        rows.update({f"{label} [{compare}]": (cmd, other) for label, cmd in commands(python, lib).items() if label.startswith(("import", "aotwheel"))})
     before = load1()
-    for cmd in rows.values():  # warm-up: page cache, .pyc files
-        _wall(cmd, env)
+    for cmd, cmd_env in rows.values():  # warm-up: page cache, .pyc files
+        _wall(cmd, cmd_env)
     samples: dict[str, list[float]] = {label: [] for label in rows}
     cpu: dict[str, list[float]] = {label: [] for label in rows}
     for _ in range(runs):
-        for label, cmd in rows.items():
-            wall, used = _wall(cmd, env)
+        for label, (cmd, cmd_env) in rows.items():
+            wall, used = _wall(cmd, cmd_env)
             samples[label].append(wall * 1e3)
             cpu[label].append(used * 1e3)
     after = load1()
     out_rows = {}
     for label, values in samples.items():
         out_rows[label] = {"median_ms": statistics.median(values), "min_ms": min(values), "max_ms": max(values),
-                           "cpu_median_ms": statistics.median(cpu[label]), "runs": len(values), **importtime(rows[label], env)}
+                           "cpu_median_ms": statistics.median(cpu[label]), "runs": len(values), **importtime(*rows[label])}
     base = out_rows["python -c pass"]["median_ms"]
     inspect = out_rows["aotwheel inspect LIB"]["median_ms"]
     import_us = out_rows["import aotwheel"]["import_aotwheel_us"]
@@ -112,6 +121,7 @@ def run(python: str, runs: int, lib: Path, pythonpath: str | None = None) -> dic
         "library": str(lib.relative_to(REPO)) if lib.is_relative_to(REPO) else str(lib),
         "library_bytes": lib.stat().st_size,
         "pythonpath": pythonpath,
+        "compare": compare,
         "machine": {"cores": os.cpu_count(), "load1_before": before, "load1_after": after},
         "rows": out_rows,
         "goals": {
@@ -128,9 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable, help="the interpreter whose aotwheel is measured")
     ap.add_argument("--lib", type=Path, default=LIB, help="the small library inspected")
     ap.add_argument("--pythonpath", help="PYTHONPATH for the commands (an aotwheel tree to measure instead of the installed one)")
+    ap.add_argument("--compare", metavar="PYTHONPATH", help="also measure the aotwheel rows with this PYTHONPATH (another tree)")
     ap.add_argument("--out", type=Path, help="write the result as JSON here")
     args = ap.parse_args(argv)
-    res = run(args.python, args.runs, args.lib.resolve(), args.pythonpath)
+    res = run(args.python, args.runs, args.lib.resolve(), args.pythonpath, args.compare)
     for label, row in res["rows"].items():  # type: ignore[union-attr]
         print(f"{label:34s} median {row['median_ms']:7.2f} ms  (min {row['min_ms']:.2f}, max {row['max_ms']:.2f})  "
               f"CPU {row['cpu_median_ms']:.2f} ms  {row['modules']} modules")
