@@ -267,9 +267,9 @@ class Checked:
     devices: tuple[Any, ...]  # the devices judged: parsed, or probed once
     elsewhere: frozenset[int]  # :func:`served_elsewhere` of ``verdicts``
 
-    def file_of(self, verdict: Verdict) -> Any:
-        """The inspected file a verdict is about, or ``None``."""
-        return next((f for f in self.files if (f.path or self.path) == verdict.binary), None)
+    def files_by_binary(self) -> dict[str, Any]:
+        """The inspected files by the ``binary`` their verdicts name."""
+        return {f.path or self.path: f for f in self.files}
 
 
 def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None,

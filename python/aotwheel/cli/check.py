@@ -143,7 +143,7 @@ def _cached_native_builds(checked: Checked) -> dict[int, dict[str, int]]:
     files of the check (nothing is probed or inspected again)."""
     from aotwheel import backends
 
-    files = {v.binary: f for v in checked.verdicts if v.binary for f in [checked.file_of(v)] if f is not None}
+    files = checked.files_by_binary()
     out: dict[int, dict[str, int]] = {}
     for backend in backends.all_backends():
         out.update(backend.cached_native_builds(checked.verdicts, checked.devices, files))

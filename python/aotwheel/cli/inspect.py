@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-TYPE_CHECKING = False  # not typing's, and json only where it is used: `aotwheel inspect` starts in a few ms
+TYPE_CHECKING = False  # not typing's; json is imported where it is used: inspecting a .so needs neither
 if TYPE_CHECKING:
     from aotwheel.report import FileReport, Report
 
