@@ -308,9 +308,10 @@ def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = N
     files = _device_code_of(path)
     found = given if given is not None else _probed_devices()  # probed after the cheap failures
     inspected = tuple(files)
+    code = {id(f): _code_by_backend(f) for f in files if not f.error}  # each file's code per backend, asked once
     if vendor is not None:
         owner = backends.get(vendor)
-        files = [f for f in files if any(owner.code_in(f))]
+        files = [f for f in files if vendor in code.get(id(f), {})]
         found = [d for d in found if owner.owns_device(d)]
         if not found or not files:
             return Checked(path, [], inspected, tuple(found), frozenset())
@@ -322,12 +323,12 @@ def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = N
     for f in files:
         if f.error:  # said once, not per device: no verdict can be given for it
             verdicts.append(Verdict("no device", None, UNKNOWN, None, f"unreadable: {f.error}", "unreadable", f.path, "none"))
-    readable = [(f, _code_by_backend(f)) for f in files if not f.error]
+    readable = [f for f in files if not f.error]
     for dev in found:
         backend = backends.for_device(dev)
-        for f, code in readable:
+        for f in readable:
             binary = f.path or path
-            verdicts.append(_cross_vendor(backend, f, code, dev, binary, compatibility)
+            verdicts.append(_cross_vendor(backend, f, code[id(f)], dev, binary, compatibility)
                             or backend.decide(f, dev, binary=binary, compatibility=compatibility))
             keys.append(_device_key(dev, verdicts[-1]))
             counts.append(getattr(f, "kernels", None))
