@@ -268,3 +268,22 @@ def test_benchmark_runner_saves_each_case_when_it_finishes(tmp_path):
     cases["p2"] = {"median_s": 0.5}
     saved = json.loads(path.read_text())
     assert saved["cases"] == {"p1": {"median_s": 1.5}, "p2": {"median_s": 0.5}} and saved["complete"] is False
+
+
+def test_cli_startup_rows_and_what_each_command_imports(tmp_path):
+    """benchmarks.cli_startup: the five rows side by side, each with the modules it imported (from
+    -X importtime); no timing asserted."""
+    out = tmp_path / "startup.json"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.cli_startup", "--runs", "1", "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    res = json.loads(out.read_text())
+    rows = res["rows"]
+    assert list(rows) == ["python -c pass", "import aotwheel", "aotwheel inspect LIB", "aotwheel --version",
+                          "aotwheel check --device pvc LIB", "stdlib floor"]
+    assert all(r["runs"] == 1 and r["min_ms"] <= r["median_ms"] <= r["max_ms"] for r in rows.values())
+    assert rows["import aotwheel"]["aotwheel_modules"] == ["aotwheel"] and rows["python -c pass"]["aotwheel_modules"] == []
+    assert "aotwheel.inspector" in rows["aotwheel inspect LIB"]["aotwheel_modules"]
+    assert "aotwheel.devlist" not in rows["aotwheel inspect LIB"]["aotwheel_modules"]
+    assert rows["aotwheel --version"]["aotwheel_modules"] == ["aotwheel", "aotwheel.cli", "aotwheel.errors"]
+    assert set(res["goals"]) == {"inspect_over_pass", "import_aotwheel_ms"} and res["machine"]["cores"] >= 1

@@ -151,6 +151,43 @@ def test_cli_check_xe2_hpg_on_pvc_only_no_ir_is_unsupported_exit_1():
     assert len(lines) == 2 and all(": unsupported" in line and "[rule no-match]" in line for line in lines)
 
 
+def _damaged(tmp_path):
+    """Files no inspection can succeed on: missing, junk bytes, and a sparse 8 GiB file behind an
+    ELF magic (reading it would take long; failing on the device must not read it at all)."""
+    junk = tmp_path / "junk.so"
+    junk.write_bytes(b"not a binary at all")
+    huge = tmp_path / "huge.so"
+    with open(huge, "wb") as f:
+        f.write(b"\x7fELF\x02\x01\x01")
+        f.truncate(8 << 30)
+    return [str(tmp_path / "missing.so"), str(junk), str(huge)]
+
+
+def test_cli_check_device_typo_fails_before_the_binary_is_read(tmp_path):
+    """A typo'd --device is the error, whatever the binary: one line that names the flag (not
+    the library's keyword `devices`), exit 2 (bad input)."""
+    for binary in _damaged(tmp_path):
+        proc = run_cli(["check", binary, "--device", "pvcc"], child_env())
+        assert proc.returncode == 2, (binary, proc.stderr)
+        assert proc.stderr.splitlines() == [proc.stderr.strip()], proc.stderr  # one line
+        assert proc.stderr.startswith("aotwheel: error: --device: unknown device 'pvcc'"), proc.stderr
+        assert "pvc" in proc.stderr.split("did you mean", 1)[1] and "devices:" not in proc.stderr
+        assert proc.stdout == ""
+    # the same for AOTWHEEL_DEVICE, named as such, and for another vendor's grammar
+    proc = run_cli(["check", str(tmp_path / "missing.so")], child_env(AOTWHEEL_DEVICE="sm90"))
+    assert proc.returncode == 2 and proc.stderr.startswith("aotwheel: error: AOTWHEEL_DEVICE: 'sm90'"), proc.stderr
+    proc = run_cli(["check", str(tmp_path / "junk.so"), "--device", "sm_9o"], child_env())
+    assert proc.returncode == 2 and proc.stderr.startswith("aotwheel: error: --device: ") and "sm_90" in proc.stderr
+
+
+def test_check_parses_devices_before_reading_the_binary(fresh, tmp_path):
+    import aotwheel
+
+    for binary in _damaged(tmp_path):
+        with pytest.raises(aotwheel.DevlistError, match="^devices: unknown device 'pvcc'"):
+            aotwheel.check(binary, devices="pvcc")
+
+
 # --- the generated hook ----------------------------------------------------------------------
 
 def _package(tmp_path, binary) -> str:

@@ -91,3 +91,46 @@ def test_a_build_step_parses_its_arguments_without_shutil_or_the_other_steps_par
     out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'python')!r}); {code}"],
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == [False, ["ocloc"], ["pvc=12.60.7=o"]]
+
+
+def _cli_modules(*argv: str) -> set[str]:
+    """Modules an ``aotwheel`` command (the installed one) has loaded when it returns."""
+    code = ("import sys\nfrom aotwheel.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write('\\n' + repr(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO / "tests",
+                          env={"PATH": "/usr/bin:/bin", "AOTWHEEL_JIT": "ignore"}, check=True)
+    return set(eval(proc.stderr.splitlines()[-1]))  # a list of module names printed by repr()
+
+
+SMALL_LIB = REPO / "tests" / "data" / "cuda-h100" / "libkern_sm_90.so"
+OTHER_COMMANDS = {"aotwheel.cli.resolve", "aotwheel.cli.inspect", "aotwheel.cli.check", "aotwheel.cli.build", "aotwheel.cli.variant",
+                  "aotwheel.backends.intel.commands"}
+
+
+def test_each_command_imports_only_its_own_module():
+    # The resolver's grammar and catalog (aotwheel.devlist: importlib.resources, the catalog JSON)
+    # used to load for every command because every command module was imported to build --help.
+    inspect = _cli_modules("inspect", str(SMALL_LIB))
+    assert "aotwheel.inspector" in inspect and not (OTHER_COMMANDS - {"aotwheel.cli.inspect"}) & inspect
+    assert not {"aotwheel.devlist", "aotwheel.backends.intel.catalog", "aotwheel.backends.intel.grammar", "importlib.resources",
+                "aotwheel.runtime", "aotwheel.probe", "json"} & inspect, sorted(inspect)
+
+    version = {m for m in _cli_modules("--version") if m.startswith("aotwheel")}
+    assert version == {"aotwheel", "aotwheel.cli", "aotwheel.errors"}, version
+
+    # check with --device: the devices are parsed, no runtime is probed (no probe module, no pyopencl)
+    check = _cli_modules("check", "--device", "pvc", str(SMALL_LIB))
+    assert "aotwheel.runtime" in check and not (OTHER_COMMANDS - {"aotwheel.cli.check"}) & check
+    probes = {m for m in check if m.startswith("aotwheel.backends.") and (".probes" in m or m.endswith(".probe"))}
+    assert not probes and not {"pyopencl", "aotwheel.devlist"} & check, sorted(check)
+
+    # a backend's own command: its module, no core command's
+    compile_ = _cli_modules("compile", "--help")
+    assert "aotwheel.backends.intel.commands" in compile_ and not (OTHER_COMMANDS - {"aotwheel.backends.intel.commands"}) & compile_
+
+
+def test_help_still_lists_every_command():
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "--help"], capture_output=True, text=True, check=True)
+    rows = proc.stdout.split("\n  COMMAND\n", 1)[1].split("\n\n")[0].splitlines()
+    listed = [line.split()[0] for line in rows if line.startswith("    ") and not line.startswith("     ")]
+    assert listed == ["resolve", "inspect", "devices", "check", "selftest", "build", "compile", "variant"]

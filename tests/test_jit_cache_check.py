@@ -75,6 +75,56 @@ def test_check_says_cached_native_build_after_the_loader_stored_one(spv, tmp_pat
     assert "cached native build" not in off.stdout
 
 
+# Runs `aotwheel check` in a child whose inspector entry point and device probes count their calls
+# (each call goes on to the real function: the doubles only count).
+_COUNTING_CHECK = """
+import json, sys
+import aotwheel.inspector, aotwheel.probe
+from aotwheel.backends.intel.probes import opencl
+from aotwheel.cli import main
+
+calls = {"inspect": 0, "opencl": 0, "probes": 0}
+
+def counting(key, real):
+    def wrapper(*args, **kwargs):
+        calls[key] += 1
+        return real(*args, **kwargs)
+    return wrapper
+
+aotwheel.inspector.inspect = counting("inspect", aotwheel.inspector.inspect)
+opencl.probe = counting("opencl", opencl.probe)
+aotwheel.probe.run_backend = counting("probes", aotwheel.probe.run_backend)
+status = main(sys.argv[1:])
+print(json.dumps(calls), file=sys.stderr)
+sys.exit(status)
+"""
+
+
+def _counted_check(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], dict[str, int]]:
+    proc = subprocess.run([sys.executable, "-c", _COUNTING_CHECK, "check", *args], capture_output=True, text=True, env=env, timeout=300)
+    return proc, json.loads(proc.stderr.splitlines()[-1])
+
+
+def test_check_inspects_the_binary_once_and_probes_opencl_once(spv, tmp_path):
+    # The cached-native-build note needs the binary's SPIR-V modules and the OpenCL device: both
+    # come from the check's own inspection and probe, not from a second one.
+    env = {**opencl_cpu_env(), "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "jit"), "AOTWHEEL_JIT": "ignore"}
+    proc, calls = _counted_check(["--json", str(spv)], env)
+    assert _cpu_verdict(proc)["cached_native_build"] == {"modules": 1, "cached": 0}
+    assert calls["inspect"] == 1 and calls["opencl"] == 1, calls
+
+
+def test_check_with_device_probes_nothing(spv, tmp_path):
+    env = {**opencl_cpu_env(), "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "jit"), "AOTWHEEL_JIT": "ignore"}
+    for named in (["--device", "cpu,pvc"], []):
+        proc, calls = _counted_check(["--json", *named, str(spv)], {**env, **({} if named else {"AOTWHEEL_DEVICE": "cpu,pvc"})})
+        assert proc.returncode == 0, proc.stderr
+        verdicts = json.loads(proc.stdout)["verdicts"]
+        assert [(v["device"], v["verdict"]) for v in verdicts] == [("cpu", "jit"), ("pvc", "jit")]
+        assert not any("cached_native_build" in v for v in verdicts)  # a named device is no probed OpenCL device
+        assert calls == {"inspect": 1, "opencl": 0, "probes": 0}, (named, calls)
+
+
 def test_sycl_binary_jit_warning_and_check_advise_the_persistent_cache(sycl_binary, tmp_path):
     env = {k: v for k, v in opencl_cpu_env().items() if not k.startswith("SYCL_CACHE")}
     env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME="")

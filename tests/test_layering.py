@@ -27,8 +27,6 @@ CORE_TO_VENDOR: dict[str, set[str]] = {
                                      "aotwheel.backends.intel.build.ocloc_job", "aotwheel.backends.intel.build.spirv",
                                      "aotwheel.backends.intel.build.spvcache", "aotwheel.backends.intel.build.toolchain",
                                      "aotwheel.backends.intel.catalog"},
-    "aotwheel.cli.build": {"aotwheel.backends.intel.build.toolchain"},
-    "aotwheel.cli.compile": {"aotwheel.backends.intel.build.compile"},
     "aotwheel.inspector": {"aotwheel.backends.amd.codeobject", "aotwheel.backends.intel", "aotwheel.backends.intel.catalog",
                            "aotwheel.backends.intel.cpu_aot", "aotwheel.backends.intel.gfx", "aotwheel.backends.intel.legacy",
                            "aotwheel.backends.intel.zebin", "aotwheel.backends.nvidia.fatbin"},

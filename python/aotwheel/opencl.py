@@ -23,6 +23,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Union
 
@@ -223,13 +224,14 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
     return Loaded(program, JIT, key, path, stored)
 
 
-def spirv_images(path: str) -> list[bytes]:
+def spirv_images(path: str, files: Sequence[Any] | None = None) -> list[bytes]:
     """Every SPIR-V module in a binary, as the loader would hash it: SPIR-V images and the
-    ``generic_ir`` of fat binaries."""
+    ``generic_ir`` of fat binaries. ``files``: the binary's inspected files (``FileReport``s of
+    ``aotwheel.inspect(path)``) when the caller has them, so the binary is not inspected again."""
     from aotwheel.inspector import _generic_ir_spirv, image_bytes, inspect
 
     found: list[bytes] = []
-    for f in inspect(path).files:
+    for f in inspect(path).files if files is None else files:
         for img in f.images:
             if "spirv" in (img.kind, img.content):
                 found.append(image_bytes(f.path, img))
@@ -240,38 +242,40 @@ def spirv_images(path: str) -> list[bytes]:
     return found
 
 
-def cached_builds(path: str, probed: Any, cache: JitCache | None = None) -> tuple[int, int]:
+def cached_builds(path: str, probed: Any, cache: JitCache | None = None, *, files: Sequence[Any] | None = None) -> tuple[int, int]:
     """``(modules with a cached native build for ``probed``, SPIR-V modules in ``path``)``:
-    what :func:`build_program` would load from the JIT cache on that device (any build options)."""
+    what :func:`build_program` would load from the JIT cache on that device (any build options).
+    ``files``: ``path``'s inspected files, when the caller has them (see :func:`spirv_images`)."""
     cache = cache if cache is not None else JitCache.from_env()
-    modules = spirv_images(path)
+    modules = spirv_images(path, files)
     if not cache.enabled:
         return 0, len(modules)
     hits = sum(cache.has_build(jit_key(DeviceCode(path, m, None), probed, "")) for m in modules)  # type: ignore[arg-type]
     return hits, len(modules)
 
 
-def cached_native_builds(verdicts: Sequence[Verdict], cache: JitCache | None = None) -> dict[int, dict[str, int]]:
-    """For ``jit`` verdicts on OpenCL devices (the ``opencl`` probe's): by verdict index, how many of
-    the binary's SPIR-V modules this loader's JIT cache holds a native build of
-    (``{"modules": n, "cached": k}``), which it loads instead of compiling. Other vendors' drivers
-    keep their own JIT caches: their verdicts' devices are no OpenCL device here."""
-    jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary]
+def cached_native_builds(verdicts: Sequence[Verdict], devices: Sequence[Any], files: Mapping[str, Any],
+                         cache: JitCache | None = None) -> dict[int, dict[str, int]]:
+    """For ``jit`` verdicts on OpenCL devices: by verdict index, how many of the binary's SPIR-V
+    modules this loader's JIT cache holds a native build of (``{"modules": n, "cached": k}``),
+    which it loads instead of compiling. ``devices``: the devices the verdicts judged (only those
+    the ``opencl`` probe reported can have entries: the cache keys are OpenCL's view of a device,
+    and other vendors' drivers keep their own caches); ``files``: the inspected files by verdict
+    ``binary``. Nothing is probed or inspected again."""
+    opencl = {d.label: d for d in devices if getattr(d, "backend", None) == "opencl"}
+    jit = [i for i, v in enumerate(verdicts) if v.verdict == "jit" and v.binary and "!" not in v.binary and v.device in opencl]
     if not jit:
         return {}
     cache = cache if cache is not None else JitCache.from_env()
     if not cache.enabled:
         return {}
-    from aotwheel.probe import run_backend
-
-    devices = {d.label: d for d in run_backend("opencl").devices}
     out: dict[int, dict[str, int]] = {}
     for i in jit:
-        dev = devices.get(verdicts[i].device)
-        if dev is not None:
-            hits, total = cached_builds(str(verdicts[i].binary), dev, cache)
-            if total:
-                out[i] = {"modules": total, "cached": hits}
+        binary = str(verdicts[i].binary)
+        file = files.get(binary)
+        hits, total = cached_builds(binary, opencl[verdicts[i].device], cache, files=None if file is None else [file])
+        if total:
+            out[i] = {"modules": total, "cached": hits}
     return out
 
 

@@ -23,7 +23,7 @@ import os
 import types
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aotwheel.errors import AotwheelError
@@ -91,18 +91,25 @@ def resolve_binary(module_or_path: Any) -> str:
     raise AotwheelError(f"{text}: no such file or importable module; pass a path to a .so, wheel or fat binary")
 
 
-def _devices(devices: Any) -> list[Any]:
-    from aotwheel.probe import detect_devices
-    from aotwheel.probe.override import parse
+def _given_devices(devices: Any) -> list[Any] | None:
+    """The devices named by ``devices`` (or by ``AOTWHEEL_DEVICE`` when it is ``None``), parsed
+    before anything reads the binary; ``None`` when the probes must say."""
+    from aotwheel.probe.override import from_environment, parse
 
     if devices is None:
-        return detect_devices()
+        return from_environment()
     if isinstance(devices, str):
         return parse(devices, source="devices")
     out: list[Any] = []
     for dev in devices:
         out.extend(parse(dev, source="devices") if isinstance(dev, str) else [dev])
     return out
+
+
+def _probed_devices() -> list[Any]:
+    from aotwheel.probe import detect_devices
+
+    return detect_devices(use_override=False)
 
 
 def _no_device_reason(devices: Any) -> str:
@@ -213,24 +220,57 @@ def _member(binary: str | None) -> str:
     return sep + member
 
 
-def _cross_vendor(backend: Any, file: Any, device: Any, binary: str, compatibility: bool) -> Verdict | None:
-    """``unsupported`` (rule ``other-vendor``) when ``file`` carries code only for other vendors
-    than ``device``'s; the device's backend still fills in the device's identity and remedy."""
+def _code_by_backend(file: Any) -> dict[str, tuple[list[str], list[str]]]:
+    """Each backend's native targets and IR forms in ``file`` (backends with none left out), asked
+    once per file: every device's verdict on the file reads this map."""
     from aotwheel import backends
 
-    if any(backend.code_in(file)):
-        return None
-    others = [b for b in backends.all_backends() if b is not backend and any(b.code_in(file))]
-    if not others:
+    return {b.name: code for b in backends.all_backends() for code in [b.code_in(file)] if any(code)}
+
+
+def _cross_vendor(backend: Any, file: Any, code: Mapping[str, tuple[list[str], list[str]]], device: Any, binary: str,
+                  compatibility: bool) -> Verdict | None:
+    """``unsupported`` (rule ``other-vendor``) when ``file`` carries code only for other vendors
+    than ``device``'s (``code``: :func:`_code_by_backend` of ``file``); the device's backend still
+    fills in the device's identity and remedy."""
+    from aotwheel import backends
+
+    if backend.name in code or not code:
         return None
     from aotwheel.report import ir_name
 
-    have = "; ".join(f"{b.title}: {', '.join([*native, *map(ir_name, ir)])}" for b in others for native, ir in [b.code_in(file)])
+    have = "; ".join(f"{backends.get(name).title}: {', '.join([*native, *map(ir_name, ir)])}" for name, (native, ir) in code.items())
     own = backend.decide(file, device, binary=binary, compatibility=compatibility)
     reason = f"unsupported: the binary carries only {have}, none of which {own.device} can load"
     # targets: everything the binary carries, so the remedy keeps the other vendors' targets
     v = replace(own, verdict=UNSUPPORTED, image=None, reason=reason, rule="other-vendor", targets=tuple(file.target_names()), remedy="")
     return replace(v, remedy=backend.remedy(v))
+
+
+def served_elsewhere(verdicts: Sequence[Verdict]) -> frozenset[int]:
+    """Indexes of ``other-vendor`` verdicts for a device that another binary of the same package
+    serves (its vendor's code is there): "not for this device", not a failure. A package loads
+    the library for the device's backend only (bitsandbytes: CUDA, ROCm and XPU builds side by
+    side), so its exit status follows the libraries that serve the device."""
+    served = {v.device for v in verdicts if v.rule not in ("other-vendor", "unreadable", "no-device")}
+    return frozenset(i for i, v in enumerate(verdicts) if v.rule == "other-vendor" and v.device in served)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One :func:`evaluate`: the verdicts and what they were decided from, so that a caller's
+    notes (the CLI's JIT-cache state) reuse the inspected files and the devices instead of reading
+    the binary or probing again."""
+
+    path: str  # the binary, wheel or directory that was inspected
+    verdicts: list[Verdict]
+    files: tuple[Any, ...]  # FileReport of every file with device code (or an error), read once
+    devices: tuple[Any, ...]  # the devices judged: parsed, or probed once
+    elsewhere: frozenset[int]  # :func:`served_elsewhere` of ``verdicts``
+
+    def files_by_binary(self) -> dict[str, Any]:
+        """The inspected files by the ``binary`` their verdicts name."""
+        return {f.path or self.path: f for f in self.files}
 
 
 # check(path, devices) and ensure(path) are called by _aot.py files of wheels already published
@@ -247,43 +287,56 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
     is ``unsupported`` (rule ``other-vendor``). Raises :class:`JITError` under policy ``error``;
     never raises for an unsupported device (see :func:`ensure`). With no device at all (no GPU, no
     driver, a broken runtime) it returns ``unknown`` verdicts (rule ``no-device``) whose reason
-    names each probe's problem.
+    names each probe's problem. A malformed ``devices`` string fails before the binary is read.
 
     ``vendor`` (``"nvidia"``, ``"intel"``) narrows the check to that backend: its devices only
     (with ``devices=None``, those the probes report) and the files that carry its code; pairs
     with no such device or file give no verdict.
     """
+    return evaluate(module_or_path, devices, policy=policy, compatibility=compatibility, vendor=vendor).verdicts
+
+
+def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = None,
+             compatibility: bool = True, vendor: str | None = None) -> Checked:
+    """:func:`check`, returning the verdicts with the inspected files and the devices (:class:`Checked`).
+
+    Order: the policy and ``devices`` (or ``AOTWHEEL_DEVICE``) are parsed first, so that a typo
+    fails before anything reads the binary; then the binary is inspected, once; the probes run
+    last, and only when no devices were named."""
     from aotwheel import backends
 
     mode = jit_policy(policy)
+    given = _given_devices(devices)
     path = resolve_binary(module_or_path)
     files = _device_code_of(path)
-    found = _devices(devices)
+    found = given if given is not None else _probed_devices()  # probed after the cheap failures
+    inspected = tuple(files)
+    code = {id(f): _code_by_backend(f) for f in files if not f.error}  # each file's code per backend, asked once
     if vendor is not None:
         owner = backends.get(vendor)
-        files = [f for f in files if any(owner.code_in(f))]
+        files = [f for f in files if vendor in code.get(id(f), {})]
         found = [d for d in found if owner.owns_device(d)]
         if not found or not files:
-            return []
+            return Checked(path, [], inspected, tuple(found), frozenset())
     if not found:
-        return _no_device_verdicts(files, path, devices)
+        return Checked(path, _no_device_verdicts(files, path, devices), inspected, (), frozenset())
     verdicts: list[Verdict] = []
     keys: list[str] = []
     counts: list[int | None] = []
     for f in files:
         if f.error:  # said once, not per device: no verdict can be given for it
             verdicts.append(Verdict("no device", None, UNKNOWN, None, f"unreadable: {f.error}", "unreadable", f.path, "none"))
-    files = [f for f in files if not f.error]
+    readable = [f for f in files if not f.error]
     for dev in found:
         backend = backends.for_device(dev)
-        for f in files:
+        for f in readable:
             binary = f.path or path
-            verdicts.append(_cross_vendor(backend, f, dev, binary, compatibility)
+            verdicts.append(_cross_vendor(backend, f, code[id(f)], dev, binary, compatibility)
                             or backend.decide(f, dev, binary=binary, compatibility=compatibility))
             keys.append(_device_key(dev, verdicts[-1]))
             counts.append(getattr(f, "kernels", None))
     _apply_policy(verdicts, keys, counts, mode)
-    return verdicts
+    return Checked(path, verdicts, inspected, tuple(found), served_elsewhere(verdicts))
 
 
 def _device_key(device: Any, verdict: Verdict) -> str:

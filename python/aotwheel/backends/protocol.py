@@ -133,6 +133,9 @@ class Backend(Protocol):
     name: str  # "intel", "nvidia": the ``vendor`` of its targets, devices and verdicts
     title: str  # "Intel", "NVIDIA": for messages
     probes: tuple[ProbeSpec, ...]  # asked in this order, after the previous backends' probes
+    # This vendor's own ``aotwheel`` subcommands: name -> module with ``register(subparsers)``
+    # (the CLI imports a module only when its command runs or help lists every command).
+    commands: Mapping[str, str]
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         """The devices one ``AOTWHEEL_DEVICE`` / ``--device`` token names (``token`` lower-case,
@@ -194,6 +197,12 @@ class Backend(Protocol):
     def check_toolchain(self, part: DevlistPart, tool: str, path: str | None) -> None:
         """``aotwheel resolve --toolchain TOOL``: raise :class:`aotwheel.errors.ToolchainError`
         (one line) unless the installed ``tool`` can build every target of ``part``."""
+        ...
+
+    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        """``aotwheel build toolchain``'s fields for this vendor's tools (``{}`` when it builds
+        nothing itself); ``devices``: the ``--devices`` names to check it can build, ``cache`` the
+        device-code cache (:class:`aotwheel.buildsteps.cache.DeviceCodeCache`)."""
         ...
 
     def selftest(self, binary: str) -> list[Any]:

@@ -16,25 +16,29 @@ import warnings
 
 from aotwheel.errors import run_command
 
-# Subcommand modules, in --help order. Each must import only light modules at top level.
-_COMMAND_MODULES = (
-    "aotwheel.cli.resolve",
-    "aotwheel.cli.inspect",
-    "aotwheel.cli.check",
-    "aotwheel.cli.build",
-    "aotwheel.cli.compile",
-    "aotwheel.cli.variant",
+# Subcommand modules and the commands each registers, in --help order; None marks where the
+# backends' own commands (``Backend.commands``, e.g. Intel's ``compile``) go. Each module must import
+# only light modules at top level.
+_COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]] | None, ...] = (
+    ("aotwheel.cli.resolve", ("resolve",)),
+    ("aotwheel.cli.inspect", ("inspect",)),
+    ("aotwheel.cli.check", ("devices", "check", "selftest")),
+    ("aotwheel.cli.build", ("build",)),
+    None,
+    ("aotwheel.cli.variant", ("variant",)),
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``aotwheel`` parser; with ``command``, only the module of that command is imported and
+    registered (a command's start-up pays for its own imports only), else every command."""
     from aotwheel import __version__
 
     parser = argparse.ArgumentParser(prog="aotwheel", description="Ahead-of-time GPU device code for Python wheels.",
                                      epilog="Exit status: 0 ok, 1 a verdict the policy rejects, 2 bad input.")
     parser.add_argument("--version", action="version", version=f"aotwheel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
+    for name in _modules(command):
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -45,8 +49,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _modules(command: str | None) -> list[str]:
+    """The modules that register ``command`` (every command's for ``None`` or a name no module has,
+    so that help and argparse's "invalid choice" list them all)."""
+    if command == "":
+        return []
+    core = [entry for entry in _COMMAND_MODULES if entry is not None]
+    own = [name for name, commands in core if command in commands]
+    if own:
+        return own
+    from aotwheel import backends
+
+    extra = {c: m for b in backends.all_backends() for c, m in b.commands.items()}
+    if command in extra:
+        return [extra[command]]
+    return [m for entry in _COMMAND_MODULES for m in ([entry[0]] if entry else dict.fromkeys(extra.values()))]
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command ``argv`` runs: its first argument when that is no option; ``""`` for
+    ``--version`` alone (no command to register); ``None`` otherwise (help, errors: all commands)."""
+    if argv and not argv[0].startswith("-"):
+        return argv[0]
+    return "" if argv == ["--version"] else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)

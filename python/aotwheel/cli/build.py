@@ -69,15 +69,12 @@ def run(args: argparse.Namespace) -> int:
     if args.what == "warm":
         return warm(Path(args.source_dir), shard=args.shard, devlist=args.devlist, build_dir=args.build_dir,
                     as_json=args.json)
-    from aotwheel.backends.intel.build.toolchain import discover, ocloc_facts
-    from aotwheel.errors import ToolchainError
+    from aotwheel import backends
 
-    doc = discover([d for d in args.devices.split(",") if d], cache).to_dict()
-    if doc.get("ocloc") is None:  # no devices asked for: still say which ocloc the builds would use
-        try:
-            doc["ocloc"], doc["ocloc_version"], _ = ocloc_facts(cache)
-        except ToolchainError as exc:
-            doc["ocloc_error"] = str(exc)
+    devices = [d for d in args.devices.split(",") if d]
+    doc = {}
+    for backend in backends.all_backends():  # each vendor reports its own tools
+        doc.update(backend.toolchain_report(devices, cache))
     _print(doc, args.json)
     return 0
 

@@ -12,6 +12,10 @@ import argparse
 import json
 import sys
 
+TYPE_CHECKING = False  # not typing's: this module is imported for every `aotwheel check`
+if TYPE_CHECKING:
+    from aotwheel.runtime import Checked
+
 DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions, NVIDIA sm_XY, AMD target ids "
                "(gfx90a, gfx90a:xnack-; AMD GPUs are never probed: no ROCm here) or 'cpu', "
                "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90, gfx942)")
@@ -81,19 +85,24 @@ def run_devices(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from aotwheel.runtime import JITError, check
+    from aotwheel.probe.override import from_environment, parse
+    from aotwheel.runtime import JITError, evaluate
 
-    _prepare(args)
+    # The devices first: a typo fails before the binary is read, in the flag's own words; named
+    # devices (--device or AOTWHEEL_DEVICE) leave every runtime unprobed.
+    forced = parse(args.device, source="--device") if args.device else from_environment()
+    if forced is None:
+        _prepare(args)
     try:
-        verdicts = check(args.binary, args.device or None, policy=args.jit, compatibility=not args.strict_compat)
+        checked = evaluate(args.binary, forced, policy=args.jit, compatibility=not args.strict_compat)
     except JITError as exc:  # the policy rejects a verdict: exit 1, not the bad-input 2
         if args.json:
             print(json.dumps({"binary": args.binary, "error": str(exc)}, indent=2))
         print(f"aotwheel: error: {exc}", file=sys.stderr)
         return 1
-    cached = _cached_native_builds(verdicts)
+    verdicts, elsewhere = checked.verdicts, checked.elsewhere
+    cached = _cached_native_builds(checked)
     sycl = _sycl_cache_note(verdicts)
-    elsewhere = _served_elsewhere(verdicts)
     if args.json:
         rows = [{**v.to_dict(), **({"cached_native_build": cached[i]} if i in cached else {}),
                  **({"for_this_device": False} if i in elsewhere else {})} for i, v in enumerate(verdicts)]
@@ -128,23 +137,15 @@ def run_check(args: argparse.Namespace) -> int:
     return 1 if any(v.verdict == "unsupported" for i, v in enumerate(verdicts) if i not in elsewhere) else 0
 
 
-def _served_elsewhere(verdicts: list) -> set[int]:
-    """Indexes of ``other-vendor`` verdicts for a device that another binary of the same package
-    serves (its vendor's code is there): "not for this device", not a failure. A package loads
-    the library for the device's backend only (bitsandbytes: CUDA, ROCm and XPU builds side by
-    side), so its exit status follows the libraries that serve the device."""
-    served = {v.device for v in verdicts if v.rule not in ("other-vendor", "unreadable", "no-device")}
-    return {i for i, v in enumerate(verdicts) if v.rule == "other-vendor" and v.device in served}
-
-
-def _cached_native_builds(verdicts: list) -> dict[int, dict[str, int]]:
+def _cached_native_builds(checked: Checked) -> dict[int, dict[str, int]]:
     """Per verdict index, the modules of a JIT verdict's binary that aotwheel.opencl's JIT cache
-    already holds native builds of (``{"modules": n, "cached": k}``)."""
-    if not any(v.verdict == "jit" for v in verdicts):
+    already holds native builds of (``{"modules": n, "cached": k}``), from the devices and the
+    inspected files of the check (nothing is probed or inspected again)."""
+    if not any(v.verdict == "jit" for v in checked.verdicts):
         return {}  # nothing to look up, and aotwheel.opencl stays unimported
     from aotwheel.opencl import cached_native_builds
 
-    return cached_native_builds(verdicts)
+    return cached_native_builds(checked.verdicts, checked.devices, checked.files_by_binary())
 
 
 def _cached_label(entry: dict[str, int] | None) -> str:

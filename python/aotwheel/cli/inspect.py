@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's; json is imported where it is used: inspecting a .so needs neither
 if TYPE_CHECKING:
     from aotwheel.report import FileReport, Report
 
@@ -27,6 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     report = inspect(args.path, deep=args.deep)
     if args.json:
+        import json
+
         print(json.dumps(report.to_dict(), indent=2))
     else:
         print(render(report, show_all=args.all))
@@ -38,10 +39,13 @@ def run(args: argparse.Namespace) -> int:
 def build_notes(path: str) -> list[str]:
     """What a wheel's ``_aot_manifest.json`` files say about how it was built that a user must
     see: remote-cache failures (the build went on as on a miss, and pip hid the warning)."""
+    if not path.endswith((".whl", ".zip")):
+        return []
+    import json
     import zipfile
 
     try:
-        if not path.endswith((".whl", ".zip")) or not zipfile.is_zipfile(path):
+        if not zipfile.is_zipfile(path):
             return []
         notes = []
         with zipfile.ZipFile(path) as zf:
@@ -67,6 +71,8 @@ def build_notes(path: str) -> list[str]:
 def _variant_note(data: bytes) -> list[str]:
     """``wheel variant pvc: aotwheel_intel :: image :: 12.60.7`` from a variant wheel's variant.json
     (draft PEP 825; ``aotwheel variant`` writes them)."""
+    import json
+
     try:
         variants = json.loads(data)["variants"]
         ((label, namespaces),) = variants.items()

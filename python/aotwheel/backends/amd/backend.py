@@ -19,6 +19,7 @@ class AmdBackend:
     name = AMD
     title = "AMD"
     probes = ()  # no ROCm here: AMD devices are named (--device gfx90a / AOTWHEEL_DEVICE)
+    commands: dict[str, str] = {}  # no command of its own
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.amd.targets import require_target_id
@@ -69,6 +70,9 @@ class AmdBackend:
         native, ir = self.code_in(file)
         v = decide(native, ir, device, binary=binary)
         return v if v.verdict == NATIVE else replace(v, remedy=self.remedy(v))
+
+    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        return {}  # `aotwheel build toolchain` reports the open Intel toolchain only
 
     def selftest(self, binary: str) -> list[Any]:
         """Nothing to run: aotwheel has no HIP runtime binding and no AMD GPU is reachable here."""

@@ -7,12 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.protocol import ProbeSpec
-from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, Verdict
+from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.intel.devlist import IntelGrammar, IntelPart
     from aotwheel.model import Device
-    from aotwheel.model import ProbedDevice
     from aotwheel.report import FileReport
 
 IR_FORMS = ("spirv", "llvmbc")  # what an OpenCL / Level Zero driver can JIT-compile
@@ -27,6 +26,7 @@ class IntelBackend:
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
     tools = ("ocloc",)  # aotwheel resolve --toolchain ocloc
     variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
+    commands = {"compile": "aotwheel.backends.intel.commands"}
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar
@@ -179,6 +179,18 @@ class IntelBackend:
         elif verdict.kind == "cpu":
             line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
+
+    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        from aotwheel.backends.intel.build.toolchain import discover, ocloc_facts
+        from aotwheel.errors import ToolchainError
+
+        doc = discover(list(devices), cache).to_dict()
+        if doc.get("ocloc") is None:  # no devices asked for: still say which ocloc the builds would use
+            try:
+                doc["ocloc"], doc["ocloc_version"], _ = ocloc_facts(cache)
+            except ToolchainError as exc:
+                doc["ocloc_error"] = str(exc)
+        return doc
 
     def selftest(self, binary: str) -> list[Any]:
         return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop

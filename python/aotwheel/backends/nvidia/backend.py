@@ -25,6 +25,7 @@ class NvidiaBackend:
     title = "NVIDIA"
     probes = (ProbeSpec("cuda", "aotwheel.backends.nvidia.probe", native=True),)
     variants = "aotwheel.backends.nvidia.variants"  # wheel-variant vocabulary (aotwheel.variants)
+    commands: dict[str, str] = {}  # no command of its own
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
@@ -127,6 +128,9 @@ class NvidiaBackend:
             names = [t for t in verdict.targets if t.startswith("sm_")] + [arch, "ptx"]
             line += f"; rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))} to ship native code for it"
         return line
+
+    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        return {}  # `aotwheel build toolchain` reports the open Intel toolchain only
 
     def selftest(self, binary: str) -> list[Any]:
         from aotwheel.backends.nvidia.selftest import run_cuda

@@ -1,4 +1,7 @@
-"""``aotwheel compile``: any SPIR-V module -> an ocloc fat binary (or one binary per device)."""
+"""``aotwheel compile``: any SPIR-V module -> an ocloc fat binary (or one binary per device).
+
+Intel's own command: the backend lists it in ``IntelBackend.commands`` and the CLI registers it
+from there (as cibuildwheel's platform modules bring their own steps)."""
 
 from __future__ import annotations
 
