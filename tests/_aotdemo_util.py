@@ -93,10 +93,3 @@ def install_aotwheel(dest: Path) -> Path:
     )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return site
-
-
-@pytest.fixture(scope="session")
-def installed_aotwheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A site directory holding this checkout's aotwheel, installed with pip."""
-    require_tools()
-    return install_aotwheel(tmp_path_factory.mktemp("aotwheel-install"))

@@ -4,9 +4,12 @@ Helpers every ``tests/_*_util.py`` used to define for itself: :data:`REPO`, :fun
 (skip, saying why, when a tool is missing) and :func:`run_tool` (run a real tool, fail the test
 with its output when it fails). Markers:
 
-- ``slow``: builds wheels or CMake projects, fuzzes, or downloads and walks large third-party
-  binaries; ``pytest -m "not slow"`` runs the fast unit half alone (a couple of minutes);
-- ``cuda``: needs nvcc (real NVIDIA binaries); ``pytest -m "not cuda"`` leaves them out.
+- ``slow``: the test requests ``builds`` (CMake projects, pip wheels), ``installed_aotwheel``,
+  ``large_binaries`` or ``fuzzing``; ``pytest -m "not slow"`` runs the fast unit half alone;
+- ``cuda``: the test requests ``nvcc`` (real NVIDIA binaries); ``pytest -m "not cuda"`` leaves them out.
+
+Markers follow from fixtures, not from a list of modules, and an autouse guard fails a fast test
+that starts a build (or a non-``cuda`` test that starts nvcc), naming the fixture to request.
 """
 
 from __future__ import annotations
@@ -24,18 +27,10 @@ TESTS = REPO / "tests"
 if str(REPO) not in sys.path:  # benchmarks.servers: the real cache servers the remote tests start
     sys.path.insert(0, str(REPO))
 
-# Modules that build, fuzz or walk large downloads (measured: each takes tens of seconds or more).
-SLOW_MODULES = frozenset({
-    "test_benchmarks", "test_build_cache", "test_build_cmake", "test_build_wheel", "test_cache_concurrency",
-    "test_cmake_entry", "test_cuda_build", "test_downstream", "test_fuzz_fastscan", "test_fuzz_parsers", "test_fuzz_regressions",
-    "test_inspect_large", "test_inspect_own_wheel", "test_inspect_thirdparty", "test_matrix", "test_setuptools",
-    "test_broken_tools", "test_typing", "test_cuda_sections", "test_cuda_modules", "test_multivendor_check", "test_first_hour",
-    "test_field_defaults", "test_variant_wheels", "test_compressed_images", "test_published_wheels",
-})
-CUDA_MODULES = frozenset({
-    "test_cuda_build", "test_cuda_check", "test_cuda_fatbin", "test_cuda_h100_record", "test_cuda_probe", "test_cuda_sections", "test_cuda_modules",
-    "test_cuda_selftest", "test_model",
-})
+# Markers come from what a test uses: a test that requests one of these fixtures (directly, via
+# another fixture, or a module's ``pytestmark = pytest.mark.usefixtures(...)``) gets the marker.
+SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing"})
+CUDA_FIXTURES = frozenset({"nvcc"})
 
 
 def _spirv_pair() -> tuple[str, str]:
@@ -171,10 +166,87 @@ def redis(tmp_path: Path) -> Any:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def builds() -> None:
+    """Requested by a test that builds: a CMake project configured and built, ``pip wheel`` /
+    ``pip install`` of a project, a whole-project ninja run. Marks the test ``slow``."""
+
+
+@pytest.fixture(scope="session")
+def installed_aotwheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site directory holding this checkout's aotwheel, installed with pip (a build: ``slow``)."""
+    from _aotdemo_util import install_aotwheel, require_tools
+
+    require_tools()
+    return install_aotwheel(tmp_path_factory.mktemp("aotwheel-install"))
+
+
+@pytest.fixture(scope="session")
+def large_binaries() -> None:
+    """Requested by a test that downloads or walks large third-party binaries. Marks it ``slow``."""
+
+
+@pytest.fixture(scope="session")
+def fuzzing() -> None:
+    """Requested by a test that runs a fuzzer's many inputs. Marks it ``slow``."""
+
+
+@pytest.fixture(scope="session")
+def nvcc() -> str:
+    """NVIDIA's nvcc as aotwheel finds it (ci/setup.sh installs it from PyPI); skips without it.
+    Marks the test ``cuda``."""
+    from _cuda_util import nvcc_path
+
+    return nvcc_path()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        module = item.module.__name__.rpartition(".")[2] if item.module else ""
-        if module in SLOW_MODULES:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
-        if module in CUDA_MODULES:
+        if used & CUDA_FIXTURES:
             item.add_marker(pytest.mark.cuda)
+
+
+# What a build looks like on a command line: configuring or building a CMake project, a pip
+# build or install of a project, python -m build. `cmake -P` scripts and `cmake --version` are not builds.
+_PIP_BUILDS = ("wheel", "install")
+
+
+def _is_build(argv: list[str]) -> bool:
+    if not argv:
+        return False
+    prog = Path(str(argv[0])).name
+    args = [str(a) for a in argv[1:]]
+    if prog == "cmake":
+        return any(a in ("-S", "-B", "--build") or a.startswith(("-S", "-B")) for a in args)
+    if prog in ("ninja", "make"):
+        return True
+    if prog.startswith("python") or prog == "pip" or prog.startswith("pip3"):
+        if "-m" in args:
+            mod = args[args.index("-m") + 1: args.index("-m") + 3]
+            return bool(mod) and (mod[0] == "build" or mod[0] == "pip" and len(mod) > 1 and mod[1] in _PIP_BUILDS)
+        return prog.startswith("pip") and bool(args) and args[0] in _PIP_BUILDS
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _markers_follow_what_tests_run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test without the ``slow`` marker that starts a build, or without ``cuda`` that starts
+    nvcc, fails and names the fixture to request, so the fast half stays fast and the markers
+    stay true (the child processes it starts are not followed)."""
+    marks = {m.name for m in request.node.iter_markers()}
+    if {"slow", "cuda"} <= marks:
+        return
+    original = subprocess.Popen.__init__
+
+    def guarded(self: subprocess.Popen[Any], args: Any, *a: Any, **kw: Any) -> None:
+        argv = [args] if isinstance(args, (str, bytes, Path)) else list(args)
+        if "slow" not in marks and _is_build(argv):
+            pytest.fail(f"{request.node.nodeid} builds ({' '.join(map(str, argv[:4]))} ...): request the `builds` fixture", pytrace=False)
+        if "cuda" not in marks and argv and Path(str(argv[0])).name == "nvcc":
+            pytest.fail(f"{request.node.nodeid} runs nvcc: request the `nvcc` fixture", pytrace=False)
+        original(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded)

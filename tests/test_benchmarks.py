@@ -19,6 +19,8 @@ from benchmarks import report  # noqa: E402
 from benchmarks.workload import write_workload  # noqa: E402
 from conftest import CLANG, LLVM_LINK, LLVM_SPIRV, ocloc_output  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 _KERNEL_RE = re.compile(r"__kernel\b[^{;]*?\bvoid\s+(\w+)\s*\(")
 
 

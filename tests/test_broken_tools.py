@@ -18,6 +18,8 @@ import pytest
 from _build_util import PYTHONPATH, REPO, build_env, compile_spirv, require
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 FP64_KERNEL = "__kernel void halve(__global double *x) { x[get_global_id(0)] = sqrt(x[get_global_id(0)]) * 0.5; }\n"
 FINE_KERNEL = "__kernel void inc(__global int *x) { x[get_global_id(0)] += 1; }\n"

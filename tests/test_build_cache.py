@@ -16,6 +16,8 @@ from aotwheel.backends.intel.build.ocloc_job import run_job
 from aotwheel.errors import ToolchainError
 from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 KEY = CacheKey(input_sha256="0" * 64, target="12.60.7", tool="ocloc", tool_version="22.43", tool_sha256="a" * 64, options="")
 
 

@@ -19,6 +19,8 @@ from _build_util import (
     logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run, tgtsym_names,
 )
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV, "ar")
 # In the order CMakeLists.txt lists them (the embedding order).
 SOURCES = [REPO / p for p in re.findall(r"^\s+(csrc/kernels/[\w.-]+\.cl)\s*$", (REPO / "CMakeLists.txt").read_text(), re.M)]

@@ -18,6 +18,8 @@ from _build_util import (
     REPO, ar_members, build_env, embedded_images, logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run,
 )
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV, "ar")
 
 

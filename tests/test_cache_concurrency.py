@@ -24,6 +24,8 @@ import pytest
 from _build_util import REPO, build_env, compile_spirv, embedded_images, logged_runs, ocloc_logger, require, run
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 DEVICES = ("pvc", "acm-g10")
 KERNEL = REPO / "csrc" / "kernels" / "elementwise.cl"

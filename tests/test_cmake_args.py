@@ -24,7 +24,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("call,expected", CASES, ids=[c.split("(")[0] + str(i) for i, (c, _) in enumerate(CASES)])
-def test_argument_errors(tmp_path: Path, call: str, expected: str) -> None:
+def test_argument_errors(tmp_path: Path, call: str, expected: str, builds: None) -> None:
     (tmp_path / "ext.c").write_text("int ext_dummy;\n")
     (tmp_path / "k.cl").write_text("kernel void k(global float *a) { a[0] = 1.0f; }\n")
     (tmp_path / "CMakeLists.txt").write_text(

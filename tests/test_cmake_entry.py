@@ -12,7 +12,7 @@ import pytest
 
 import aotwheel
 
-pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)")
+pytestmark = [pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)"), pytest.mark.usefixtures("builds")]
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -22,6 +22,8 @@ from aotwheel.errors import AotwheelError, InspectError
 from aotwheel.formats.zstd import compress_image, decompress_image
 from aotwheel.opencl import inflate
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 zstandard = pytest.importorskip("zstandard")
 
 DEVLIST = "tgllp,pvc"

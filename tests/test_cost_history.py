@@ -20,6 +20,8 @@ from aotwheel.buildsteps.shard import Job, assign, job_cost, read_job_list
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import start_nginx, start_redis
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 DEVICES = "pvc,acm-g10,tgllp"
 

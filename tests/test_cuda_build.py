@@ -18,7 +18,7 @@ from aotwheel.backends.nvidia.build import render_embed
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja")
+pytestmark = [pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja"), pytest.mark.usefixtures("builds", "nvcc")]
 
 PROJECT = """
 cmake_minimum_required(VERSION 3.21)

@@ -18,6 +18,8 @@ from _cuda_util import REPO, VADD, nvcc_out, source
 from aotwheel.backends.nvidia.rules import cuda_files
 from aotwheel.runtime import JITError, JITWarning, check, jit_message
 
+pytestmark = pytest.mark.usefixtures("nvcc")
+
 
 def check_cuda(path, devices=None, *, policy=None):  # type: ignore[no-untyped-def]
     """The NVIDIA-only view of the one run-time loop (what cuda_check.check_cuda was)."""

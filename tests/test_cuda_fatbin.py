@@ -16,6 +16,8 @@ from aotwheel.errors import InspectError
 from aotwheel.backends.nvidia.fatbin import MAGIC, entry_payload, lz4_block_decompress, read_fatbin
 from aotwheel.formats.region import Region
 
+pytestmark = pytest.mark.usefixtures("nvcc")
+
 EM_CUDA = 190  # ELF e_machine of NVIDIA cubins (elf.h)
 
 

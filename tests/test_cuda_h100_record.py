@@ -17,6 +17,8 @@ from _cuda_util import parse_listing
 from aotwheel.runtime import check
 from aotwheel.backends.nvidia.fatbin import read_fatbin
 
+pytestmark = pytest.mark.usefixtures("nvcc")
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "cuda-h100"
 RESULTS = REPO / "benchmarks" / "results" / "cuda_h100.json"  # the second (latest) H100 run

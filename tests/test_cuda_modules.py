@@ -23,6 +23,8 @@ import pytest
 from _cuda_util import cuobjdump, run
 from _inspect_util import CACHE, REPO, fetch
 
+pytestmark = pytest.mark.usefixtures("large_binaries", "nvcc")
+
 WHEEL = ("xgboost", "1.7.6", "xgboost-1.7.6-py3-none-manylinux2014_x86_64.whl",
          "b1d5db49b199152d62bd9217c98760207d3de86d2b9d243260c573ffe638f80a")
 

@@ -21,6 +21,8 @@ from aotwheel.errors import ToolchainError
 from aotwheel.backends.nvidia.probe import CudaDevice, probe_cuda
 from aotwheel.backends.nvidia import nvcc as nvcc_mod
 
+pytestmark = pytest.mark.usefixtures("nvcc")
+
 FAKE_DRIVER = r"""
 /* A stand-in for libcuda.so.1 with the documented signatures (cuda.h). */
 #include <string.h>

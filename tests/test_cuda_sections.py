@@ -21,6 +21,8 @@ import pytest
 from _cuda_util import CACHE, REPO, VADD, listing, nvcc_out, run, source, wheel_member
 from aotwheel.inspector import inspect
 
+pytestmark = pytest.mark.usefixtures("large_binaries", "nvcc")
+
 CUFFT_WHEEL = (
     "nvidia-cufft==12.0.0.61",
     "nvidia_cufft-12.0.0.61-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",

@@ -18,6 +18,8 @@ from aotwheel.backends.nvidia.fatbin import MAGIC, parse_fatbin
 from aotwheel.formats.region import Region
 from aotwheel.backends.nvidia.selftest import fatbinaries, max_error, run_cuda
 
+pytestmark = pytest.mark.usefixtures("nvcc")
+
 H100 = REPO / "tests" / "data" / "cuda-h100"
 
 FAKE_DRIVER = r"""

@@ -8,7 +8,7 @@ checked by running nvcc with them and listing the result with cuobjdump.
 from __future__ import annotations
 
 import pytest
-from _cuda_util import CACHE, VADD, listing, nvcc_path, run, source
+from _cuda_util import CACHE, VADD, listing, run, source
 from aotwheel.backends.nvidia.targets import CudaTarget, cuda_verdict, is_cuda_token, parse_cuda_target, plan
 from aotwheel.errors import DevlistError
 
@@ -88,12 +88,12 @@ def test_supported_set_follows_the_nvcc_in_use() -> None:
         parse_cuda_target("sm_120", supported={70, 80, 90})
 
 
-def test_every_arch_nvcc_lists_is_accepted() -> None:
-    out = run([nvcc_path(), "--list-gpu-code"]).stdout.split()
+def test_every_arch_nvcc_lists_is_accepted(nvcc: str) -> None:
+    out = run([nvcc, "--list-gpu-code"]).stdout.split()
     assert out, "nvcc --list-gpu-code printed nothing"
     for name in out:
         assert parse_cuda_target(name).name == name
-    for name in run([nvcc_path(), "--list-gpu-arch"]).stdout.split():
+    for name in run([nvcc, "--list-gpu-arch"]).stdout.split():
         assert parse_cuda_target(name).name == name
 
 
@@ -124,11 +124,10 @@ def test_plan_contradictions_are_errors() -> None:
     assert plan([T("sm_90")], jit_fallback=False).names == ("sm_90",)
 
 
-@pytest.mark.cuda  # runs nvcc
-def test_gencode_flags_build_exactly_the_planned_images(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_gencode_flags_build_exactly_the_planned_images(tmp_path, nvcc: str) -> None:  # type: ignore[no-untyped-def]
     p = plan([T("sm_80"), T("sm_90a"), T("sm_100f")], keep_newest_ptx=True)
     out = tmp_path / "planned.fatbin"
-    run([nvcc_path(), "-fatbin", *p.gencode_flags(), str(source("vadd.cu", VADD)), "-o", str(out)])
+    run([nvcc, "-fatbin", *p.gencode_flags(), str(source("vadd.cu", VADD)), "-o", str(out)])
     listed = sorted(listing(out))
     # cuobjdump names PTX sm_XY and prints a family-specific cubin without its 'f' (measured).
     assert listed == sorted([("cubin", "sm_80"), ("cubin", "sm_90a"), ("cubin", "sm_100"), ("ptx", "sm_100")])

@@ -14,10 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _aotdemo_util import (  # noqa: F401  (installed_aotwheel is a fixture)
+import pytest
+from _aotdemo_util import (
     ACM_G10_MEMBER, FAT_SECTION, PVC_MEMBER, REPO, SPIRV_MAGIC, SPIRV_SECTION,
-    ar_members, copy_example, installed_aotwheel, section_bytes, section_names, unpack,
+    ar_members, copy_example, section_bytes, section_names, unpack,
 )
+
+pytestmark = pytest.mark.usefixtures("builds")
 
 
 def _build(site: Path, tmp_path: Path, *, devlist: str | None, config: tuple[str, ...] = (),

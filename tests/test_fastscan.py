@@ -214,7 +214,7 @@ def test_mutated_fat_binaries_same_answer_or_none(seed: Any, tmp_path: Path, mon
 
 @needs_fastscan
 @pytest.mark.parametrize("seed", [fu.host_so_seed, fu.icpx_so_seed, fu.listed_size_so_seed])
-def test_mutated_host_libraries_same_report(seed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mutated_host_libraries_same_report(seed: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builds: None) -> None:
     """.tgtimg tables, .tgtsym names and leaf images (fastscan.tgtsym, fastscan.leaves)."""
     data = _seed(seed)
     spots = fu.hot_spots(data)

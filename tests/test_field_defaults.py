@@ -25,6 +25,8 @@ import pytest
 from conftest import CLANG, LLVM_SPIRV
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, embedded_images, require, run
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 # IPEX's one -options string (cmake/gpu/SYCL.cmake lines 154, 158, 161 at d0f992ff, in that order).
 FIELD = "-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required"
 POISON = "-cl-poison-unsupported-fp64-kernels"

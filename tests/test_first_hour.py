@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 TYPO_LINE = "USE_AOT_DEVLIST: unknown device 'pcv'; did you mean pvc?"

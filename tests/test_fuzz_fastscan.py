@@ -12,6 +12,8 @@ import pytest
 import _fastscan_util as fz
 import _fuzz_util as fu
 
+pytestmark = pytest.mark.usefixtures("fuzzing")
+
 RUNS = 20_000
 
 

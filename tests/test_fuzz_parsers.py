@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 import _fuzz_util as fu
 
+pytestmark = pytest.mark.usefixtures("fuzzing")
+
 EXAMPLES = 300  # per parser; 9 parsers -> 2700 inputs, a few seconds each
 # A hang detector, not a speed test: real inputs parse in milliseconds (docs/reliability.md).
 GUARD_S = 5.0

@@ -15,6 +15,8 @@ import _fuzz_util as fu
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
 
+pytestmark = pytest.mark.usefixtures("fuzzing")
+
 
 def _seed(make):  # type: ignore[no-untyped-def]
     try:

@@ -141,7 +141,7 @@ file(WRITE "${CMAKE_BINARY_DIR}/reached.txt" "${DEVS}")
 
 @pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)")
 @pytest.mark.parametrize("text", CMAKE_CASES, ids=repr)
-def test_cmake_configure_rejects(tmp_path: Path, text: str) -> None:
+def test_cmake_configure_rejects(tmp_path: Path, text: str, builds: None) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "CMakeLists.txt").write_text(CMAKE_PROJECT)

@@ -323,7 +323,7 @@ def _link_flags(build: Path) -> str:
 
 @needs_cmake
 @needs_ninja
-def test_icpx_golden_configure_build_ninja_and_argv(tmp_path: Path) -> None:
+def test_icpx_golden_configure_build_ninja_and_argv(tmp_path: Path, builds: None) -> None:
     proc, build, log = _configure(
         tmp_path,
         "DEVICES \"pvc, ats-m150\" FIELD_DEFAULTS OFF OPTIONS -cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels "
@@ -358,7 +358,7 @@ def test_icpx_golden_configure_build_ninja_and_argv(tmp_path: Path) -> None:
 
 @needs_cmake
 @needs_ninja
-def test_icpx_golden_configure_pvc_sm_90_reaches_the_stand_in_icpx(tmp_path: Path) -> None:
+def test_icpx_golden_configure_pvc_sm_90_reaches_the_stand_in_icpx(tmp_path: Path, builds: None) -> None:
     proc, build, log = _configure(tmp_path, "", env=_clean_env(USE_AOT_DEVLIST="pvc,sm_90", MAX_JOBS="1"))
     assert proc.returncode == 0, proc.stderr
     options = " ".join(IPEX_OPTIONS)
@@ -374,7 +374,7 @@ def test_icpx_golden_configure_pvc_sm_90_reaches_the_stand_in_icpx(tmp_path: Pat
 
 
 @needs_cmake
-def test_icpx_golden_configure_devlist_from_environment_none(tmp_path: Path) -> None:
+def test_icpx_golden_configure_devlist_from_environment_none(tmp_path: Path, builds: None) -> None:
     proc, build, _ = _configure(tmp_path, "COMPRESS OFF", env=_clean_env(USE_AOT_DEVLIST="none"))
     assert proc.returncode == 0, proc.stderr
     assert _link_flags(build).endswith(" -fsycl -fsycl-targets=spir64")
@@ -382,7 +382,7 @@ def test_icpx_golden_configure_devlist_from_environment_none(tmp_path: Path) -> 
 
 
 @needs_cmake
-def test_icpx_golden_configure_fallback_off_from_cache_variable(tmp_path: Path) -> None:
+def test_icpx_golden_configure_fallback_off_from_cache_variable(tmp_path: Path, builds: None) -> None:
     proc, build, _ = _configure(tmp_path, "", defs=("-DUSE_AOT_DEVLIST=dg2-g11", "-DUSE_AOT_JIT_FALLBACK=OFF"),
                                 env=_clean_env(MAX_JOBS="1"))
     assert proc.returncode == 0, proc.stderr
@@ -399,7 +399,7 @@ def test_icpx_golden_configure_fallback_off_from_cache_variable(tmp_path: Path) 
 
 
 @needs_cmake
-def test_icpx_golden_configure_function_arguments_win(tmp_path: Path) -> None:
+def test_icpx_golden_configure_function_arguments_win(tmp_path: Path, builds: None) -> None:
     # DEVICES/JIT_FALLBACK given to aotwheel_target_sycl() beat the environment's devlist.
     proc, build, _ = _configure(tmp_path, "DEVICES intel_gpu_pvc JIT_FALLBACK OFF PARALLEL_LINK_JOBS 2",
                                 env=_clean_env(USE_AOT_DEVLIST="none"))
@@ -411,7 +411,7 @@ def test_icpx_golden_configure_function_arguments_win(tmp_path: Path) -> None:
 
 
 @needs_cmake
-def test_icpx_golden_configure_hostile_devlist_stops_configure(tmp_path: Path) -> None:
+def test_icpx_golden_configure_hostile_devlist_stops_configure(tmp_path: Path, builds: None) -> None:
     pwned = tmp_path / "pwned"
     hostile = f'pvc" ; touch {pwned} ; echo "'
     proc, build, log = _configure(tmp_path, "", defs=(f"-DUSE_AOT_DEVLIST={hostile}",))
@@ -423,7 +423,7 @@ def test_icpx_golden_configure_hostile_devlist_stops_configure(tmp_path: Path) -
 
 
 @needs_cmake
-def test_icpx_golden_configure_rejects_a_non_intel_compiler(tmp_path: Path) -> None:
+def test_icpx_golden_configure_rejects_a_non_intel_compiler(tmp_path: Path, builds: None) -> None:
     gxx = shutil.which("g++")
     if gxx is None:
         pytest.skip("g++ is not installed (CI installs it)")
@@ -435,7 +435,7 @@ def test_icpx_golden_configure_rejects_a_non_intel_compiler(tmp_path: Path) -> N
 
 @needs_cmake
 @needs_ninja
-def test_icpx_golden_destination_installs_manifest_and_hook_stand_in(tmp_path: Path) -> None:
+def test_icpx_golden_destination_installs_manifest_and_hook_stand_in(tmp_path: Path, builds: None) -> None:
     """aotwheel_target_sycl(... DESTINATION) gives an icpx-built target the same _aot_manifest.json
     and _aot.py as the open toolchain's and nvcc's calls (built with the stand-in icpx)."""
     proc, build, log = _configure(tmp_path, 'DEVICES "pvc,sm_90" DESTINATION kernpkg', env=_clean_env())
@@ -511,7 +511,7 @@ def _xs(link: list[str]) -> tuple[str, list[str]]:
 
 @needs_cmake
 @needs_ninja
-def test_icpx_golden_stand_in_pvc_dg2_has_the_upstream_flags(tmp_path: Path) -> None:
+def test_icpx_golden_stand_in_pvc_dg2_has_the_upstream_flags(tmp_path: Path, builds: None) -> None:
     from aotwheel.devlist import resolve
 
     proc, compile_cpp, link = _stand_in_argv(tmp_path, _clean_env(TORCH_XPU_ARCH_LIST="pvc,dg2", MAX_JOBS="2"))
@@ -541,7 +541,7 @@ def test_icpx_golden_stand_in_pvc_dg2_has_the_upstream_flags(tmp_path: Path) -> 
 
 @needs_cmake
 @needs_ninja
-def test_icpx_golden_torch_xpu_arch_list_pvc_bmg_alone_selects_those_devices(tmp_path: Path) -> None:
+def test_icpx_golden_torch_xpu_arch_list_pvc_bmg_alone_selects_those_devices(tmp_path: Path, builds: None) -> None:
     proc, compile_cpp, link = _stand_in_argv(tmp_path, _clean_env(TORCH_XPU_ARCH_LIST="pvc,bmg", MAX_JOBS="1"))
     assert "aotwheel: device list 'pvc,bmg' from TORCH_XPU_ARCH_LIST (environment)" in proc.stdout
     assert "SYCL AOT for pvc,bmg-g21 (targets spir64_gen,spir64)" in proc.stdout
@@ -552,7 +552,7 @@ def test_icpx_golden_torch_xpu_arch_list_pvc_bmg_alone_selects_those_devices(tmp
 
 @needs_cmake
 @needs_ninja
-def test_icpx_golden_user_options_add_to_the_field_defaults_once(tmp_path: Path) -> None:
+def test_icpx_golden_user_options_add_to_the_field_defaults_once(tmp_path: Path, builds: None) -> None:
     _, _, link = _stand_in_argv(tmp_path, _clean_env(MAX_JOBS="1"),
                                 "DEVICES pvc OPTIONS -cl-intel-greater-than-4GB-buffer-required -cl-mad-enable")
     _, options = _xs(link)
@@ -561,7 +561,7 @@ def test_icpx_golden_user_options_add_to_the_field_defaults_once(tmp_path: Path)
 
 @needs_cmake
 @needs_ninja
-def test_icpx_golden_field_defaults_off_argument(tmp_path: Path) -> None:
+def test_icpx_golden_field_defaults_off_argument(tmp_path: Path, builds: None) -> None:
     _, compile_cpp, link = _stand_in_argv(tmp_path, _clean_env(USE_AOT_DEVLIST="pvc,dg2"), "FIELD_DEFAULTS OFF")
     at = link.index("-fsycl")
     assert link[at:] [:5] == ["-fsycl", "-fsycl-targets=spir64_gen,spir64", "-Xs", "-device pvc,acm-g10",

@@ -11,6 +11,8 @@ import pytest
 from _inspect_util import drop_from_page_cache, ocloc_single, require, resident_bytes, run, spirv
 from aotwheel.inspector import inspect
 
+pytestmark = pytest.mark.usefixtures("large_binaries")
+
 COPIES = 16
 PAD = 2 << 20
 

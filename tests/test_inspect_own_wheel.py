@@ -15,6 +15,8 @@ from _inspect_util import REPO, ocloc_ip, require
 from aotwheel.inspector import find_spirv, inspect
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 DEVLIST = "pvc,ats-m150"
 
 

@@ -17,6 +17,8 @@ import pytest
 from _inspect_util import DATA, decompress_to, fetch, readelf_notes, relocs_into, require, run
 from aotwheel.inspector import image_bytes, inspect
 
+pytestmark = pytest.mark.usefixtures("large_binaries")
+
 VLLM = DATA / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
 
 

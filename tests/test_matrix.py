@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from _aotdemo_util import (  # noqa: F401  (installed_aotwheel is a fixture)
-    FAT_SECTION, PVC_MEMBER, REPO, SPIRV_SECTION, ar_members, copy_example, installed_aotwheel,
-    section_bytes, section_names, unpack,
+from _aotdemo_util import (
+    FAT_SECTION, PVC_MEMBER, REPO, SPIRV_SECTION, ar_members, copy_example, section_bytes, section_names, unpack,
 )
+
+pytestmark = pytest.mark.usefixtures("builds")
 
 MATRIX = REPO / "ci" / "matrix.py"
 CIBW_CONFIG = REPO / "ci" / "cibuildwheel.toml"

@@ -28,7 +28,7 @@ GENCODE = ("-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code
 
 
 @pytest.fixture(scope="module")
-def libk() -> Path:
+def libk(nvcc: str) -> Path:
     return nvcc_out("libk_issue12.so", "-shared", "-Xcompiler", "-fPIC", *GENCODE,
                     str(source("vadd.cu", VADD)), str(source("vscale.cu", VSCALE)))
 
@@ -337,8 +337,7 @@ def test_backends_registry_is_the_only_vendor_switch() -> None:
         assert not [e for e in edges[core] if e.startswith("aotwheel.backends.")], core
 
 
-@pytest.mark.slow
-def test_this_repository_built_for_intel_and_nvidia_reads_as_one_list(fresh, tmp_path: Path) -> None:
+def test_this_repository_built_for_intel_and_nvidia_reads_as_one_list(fresh, tmp_path: Path, builds: None, nvcc: str) -> None:
     # The issue's mixed extension: aotwheel._kernels built with USE_AOT_DEVLIST=pvc,ats-m150,sm_90
     # by the repository's own CMakeLists.txt (ocloc for the Intel devices, nvcc for sm_90).
     from conftest import require, run_tool
@@ -348,9 +347,6 @@ def test_this_repository_built_for_intel_and_nvidia_reads_as_one_list(fresh, tmp
     from aotwheel.report import summary
 
     require("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV)
-    from _cuda_util import nvcc_path
-
-    nvcc = nvcc_path()
     env = {**child_env(), "AOTWHEEL_CACHE_DIR": str(tmp_path / "cache"), "AOTWHEEL_NVCC": nvcc}
     run_tool(["cmake", "-S", str(REPO), "-B", str(tmp_path / "b"), "-G", "Ninja", f"-DPython_EXECUTABLE={sys.executable}",
               "-DUSE_AOT_DEVLIST=pvc,ats-m150,sm_90"], env=env)

@@ -13,7 +13,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 from _inspect_util import REPO, fetch
+
+pytestmark = pytest.mark.usefixtures("large_binaries")
 
 WHEEL = ("bitsandbytes", "0.49.0", "bitsandbytes-0.49.0-py3-none-manylinux_2_24_x86_64.whl",
          "0c46cdef50b3174463b6bdf13715c9f1f00b360be3626e3c5d2f8d226af2cf3f")

@@ -353,7 +353,7 @@ def _device_entries(cache: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("setting", ["", "2", "1"])
-def test_build_has_one_ocloc_edge_per_source_and_group(tmp_path, setting):
+def test_build_has_one_ocloc_edge_per_source_and_group(tmp_path, setting, builds: None):
     require(*TOOLS)
     wrapper, log = ocloc_logger(tmp_path / "bin")
     src = _project(tmp_path)
@@ -391,7 +391,7 @@ def test_build_has_one_ocloc_edge_per_source_and_group(tmp_path, setting):
 
 
 @pytest.mark.parametrize("groups", [2, 1])
-def test_touch_and_edit_rerun_only_that_sources_edges(tmp_path, groups):
+def test_touch_and_edit_rerun_only_that_sources_edges(tmp_path, groups, builds: None):
     require(*TOOLS)
     wrapper, log = ocloc_logger(tmp_path / "bin")
     src = _project(tmp_path)
@@ -415,7 +415,7 @@ def test_touch_and_edit_rerun_only_that_sources_edges(tmp_path, groups):
     assert {f for f, _ in new} == {"a"} and sorted(d for _, g in new for d in g.split(",")) == ["acm-g10", "pvc", "tgllp"]
 
 
-def test_bad_group_setting_fails_configure_with_one_line(tmp_path):
+def test_bad_group_setting_fails_configure_with_one_line(tmp_path, builds: None):
     require("cmake", "ninja", "cc", "ocloc")
     src = _project(tmp_path)
     proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}",
@@ -456,7 +456,7 @@ def _steps(build: Path, env: dict[str, str]) -> dict[str, int]:
     return {k: kinds.count(k) for k in ("spirv", "ocloc", "fatbin")}
 
 
-def test_four_sources_two_devices_two_cores_one_process_per_source_and_identical_outputs(tmp_path):
+def test_four_sources_two_devices_two_cores_one_process_per_source_and_identical_outputs(tmp_path, builds: None):
     """S >= cores: one ocloc edge per source with all its devices, writing the fat binary itself
     (4 device-code processes, not 8 ocloc + 4 fatbin), and the same bytes as the split build and
     as one `ocloc -device pvc,acm-g10`."""

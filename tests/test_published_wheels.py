@@ -35,7 +35,7 @@ def _run(cmd: list[str], env: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="session")
-def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def published(tmp_path_factory: pytest.TempPathFactory, builds: None) -> Path:
     """A site folder holding aotdemo built by commit OLD's aotwheel for DEVLIST (once per session)."""
     require_tools()
     if shutil.which("git") is None or subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{OLD}^{{commit}}"],

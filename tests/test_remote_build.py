@@ -25,6 +25,8 @@ from benchmarks.servers import NginxDav
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from conftest import start_nginx
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 TOOLS = ("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
 DEVICES = "pvc,acm-g10,tgllp"
 KERNELS = [REPO / "csrc" / "kernels" / "reduce.cl", REPO / "csrc" / "kernels" / "softmax.cl"]

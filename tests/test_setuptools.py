@@ -20,6 +20,8 @@ from _aotdemo_util import (
     ar_members, copy_example, require_tools, section_bytes, section_names, unpack,
 )
 
+pytestmark = pytest.mark.usefixtures("builds")
+
 SETUP_PY = """\
 from setuptools import setup
 from aotwheel.setuptools import CMakeExtension, build_ext

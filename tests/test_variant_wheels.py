@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from _aotdemo_util import REPO, copy_example, installed_aotwheel  # noqa: F401  (installed_aotwheel is a fixture)
+from _aotdemo_util import REPO, copy_example
+
+pytestmark = pytest.mark.usefixtures("builds")
 
 pytest.importorskip("variantlib", reason="variantlib is not installed (ci/setup.sh installs variantlib[cli]==0.2.2)")
 
