@@ -30,11 +30,11 @@ SLOW_MODULES = frozenset({
     "test_cmake_entry", "test_cuda_build", "test_downstream", "test_fuzz_fastscan", "test_fuzz_parsers", "test_fuzz_regressions",
     "test_inspect_large", "test_inspect_own_wheel", "test_inspect_thirdparty", "test_matrix", "test_setuptools",
     "test_broken_tools", "test_typing", "test_cuda_sections", "test_cuda_modules", "test_multivendor_check", "test_first_hour",
-    "test_field_defaults", "test_variant_wheels", "test_compressed_images",
+    "test_field_defaults", "test_variant_wheels", "test_compressed_images", "test_fastscan_cuda",
 })
 CUDA_MODULES = frozenset({
     "test_cuda_build", "test_cuda_check", "test_cuda_fatbin", "test_cuda_h100_record", "test_cuda_probe", "test_cuda_sections", "test_cuda_modules",
-    "test_cuda_selftest", "test_model",
+    "test_cuda_selftest", "test_model", "test_fastscan_cuda",
 })
 
 
