@@ -15,6 +15,10 @@ Libraries also keep containers outside ``.nv_fatbin`` and load them with ``cuMod
 finds them by magic in every data section, and keeps a match only when its structure holds
 (:func:`_checked_container`), skipping each container's body once found, so the scan reads the
 gaps between containers and nothing twice.
+
+Both walks also exist in C (``aotwheel._fastscan.fatbin``, csrc/fastscan_core.h ``fs_fatbin_*``:
+one call per section, FatbinEntry tuples made there); the Python loops here are the fallback
+when it is not built or ``AOTWHEEL_NO_FASTSCAN=1``, and answer the same (tests/test_fastscan_cuda.py).
 """
 
 from __future__ import annotations
@@ -281,15 +285,11 @@ def _fast(region: Region, *, strict: bool, first_index: int) -> tuple[list[Fatbi
 
 def _containers(entries: list[FatbinEntry], spans: bytes, section: str | None, first_index: int) -> list[FatbinContainer]:
     """The C scanner's containers with their entries (in file order, numbered from first_index)."""
-    out: list[FatbinContainer] = []
-    i = 0
-    for k, (off, version, size) in enumerate(struct.iter_unpack("=QQQ", spans), first_index):
-        j = i
-        while j < len(entries) and entries[j].container == k:
-            j += 1
-        out.append(FatbinContainer(off, version, size, tuple(entries[i:j]), section))
-        i = j
-    return out
+    triples = list(struct.iter_unpack("=QQQ", spans))
+    groups: list[list[FatbinEntry]] = [[] for _ in triples]
+    for e in entries:
+        groups[e.container - first_index].append(e)
+    return [FatbinContainer(off, version, size, tuple(g), section) for (off, version, size), g in zip(triples, groups)]
 
 
 def _scan(region: Region, section: str, first_index: int) -> tuple[list[FatbinContainer], int]:
