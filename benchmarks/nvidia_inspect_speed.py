@@ -9,9 +9,9 @@ cache warm. Per library, after one warm-up of each, ``--rounds`` interleaved rou
 - ``cat``: ``cat LIB`` with stdout on /dev/null (a process, as a user runs it);
 - ``inspect``: ``aotwheel.inspector.inspect(LIB)`` in this process, with the C scanner
   (aotwheel._fastscan: the installed aotwheel must have it);
-- ``cli``: ``python -m aotwheel inspect --json LIB`` (a process: interpreter start and imports
-  included), and ``start``: ``python -c "import aotwheel.inspector"``, the part of it that is not
-  reading the library;
+- ``cli``: ``python -m aotwheel inspect LIB`` (a process: interpreter start and imports
+  included; the text report), ``cli_json``: the same with ``--json``, and ``start``:
+  ``python -c "import aotwheel.inspector"``, the part of them that is not reading the library;
 and, fewer times (they are slow), ``inspect`` with the Python readers (``AOTWHEEL_NO_FASTSCAN=1``)
 and ``cuobjdump --list-elf --list-ptx LIB``. Cubins per architecture from inspect and from
 cuobjdump (which lists ``.nv_fatbin`` only) are recorded too. Each measure also records its CPU
@@ -77,7 +77,8 @@ _LISTED = re.compile(r"^ELF file\s+\d+: .*?\.(sm_\d+[af]?)\.cubin$")
 def measure(path: str, rounds: int, slow_rounds: int, cuobjdump: str | None) -> dict[str, Any]:
     ms: dict[str, list[float]] = collections.defaultdict(list)
     CPU.clear()
-    cli = [sys.executable, "-m", "aotwheel", "inspect", "--json", path]
+    cli = [sys.executable, "-m", "aotwheel", "inspect", path]
+    cli_json = [*cli[:-1], "--json", path]
     start = [sys.executable, "-c", "import aotwheel.inspector"]
     timed(["cat", path]), in_process(path, False), timed(cli), timed(start)  # warm-up: page cache, imports
     for _ in range(rounds):
@@ -87,6 +88,9 @@ def measure(path: str, rounds: int, slow_rounds: int, cuobjdump: str | None) -> 
         seconds, proc = timed(cli, "cli")
         assert proc.returncode == 0, proc.stderr.decode()[-2000:]
         ms["cli"].append(seconds)
+        seconds, proc = timed(cli_json, "cli_json")
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        ms["cli_json"].append(seconds)
         ms["start"].append(timed(start, "start")[0])
     for _ in range(slow_rounds):
         seconds, python_report = in_process(path, True, "inspect_python")
@@ -141,7 +145,7 @@ def main() -> int:
         print(f"{Path(r['path']).name} ({r['bytes'] / 1e6:.0f} MB, {r['cubins']} cubins in {', '.join(r['sections'])}): "
               f"cat {m['cat']:.1f} ms (CPU {c['cat']:.1f}), inspect {m['inspect']:.1f} ms (CPU {c['inspect']:.1f}; "
               f"{r['inspect_over_cat']} x cat, CPU {r['inspect_over_cat_cpu']} x; Python readers "
-              f"{m['inspect_python']:.0f} ms), CLI {m['cli']:.0f} ms (interpreter start {m['start']:.0f} ms)"
+              f"{m['inspect_python']:.0f} ms), CLI {m['cli']:.0f} ms, --json {m['cli_json']:.0f} ms (interpreter start {m['start']:.0f} ms)"
               + (f", cuobjdump {m['cuobjdump']:.0f} ms" if "cuobjdump" in m else ""))
     if args.out:
         meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
