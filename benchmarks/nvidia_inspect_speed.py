@@ -98,6 +98,9 @@ def measure(path: str, rounds: int, slow_rounds: int, cuobjdump: str | None) -> 
     assert python_report.to_dict() == report.to_dict(), f"{path}: the C scanner and the Python readers disagree"
     fr = report.files[0]
     ours = collections.Counter(t.arch for t in fr.native_targets if t.vendor == "nvidia")
+    # cuobjdump lists .nv_fatbin only, and spells a family-specific cubin sm_100f as sm_100 (measured)
+    section = {i.index: i.section for i in fr.images}
+    nv = collections.Counter(t.arch.removesuffix("f") for t in fr.native_targets if t.vendor == "nvidia" and section[t.image] == ".nv_fatbin")
     row: dict[str, Any] = {
         "path": path, "bytes": os.path.getsize(path), "images": len(fr.images), "cubins": sum(ours.values()),
         "sections": sorted({i.section for i in fr.images if i.section}), "cubins_by_arch": dict(sorted(ours.items())),
@@ -113,6 +116,8 @@ def measure(path: str, rounds: int, slow_rounds: int, cuobjdump: str | None) -> 
                 listed[m[1]] += 1
         row["cuobjdump_rc"] = proc.returncode
         row["cuobjdump_cubins_by_arch"] = dict(sorted(listed.items()))
+        row["nv_fatbin_cubins_by_arch_as_cuobjdump_spells"] = dict(sorted(nv.items()))
+        row["agrees_with_cuobjdump"] = nv == listed
     row["ms"] = {k: [round(x * 1e3, 2) for x in v] for k, v in ms.items()}
     med = {k: statistics.median(v) for k, v in row["ms"].items()}
     row["median_ms"] = {k: round(v, 2) for k, v in med.items()}
@@ -146,7 +151,8 @@ def main() -> int:
               f"cat {m['cat']:.1f} ms (CPU {c['cat']:.1f}), inspect {m['inspect']:.1f} ms (CPU {c['inspect']:.1f}; "
               f"{r['inspect_over_cat']} x cat, CPU {r['inspect_over_cat_cpu']} x; Python readers "
               f"{m['inspect_python']:.0f} ms), CLI {m['cli']:.0f} ms, --json {m['cli_json']:.0f} ms (interpreter start {m['start']:.0f} ms)"
-              + (f", cuobjdump {m['cuobjdump']:.0f} ms" if "cuobjdump" in m else ""))
+              + (f", cuobjdump {m['cuobjdump']:.0f} ms (per-arch .nv_fatbin cubins agree: {r['agrees_with_cuobjdump']})"
+                 if "cuobjdump" in m else ""))
     if args.out:
         meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
                 "machine": platform.machine(), "cpus": os.cpu_count(), "loadavg_before": [round(x, 2) for x in load],

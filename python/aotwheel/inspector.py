@@ -570,23 +570,25 @@ def _add_cuda(walk: _Walk, region: Region, groups: list[tuple[str | None, Sequen
             fr.cuda.append(e.target)
             if e.kind == "ptx":
                 walk.add_ir(f"ptx {e.target}")
-    images, natives = fr.images, fr.native_targets
-    for section, entries in groups:  # 11k entries in cuFFT: positional Image, one stored_size each
+    images, natives, deep, index = fr.images, fr.native_targets, walk.deep, len(fr.images)
+    for section, entries in groups:  # 11k entries in cuFFT: each field read once, positional Image
         for e in entries:
-            if e.kind == "ltoir":  # input for nvJitLink, not an image the driver loads
+            kind, target = e.kind, e.target
+            if kind == "ltoir":  # input for nvJitLink, not an image the driver loads
                 continue
-            index, stored = len(images), e.stored_size
-            img = Image(index, e.payload_offset, stored, e.kind, "nvptx64", e.compression is not None, section, None,
-                        e.decompressed_size or None, arch=e.target)
+            stored = e.compressed_size or e.payload_size  # e.stored_size (set only when compressed)
+            img = Image(index, e.payload_offset, stored, kind, "nvptx64", e.compression is not None, section, None,
+                        e.decompressed_size or None, arch=target)
             images.append(img)
-            if walk.deep:
+            if deep:
                 from aotwheel.backends.nvidia.fatbin import region_payload, stored_region
 
-                img.sha256 = hashlib.sha256(stored_region(region, e).view(0, e.stored_size, "payload")).hexdigest()
-                if e.kind in ("cubin", "ptx"):
+                img.sha256 = hashlib.sha256(stored_region(region, e).view(0, stored, "payload")).hexdigest()
+                if kind in ("cubin", "ptx"):
                     region_payload(region, e)  # raises, one line, for a damaged or oversized entry
-            if e.kind == "cubin":
-                natives.append(Target(e.target, None, None, "cubin", stored, index, vendor=NVIDIA, arch=e.target))
+            if kind == "cubin":
+                natives.append(Target(target, None, None, "cubin", stored, index, vendor=NVIDIA, arch=target))
+            index += 1
 
 
 def _walk_hip(walk: _Walk, region: Region, section: str | None) -> None:
