@@ -29,14 +29,19 @@ import ctypes
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-KERNELS = REPO / "csrc" / "kernels"
+try:  # python3 benchmarks/cuda_driver_truth.py puts this folder first on sys.path
+    import cuda_common as common
+except ImportError:
+    from benchmarks import cuda_common as common
+
+REPO = common.REPO
+KERNELS = common.KERNELS
 VARIANTS = {"sm_80-sm_90": "sm_80,sm_90", "sm_80-ptx": "sm_80,ptx", "sm_80": "sm_80", "sm_90a": "sm_90a",
             "compute_80": "compute_80", "sm_100": "sm_100"}
 PROJECT = """cmake_minimum_required(VERSION 3.21)
@@ -45,13 +50,11 @@ include("{cmake}/aotwheel-cuda.cmake")
 add_library(kern SHARED stub.c)
 aotwheel_add_cuda_device_code(kern NAME kernels SOURCES {sources})
 """
-STUB = '#include "kernels_cuda.h"\nunsigned kern_image_count(void) { return aotwheel_kernels_cuda_image_count; }\n'
 NO_INTEL_TOOLS = {"AOTWHEEL_CLANG": "/nonexistent/clang", "AOTWHEEL_LLVM_SPIRV": "/nonexistent/llvm-spirv",
                   "AOTWHEEL_OCLOC": "/nonexistent/ocloc"}
 
 
-def sh(args: list[str], **kw) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-    return subprocess.run(args, capture_output=True, text=True, errors="replace", check=False, **kw)
+sh = partial(common.sh, errors="replace")  # tool output decoded leniently here
 
 
 def python_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -61,22 +64,15 @@ def python_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def build(work: Path) -> dict[str, dict[str, object]]:
     """Each variant from USE_AOT_DEVLIST (no TARGETS): the devlist path an NVIDIA-only user takes."""
-    sources = " ".join(f'"{p}"' for p in sorted(KERNELS.glob("*.cl")))
+    sources = common.kernel_sources()
     out: dict[str, dict[str, object]] = {}
     for name, devlist in VARIANTS.items():
-        src, bld = work / f"src_{name}", work / f"build_{name}"
-        src.mkdir(parents=True, exist_ok=True)
-        (src / "CMakeLists.txt").write_text(PROJECT.format(cmake=REPO / "cmake", sources=sources))
-        (src / "stub.c").write_text(STUB)
         env = python_env({"AOTWHEEL_CACHE_DIR": str(work / "cache"), "USE_AOT_DEVLIST": devlist, **NO_INTEL_TOOLS})
-        t0 = time.perf_counter()
-        cfg = sh(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja", f"-DPython_EXECUTABLE={sys.executable}"], env=env)
-        nin = sh(["ninja", "-C", str(bld)], env=env) if cfg.returncode == 0 else cfg
-        so = bld / "libkern.so"
-        ok = cfg.returncode == 0 and nin.returncode == 0 and so.is_file()
-        out[name] = {"devlist": devlist, "ok": ok, "seconds": round(time.perf_counter() - t0, 2), "so": str(so) if ok else None,
-                     "error": None if ok else (cfg.stdout[-800:] + cfg.stderr + nin.stdout + nin.stderr)[-1500:]}
-        print(f"build {name:12s} {'ok' if ok else 'FAILED'} ({devlist})", flush=True)
+        b = common.cmake_build(work / f"src_{name}", work / f"build_{name}", PROJECT.format(cmake=REPO / "cmake", sources=sources), env,
+                               errors="replace")
+        out[name] = {"devlist": devlist, "ok": b.ok, "seconds": round(b.seconds, 2), "so": str(b.so) if b.ok else None,
+                     "error": None if b.ok else (b.cfg.stdout[-800:] + b.cfg.stderr + b.nin.stdout + b.nin.stderr)[-1500:]}
+        print(f"build {name:12s} {'ok' if b.ok else 'FAILED'} ({devlist})", flush=True)
     return out
 
 
@@ -86,15 +82,7 @@ def containers(so: Path, dest: Path) -> list[Path]:
 
     fat = read_fatbin(so)
     assert fat is not None, f"{so}: no fat binary"
-    dest.mkdir(parents=True, exist_ok=True)
-    files = []
-    with open(so, "rb") as f:
-        for i, c in enumerate(fat.containers):
-            f.seek(c.offset)
-            path = dest / f"{i}.fatbin"
-            path.write_bytes(f.read(16 + c.size))
-            files.append(path)
-    return files
+    return common.write_containers(so, fat, dest)
 
 
 def child_load(files: list[str]) -> None:
@@ -126,10 +114,10 @@ def driver_truth(files: list[Path]) -> dict[str, object]:
     runs = {}
     for mode, extra in (("jit_disabled", {"CUDA_DISABLE_PTX_JIT": "1", "CUDA_CACHE_DISABLE": "1"}),
                         ("jit_allowed", {"CUDA_CACHE_DISABLE": "1"})):
-        p = sh([sys.executable, str(Path(__file__).resolve()), "--child-load", *map(str, files)], env={**base, **extra}, timeout=300)
+        p = common.child_load(str(Path(__file__).resolve()), files, {**base, **extra}, errors="replace")
         if p.returncode != 0:
             return {"error": p.stderr[-800:]}
-        runs[mode] = json.loads(p.stdout.strip().splitlines()[-1])
+        runs[mode] = common.child_json(p)
     native = all(r[0] == 0 for r in runs["jit_disabled"])
     loads = all(r[0] == 0 for r in runs["jit_allowed"])
     verdict = "native" if native else "jit" if loads else "unsupported"

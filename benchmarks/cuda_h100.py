@@ -24,14 +24,18 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-KERNELS = REPO / "csrc" / "kernels"
+try:  # python3 benchmarks/cuda_h100.py puts this folder first on sys.path
+    import cuda_common as common
+except ImportError:
+    from benchmarks import cuda_common as common
+
+REPO = common.REPO
+KERNELS = common.KERNELS
 VARIANTS = {"sm_90": "sm_90", "sm_80-ptx": "sm_80 ptx", "ptx": "compute_80"}
 EXPECTED = {"sm_90": "native", "sm_80-ptx": "jit", "ptx": "jit"}
 PROJECT = """cmake_minimum_required(VERSION 3.21)
@@ -40,11 +44,7 @@ include("{cmake}/aotwheel-cuda.cmake")
 add_library(kern SHARED stub.c)
 aotwheel_add_cuda_device_code(kern NAME kernels TARGETS {targets} SOURCES {sources})
 """
-STUB = '#include "kernels_cuda.h"\nunsigned kern_image_count(void) { return aotwheel_kernels_cuda_image_count; }\n'
-
-
-def sh(args: list[str], **kw) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-    return subprocess.run(args, capture_output=True, text=True, check=False, **kw)
+sh = common.sh
 
 
 def environment() -> dict[str, object]:
@@ -60,26 +60,17 @@ def environment() -> dict[str, object]:
 # ---- 1. build ---------------------------------------------------------------------------------
 
 def build(work: Path) -> dict[str, dict[str, object]]:
-    sources = " ".join(f'"{p}"' for p in sorted(KERNELS.glob("*.cl")))
+    sources = common.kernel_sources()
     out: dict[str, dict[str, object]] = {}
     cache = work / "cache"
     for name, targets in VARIANTS.items():
-        src = work / f"src_{name}"
-        bld = work / f"build_{name}"
-        src.mkdir(parents=True, exist_ok=True)
-        (src / "CMakeLists.txt").write_text(PROJECT.format(cmake=REPO / "cmake", targets=targets, sources=sources))
-        (src / "stub.c").write_text(STUB)
         env = dict(os.environ, AOTWHEEL_CACHE_DIR=str(cache))
         env.pop("USE_AOT_DEVLIST", None)
-        t0 = time.perf_counter()
-        cfg = sh(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", f"-DPython_EXECUTABLE={sys.executable}"], env=env)
-        nin = sh(["ninja", "-C", str(bld)], env=env) if cfg.returncode == 0 else cfg
-        seconds = time.perf_counter() - t0
-        so = bld / "libkern.so"
-        ok = cfg.returncode == 0 and nin.returncode == 0 and so.is_file()
-        out[name] = {"targets": targets, "ok": ok, "seconds": round(seconds, 2), "so": str(so) if ok else None,
-                     "error": None if ok else (cfg.stderr + nin.stdout + nin.stderr)[-1500:]}
-        print(f"build {name:10s} {'ok' if ok else 'FAILED'} in {seconds:.1f} s", flush=True)
+        b = common.cmake_build(work / f"src_{name}", work / f"build_{name}", PROJECT.format(cmake=REPO / "cmake", targets=targets, sources=sources),
+                               env, "-DCMAKE_BUILD_TYPE=Release")
+        out[name] = {"targets": targets, "ok": b.ok, "seconds": round(b.seconds, 2), "so": str(b.so) if b.ok else None,
+                     "error": None if b.ok else (b.cfg.stderr + b.nin.stdout + b.nin.stderr)[-1500:]}
+        print(f"build {name:10s} {'ok' if b.ok else 'FAILED'} in {b.seconds:.1f} s", flush=True)
     return out
 
 
@@ -112,16 +103,7 @@ def parser_view(so: Path) -> tuple[object, list[tuple[str, str]], list[object]]:
     return fat, pairs, targets
 
 
-def extract_containers(so: Path, fat, dest: Path) -> list[Path]:  # type: ignore[no-untyped-def]
-    dest.mkdir(parents=True, exist_ok=True)
-    files = []
-    with open(so, "rb") as f:
-        for i, c in enumerate(fat.containers):
-            f.seek(c.offset)
-            path = dest / f"{i}.fatbin"
-            path.write_bytes(f.read(16 + c.size))
-            files.append(path)
-    return files
+extract_containers = common.write_containers
 
 
 # ---- 4/5. kernels and first-use timing (aotwheel.backends.nvidia.selftest drives the CUDA driver) -----------
@@ -183,15 +165,14 @@ def time_loads(files: list[Path], runs: int, work: Path) -> dict[str, object]:
         else:
             cache = Path(tempfile.mkdtemp(prefix="cudacache-", dir=work))
             env["CUDA_CACHE_PATH"] = str(cache)
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child-load", *map(str, files)]
         samples = []
         for i in range(runs + (1 if mode == "warm" else 0)):
-            p = sh(cmd, env=env, timeout=300)
+            p = common.child_load(str(Path(__file__).resolve()), files, env)
             if p.returncode != 0:
                 raise RuntimeError(f"child load failed: {p.stderr[-800:]}")
             if mode == "warm" and i == 0:
                 continue  # the priming run fills the cache
-            samples.append(json.loads(p.stdout.strip().splitlines()[-1]))
+            samples.append(common.child_json(p))
         loads = [s["load_ms"] for s in samples]
         out[mode] = {
             "runs": len(samples),

@@ -190,11 +190,13 @@ static PyObject *tgtsym(PyObject *self, PyObject *args) {
 /* Attribute names and kind strings, made once (module state would be cleaner; these are immortal
  * enough: the module is never unloaded). */
 static PyObject *s_offset, *s_size, *s_triple, *s_section, *s_listed_size, *s_compile_options, *s_link_options, *s_spirv, *s_llvmbc, *s_zstd;
+static PyObject *s_ptx, *s_cubin, *s_ltoir, *s_unknown, *s_lz4;
 
 static int intern_all(void) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_offset, "offset"}, {&s_size, "size"}, {&s_triple, "triple"}, {&s_section, "section"}, {&s_listed_size, "listed_size"},
         {&s_compile_options, "compile_options"}, {&s_link_options, "link_options"}, {&s_spirv, "spirv"}, {&s_llvmbc, "llvmbc"}, {&s_zstd, "zstd"},
+        {&s_ptx, "ptx"}, {&s_cubin, "cubin"}, {&s_ltoir, "ltoir"}, {&s_unknown, "unknown"}, {&s_lz4, "lz4"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; ++i)
         if ((*names[i].slot = PyUnicode_InternFromString(names[i].text)) == NULL)
@@ -780,6 +782,155 @@ static PyObject *relative_records(PyObject *self, PyObject *args) {
     return rc < 0 ? NULL : PyLong_FromSsize_t(filled);
 }
 
+
+/* ---- NVIDIA fat binaries -------------------------------------------------------------------- */
+
+#define FS_FLAG_ARCH_SPECIFIC 0x100000u
+#define FS_FLAG_FAMILY_SPECIFIC 0x200000u
+#define FS_FLAG_ZSTD 0x8000u
+
+typedef struct {
+    PyObject *entry_cls;          /* FatbinEntry (a tuple subclass) */
+    newfunc tuple_new;            /* tuple.__new__: makes one from a row without its Python __new__ */
+    PyObject *targets[2][256][3]; /* FatbinEntry.target by (ptx, arch, plain/a/f), made once per call */
+    uint64_t base;                /* file offset of the buffer's first byte */
+} fatbin_ctx;
+
+/* FatbinEntry.target: compute_XY for PTX, else sm_XY; "a" when arch-specific, else "f" when
+ * family-specific (a new reference). */
+static PyObject *fatbin_target(fatbin_ctx *x, const fs_fatbin_entry *e) {
+    int ptx = e->kind == 1, v = (e->flags & FS_FLAG_ARCH_SPECIFIC) ? 1 : (e->flags & FS_FLAG_FAMILY_SPECIFIC) ? 2 : 0;
+    PyObject **slot = e->arch < 256 ? &x->targets[ptx][e->arch][v] : NULL;
+    if (slot && *slot)
+        return Py_NewRef(*slot);
+    PyObject *t = PyUnicode_FromFormat("%s_%lu%s", ptx ? "compute" : "sm", (unsigned long)e->arch, v == 1 ? "a" : v == 2 ? "f" : "");
+    if (t && slot)
+        *slot = Py_NewRef(t);
+    return t;
+}
+
+/* One FatbinEntry for the entry at rel (relative to the buffer's start), its header and payload
+ * at h: the fields in its order, as fatbin._entries / _checked_entries make them. */
+static PyObject *fatbin_entry(fatbin_ctx *x, const uint8_t *h, const fs_fatbin_entry *e, uint64_t rel, Py_ssize_t container) {
+    PyObject *kind = e->kind == 1 ? s_ptx : e->kind == 2 ? s_cubin : e->kind == 8 ? s_ltoir : s_unknown;
+    int compressed = (e->flags & FS_FATBIN_COMPRESSED) != 0;
+    PyObject *compression = !compressed ? Py_None : (e->flags & FS_FLAG_ZSTD) ? s_zstd : s_lz4;
+    const uint8_t *text;
+    size_t n;
+    PyObject *options = fs_fatbin_options(h, e, &text, &n) ? PyUnicode_DecodeASCII((const char *)text, (Py_ssize_t)n, NULL)
+                                                            : Py_NewRef(Py_None);
+    PyObject *name = fs_fatbin_name(h, e, &text, &n) ? PyUnicode_DecodeUTF8((const char *)text, (Py_ssize_t)n, "replace")
+                                                     : Py_NewRef(Py_None);
+    PyObject *target = fatbin_target(x, e), *row = NULL, *args = NULL, *out = NULL;
+    uint64_t at = x->base + rel;
+    if (options && name && target)
+        row = Py_BuildValue("(KOHkOO(HH)KkKKKKOOOnO)", (unsigned long long)at, kind, e->kind, (unsigned long)e->arch,
+                            (e->flags & FS_FLAG_ARCH_SPECIFIC) ? Py_True : Py_False, (e->flags & FS_FLAG_FAMILY_SPECIFIC) ? Py_True : Py_False,
+                            e->major, e->minor, (unsigned long long)e->flags, (unsigned long)e->header_size,
+                            (unsigned long long)(at + e->header_size), (unsigned long long)e->size,
+                            (unsigned long long)(compressed ? e->csize : 0), (unsigned long long)(compressed ? e->dsize : 0), compression,
+                            options, name, container, target);
+    if (row)
+        args = PyTuple_Pack(1, row);
+    if (args)
+        out = x->tuple_new((PyTypeObject *)x->entry_cls, args, NULL);
+    Py_XDECREF(args);
+    Py_XDECREF(row);
+    Py_XDECREF(options);
+    Py_XDECREF(name);
+    Py_XDECREF(target);
+    return out;
+}
+
+/* Appends container c's entries other than LTO IR (fatbin reads, checks and leaves those out:
+ * nvJitLink input, never a module) to entries; -1 with an exception. */
+static int fatbin_entries(fatbin_ctx *x, const uint8_t *p, const fs_fatbin *c, Py_ssize_t index, PyObject *entries) {
+    fs_fatbin_entry e;
+    for (uint64_t eo = 0; eo < c->fat_size; eo += e.header_size + e.size) { /* fs_fatbin_tiles checked every step */
+        fs_fatbin_entry_at(p + c->body + eo, &e);
+        if (e.kind == 8)
+            continue;
+        PyObject *entry = fatbin_entry(x, p + c->body + eo, &e, c->body + eo, index);
+        int rc = entry == NULL ? -1 : PyList_Append(entries, entry);
+        Py_XDECREF(entry);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(fatbin_doc, "fatbin(buf, start, size, base, strict, first_index, FatbinEntry) -> (entries, containers, rejected) | None\n\n"
+                         "The NVIDIA fat binary containers in buf[start:start+size], whose first byte is at file offset base,\n"
+                         "numbered from first_index: their entries (LTO IR left out) as FatbinEntry, in file order, and the\n"
+                         "containers as native-endian u64 triples (offset, version, fat_size) in bytes. strict: as parse_fatbin\n"
+                         "reads .nv_fatbin or a .fatbin file (containers and zero padding only; None where it raises); else\n"
+                         "as scan_sections' scan: every magic match whose structure holds, and how many matches it rejected.");
+
+static PyObject *fatbin(PyObject *self, PyObject *args) {
+    PyObject *obj, *entry_cls;
+    Py_ssize_t start, size, first;
+    unsigned long long base;
+    int strict;
+    Py_buffer view;
+    const uint8_t *p;
+    if (!PyArg_ParseTuple(args, "OnnKpnO!", &obj, &start, &size, &base, &strict, &first, &PyType_Type, &entry_cls))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)entry_cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "FatbinEntry must be a tuple subclass");
+        return NULL;
+    }
+    if (get_span(obj, start, size, &view, &p) < 0)
+        return NULL;
+    fatbin_ctx *x = PyMem_Calloc(1, sizeof *x);
+    PyObject *entries = x ? PyList_New(0) : PyErr_NoMemory();
+    uint64_t *spans = NULL, pos = 0, rejected = 0;
+    size_t n = 0, cap = 0;
+    int rc = FS_DONE;
+    if (x) {
+        x->entry_cls = entry_cls;
+        x->tuple_new = (newfunc)PyType_GetSlot(&PyTuple_Type, Py_tp_new);
+        x->base = (uint64_t)base;
+    }
+    fs_fatbin c;
+    while (entries) {
+        rc = strict ? fs_fatbin_next(p, (uint64_t)size, &pos, &c) : fs_fatbin_scan_next(p, (uint64_t)size, &pos, &c, &rejected);
+        if (rc != FS_OK)
+            break;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            uint64_t *grown = PyMem_Realloc(spans, cap * 3 * sizeof *spans);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                Py_CLEAR(entries);
+                break;
+            }
+            spans = grown;
+        }
+        spans[3 * n] = (uint64_t)base + c.offset;
+        spans[3 * n + 1] = c.version;
+        spans[3 * n + 2] = c.fat_size;
+        if (fatbin_entries(x, p, &c, first + (Py_ssize_t)n, entries) < 0)
+            Py_CLEAR(entries);
+        ++n;
+    }
+    PyBuffer_Release(&view);
+    if (x) {
+        for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 256; ++j)
+                for (int k = 0; k < 3; ++k)
+                    Py_XDECREF(x->targets[i][j][k]);
+        PyMem_Free(x);
+    }
+    PyObject *out = NULL;
+    if (entries && rc == FS_DOUBT)
+        out = Py_NewRef(Py_None);
+    else if (entries)
+        out = Py_BuildValue("(Oy#K)", entries, spans ? (const char *)spans : "", (Py_ssize_t)(n * 3 * sizeof *spans), (unsigned long long)rejected);
+    Py_XDECREF(entries);
+    PyMem_Free(spans);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"relative_records", relative_records, METH_VARARGS, relative_records_doc},
     {"tgtimg", tgtimg, METH_VARARGS, tgtimg_doc},
@@ -789,6 +940,7 @@ static PyMethodDef methods[] = {
     {"zebin_summary", zebin_summary, METH_VARARGS, zebin_summary_doc},
     {"fat_binary", fat_binary, METH_VARARGS, fat_binary_doc},
     {"tgtsym", tgtsym, METH_VARARGS, tgtsym_doc},
+    {"fatbin", fatbin, METH_VARARGS, fatbin_doc},
     {NULL, NULL, 0, NULL},
 };
 

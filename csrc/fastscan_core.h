@@ -17,6 +17,8 @@
  *   fs_tgtsym              formats/elf.py read_host's .tgtsym split and _count_tgtsym
  *   fs_leaf_kind           formats/sniff.py sniff, for the kinds inspect only notes (SPIR-V, bitcode, zstd)
  *   fs_zstd_facts          formats/zstd.py frame_facts (a compressed SYCL IR image's sizes)
+ *   fs_fatbin_*            backends/nvidia/fatbin.py parse_fatbin (.nv_fatbin, strict) and scan_sections'
+ *                          magic scan with _checked_container (containers in any data section)
  */
 #ifndef AOTWHEEL_FASTSCAN_CORE_H
 #define AOTWHEEL_FASTSCAN_CORE_H
@@ -621,6 +623,213 @@ static inline int fs_tgtsym(const uint8_t *p, size_t size, fs_tgtsym_out *out) {
 static inline void fs_tgtsym_free(fs_tgtsym_out *out) {
     free(out->prefixes);
     memset(out, 0, sizeof *out);
+}
+
+/* ---- NVIDIA fat binaries ------------------------------------------------------------------- */
+
+/* backends/nvidia/fatbin.py: containers {u32 magic; u16 version; u16 header_size; u64 fat_size}
+ * followed by fat_size bytes of entries, each a header of at least 64 bytes then its payload.
+ * These read a plain buffer (the map; the fuzzer's exact-size copy): the magic scan reads every
+ * byte between containers anyway, and an entry header lies next to its container's. */
+#define FS_FATBIN_ENTRY 64
+#define FS_FATBIN_MAX_ENTRIES 65536u /* per container: fatbin._MAX_ENTRIES */
+#define FS_FATBIN_MAX_ARCH 255u      /* fatbin._MAX_ARCH */
+#define FS_FATBIN_COMPRESSED 0xA000u /* FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD */
+
+static const uint8_t fs_fatbin_magic[4] = {0x50, 0xED, 0x55, 0xBA}; /* 0xBA55ED50, little-endian */
+
+typedef struct {
+    uint16_t kind, minor, major;
+    uint32_t header_size, csize, opt_off, arch, name_off, name_len;
+    uint64_t size, flags, dsize;
+} fs_fatbin_entry;
+
+/* The 64-byte entry header at h ("<HHIQIIHHIIIQQQ"). */
+static inline void fs_fatbin_entry_at(const uint8_t *h, fs_fatbin_entry *e) {
+    e->kind = fs_u16(h);
+    e->header_size = fs_u32(h + 4);
+    e->size = fs_u64(h + 8);
+    e->csize = fs_u32(h + 16);
+    e->opt_off = fs_u32(h + 20);
+    e->minor = fs_u16(h + 24);
+    e->major = fs_u16(h + 26);
+    e->arch = fs_u32(h + 28);
+    e->name_off = fs_u32(h + 32);
+    e->name_len = fs_u32(h + 36);
+    e->flags = fs_u64(h + 40);
+    e->dsize = fs_u64(h + 56);
+}
+
+/* Whether the entries of the body [body, body + fat_size) of p (inside p, the caller checked) tile
+ * it exactly: every header at least 64 bytes, header and payload inside the body, a compressed
+ * size within the payload, at most FS_FATBIN_MAX_ENTRIES (fatbin._entries' checks: FS_OK with
+ * *count, else FS_DOUBT where it raises). checked: also what _checked_container asks of a match
+ * found by magic: a known kind (PTX, cubin, LTO IR) and 0 < arch <= 255. */
+static inline int fs_fatbin_tiles(const uint8_t *p, uint64_t body, uint64_t fat_size, int checked, uint32_t *count) {
+    uint64_t eo = 0;
+    uint32_t n = 0;
+    fs_fatbin_entry e;
+    while (eo < fat_size) {
+        if (fat_size - eo < FS_FATBIN_ENTRY || n >= FS_FATBIN_MAX_ENTRIES)
+            return FS_DOUBT;
+        fs_fatbin_entry_at(p + body + eo, &e);
+        if (e.header_size < FS_FATBIN_ENTRY)
+            return FS_DOUBT;
+        if (checked && (!(e.kind == 1 || e.kind == 2 || e.kind == 8) || e.arch == 0 || e.arch > FS_FATBIN_MAX_ARCH))
+            return FS_DOUBT;
+        uint64_t room = fat_size - eo;
+        if (e.header_size > room || e.size > room - e.header_size)
+            return FS_DOUBT;
+        if ((e.flags & FS_FATBIN_COMPRESSED) && e.csize > e.size)
+            return FS_DOUBT;
+        eo += e.header_size + e.size;
+        ++n;
+    }
+    *count = n;
+    return FS_OK;
+}
+
+/* _checked_container: FS_OK and *fat_size when a container scan_sections keeps starts at off of
+ * the size bytes at p (version 1, a 16-byte header, at least one entry, all inside), else
+ * FS_DOUBT (a chance match of the magic). The magic itself is the caller's (the scan found it). */
+static inline int fs_fatbin_checked(const uint8_t *p, uint64_t size, uint64_t off, uint64_t *fat_size) {
+    uint32_t n;
+    if (!fs_fits(off, 16, size))
+        return FS_DOUBT;
+    const uint8_t *h = p + off;
+    uint64_t fs = fs_u64(h + 8);
+    if (fs_u16(h + 4) != 1 || fs_u16(h + 6) != 16 || fs < FS_FATBIN_ENTRY || fs > size - off - 16 ||
+        fs_fatbin_tiles(p, off + 16, fs, 1, &n) != FS_OK)
+        return FS_DOUBT;
+    *fat_size = fs;
+    return FS_OK;
+}
+
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+#endif
+
+/* The offset of the first magic wholly inside [pos, size) of p; size when there is none. SSE2
+ * compares 16 positions at a time by the magic's first and last bytes (0x50 alone is common in
+ * data), then the whole word; elsewhere memchr for the first byte. */
+static inline uint64_t fs_fatbin_find(const uint8_t *p, uint64_t size, uint64_t pos) {
+    if (size < 4 || pos > size - 4)
+        return size;
+#if defined(__SSE2__) && defined(__GNUC__)
+    const __m128i first = _mm_set1_epi8(0x50), last = _mm_set1_epi8((char)0xBA);
+    for (; size - pos >= 19; pos += 16) { /* 16 starts, and the 3 bytes after the last one */
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(p + pos));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + pos + 3));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last)));
+        for (; m; m &= m - 1) {
+            uint64_t at = pos + (uint64_t)__builtin_ctz(m);
+            if (memcmp(p + at, fs_fatbin_magic, 4) == 0)
+                return at;
+        }
+    }
+    for (; size - pos >= 4; ++pos)
+        if (memcmp(p + pos, fs_fatbin_magic, 4) == 0)
+            return pos;
+    return size;
+#else
+    while (size - pos >= 4) {
+        const uint8_t *q = memchr(p + pos, 0x50, (size_t)(size - pos - 3));
+        if (q == NULL)
+            return size;
+        pos = (uint64_t)(q - p);
+        if (memcmp(q, fs_fatbin_magic, 4) == 0)
+            return pos;
+        ++pos;
+    }
+    return size;
+#endif
+}
+
+typedef struct {
+    uint64_t offset, body, fat_size; /* the header's offset, the entries' (offset + header_size) */
+    uint16_t version;
+    uint32_t entries;
+} fs_fatbin;
+
+/* parse_fatbin's next container at or after *pos (zero bytes between containers skipped): FS_OK
+ * with *c and *pos past it, FS_DONE at the end, FS_DOUBT where parse_fatbin raises. */
+static inline int fs_fatbin_next(const uint8_t *p, uint64_t size, uint64_t *pos, fs_fatbin *c) {
+    uint64_t at = *pos;
+    while (at < size && p[at] == 0)
+        ++at;
+    *pos = at;
+    if (at >= size)
+        return FS_DONE;
+    if (!fs_fits(at, 16, size) || memcmp(p + at, fs_fatbin_magic, 4) != 0)
+        return FS_DOUBT;
+    uint16_t header_size = fs_u16(p + at + 6);
+    uint64_t fat_size = fs_u64(p + at + 8);
+    if (header_size < 16 || !fs_fits(at + header_size, fat_size, size) ||
+        fs_fatbin_tiles(p, at + header_size, fat_size, 0, &c->entries) != FS_OK)
+        return FS_DOUBT;
+    c->offset = at;
+    c->body = at + header_size;
+    c->fat_size = fat_size;
+    c->version = fs_u16(p + at + 4);
+    *pos = at + header_size + fat_size;
+    return FS_OK;
+}
+
+/* scan_sections' next container at or after *pos: the next magic whose structure holds
+ * (fs_fatbin_checked); FS_DONE when there is none. *rejected counts the matches skipped. */
+static inline int fs_fatbin_scan_next(const uint8_t *p, uint64_t size, uint64_t *pos, fs_fatbin *c, uint64_t *rejected) {
+    for (uint64_t at = fs_fatbin_find(p, size, *pos); at < size; at = fs_fatbin_find(p, size, at + 4)) {
+        uint64_t fat_size;
+        if (fs_fatbin_checked(p, size, at, &fat_size) != FS_OK) {
+            ++*rejected; /* the magic cannot overlap itself: the next can start 4 bytes on */
+            continue;
+        }
+        c->offset = at;
+        c->body = at + 16;
+        c->fat_size = fat_size;
+        c->version = 1;
+        fs_fatbin_tiles(p, at + 16, fat_size, 1, &c->entries);
+        *pos = at + 16 + fat_size;
+        return FS_OK;
+    }
+    *pos = size;
+    return FS_DONE;
+}
+
+/* The options string an entry records (fatbin._options: the block {u32; u32 length; char[length]}
+ * inside the header): *n bytes at *text, trailing NULs and spaces stripped; 0 when there is none
+ * or it is not printable ASCII (Python: None). h: the entry header, all header_size bytes. */
+static inline int fs_fatbin_options(const uint8_t *h, const fs_fatbin_entry *e, const uint8_t **text, size_t *n) {
+    if (!e->opt_off || (uint64_t)e->opt_off + 8 > e->header_size)
+        return 0;
+    uint32_t length = fs_u32(h + e->opt_off + 4);
+    if (!length || (uint64_t)e->opt_off + 8 + length > e->header_size)
+        return 0;
+    const uint8_t *s = h + e->opt_off + 8;
+    size_t k = length;
+    while (k && (s[k - 1] == 0 || s[k - 1] == ' '))
+        --k;
+    if (!k)
+        return 0;
+    for (size_t i = 0; i < k; ++i)
+        if (s[i] < 0x20 || s[i] > 0x7E) /* str.isprintable() of ASCII; anything else is no option string */
+            return 0;
+    *text = s;
+    *n = k;
+    return 1;
+}
+
+/* The object name an entry records (fatbin._name): *n bytes at *name, trailing NULs stripped
+ * (possibly none left: Python's ""); 0 when there is none. h: the entry, header and payload. */
+static inline int fs_fatbin_name(const uint8_t *h, const fs_fatbin_entry *e, const uint8_t **name, size_t *n) {
+    if (!e->name_off || !e->name_len || (uint64_t)e->name_off + e->name_len > (uint64_t)e->header_size + e->size)
+        return 0;
+    size_t k = e->name_len;
+    while (k && h[e->name_off + k - 1] == 0)
+        --k;
+    *name = h + e->name_off;
+    *n = k;
+    return 1;
 }
 
 #endif

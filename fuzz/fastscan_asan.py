@@ -11,7 +11,8 @@ Python around them. This builds the extension with gcc ``-fsanitize=address,unde
 scratch copy of python/aotwheel, preloads the sanitizer runtimes into the interpreter only (child
 processes such as ocloc run without them) and runs tests/test_fastscan.py and the inspect tests
 that reach the C scanner: real and hypothesis-mutated host libraries compared with the Python
-readers in the default, deep and large-table modes. A sanitizer report aborts the run (exit != 0).
+readers in the default, deep and large-table modes, and NVIDIA fat binaries (real libraries, nvcc
+output, mutated) compared with backends/nvidia/fatbin.py's readers. A sanitizer report aborts the run (exit != 0).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TESTS = ["tests/test_fastscan.py", "tests/test_inspect_large.py", "tests/test_listed_sizes.py", "tests/test_compressed_ir.py",
+TESTS = ["tests/test_fastscan.py", "tests/test_fastscan_cuda.py", "tests/test_inspect_large.py", "tests/test_listed_sizes.py", "tests/test_compressed_ir.py",
          "tests/test_inspect_local.py", "tests/test_inspect_thirdparty.py", "tests/test_inspect_bitsandbytes.py"]
 
 

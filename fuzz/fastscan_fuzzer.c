@@ -3,7 +3,8 @@
  * themselves (libFuzzer hands over an exactly-sized heap copy), and a reader standing in for
  * pread that hands out an exactly-sized heap copy of each piece fetched, so that AddressSanitizer
  * sees any read past what the code asked for; and the extension's own pread reader (with its
- * read-ahead/read-behind windows) over a memfd holding the input. UBSan reports undefined arithmetic; the asserts
+ * read-ahead/read-behind windows) over a memfd holding the input; and the NVIDIA fat binary readers
+ * (strict walk and magic scan) over the input itself. UBSan reports undefined arithmetic; the asserts
  * check what the extension relies on: every span it reports lies inside the input, and both
  * sources give the same answers.
  *
@@ -93,6 +94,55 @@ static void ar_alike(const uint8_t *data, size_t size, const fs_src *mem, const 
     both(mem, rd);
 }
 
+/* An entry's options and name as the extension reads them: inside the entry (header, or header
+ * and payload), which lies inside its container's body. */
+static void fatbin_entries(const uint8_t *data, size_t size, const fs_fatbin *c) {
+    fs_fatbin_entry e;
+    uint32_t n = 0;
+    assert(fs_fits(c->offset, 16, size) && c->body >= c->offset + 16 && fs_fits(c->body, c->fat_size, size));
+    for (uint64_t eo = 0; eo < c->fat_size; eo += e.header_size + e.size, ++n) {
+        assert(fs_fits(eo, FS_FATBIN_ENTRY, c->fat_size));
+        const uint8_t *h = data + c->body + eo;
+        fs_fatbin_entry_at(h, &e);
+        assert(e.header_size >= FS_FATBIN_ENTRY && fs_fits(eo, (uint64_t)e.header_size + e.size, c->fat_size));
+        const uint8_t *text;
+        size_t k;
+        if (fs_fatbin_options(h, &e, &text, &k))
+            assert(text >= h && k > 0 && text + k <= h + e.header_size);
+        if (fs_fatbin_name(h, &e, &text, &k))
+            assert(text >= h && text + k <= h + e.header_size + e.size);
+    }
+    assert(n == c->entries && n <= FS_FATBIN_MAX_ENTRIES);
+}
+
+/* parse_fatbin's strict walk and scan_sections' magic scan over the whole input (an exact-size
+ * heap copy: ASan sees any read past it); the scan finds every magic the naive search finds,
+ * as a container or a rejected match, in order. */
+static void fatbin(const uint8_t *data, size_t size) {
+    fs_fatbin c;
+    uint64_t pos = 0, last = 0;
+    int rc;
+    while ((rc = fs_fatbin_next(data, size, &pos, &c)) == FS_OK) {
+        assert(c.offset >= last && pos == c.body + c.fat_size && pos <= size);
+        fatbin_entries(data, size, &c);
+        last = pos;
+    }
+    assert(rc == FS_DONE || rc == FS_DOUBT);
+    uint64_t rejected = 0, seen = 0, naive = 0, from = 0;
+    pos = 0;
+    while (fs_fatbin_scan_next(data, size, &pos, &c, &rejected) == FS_OK) {
+        assert(c.version == 1 && c.body == c.offset + 16 && c.entries > 0 && pos == c.body + c.fat_size && pos <= size);
+        fatbin_entries(data, size, &c);
+        for (uint64_t at = from; at + 4 <= c.offset + 4; ++at) /* matches before and at this container */
+            naive += memcmp(data + at, fs_fatbin_magic, 4) == 0;
+        from = pos;
+        ++seen;
+    }
+    for (uint64_t at = from; at + 4 <= size; ++at)
+        naive += memcmp(data + at, fs_fatbin_magic, 4) == 0;
+    assert(seen + rejected == naive); /* every match outside the accepted containers: found, kept or rejected */
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     copies c = {data, size, {NULL}};
     fs_src mem = fs_buffer(data, size), rd = {NULL, copy_read, &c, 0, size};
@@ -123,6 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         assert(total == t.names && t.kernels <= t.names && t.n_prefixes <= t.names);
         fs_tgtsym_free(&t);
     }
+    fatbin(data, size);
     for (int i = 0; i < FS_SLOTS; ++i)
         free(c.slot[i]);
     return 0;

@@ -36,6 +36,11 @@ NVJPEG_WHEEL = (
     "nvidia_nvjpeg-13.2.3.58-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
     "552b30b11ac8e2bbfb18fd8de31e48756188ebf9b84a8c342a88f07f81a6cdf1",
 )
+CUFFT_WHEEL = (  # 23,983 fat binary containers in .ldata (tests/test_cuda_sections.py)
+    "nvidia-cufft==12.0.0.61",
+    "nvidia_cufft-12.0.0.61-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+    "6c44f692dce8fd5ffd3e3df134b6cdb9c2f72d99cf40b62c32dde45eea9ddad3",
+)
 
 VADD = 'extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)' " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }\n"
 VSCALE = 'extern "C" __global__ void vscale(float* c, float s, int n)' " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] *= s; }\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ CORE = REPO / "csrc" / "fastscan_core.h"
 CLANG = CLANG
 FLAGS = ("-g", "-O1", "-fsanitize=fuzzer,address,undefined", "-fno-sanitize-recover=all")
 _SEEDS = (fu.fat_zebin_seed, fu.fat_seed, fu.zebin_seed, fu.legacy_seed, fu.generic_ir_seed, fu.zstd_seed)
+_MAGIC = (0xBA55ED50).to_bytes(4, "little")  # an NVIDIA fat binary container (docs/formats.md §5)
 
 
 def build(dest: Path) -> Path:
@@ -32,7 +34,8 @@ def build(dest: Path) -> Path:
 
 def seed_corpus(dest: Path) -> list[Path]:
     """Real ocloc output (fat binaries in both formats, a bare zebin, a legacy binary, generic_ir),
-    a real zstd frame (fs_zstd_facts) and a real ``.tgtsym`` section, copied into ``dest``."""
+    a real zstd frame (fs_zstd_facts), a real ``.tgtsym`` section and, where nvcc is installed, a
+    real nvcc fat binary alone and after chance container magic (fs_fatbin_*), copied into ``dest``."""
     from aotwheel.formats.elf import open_elf
     from aotwheel.formats.region import Region
 
@@ -41,6 +44,15 @@ def seed_corpus(dest: Path) -> list[Path]:
     for make in _SEEDS:
         src = make()
         out.append(Path(shutil.copyfile(src, dest / src.name)))
+    try:  # nvcc's fat binary (fs_fatbin_*), alone and after chance magic: optional, nvcc comes from PyPI
+        cuda = fu.cuda_fatbin_seed().read_bytes()
+    except fu.MissingTool:
+        cuda = None
+    if cuda is not None:
+        out += [dest / "vadd.fatbin", dest / "chance_then_fatbin.bin"]
+        out[-2].write_bytes(cuda)
+        # a bad version, a header claiming 1 TiB of entries, then the real containers
+        out[-1].write_bytes(_MAGIC + struct.pack("<HHQ", 7, 16, 64) + bytes(64) + _MAGIC + struct.pack("<HHQ", 1, 16, 1 << 40) + cuda)
     so = fu.host_so_seed().read_bytes()
     view = open_elf(Region(so, "seed"))
     sec = view.section(".tgtsym")

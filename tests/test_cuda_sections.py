@@ -18,16 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from _cuda_util import CACHE, REPO, VADD, listing, nvcc_out, run, source, wheel_member
+from _cuda_util import CACHE, CUFFT_WHEEL, REPO, VADD, listing, nvcc_out, run, source, wheel_member
 from aotwheel.inspector import inspect
 
 pytestmark = pytest.mark.usefixtures("large_binaries", "nvcc")
-
-CUFFT_WHEEL = (
-    "nvidia-cufft==12.0.0.61",
-    "nvidia_cufft-12.0.0.61-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
-    "6c44f692dce8fd5ffd3e3df134b6cdb9c2f72d99cf40b62c32dde45eea9ddad3",
-)
 MAGIC = struct.pack("<I", 0xBA55ED50)
 
 

@@ -508,19 +508,19 @@ def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str
 def _walk_cuda_sections(walk: _Walk, region: Region, view: ElfView) -> None:
     """A host ELF's NVIDIA fat binaries: ``.nv_fatbin`` (parsed whole, strictly) and the containers
     that libraries keep in other data sections (``.ldata``, ``.data``, ``.cask_resource``: found by
-    magic, each kept only when its structure holds; fatbin.scan_sections)."""
-    from aotwheel.backends.nvidia.fatbin import parse_fatbin, scan_sections
+    magic, each kept only when its structure holds; fatbin.scan_entries)."""
+    from aotwheel.backends.nvidia.fatbin import parse_fatbin, scan_entries
 
-    pairs: list[tuple[FatbinEntry, str | None]] = []
+    groups: list[tuple[str | None, Sequence[FatbinEntry]]] = []
     nv = view.section(".nv_fatbin")
     if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
         fat = parse_fatbin(region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), section=".nv_fatbin")
-        pairs += [(e, ".nv_fatbin") for e in fat.entries]
+        groups.append((".nv_fatbin", fat.entries))
         walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
-    containers, _ = scan_sections(region, view.sections)  # CUDA host binaries only (fatbin.CUDA_MARKERS)
-    pairs += [(e, c.section) for c in containers for e in c.entries]
-    if pairs:
-        _add_cuda(walk, region, pairs)
+    scanned, _ = scan_entries(region, view.sections)  # CUDA host binaries only (fatbin.CUDA_MARKERS)
+    groups += scanned
+    if any(entries for _, entries in groups):
+        _add_cuda(walk, region, groups)
 
 
 def _cuda_modules(walk: _Walk, region: Region, containers: Sequence[FatbinContainer]) -> list[CudaModule]:
@@ -556,37 +556,39 @@ def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
     """A raw NVIDIA fat binary file (every container in ``region``)."""
     from aotwheel.backends.nvidia.fatbin import parse_fatbin
 
-    _add_cuda(walk, region, [(e, section) for e in parse_fatbin(region, section=section).entries])
+    _add_cuda(walk, region, [(section, parse_fatbin(region, section=section).entries)])
 
 
-def _add_cuda(walk: _Walk, region: Region, pairs: list[tuple[FatbinEntry, str | None]]) -> None:
-    """NVIDIA fat binary entries (with their sections) of ``region``: one Image per cubin/PTX
+def _add_cuda(walk: _Walk, region: Region, groups: list[tuple[str | None, Sequence[FatbinEntry]]]) -> None:
+    """NVIDIA fat binary entries, per section, of ``region``: one Image per cubin/PTX
     entry; cubins are native targets (vendor ``nvidia``), PTX an IR form ``ptx compute_XY``; all
     loadable targets also in ``FileReport.cuda``. Deep mode hashes each stored payload and
     decompresses it (bounded: fatbin.region_payload), so a damaged entry is an error."""
     fr = walk.report
-    for e in sorted({e.target: e for e, _ in pairs}.values(), key=lambda e: (e.arch, e.kind, e.target)):
+    for e in sorted({e.target: e for _, entries in groups for e in entries}.values(), key=lambda e: (e.arch, e.kind, e.target)):
         if e.target not in fr.cuda and e.kind in ("cubin", "ptx"):
             fr.cuda.append(e.target)
             if e.kind == "ptx":
                 walk.add_ir(f"ptx {e.target}")
-    for e, section in pairs:
-        if e.kind == "ltoir":  # input for nvJitLink, not an image the driver loads
-            continue
-        index = len(fr.images)
-        img = Image(
-            index=index, offset=e.payload_offset, size=e.stored_size, kind=e.kind, triple="nvptx64",
-            compressed=e.compressed, section=section, decompressed_size=e.decompressed_size or None, arch=e.target)
-        fr.images.append(img)
-        if walk.deep:
-            from aotwheel.backends.nvidia.fatbin import region_payload, stored_region
+    images, natives, deep, index = fr.images, fr.native_targets, walk.deep, len(fr.images)
+    for section, entries in groups:  # 11k entries in cuFFT: each field read once, positional Image
+        for e in entries:
+            kind, target = e.kind, e.target
+            if kind == "ltoir":  # input for nvJitLink, not an image the driver loads
+                continue
+            stored = e.compressed_size or e.payload_size  # e.stored_size (set only when compressed)
+            img = Image(index, e.payload_offset, stored, kind, "nvptx64", e.compression is not None, section, None,
+                        e.decompressed_size or None, arch=target)
+            images.append(img)
+            if deep:
+                from aotwheel.backends.nvidia.fatbin import region_payload, stored_region
 
-            img.sha256 = hashlib.sha256(stored_region(region, e).view(0, e.stored_size, "payload")).hexdigest()
-            if e.kind in ("cubin", "ptx"):
-                region_payload(region, e)  # raises, one line, for a damaged or oversized entry
-        if e.kind == "cubin":
-            fr.native_targets.append(Target(name=e.target, ip=None, member=None, format="cubin", size=e.stored_size,
-                                            image=index, vendor=NVIDIA, arch=e.target))
+                img.sha256 = hashlib.sha256(stored_region(region, e).view(0, stored, "payload")).hexdigest()
+                if kind in ("cubin", "ptx"):
+                    region_payload(region, e)  # raises, one line, for a damaged or oversized entry
+            if kind == "cubin":
+                natives.append(Target(target, None, None, "cubin", stored, index, vendor=NVIDIA, arch=target))
+            index += 1
 
 
 def _walk_hip(walk: _Walk, region: Region, section: str | None) -> None:

@@ -74,6 +74,17 @@ def scan_fat_binary(fs: Any, region: Region) -> tuple[Member, ...] | None:
     return fs.fat_binary(region.buf, region.start, region.size, file_of(region.buf))  # type: ignore[no-any-return]
 
 
+def fatbin(region: Region, entry_cls: type, *, strict: bool, first_index: int = 0) -> tuple[list[Any], bytes, int] | None:
+    """The NVIDIA fat binary containers in ``region``, numbered from ``first_index``: their
+    entries as ``entry_cls`` (FatbinEntry), the containers as native u64 triples (offset,
+    version, fat_size), and how many magic matches were rejected. ``strict`` as ``parse_fatbin``
+    reads ``.nv_fatbin`` (``None`` where it would raise), else as ``scan_sections`` scans."""
+    fs = module()
+    if fs is None or region.where(0) < 0:
+        return None
+    return fs.fatbin(region.buf, region.start, region.size, region.where(0), strict, first_index, entry_cls)  # type: ignore[no-any-return]
+
+
 def zebin_summary(region: Region) -> ZebinFacts | None:
     """``read_zebin_summary``'s values as a tuple (ip_u32, product, core, version, has_spirv)."""
     fs = module()

@@ -15,6 +15,10 @@ Libraries also keep containers outside ``.nv_fatbin`` and load them with ``cuMod
 finds them by magic in every data section, and keeps a match only when its structure holds
 (:func:`_checked_container`), skipping each container's body once found, so the scan reads the
 gaps between containers and nothing twice.
+
+Both walks also exist in C (``aotwheel._fastscan.fatbin``, csrc/fastscan_core.h ``fs_fatbin_*``:
+one call per section, FatbinEntry tuples made there); the Python loops here are the fallback
+when it is not built or ``AOTWHEEL_NO_FASTSCAN=1``, and answer the same (tests/test_fastscan_cuda.py).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from aotwheel.formats.region import Region
 
@@ -68,9 +73,11 @@ CUDA_MARKERS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module
 DEFAULT_CAP = 1 << 30  # largest decompressed payload entry_payload() will produce
 
 
-@dataclass(frozen=True)
-class FatbinEntry:
-    """One image in a fat binary: a cubin for ``sm_<arch>`` or PTX for ``compute_<arch>``."""
+class FatbinEntry(NamedTuple):
+    """One image in a fat binary: a cubin for ``sm_<arch>`` or PTX for ``compute_<arch>``.
+
+    A named tuple, not a dataclass: cuFFT holds 11k of them, made from the C scanner's rows
+    (aotwheel._fastscan.fatbin) at a fraction of a frozen dataclass's cost."""
 
     offset: int  # file offset of the entry header
     kind: str  # "cubin" | "ptx" | "ltoir" | "unknown"
@@ -89,12 +96,7 @@ class FatbinEntry:
     options: str | None  # ptxas options recorded with the image (-Xptxas), when printable
     name: str | None
     container: int  # index of the container within the binary
-
-    @property
-    def target(self) -> str:
-        """``sm_90``, ``sm_90a``, ``sm_100f`` for cubins; ``compute_90`` etc. for PTX."""
-        suffix = "a" if self.arch_specific else "f" if self.family_specific else ""
-        return f"{'compute' if self.kind == 'ptx' else 'sm'}_{self.arch}{suffix}"
+    target: str  # "sm_90", "sm_90a", "sm_100f" for cubins; "compute_90" etc. for PTX (_target)
 
     @property
     def compressed(self) -> bool:
@@ -102,8 +104,9 @@ class FatbinEntry:
 
     @property
     def stored_size(self) -> int:
-        """Bytes of the payload that hold data (the compressed size when compressed)."""
-        return self.compressed_size if self.compressed and self.compressed_size else self.payload_size
+        """Bytes of the payload that hold data (the compressed size when compressed; the
+        readers set it only then)."""
+        return self.compressed_size or self.payload_size
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -122,8 +125,7 @@ class FatbinEntry:
         }
 
 
-@dataclass(frozen=True)
-class FatbinContainer:
+class FatbinContainer(NamedTuple):
     offset: int  # file offset of the container header
     version: int
     size: int  # fat_size: bytes of entries after the header
@@ -179,6 +181,13 @@ class Fatbin:
         }
 
 
+def _target(kind: str, arch: int, flags: int) -> str:
+    """FatbinEntry.target: ``compute_<arch>`` for PTX, else ``sm_<arch>``, with ``a`` for an
+    arch-specific and ``f`` for a family-specific image."""
+    suffix = "a" if flags & FLAG_ARCH_SPECIFIC else "f" if flags & FLAG_FAMILY_SPECIFIC else ""
+    return f"{'compute' if kind == 'ptx' else 'sm'}_{arch}{suffix}"
+
+
 def _distinct(entries) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
     seen = {(e.arch, e.target) for e in entries}
     return tuple(t for _, t in sorted(seen))
@@ -194,7 +203,11 @@ def parse_fatbin(region: Region, *, path: str | None = None, section: str | None
 
     Zero bytes between containers (section alignment) are skipped; anything else that is not a
     container header raises :class:`~aotwheel.errors.InspectError` naming file and offset.
+    The C scanner reads it when built (the same containers); where it doubts, this loop raises.
     """
+    found = _fast(region, strict=True, first_index=0)
+    if found is not None:
+        return Fatbin(path or region.label, section, tuple(_containers(found[0], found[1], section, 0)))
     containers: list[FatbinContainer] = []
     off = 0
     while True:
@@ -226,18 +239,65 @@ def scan_sections(region: Region, sections, first_index: int = 0) -> tuple[list[
     binary (one of :data:`CUDA_MARKERS` present): anything else is not read at all."""
     containers: list[FatbinContainer] = []
     rejected = 0
-    if not any(sec.name in CUDA_MARKERS for sec in sections):
-        return containers, rejected
-    for sec in sections:
-        if not sec.size or not scannable(sec.name, sec.type):
-            continue
-        found, bad = _scan(region.sub(sec.offset, sec.size, f"section {sec.name}"), sec.name, first_index + len(containers))
+    for name, sub in _scanned(region, sections):
+        found, bad = _scan(sub, name, first_index + len(containers))
         containers += found
         rejected += bad
     return containers, rejected
 
 
+def scan_entries(region: Region, sections) -> tuple[list[tuple[str, list[FatbinEntry]]], int]:  # type: ignore[no-untyped-def]
+    """:func:`scan_sections`' entries per section (section name, entries in file order), and the
+    rejected matches, without a FatbinContainer per container (cuFFT keeps 23,983 in ``.ldata``):
+    what the inspector reads. One C call per section when the scanner is built."""
+    out: list[tuple[str, list[FatbinEntry]]] = []
+    rejected, first = 0, 0
+    for name, sub in _scanned(region, sections):
+        fast = _fast(sub, strict=False, first_index=first)
+        if fast is None:
+            found, bad = _scan(sub, name, first)
+            entries, count = [e for c in found for e in c.entries], len(found)
+        else:
+            entries, count, bad = fast[0], len(fast[1]) // 24, fast[2]
+        first += count
+        rejected += bad
+        if entries:
+            out.append((name, entries))
+    return out, rejected
+
+
+def _scanned(region: Region, sections):  # type: ignore[no-untyped-def]
+    """(name, sub-region) of each non-empty :func:`scannable` section, in a CUDA host binary only."""
+    if not any(sec.name in CUDA_MARKERS for sec in sections):
+        return
+    for sec in sections:
+        if sec.size and scannable(sec.name, sec.type):
+            yield sec.name, region.sub(sec.offset, sec.size, f"section {sec.name}")
+
+
+def _fast(region: Region, *, strict: bool, first_index: int) -> tuple[list[FatbinEntry], bytes, int] | None:
+    """The C scanner's answer for ``region`` (fastscan.fatbin): entries, containers as u64
+    triples, rejected matches; None without it, or where it doubts (parse_fatbin then raises)."""
+    from aotwheel.formats import fastscan
+
+    return fastscan.fatbin(region, FatbinEntry, strict=strict, first_index=first_index)
+
+
+def _containers(entries: list[FatbinEntry], spans: bytes, section: str | None, first_index: int) -> list[FatbinContainer]:
+    """The C scanner's containers with their entries (in file order, numbered from first_index)."""
+    triples = list(struct.iter_unpack("=QQQ", spans))
+    groups: list[list[FatbinEntry]] = [[] for _ in triples]
+    for e in entries:
+        groups[e.container - first_index].append(e)
+    return [FatbinContainer(off, version, size, tuple(g), section) for (off, version, size), g in zip(triples, groups)]
+
+
 def _scan(region: Region, section: str, first_index: int) -> tuple[list[FatbinContainer], int]:
+    """The containers found by magic in ``region`` whose structure holds, and the matches
+    rejected (the C scanner when built, else this loop: the same answers)."""
+    found = _fast(region, strict=False, first_index=first_index)
+    if found is not None:
+        return _containers(found[0], found[1], section, first_index), found[2]
     buf, lo, hi = region.buf, region.start, region.start + region.size
     find = buf.find if hasattr(buf, "find") else bytes(buf).find  # mmap and bytes search in C
     out: list[FatbinContainer] = []
@@ -276,9 +336,11 @@ def _checked_entries(buf, at: int, fat_size: int, shift: int, container: int) ->
             name = None
             if name_off and name_len and name_off + name_len <= hsize + size:
                 name = bytes(buf[off + name_off : off + name_off + name_len]).rstrip(b"\0").decode("utf-8", "replace")
-            out.append(FatbinEntry(off + shift, _KINDS.get(kind, "unknown"), kind, arch, bool(flags & FLAG_ARCH_SPECIFIC),
+            kind_name = _KINDS.get(kind, "unknown")
+            out.append(FatbinEntry(off + shift, kind_name, kind, arch, bool(flags & FLAG_ARCH_SPECIFIC),
                                    bool(flags & FLAG_FAMILY_SPECIFIC), (major, minor), flags, hsize, off + hsize + shift, size,
-                                   csize if compression else 0, dsize if compression else 0, compression, options, name, container))
+                                   csize if compression else 0, dsize if compression else 0, compression, options, name, container,
+                                   _target(kind_name, arch, flags)))
         off += hsize + size
     return tuple(out)
 
@@ -359,6 +421,7 @@ def _entries(body: Region, container: int) -> tuple[FatbinEntry, ...]:
                 options=_options(body, off, header_size, opt_off),
                 name=_name(body, off, header_size + size, name_off, name_len),
                 container=container,
+                target=_target(_KINDS.get(kind, "unknown"), arch, flags),
             )
         )
         off += header_size + size
@@ -432,9 +495,7 @@ def _read_region(region: Region, name: str) -> Fatbin | None:
 def _renumber(c: FatbinContainer, index: int) -> FatbinContainer:
     if all(e.container == index for e in c.entries):
         return c
-    from dataclasses import replace
-
-    return replace(c, entries=tuple(replace(e, container=index) for e in c.entries))
+    return c._replace(entries=tuple(e._replace(container=index) for e in c.entries))
 
 
 def entry_payload(path: str | os.PathLike[str], entry: FatbinEntry, *, decompress: bool = True, cap: int = DEFAULT_CAP) -> bytes:
