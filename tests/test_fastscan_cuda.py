@@ -28,10 +28,10 @@ from aotwheel.backends.nvidia import fatbin as fb
 from aotwheel.errors import InspectError
 from aotwheel.formats import fastscan
 from aotwheel.formats.elf import open_elf
-
-pytestmark = pytest.mark.usefixtures("large_binaries", "nvcc")
 from aotwheel.formats.region import Region
 from aotwheel.inspector import inspect
+
+pytestmark = pytest.mark.usefixtures("large_binaries", "nvcc")
 
 EXAMPLES = int(os.environ.get("AOTWHEEL_FASTSCAN_EXAMPLES", "300"))  # fuzz/fastscan_asan.py --examples raises it
 OPS = st.tuples(st.sampled_from(fu.OPS), st.integers(-4096, 1 << 30), st.integers(0, 1 << 16), st.integers(0, 1 << 16))
