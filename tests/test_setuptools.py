@@ -157,8 +157,9 @@ def test_setuptools_bad_devlist_fails_before_cmake_with_one_line(tmp_path: Path)
         _devlist_defines(CMakeExtension("x._y", devlist='pvc"; touch pwned'))
     assert "\n" not in str(info.value)
     assert _devlist_defines(CMakeExtension("x._y", devlist="pvc", jit_fallback=False)) == [
-        "-DUSE_AOT_DEVLIST=pvc", "-DUSE_AOT_JIT_FALLBACK=OFF",
+        "-DUSE_AOT_DEVLIST=pvc", "-DUSE_AOT_JIT_FALLBACK=OFF", "-UUSE_AOT_COMPRESS",
     ]
+    assert _devlist_defines(CMakeExtension("x._y", devlist="pvc", compress=False))[-1] == "-DUSE_AOT_COMPRESS=OFF"
 
 
 def test_setuptools_missing_module_names_the_install_rule(tmp_path: Path) -> None:

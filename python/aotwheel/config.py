@@ -6,7 +6,8 @@ import it inside pip's isolated build environment.
 
 CMake reads ``USE_AOT_DEVLIST`` / ``TORCH_XPU_ARCH_LIST`` / ``USE_AOT_JIT_FALLBACK`` /
 ``USE_AOT_FIELD_DEFAULTS`` as CMake variables at configure time and passes them to the Python
-resolver (``USE_AOT_COMPRESS`` too: the resolver passes its word to CMake as ``compress_env``); the names and
+resolver (``USE_AOT_COMPRESS`` too: the resolver passes its word, else this default, to CMake as
+``compress`` in its JSON); the names and
 defaults here are the ones it must agree with.
 
 The device list comes from the first of these that is set and not empty (:func:`devlist_choice`):
@@ -40,7 +41,7 @@ TORCH_ARCH_LIST = Variable("TORCH_XPU_ARCH_LIST", None,
 FIELD_DEFAULTS = Variable("USE_AOT_FIELD_DEFAULTS", "ON",
                           "pass the ocloc/icpx options IPEX and torch-xpu-ops pass (fp64 poisoning, auto large GRF, > 4 GB buffers; ON/OFF)")
 JIT_FALLBACK = Variable("USE_AOT_JIT_FALLBACK", "ON", "keep SPIR-V / PTX for devices without native code (ON/OFF)")
-COMPRESS = Variable("USE_AOT_COMPRESS", "OFF",
+COMPRESS = Variable("USE_AOT_COMPRESS", "ON",
                     "embed the open toolchain's device images zstd-compressed, one frame per image (ON/OFF; "
                     "CMake variable, then environment; aotwheel_add_device_code's COMPRESS wins)")
 JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
