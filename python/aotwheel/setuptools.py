@@ -18,9 +18,10 @@ gets the same extension, manifest and hook::
 
 ``USE_AOT_DEVLIST`` (and ``USE_AOT_JIT_FALLBACK``, ``USE_AOT_COMPRESS``) come from
 ``CMakeExtension(devlist=..., jit_fallback=..., compress=...)``, else from the environment, else
-aotwheel's default (compressed images: ON); they reach CMake as ``-DUSE_AOT_DEVLIST=...``. CMake runs ``cmake --install`` into a staging prefix that stands for
-the wheel's root (what scikit-build-core does), and everything installed there is copied into
-the build (or, with ``--inplace``, the source) tree. ``cmake`` and ``ninja`` are the first on PATH
+aotwheel's default (compressed images: ON); they reach CMake as ``-DUSE_AOT_DEVLIST=...``. CMake
+runs ``cmake --install`` into a staging prefix that stands for the wheel's root (what
+scikit-build-core does), and everything installed there is copied into the build (or, with
+``--inplace``, the source) tree. ``cmake`` and ``ninja`` are the first on PATH
 that runs (a venv's ``bin/cmake`` shim of the cmake PyPI package does not run inside pip's isolated
 build environment), else those of the ``cmake`` / ``ninja`` PyPI packages in this environment
 (``build-system.requires``). ``py_limited_api=True`` (or ``"cp310"``) builds against the stable ABI
