@@ -287,3 +287,34 @@ def test_compress_without_zstandard_in_the_build_python_stops_configure(tmp_path
     assert (f"aotwheel_add_device_code: USE_AOT_COMPRESS ON (aotwheel's default when unset) needs the Python module "
             f"zstandard in {bare}.") in text, text
     assert "or set USE_AOT_COMPRESS OFF." in text
+
+
+@pytest.mark.cuda
+def test_nvidia_only_devlist_needs_no_zstandard_for_the_default(tmp_path):
+    # A list naming no Intel device embeds no image through aotwheel_add_device_code, so the
+    # default COMPRESS ON asks nothing of the build's Python there (the NVIDIA images are CUDA's).
+    from _cuda_util import nvcc_path
+
+    require("cmake", "ninja", "cc")
+    bare = "/usr/bin/python3"
+    if not os.path.exists(bare) or subprocess.run([bare, "-c", "import zstandard"], capture_output=True).returncode == 0:
+        pytest.skip(f"{bare} is missing or has zstandard")
+    src = tmp_path / "src"
+    src.mkdir()
+    gemm = REPO / "csrc" / "kernels" / "gemm.cl"
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.21)\nproject(zpkg LANGUAGES C)\nfind_package(aotwheel CONFIG REQUIRED)\n"
+        "add_library(ext MODULE ext.c)\naotwheel_resolve_devlist(DL)\n"
+        f"aotwheel_add_device_code(ext SOURCES {gemm} DEVLIST DL NAME zk)\n"
+        f"aotwheel_add_cuda_device_code(ext SOURCES {gemm} DEVLIST DL NAME zk)\n")
+    (src / "ext.c").write_text("unsigned long count(void) { return 0; }\n")
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="sm_90", AOTWHEEL_NVCC=nvcc_path())
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-DPython_EXECUTABLE={bare}",
+                           f"-Daotwheel_DIR={REPO / 'cmake'}"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "zstandard" not in proc.stderr
+    # The same project with an Intel device does need it.
+    env["USE_AOT_DEVLIST"] = "sm_90,tgllp"
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b2"), f"-DPython_EXECUTABLE={bare}",
+                           f"-Daotwheel_DIR={REPO / 'cmake'}"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0 and "needs the Python module zstandard" in " ".join(proc.stderr.split()), proc.stderr
