@@ -5,7 +5,7 @@
 #                            [DEVICES <name>...]         # or explicit devices (resolved by aotwheel)
 #                            [JIT_FALLBACK ON|OFF]
 #                            [FIELD_DEFAULTS ON|OFF]     # default USE_AOT_FIELD_DEFAULTS, else ON
-#                            [COMPRESS ON|OFF]           # default USE_AOT_COMPRESS, else OFF
+#                            [COMPRESS ON|OFF]           # default USE_AOT_COMPRESS, else ON
 #                            [OPTIONS <ocloc -options string>]  # added to the field defaults
 #                            [CLANG_OPTIONS <arg>...]
 #                            [NAME <image set name>]     # C identifier; default: the target name
@@ -147,13 +147,16 @@ endfunction()
 
 # _aotwheel_compress_setting(<fn> <out>): ON or OFF, whether images are embedded zstd-compressed:
 # the caller's COMPRESS argument, else USE_AOT_COMPRESS (CMake variable, then environment: the
-# resolver's "compress" in dev_JSON; CMake reads no USE_AOT_* environment variable itself), else OFF.
+# resolver's "compress" in dev_JSON; CMake reads no USE_AOT_* environment variable itself), else ON
+# (aotwheel.config.COMPRESS's default, which the resolver also writes when neither is set).
 function(_aotwheel_compress_setting fn out)
-  set(value OFF)
+  set(value ON)
   set(from "USE_AOT_COMPRESS")
+  set(said "USE_AOT_COMPRESS ON (aotwheel's default when unset)")
   if(DEFINED ARG_COMPRESS)
     set(value "${ARG_COMPRESS}")
     set(from "COMPRESS")
+    set(said "COMPRESS ON")
   else()  # USE_AOT_COMPRESS: the CMake variable, else the environment, as the resolver passed them on
     string(JSON word ERROR_VARIABLE err GET "${dev_JSON}" compress)
     if(NOT err AND NOT word STREQUAL "")
@@ -161,7 +164,7 @@ function(_aotwheel_compress_setting fn out)
     endif()
   endif()
   _aotwheel_check_switch(${fn} ${from} "${value}")
-  if(NOT value)
+  if(NOT value OR NOT (dev OR dev_SPIRV))  # a list with no Intel device embeds no image here
     set(${out} OFF PARENT_SCOPE)
     return()
   endif()
@@ -169,7 +172,7 @@ function(_aotwheel_compress_setting fn out)
   # environment of a project that does not require it) they would fail at build time, edge by edge.
   execute_process(COMMAND "${Python_EXECUTABLE}" -c "import zstandard" RESULT_VARIABLE missing OUTPUT_QUIET ERROR_QUIET)
   if(NOT missing EQUAL 0)
-    message(FATAL_ERROR "${fn}: ${from} ON needs the Python module zstandard in ${Python_EXECUTABLE}. "
+    message(FATAL_ERROR "${fn}: ${said} needs the Python module zstandard in ${Python_EXECUTABLE}. "
                         "Add \"zstandard\" to build-system.requires (or pip install zstandard), or set ${from} OFF.")
   endif()
   set(${out} ON PARENT_SCOPE)

@@ -5,7 +5,7 @@
 #                        [JIT_FALLBACK ON|OFF]        # keep generic SPIR-V (spir64) for JIT; default from the resolver
 #                        [FIELD_DEFAULTS ON|OFF]      # the field's options (below); default USE_AOT_FIELD_DEFAULTS, else ON
 #                        [OPTIONS <ocloc-option>...]  # passed as -Xs "-device <list> -options '<options>'", after the field's
-#                        [COMPRESS ON|OFF]            # --offload-compress; default ON
+#                        [COMPRESS ON|OFF]            # --offload-compress; default USE_AOT_COMPRESS, else ON
 #                        [PARALLEL_LINK_JOBS <n>]     # -fsycl-max-parallel-link-jobs=<n>; default with field
 #                                                     # defaults: $ENV{MAX_JOBS} if <= the CPU count, else the CPU count
 #                        [DESTINATION <package dir>]  # install _aot_manifest.json (+ _aot.py) there
@@ -207,6 +207,14 @@ function(aotwheel_target_sycl target)
   _aotwheel_sycl_resolve(dl)
   _aotwheel_vendors_built(intel nvidia)  # -fsycl-targets carries both vendors' targets
   _aotwheel_sycl_field(${fn} field)
+  if(NOT DEFINED arg_COMPRESS)  # USE_AOT_COMPRESS, as the resolver passed it on (else its default, ON):
+    # one switch for icpx's --offload-compress and aotwheel_add_device_code's own images
+    string(JSON word ERROR_VARIABLE err GET "${dl_JSON}" compress)
+    if(NOT err AND NOT word STREQUAL "")
+      _aotwheel_check_switch(${fn} USE_AOT_COMPRESS "${word}")
+      set(arg_COMPRESS "${word}")
+    endif()
+  endif()
   set(extra "")
   foreach(name IN ITEMS COMPRESS PARALLEL_LINK_JOBS)
     if(DEFINED arg_${name})

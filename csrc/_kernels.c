@@ -1,8 +1,9 @@
 /* aotwheel._kernels: this repository's OpenCL C kernels, embedded ahead of time.
  *
  * The images are placed by aotwheel_add_device_code (NAME kernels) into icpx-style sections with
- * a .tgtimg table; this module only hands them to Python as bytes (zstd frames when built with
- * USE_AOT_COMPRESS=ON: aotwheel.opencl.inflate() gives the image back). Stable ABI (abi3, 3.10+):
+ * a .tgtimg table; this module only hands them to Python as bytes, as stored: zstd frames by
+ * default (USE_AOT_COMPRESS ON; aotwheel.opencl.inflate() gives the image back), the plain
+ * images with USE_AOT_COMPRESS=OFF. Stable ABI (abi3, 3.10+):
  * device code does not depend on the Python version. */
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030A0000
@@ -99,8 +100,9 @@ static PyObject *k_kernel_names(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"fatbinary", k_fatbinary, METH_VARARGS,
-     "fatbinary(index=0) -> bytes: the index-th ocloc fat binary (ar; one per kernel source)."},
-    {"spirv", k_spirv, METH_VARARGS, "spirv(index=0) -> bytes: the index-th SPIR-V module (one per kernel source)."},
+     "fatbinary(index=0) -> bytes: the index-th ocloc fat binary (ar; one per kernel source), as stored: "
+     "a zstd frame unless built with USE_AOT_COMPRESS=OFF (aotwheel.opencl.inflate gives the ar)."},
+    {"spirv", k_spirv, METH_VARARGS, "spirv(index=0) -> bytes: the index-th SPIR-V module (one per kernel source), as stored (see fatbinary)."},
     {"images", k_images, METH_NOARGS, "images() -> list of (triple, source file, bytes), in .tgtimg order."},
     {"kernel_names", k_kernel_names, METH_NOARGS, "kernel_names() -> list of kernel names (from .tgtsym)."},
     {NULL, NULL, 0, NULL},

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import REPO
+from conftest import REPO, unzstd  # noqa: F401 (re-exported to the aotdemo tests)
 
 EXAMPLE = REPO / "examples" / "downstream"
 

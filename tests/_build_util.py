@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import REPO, require  # noqa: F401 (re-exported to the build tests)
+from conftest import REPO, require, unzstd  # noqa: F401 (re-exported to the build tests)
 from conftest import run_tool as run
 
 PYTHONPATH = str(REPO / "python")
@@ -97,6 +97,7 @@ def build_env(cache: Path, **extra: str) -> dict[str, str]:
     env["AOTWHEEL_CACHE_DIR"] = str(cache)
     env.pop("USE_AOT_DEVLIST", None)
     env.pop("USE_AOT_JIT_FALLBACK", None)
+    env.pop("USE_AOT_COMPRESS", None)  # aotwheel's default (ON) unless a test says otherwise
     env.update(extra)
     return env
 
@@ -105,7 +106,12 @@ def build_env(cache: Path, **extra: str) -> dict[str, str]:
 class Embedded:
     triple: str        # section name suffix after "__CLANG_OFFLOAD_BUNDLE__sycl-"
     vaddr: int
-    data: bytes
+    data: bytes        # as embedded: one zstd frame with COMPRESS ON (the default)
+
+    @property
+    def image(self) -> bytes:
+        """The image a COMPRESS ON (default) build embedded, decompressed by zstandard itself."""
+        return unzstd(self.data)
 
 
 def embedded_images(so: Path) -> list[Embedded]:

@@ -104,6 +104,26 @@ def require_legacy_ocloc() -> None:
                     "images of Debian 12's ocloc 22.43 (the bookworm CI lane)")
 
 
+ZSTD_MAGIC = bytes.fromhex("28b52ffd")
+
+
+def unzstd(stored: bytes) -> bytes:
+    """An image aotwheel_add_device_code embedded compressed (COMPRESS ON, the default), read back
+    by the zstandard library itself, not by aotwheel's reader under test: exactly one frame, which
+    declares its decompressed size and holds that many bytes (its checksum checked by zstandard)."""
+    import zstandard
+
+    assert stored[:4] == ZSTD_MAGIC, f"embedded image is not a zstd frame (starts {stored[:4].hex()}); was it built with COMPRESS OFF?"
+    declared = zstandard.get_frame_parameters(stored).content_size
+    assert 0 < declared < zstandard.CONTENTSIZE_UNKNOWN, f"zstd frame declares no size ({declared})"
+    assert zstandard.frame_content_size(stored) == declared
+    dobj = zstandard.ZstdDecompressor().decompressobj()
+    data = dobj.decompress(stored)
+    assert dobj.eof and not dobj.unused_data, "bytes after the image's zstd frame"
+    assert len(data) == declared, (len(data), declared)
+    return data
+
+
 def require(*tools: str) -> None:
     """Skip (only) when a tool the test drives is not installed; CI installs them all."""
     missing = [t for t in tools if shutil.which(t) is None]

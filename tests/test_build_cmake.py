@@ -46,7 +46,11 @@ def _configure_build(src: Path, build: Path, env: dict[str, str], *defs: str, jo
 
 @pytest.fixture(scope="module")
 def repo_build(tmp_path_factory):
-    """The repository's own extension, devlist pvc,ats-m150, built twice: cold and warm cache."""
+    """The repository's own extension, devlist pvc,ats-m150, built twice: cold and warm cache.
+
+    The cold build compresses its images (COMPRESS ON, aotwheel's default); the warm one, with
+    another Python (pyenv's have no zstandard, which COMPRESS ON needs), passes USE_AOT_COMPRESS=OFF:
+    its plain images must equal the cold build's, decompressed."""
     require(*TOOLS)
     root = tmp_path_factory.mktemp("repo")
     wrapper, log = ocloc_logger(root / "bin")
@@ -56,7 +60,7 @@ def repo_build(tmp_path_factory):
     all_cold = log.read_text().splitlines()
     # A fresh build dir, same kernels and devlist, another Python when one is installed: no ocloc at all.
     other = (other_pythons() or [sys.executable])[0]
-    _configure_build(REPO, root / "b2", env, "-DUSE_AOT_DEVLIST=pvc,ats-m150", python=other)
+    _configure_build(REPO, root / "b2", env, "-DUSE_AOT_DEVLIST=pvc,ats-m150", "-DUSE_AOT_COMPRESS=OFF", python=other)
     all_warm = log.read_text().splitlines()[len(all_cold):]
     so1 = next((root / "b1").glob("_kernels*.so"))
     so2 = next((root / "b2").glob("_kernels*.so"))
@@ -82,8 +86,8 @@ def test_fresh_build_dir_with_warm_cache_runs_no_ocloc(repo_build):
     assert sum(e[0] == "hit" and not e[2].startswith("spirv") for e in events) == len(SOURCES) * 2
     # and the fresh build dir's SPIR-V steps were local hits too (no clang)
     assert sum(e[0] == "spirv-hit" for e in events) == len(SOURCES)
-    a = [i.data for i in embedded_images(repo_build["so"])]
-    b = [i.data for i in embedded_images(repo_build["so_warm"])]
+    a = [i.image for i in embedded_images(repo_build["so"])]  # COMPRESS ON (default): zstandard decompresses
+    b = [i.data for i in embedded_images(repo_build["so_warm"])]  # USE_AOT_COMPRESS=OFF: as ocloc/llvm-spirv wrote them
     assert a == b
 
 
@@ -101,7 +105,7 @@ def test_fat_binaries_hold_each_device_and_generic_ir(repo_build, tmp_path):
     assert expected[1:4:2] == ["64.12.60.7", "64.12.55.8"]  # docs/formats.md §2
     for n, img in enumerate(i for i in embedded_images(repo_build["so"]) if i.triple == "spir64_gen"):
         path = tmp_path / f"fat{n}.ar"
-        path.write_bytes(img.data)
+        path.write_bytes(img.image)
         assert ar_members(path) == expected
 
 
@@ -111,7 +115,7 @@ def test_native_images_are_real_device_code(repo_build, tmp_path):
     for source, img in zip(SOURCES, fats):
         kernels = _kernels_in(source, tmp_path)
         fat = tmp_path / f"{source.stem}.ar"
-        fat.write_bytes(img.data)
+        fat.write_bytes(img.image)
         for device, platform in IGA.items():
             member = tmp_path / f"{source.stem}.{device}.bin"
             ar_extract(fat, f"64.{ocloc_ip(device)}", member)
@@ -122,7 +126,7 @@ def test_native_images_are_real_device_code(repo_build, tmp_path):
 
 
 def test_spirv_images_equal_an_independent_compile(repo_build, tmp_path):
-    spirvs = [i.data for i in embedded_images(repo_build["so"]) if i.triple == "spir64"]
+    spirvs = [i.image for i in embedded_images(repo_build["so"]) if i.triple == "spir64"]
     refs = [compile_spirv(s, tmp_path / (s.stem + ".spv")) for s in SOURCES]
     assert spirvs == refs
     assert all(s[:4] == bytes.fromhex("03022307") for s in spirvs)
@@ -161,7 +165,9 @@ def test_manifest_reports_devlist_toolchain_and_sizes(repo_build, tmp_path):
     run(["ocloc", "query", "OCL_DRIVER_VERSION"], cwd=tmp_path)  # writes ./OCL_DRIVER_VERSION
     assert m["toolchain"]["ocloc_version"] == (tmp_path / "OCL_DRIVER_VERSION").read_text().strip(" \0\n")
     images = embedded_images(repo_build["so"])
-    assert [(i["triple"], i["size"]) for i in m["images"]] == [(i.triple, len(i.data)) for i in images]
+    # size/sha256: the image's own; compression: the frame embedded (COMPRESS ON, the default)
+    assert [(i["triple"], i["size"]) for i in m["images"]] == [(i.triple, len(i.image)) for i in images]
+    assert [i["compression"]["size"] for i in m["images"]] == [len(i.data) for i in images]
 
 
 def test_no_op_rebuild_does_nothing(repo_build):
@@ -228,7 +234,7 @@ def test_downstream_four_devices_run_two_ocloc_jobs_at_once_with_j2(tmp_path):
         assert sum(s <= t < e for s, e, _ in ocloc_edges) <= 2
     images = embedded_images(next((tmp_path / "b").glob("libmyext*.so")))
     fat = tmp_path / "fat.ar"
-    fat.write_bytes(images[0].data)
+    fat.write_bytes(images[0].image)
     ips = [ocloc_ip(d) for d in ("pvc", "acm-g10", "acm-g11", "tgllp")]
     assert [m for m in ar_members(fat) if not m.startswith("pad_")] == [f"64.{ip}" for ip in ips] + ["generic_ir"]
 
@@ -260,7 +266,7 @@ def test_downstream_jit_fallback_off_has_no_spirv(tmp_path, how):
     images = embedded_images(next((tmp_path / "b").glob("libmyext*.so")))
     assert [i.triple for i in images] == ["spir64_gen"]
     fat = tmp_path / "fat.ar"
-    fat.write_bytes(images[0].data)
+    fat.write_bytes(images[0].image)
     assert ar_members(fat) == ["pad_0", f"64.{ocloc_ip('pvc')}"]
 
 

@@ -48,7 +48,7 @@ def _fat_members(so: Path, tmp: Path) -> list[list[str]]:
     out = []
     for n, img in enumerate(i for i in embedded_images(so) if i.triple == "spir64_gen"):
         p = tmp / f"m{n}.ar"
-        p.write_bytes(img.data)
+        p.write_bytes(img.image)  # COMPRESS ON (default): decompressed by zstandard
         out.append([m for m in ar_members(p) if not m.startswith("pad_")])
     return out
 
@@ -92,7 +92,7 @@ def test_env_devlist_gives_native_images_for_both_ips_and_spirv(wheels, tmp_path
     assert ips == ["64.12.60.7", "64.12.55.8"]
     members = _fat_members(so, tmp_path)
     assert members and all(m == ips + ["generic_ir"] for m in members)
-    assert any(i.triple == "spir64" and i.data[:4] == bytes.fromhex("03022307") for i in embedded_images(so))
+    assert any(i.triple == "spir64" and i.image[:4] == bytes.fromhex("03022307") for i in embedded_images(so))
 
 
 def test_cmake_define_wins_and_gives_a_pvc_only_wheel(wheels, tmp_path):

@@ -55,6 +55,20 @@ def test_reads_environment_and_default() -> None:
     assert flag.stdout.strip() == "spir64_gen"
 
 
+def test_json_compress_word_for_cmake_defaults_to_on() -> None:
+    # What aotwheel_add_device_code / aotwheel_target_sycl read: CMake's USE_AOT_COMPRESS (--compress),
+    # else the environment's, as written (CMake checks the word), else aotwheel's default, ON.
+    def word(*args: str, **env: str) -> str:
+        proc = aotwheel("resolve", "pvc", "--json", *args, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["compress"]
+
+    assert word() == "ON"
+    assert word(USE_AOT_COMPRESS=" ") == "ON"  # empty counts as unset
+    assert word(USE_AOT_COMPRESS="off") == "off"
+    assert word("--compress=OFF", USE_AOT_COMPRESS="ON") == "OFF"
+
+
 def test_family_output_names_products() -> None:
     proc = aotwheel("resolve", "xe-hpg")
     assert proc.returncode == 0

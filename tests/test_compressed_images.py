@@ -1,6 +1,7 @@
 """Compressed device images of the open toolchain (aotwheel_add_device_code COMPRESS ON /
-USE_AOT_COMPRESS=ON): each embedded image one zstd frame, read back by the inspector, the OpenCL
-loader and the selftest; damaged or oversized frames are one clear error, never a wrong kernel."""
+USE_AOT_COMPRESS=ON, the default): each embedded image one zstd frame, read back by the inspector,
+the OpenCL loader and the selftest; damaged or oversized frames are one clear error, never a wrong
+kernel. The compressed wheel below is the default build (nothing set); the plain one says OFF."""
 
 from __future__ import annotations
 
@@ -109,8 +110,11 @@ def test_frame_without_a_content_size_or_with_trailing_bytes_is_refused(spirv):
 
 
 def _wheel(root: Path, compress: str) -> Path:
+    """The repository's wheel; ``compress`` "ON": the default build (USE_AOT_COMPRESS unset)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("USE_AOT_")}
-    env.update(USE_AOT_DEVLIST=DEVLIST, USE_AOT_COMPRESS=compress, AOTWHEEL_CACHE_DIR=str(root / "cache"))
+    env.update(USE_AOT_DEVLIST=DEVLIST, AOTWHEEL_CACHE_DIR=str(root / "cache"))
+    if compress != "ON":
+        env["USE_AOT_COMPRESS"] = compress
     flags = ["--no-build-isolation"] if importlib.util.find_spec("scikit_build_core") else []
     dist = root / f"dist-{compress}"
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", *flags, "-w", str(dist), str(REPO),
@@ -147,6 +151,13 @@ def test_compressed_build_lists_the_same_targets_with_both_sizes(wheels, tmp_pat
         assert not p.compressed and q.compressed and q.kind == "zstd"
         assert q.decompressed_size == p.size > q.size
         assert image_bytes(packed_path, q) == image_bytes(tmp_path / "off" / packed_path.relative_to(tmp_path / "on"), p)
+    # The wheels themselves: the same targets, the default one compressed.
+    whole = {c: inspect(w).files for c, w in wheels.items()}
+    listed = {c: [(f.path.split("!", 1)[1], sorted((t.name, t.ip, t.member) for t in f.native_targets)) for f in files]
+              for c, files in whole.items()}
+    assert listed["ON"] == listed["OFF"] and {t[0] for _, ts in listed["ON"] for t in ts} == {"tgllp", "pvc"}
+    assert [i.compressed for f in whole["ON"] for i in f.images] == [True] * 8
+    assert [i.compressed for f in whole["OFF"] for i in f.images] == [False] * 8
     # The CLI's reports carry both sizes too.
     text = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", str(packed_path)], capture_output=True, text=True)
     stored, inflated = sum(i.size for i in packed.images), sum(i.decompressed_size for i in packed.images)
@@ -237,8 +248,9 @@ def _embeds_frames(build: Path) -> bool:
 
 
 @pytest.mark.parametrize(("extra", "defs", "env", "expected"), [
-    ("", (), {}, False),                                                         # default OFF
-    ("", (), {"USE_AOT_COMPRESS": "ON"}, True),                                  # environment
+    ("", (), {}, True),                                                          # default ON
+    ("", (), {"USE_AOT_COMPRESS": "OFF"}, False),                                # environment
+    ("", (), {"USE_AOT_COMPRESS": "ON"}, True),
     ("", ("-DUSE_AOT_COMPRESS=ON",), {"USE_AOT_COMPRESS": "OFF"}, True),         # CMake variable before environment
     ("COMPRESS OFF", ("-DUSE_AOT_COMPRESS=ON",), {}, False),                     # the argument wins
     ("COMPRESS ON", (), {}, True),
@@ -270,3 +282,38 @@ def test_compress_without_zstandard_in_the_build_python_stops_configure(tmp_path
     assert proc.returncode != 0
     assert f"aotwheel_add_device_code: COMPRESS ON needs the Python module zstandard in {bare}." in text, text
     assert 'Add "zstandard" to build-system.requires' in text
+    # Nothing set: the default asks for zstandard too, and the line says so and how to turn it off.
+    proc, _ = _configure(tmp_path, "q", "", f"-DPython_EXECUTABLE={bare}")
+    text = " ".join(proc.stderr.split())
+    assert proc.returncode != 0
+    assert (f"aotwheel_add_device_code: USE_AOT_COMPRESS ON (aotwheel's default when unset) needs the Python module "
+            f"zstandard in {bare}.") in text, text
+    assert "or set USE_AOT_COMPRESS OFF." in text
+
+
+def test_nvidia_only_devlist_needs_no_zstandard_for_the_default(tmp_path, nvcc: str):
+    # A list naming no Intel device embeds no image through aotwheel_add_device_code, so the
+    # default COMPRESS ON asks nothing of the build's Python there (the NVIDIA images are CUDA's).
+    require("cmake", "ninja", "cc")
+    bare = "/usr/bin/python3"
+    if not os.path.exists(bare) or subprocess.run([bare, "-c", "import zstandard"], capture_output=True).returncode == 0:
+        pytest.skip(f"{bare} is missing or has zstandard")
+    src = tmp_path / "src"
+    src.mkdir()
+    gemm = REPO / "csrc" / "kernels" / "gemm.cl"
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.21)\nproject(zpkg LANGUAGES C)\nfind_package(aotwheel CONFIG REQUIRED)\n"
+        "add_library(ext MODULE ext.c)\naotwheel_resolve_devlist(DL)\n"
+        f"aotwheel_add_device_code(ext SOURCES {gemm} DEVLIST DL NAME zk)\n"
+        f"aotwheel_add_cuda_device_code(ext SOURCES {gemm} DEVLIST DL NAME zk)\n")
+    (src / "ext.c").write_text("unsigned long count(void) { return 0; }\n")
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="sm_90", AOTWHEEL_NVCC=nvcc)
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-DPython_EXECUTABLE={bare}",
+                           f"-Daotwheel_DIR={REPO / 'cmake'}"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "zstandard" not in proc.stderr
+    # The same project with an Intel device does need it.
+    env["USE_AOT_DEVLIST"] = "sm_90,tgllp"
+    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b2"), f"-DPython_EXECUTABLE={bare}",
+                           f"-Daotwheel_DIR={REPO / 'cmake'}"], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0 and "needs the Python module zstandard" in " ".join(proc.stderr.split()), proc.stderr

@@ -3,7 +3,8 @@
 aotwheel is pip-installed into a --target directory; the example is then built by pip +
 scikit-build-core with --no-build-isolation and that directory on PYTHONPATH, so CMake's
 find_package(aotwheel CONFIG) finds it through the "cmake.root" entry point. The wheel is
-checked with readelf / objcopy / ar and by importing the built module.
+checked with readelf / objcopy / ar and by importing the built module; its images are embedded
+compressed (COMPRESS ON, aotwheel's default) and decompressed by the zstandard library itself.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from _aotdemo_util import (
     ACM_G10_MEMBER, FAT_SECTION, PVC_MEMBER, REPO, SPIRV_MAGIC, SPIRV_SECTION,
-    ar_members, copy_example, section_bytes, section_names, unpack,
+    ar_members, copy_example, section_bytes, section_names, unpack, unzstd,
 )
 
 pytestmark = pytest.mark.usefixtures("builds")
@@ -60,16 +61,16 @@ def test_downstream_default_devlist_against_installed_aotwheel(installed_aotwhee
     unpacked = unpack(wheel, tmp_path / "unpacked")
     so = unpacked / "aotdemo" / "_demo.abi3.so"
     assert {FAT_SECTION, SPIRV_SECTION, ".tgtimg", ".tgtsym"} <= set(section_names(so))
-    fat = section_bytes(so, FAT_SECTION, tmp_path)
-    assert sorted(ar_members(fat, tmp_path)) == sorted([PVC_MEMBER, ACM_G10_MEMBER, "generic_ir"])
+    fat = section_bytes(so, FAT_SECTION, tmp_path)  # one zstd frame: COMPRESS ON is the default
+    assert sorted(ar_members(unzstd(fat), tmp_path)) == sorted([PVC_MEMBER, ACM_G10_MEMBER, "generic_ir"])
     assert not (unpacked / "aotdemo" / "_demo.c").exists()  # sources stay out of the wheel
 
-    code = "import aotdemo, json; print(json.dumps([(t, b[:4].hex(), len(b)) for t, b in aotdemo.images()]))"
+    code = "import aotdemo, json; print(json.dumps([(t, b.hex()) for t, b in aotdemo.images()]))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(unpacked)}, check=True)
-    images = json.loads(run.stdout)
-    assert [(t, magic) for t, magic, _ in images] == [("spir64_gen", b"!<ar".hex()), ("spir64", SPIRV_MAGIC.hex())]
-    assert images[0][2] == len(fat)
+    images = [(t, bytes.fromhex(h)) for t, h in json.loads(run.stdout)]
+    assert [(t, unzstd(b)[:4]) for t, b in images] == [("spir64_gen", b"!<ar"), ("spir64", SPIRV_MAGIC)]
+    assert images[0][1] == fat
 
 
 def test_downstream_none_from_environment_is_spirv_only(installed_aotwheel: Path, tmp_path: Path) -> None:
@@ -78,14 +79,14 @@ def test_downstream_none_from_environment_is_spirv_only(installed_aotwheel: Path
     so = unpack(_only_wheel(tmp_path), tmp_path / "u") / "aotdemo" / "_demo.abi3.so"
     names = section_names(so)
     assert FAT_SECTION not in names
-    assert section_bytes(so, SPIRV_SECTION, tmp_path).startswith(SPIRV_MAGIC)
+    assert unzstd(section_bytes(so, SPIRV_SECTION, tmp_path)).startswith(SPIRV_MAGIC)
 
 
 def test_downstream_config_setting_define_overrides_environment(installed_aotwheel: Path, tmp_path: Path) -> None:
     proc, _ = _build(installed_aotwheel, tmp_path, devlist="none", config=("-C", "cmake.define.USE_AOT_DEVLIST=ats-m150"))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     so = unpack(_only_wheel(tmp_path), tmp_path / "u") / "aotdemo" / "_demo.abi3.so"
-    assert ar_members(section_bytes(so, FAT_SECTION, tmp_path), tmp_path) == [ACM_G10_MEMBER, "generic_ir"]
+    assert ar_members(unzstd(section_bytes(so, FAT_SECTION, tmp_path)), tmp_path) == [ACM_G10_MEMBER, "generic_ir"]
 
 
 def test_downstream_empty_devlist_is_unset_then_torch_xpu_arch_list(installed_aotwheel: Path, tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def test_downstream_empty_devlist_is_unset_then_torch_xpu_arch_list(installed_ao
     proc, _ = _build(installed_aotwheel, tmp_path, devlist="", TORCH_XPU_ARCH_LIST="pvc")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     so = unpack(_only_wheel(tmp_path), tmp_path / "u") / "aotdemo" / "_demo.abi3.so"
-    assert ar_members(section_bytes(so, FAT_SECTION, tmp_path), tmp_path) == [PVC_MEMBER, "generic_ir"]
+    assert ar_members(unzstd(section_bytes(so, FAT_SECTION, tmp_path)), tmp_path) == [PVC_MEMBER, "generic_ir"]
 
 
 def test_downstream_hostile_devlist_stops_the_build(installed_aotwheel: Path, tmp_path: Path) -> None:

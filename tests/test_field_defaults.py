@@ -210,7 +210,7 @@ def test_cmake_build_of_an_fp64_kernel_for_pvc_ats_m150(fp64_spv, tmp_path):
     run(["ninja", "-C", str(tmp_path / "b")], env=env)
     images = embedded_images(next((tmp_path / "b").glob("*ext*.so")))
     fat = tmp_path / "fat.ar"
-    fat.write_bytes(next(i for i in images if i.triple == "spir64_gen").data)
+    fat.write_bytes(next(i for i in images if i.triple == "spir64_gen").image)  # COMPRESS ON (default): via zstandard
     assert [m for m in ar_members(fat) if not m.startswith("pad_")] == [f"64.{PVC_IP}", f"64.{ACM_G10_IP}", "generic_ir"]
     # Each member is what ocloc writes with the field's options for that device (the SPIR-V is
     # the build's own, from clang-15 + llvm-spirv-15 like fp64_spv).

@@ -411,6 +411,29 @@ def test_icpx_golden_configure_function_arguments_win(tmp_path: Path, builds: No
 
 
 @needs_cmake
+def test_icpx_golden_configure_use_aot_compress_is_the_one_switch(tmp_path: Path, builds: None) -> None:
+    # USE_AOT_COMPRESS=OFF (environment, then CMake variable) drops --offload-compress as it drops
+    # aotwheel_add_device_code's zstd frames; unset, icpx gets it (the flags IPEX passes); the
+    # COMPRESS argument wins over the variable.
+    bare = ' -fsycl -fsycl-targets=spir64_gen,spir64 -Xs "-device pvc"'
+    for name, args, defs, env, tail in [
+        ("unset", "", (), {}, bare + " --offload-compress"),
+        ("env-off", "", (), {"USE_AOT_COMPRESS": "OFF"}, bare),
+        ("var-off", "", ("-DUSE_AOT_COMPRESS=OFF",), {"USE_AOT_COMPRESS": "ON"}, bare),
+        ("arg-on", "COMPRESS ON", ("-DUSE_AOT_COMPRESS=OFF",), {}, bare + " --offload-compress"),
+    ]:
+        (tmp_path / name).mkdir()
+        proc, build, _ = _configure(tmp_path / name, args, defs=("-DUSE_AOT_DEVLIST=pvc", "-DUSE_AOT_FIELD_DEFAULTS=OFF", *defs),
+                                    env=_clean_env(**env))
+        assert proc.returncode == 0, proc.stderr
+        assert _link_flags(build).endswith(tail), (name, _link_flags(build))
+    (tmp_path / "bad").mkdir()
+    proc, _, _ = _configure(tmp_path / "bad", "", defs=("-DUSE_AOT_DEVLIST=pvc", "-DUSE_AOT_COMPRESS=zstd"))
+    assert proc.returncode != 0
+    assert "aotwheel_target_sycl: USE_AOT_COMPRESS is 'zstd'. Try: USE_AOT_COMPRESS ON or USE_AOT_COMPRESS OFF" in " ".join(proc.stderr.split())
+
+
+@needs_cmake
 def test_icpx_golden_configure_hostile_devlist_stops_configure(tmp_path: Path, builds: None) -> None:
     pwned = tmp_path / "pwned"
     hostile = f'pvc" ; touch {pwned} ; echo "'

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from _aotdemo_util import (
-    FAT_SECTION, PVC_MEMBER, REPO, SPIRV_SECTION, ar_members, copy_example, section_bytes, section_names, unpack,
+    FAT_SECTION, PVC_MEMBER, REPO, SPIRV_SECTION, ar_members, copy_example, section_bytes, section_names, unpack, unzstd,
 )
 
 pytestmark = pytest.mark.usefixtures("builds")
@@ -117,7 +117,7 @@ def test_matrix_local_build_prints_size_and_targets(installed_aotwheel: Path, tm
         assert report["ir"] == ["spirv"]
 
     pvc_so = unpack(Path(reports["pvc"]["wheel"]), tmp_path / "pvc") / "aotdemo" / "_demo.abi3.so"
-    assert ar_members(section_bytes(pvc_so, FAT_SECTION, tmp_path), tmp_path) == [PVC_MEMBER, "generic_ir"]
+    assert ar_members(unzstd(section_bytes(pvc_so, FAT_SECTION, tmp_path)), tmp_path) == [PVC_MEMBER, "generic_ir"]  # COMPRESS ON (default)
     assert reports["pvc"]["targets"] == ["pvc (12.60.7)"]
 
     none_so = unpack(Path(reports["none"]["wheel"]), tmp_path / "none") / "aotdemo" / "_demo.abi3.so"

@@ -2,7 +2,8 @@
 
 The project is examples/downstream's CMakeLists.txt, kernel and extension with a setup.py in
 place of its scikit-build-core pyproject. Results are read with binutils and by importing the
-built module; expected ar members come from docs/formats.md §2 (see tests/_aotdemo_util.py).
+built module; expected ar members come from docs/formats.md §2 (see tests/_aotdemo_util.py). Images
+are embedded compressed (COMPRESS ON, aotwheel's default) and decompressed by zstandard itself.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from _aotdemo_util import (
     ACM_G10_MEMBER, FAT_SECTION, PVC_MEMBER, REPO, SPIRV_MAGIC, SPIRV_SECTION,
-    ar_members, copy_example, require_tools, section_bytes, section_names, unpack,
+    ar_members, copy_example, require_tools, section_bytes, section_names, unpack, unzstd,
 )
 
 pytestmark = pytest.mark.usefixtures("builds")
@@ -101,34 +102,36 @@ def test_setuptools_project_builds_the_same_extension(tmp_path: Path) -> None:
     names = section_names(so)
     assert FAT_SECTION in names and SPIRV_SECTION in names
 
-    fat = section_bytes(so, FAT_SECTION, tmp_path)
+    fat = unzstd(section_bytes(so, FAT_SECTION, tmp_path))  # one zstd frame: COMPRESS ON is the default
     assert fat.startswith(b"!<arch>\n")
     assert sorted(ar_members(fat, tmp_path)) == sorted([PVC_MEMBER, ACM_G10_MEMBER, "generic_ir"])
 
     # The module itself hands back the same bytes the sections hold.
     images = _images(lib)
     assert [t for t, _ in images] == ["spir64_gen", "spir64"]
-    assert images[0][1] == fat
-    assert images[1][1].startswith(SPIRV_MAGIC)
+    assert images[0][1] == section_bytes(so, FAT_SECTION, tmp_path) and unzstd(images[0][1]) == fat
+    assert unzstd(images[1][1]).startswith(SPIRV_MAGIC)
     assert section_bytes(so, SPIRV_SECTION, tmp_path).startswith(images[1][1])
 
 
 def test_setuptools_devlist_change_rebuilds_in_the_same_tree(tmp_path: Path) -> None:
     # Three builds in one build tree: an unset USE_AOT_DEVLIST must not keep the previous
-    # build's cached list, and `none` must drop the fat binary.
+    # build's cached list, and `none` must drop the fat binary. The second asks for plain images
+    # (USE_AOT_COMPRESS=OFF); the third, with nothing set, is compressed again (the default).
     require_tools()
     project = _project(tmp_path)
     base = tmp_path / "b"
     lib = _build(project, base, _env(USE_AOT_DEVLIST="pvc"))
-    fat = section_bytes(lib / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path)
+    fat = unzstd(section_bytes(lib / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path))
     assert ar_members(fat, tmp_path) == [PVC_MEMBER, "generic_ir"]
 
-    lib = _build(project, base, _env(USE_AOT_DEVLIST="none"))
+    lib = _build(project, base, _env(USE_AOT_DEVLIST="none", USE_AOT_COMPRESS="OFF"))
     names = section_names(lib / "aotdemo" / "_demo.abi3.so")
     assert FAT_SECTION not in names and SPIRV_SECTION in names
+    assert section_bytes(lib / "aotdemo" / "_demo.abi3.so", SPIRV_SECTION, tmp_path).startswith(SPIRV_MAGIC)
 
     lib = _build(project, base, _env())  # aotwheel's default: pvc,ats-m150
-    fat = section_bytes(lib / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path)
+    fat = unzstd(section_bytes(lib / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path))
     assert sorted(ar_members(fat, tmp_path)) == sorted([PVC_MEMBER, ACM_G10_MEMBER, "generic_ir"])
 
 
@@ -147,7 +150,7 @@ def test_setuptools_pip_wheel_is_abi3(tmp_path: Path) -> None:
     assert wheel.name == "aotdemo-0.1.0-cp310-abi3-linux_x86_64.whl"
     site = unpack(wheel, tmp_path / "site")
     assert (site / "aotdemo" / "_aot_manifest.json").is_file()
-    fat = section_bytes(site / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path)
+    fat = unzstd(section_bytes(site / "aotdemo" / "_demo.abi3.so", FAT_SECTION, tmp_path))
     assert ar_members(fat, tmp_path) == [PVC_MEMBER, "generic_ir"]
 
 
@@ -159,8 +162,9 @@ def test_setuptools_bad_devlist_fails_before_cmake_with_one_line(tmp_path: Path)
         _devlist_defines(CMakeExtension("x._y", devlist='pvc"; touch pwned'))
     assert "\n" not in str(info.value)
     assert _devlist_defines(CMakeExtension("x._y", devlist="pvc", jit_fallback=False)) == [
-        "-DUSE_AOT_DEVLIST=pvc", "-DUSE_AOT_JIT_FALLBACK=OFF",
+        "-DUSE_AOT_DEVLIST=pvc", "-DUSE_AOT_JIT_FALLBACK=OFF", "-UUSE_AOT_COMPRESS",
     ]
+    assert _devlist_defines(CMakeExtension("x._y", devlist="pvc", compress=False))[-1] == "-DUSE_AOT_COMPRESS=OFF"
 
 
 def test_setuptools_missing_module_names_the_install_rule(tmp_path: Path) -> None:

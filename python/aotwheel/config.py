@@ -7,7 +7,8 @@ vocabulary of switches) are declared in :mod:`aotwheel.variables`, which build s
 
 CMake reads ``USE_AOT_DEVLIST`` / ``TORCH_XPU_ARCH_LIST`` / ``USE_AOT_JIT_FALLBACK`` /
 ``USE_AOT_FIELD_DEFAULTS`` as CMake variables at configure time and passes them to the Python
-resolver (``USE_AOT_COMPRESS`` too: the resolver passes its word to CMake as ``compress_env``); the names and
+resolver (``USE_AOT_COMPRESS`` too: the resolver passes its word, else this default, to CMake as
+``compress`` in its JSON); the names and
 defaults here are the ones it must agree with.
 
 The device list comes from the first of these that is set and not empty (:func:`devlist_choice`):

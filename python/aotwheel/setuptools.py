@@ -16,11 +16,12 @@ gets the same extension, manifest and hook::
         cmdclass={"build_ext": build_ext},
     )
 
-``USE_AOT_DEVLIST`` (and ``USE_AOT_JIT_FALLBACK``) come from ``CMakeExtension(devlist=...,
-jit_fallback=...)``, else from the environment, else aotwheel's default; they reach CMake as
-``-DUSE_AOT_DEVLIST=...``. CMake runs ``cmake --install`` into a staging prefix that stands for
-the wheel's root (what scikit-build-core does), and everything installed there is copied into
-the build (or, with ``--inplace``, the source) tree. ``cmake`` and ``ninja`` are the first on PATH
+``USE_AOT_DEVLIST`` (and ``USE_AOT_JIT_FALLBACK``, ``USE_AOT_COMPRESS``) come from
+``CMakeExtension(devlist=..., jit_fallback=..., compress=...)``, else from the environment, else
+aotwheel's default (compressed images: ON); they reach CMake as ``-DUSE_AOT_DEVLIST=...``. CMake
+runs ``cmake --install`` into a staging prefix that stands for the wheel's root (what
+scikit-build-core does), and everything installed there is copied into the build (or, with
+``--inplace``, the source) tree. ``cmake`` and ``ninja`` are the first on PATH
 that runs (a venv's ``bin/cmake`` shim of the cmake PyPI package does not run inside pip's isolated
 build environment), else those of the ``cmake`` / ``ninja`` PyPI packages in this environment
 (``build-system.requires``). ``py_limited_api=True`` (or ``"cp310"``) builds against the stable ABI
@@ -54,7 +55,9 @@ class CMakeExtension(Extension):
     file whose name starts with the last component (``_ext.*.so``), typically through
     ``Python_add_library(_ext MODULE WITH_SOABI ...)`` + ``install(TARGETS _ext LIBRARY DESTINATION pkg)``.
     ``target`` limits the build to one CMake target; ``cmake_args`` are added to the configure
-    command; ``devlist``/``jit_fallback`` override ``USE_AOT_DEVLIST``/``USE_AOT_JIT_FALLBACK``.
+    command; ``devlist``/``jit_fallback``/``compress`` override ``USE_AOT_DEVLIST``/
+    ``USE_AOT_JIT_FALLBACK``/``USE_AOT_COMPRESS`` (``compress=False``: device images embedded
+    uncompressed; the default embeds each one as a zstd frame).
     """
 
     def __init__(
@@ -66,6 +69,7 @@ class CMakeExtension(Extension):
         cmake_args: Sequence[str] = (),
         devlist: str | None = None,
         jit_fallback: bool | None = None,
+        compress: bool | None = None,
         build_type: str = "Release",
         py_limited_api: bool | str = False,
     ) -> None:
@@ -77,6 +81,7 @@ class CMakeExtension(Extension):
         self.cmake_args = list(cmake_args)
         self.devlist = devlist
         self.jit_fallback = jit_fallback
+        self.compress = compress
         self.build_type = build_type
 
 
@@ -151,7 +156,8 @@ def _does_not_run(tool: str) -> str | None:
 
 
 def _devlist_defines(ext: CMakeExtension) -> list[str]:
-    """-D/-U arguments for the devlist: explicit, else environment, else unset (CMake's default).
+    """-D/-U arguments for the devlist, JIT fallback and compression: explicit, else environment,
+    else unset (CMake's default).
 
     An unset value is removed from the cache (-U) so a previous build's list does not linger.
     """
@@ -168,6 +174,9 @@ def _devlist_defines(ext: CMakeExtension) -> list[str]:
         resolve(devlist, jit_fallback=True if jit is None else jit)  # one-line DevlistError before CMake runs
     args = [f"-DUSE_AOT_DEVLIST={devlist}"] if devlist is not None else ["-UUSE_AOT_DEVLIST"]
     args += [f"-DUSE_AOT_JIT_FALLBACK={'ON' if jit else 'OFF'}"] if jit is not None else ["-UUSE_AOT_JIT_FALLBACK"]
+    # Unset: the resolver reads $USE_AOT_COMPRESS, else the default (ON); -U drops a previous build's value.
+    compress = getattr(ext, "compress", None)
+    args += [f"-DUSE_AOT_COMPRESS={'ON' if compress else 'OFF'}"] if compress is not None else ["-UUSE_AOT_COMPRESS"]
     return args
 
 

@@ -29,9 +29,9 @@ TORCH_ARCH_LIST = Variable("TORCH_XPU_ARCH_LIST", None,
 FIELD_DEFAULTS = Variable("USE_AOT_FIELD_DEFAULTS", "ON",
                           "pass the ocloc/icpx options IPEX and torch-xpu-ops pass (fp64 poisoning, auto large GRF, > 4 GB buffers; ON/OFF)")
 JIT_FALLBACK = Variable("USE_AOT_JIT_FALLBACK", "ON", "keep SPIR-V / PTX for devices without native code (ON/OFF)")
-COMPRESS = Variable("USE_AOT_COMPRESS", "OFF",
-                    "embed the open toolchain's device images zstd-compressed, one frame per image (ON/OFF; "
-                    "CMake variable, then environment; aotwheel_add_device_code's COMPRESS wins)")
+COMPRESS = Variable("USE_AOT_COMPRESS", "ON",
+                    "embed device images zstd-compressed: the open toolchain's, one frame per image, and icpx's "
+                    "--offload-compress (ON/OFF; CMake variable, then environment; a call's COMPRESS wins)")
 # Build: tools, caches and scale-out.
 CACHE_DIR = Variable("AOTWHEEL_CACHE_DIR", None, "build cache folder ('off' disables it)")
 OCLOC = Variable("AOTWHEEL_OCLOC", None, "the ocloc to build with")
