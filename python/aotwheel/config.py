@@ -68,7 +68,7 @@ class Config:
     devlist_source: str = "the default"
     field_defaults: bool = True
     jit_fallback: bool = True
-    compress: bool = False
+    compress: bool = True
     jit: str = "warn"
     device: str | None = None
     cache_dir: str | None = None
