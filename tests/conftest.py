@@ -30,7 +30,7 @@ SLOW_MODULES = frozenset({
     "test_cmake_entry", "test_cuda_build", "test_downstream", "test_fuzz_fastscan", "test_fuzz_parsers", "test_fuzz_regressions",
     "test_inspect_large", "test_inspect_own_wheel", "test_inspect_thirdparty", "test_matrix", "test_setuptools",
     "test_broken_tools", "test_typing", "test_cuda_sections", "test_cuda_modules", "test_multivendor_check", "test_first_hour",
-    "test_field_defaults", "test_variant_wheels", "test_compressed_images",
+    "test_field_defaults", "test_variant_wheels", "test_compressed_images", "test_readme_blocks",
 })
 CUDA_MODULES = frozenset({
     "test_cuda_build", "test_cuda_check", "test_cuda_fatbin", "test_cuda_h100_record", "test_cuda_probe", "test_cuda_sections", "test_cuda_modules",
@@ -169,6 +169,23 @@ def redis(tmp_path: Path) -> Any:
     server = start_redis(tmp_path / "redis")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def aotwheel_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's aotwheel wheel: the one ci/test.sh built and installed ($AOTWHEEL_TEST_WHEEL),
+    else built once per session (with .venv's build tools: --no-build-isolation)."""
+    import os
+
+    given = os.environ.get("AOTWHEEL_TEST_WHEEL")
+    if given and Path(given).is_file():
+        return Path(given)
+    dist = tmp_path_factory.mktemp("aotwheel-wheel")
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
+                           capture_output=True, text=True, timeout=900, check=False)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = dist.glob("aotwheel-*.whl")
+    return wheel
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
