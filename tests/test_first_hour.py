@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from _readme_util import run_block as _run_block
-
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text()
 TYPO_LINE = "USE_AOT_DEVLIST: unknown device 'pcv'; did you mean pvc?"
@@ -72,12 +70,6 @@ def test_pip_wheel_typo_is_the_first_and_only_build_output_line(tmp_path: Path) 
     assert "CMake" not in out and "ninja should not be" not in out
 
 
-def _sh_block(marker: str) -> str:
-    blocks = [b for b in _code(README, "sh") if marker in b]
-    assert blocks, f"README lost its block with {marker!r}"
-    return blocks[0]
-
-
 def _venv_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
     env["AOTWHEEL_CACHE_DIR"] = str(tmp_path / "cache")  # the user's build cache stays untouched
@@ -98,20 +90,6 @@ def _clone_with_example(tmp_path: Path, dist: Path) -> Path:
                     ignore=shutil.ignore_patterns("build", "dist", "*.whl"))
     shutil.copytree(dist, clone / "dist")
     return clone
-
-
-def test_readme_example_block_builds_in_pip_isolation_without_sitecustomize_errors(tmp_path: Path, aotwheel_dist: Path) -> None:
-    """Issue 30 item 8: the README's example block as written (pip's isolated build, aotwheel from
-    dist/), verbose as `pip -v`: the `_aot hook` edge runs without "Error in sitecustomize"."""
-    clone = _clone_with_example(tmp_path, aotwheel_dist)
-    dist = clone / "dist"
-    env = _venv_env(tmp_path)
-    env["PIP_VERBOSE"] = "1"  # = pip -v: pip shows the build backend's output
-    proc = _run_block(_sh_block("cd examples/downstream"), clone, env)
-    out = proc.stdout + proc.stderr
-    assert "aotdemo._aot hook" in out, out[-3000:]
-    assert "Error in sitecustomize" not in out and "AssertionError" not in out, out[-3000:]
-    assert list(dist.glob("aotdemo-*.whl")) and "embedded image" in proc.stdout
 
 
 def test_dead_remote_cache_is_visible_in_the_wheel_and_inspect(tmp_path: Path, aotwheel_dist: Path) -> None:

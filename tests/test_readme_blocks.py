@@ -219,8 +219,12 @@ def test_compressed_inspect_output_block(user: User, tmp_path: Path) -> None:
 
 
 def test_example_block(user: User) -> None:
-    """The downstream example in pip's isolated build, aotwheel from dist/ (ci/main.sh's wheel)."""
-    proc = run_block(block("cd examples/downstream").text, user.root, user.env)
+    """The downstream example in pip's isolated build, aotwheel from dist/ (ci/main.sh's wheel);
+    verbose as `pip -v` (issue 30 item 8): the `_aot hook` edge runs without "Error in sitecustomize"."""
+    proc = run_block(block("cd examples/downstream").text, user.root, dict(user.env, PIP_VERBOSE="1"))
+    out = proc.stdout + proc.stderr
+    assert "aotdemo._aot hook" in out, out[-3000:]
+    assert "Error in sitecustomize" not in out and "AssertionError" not in out, out[-3000:]
     (wheel,) = (user.root / "dist").glob("aotdemo-*.whl")
     assert wheel.name == "aotdemo-0.1.0-cp310-abi3-linux_x86_64.whl"
     assert re.search(r"^  pvc +12\.60\.7 ", proc.stdout, re.M) and re.search(r"^  acm-g10 +12\.55\.8 ", proc.stdout, re.M), proc.stdout
