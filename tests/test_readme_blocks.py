@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def _pip(python: Path, *args: str, env: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def user(tmp_path_factory: pytest.TempPathFactory, aotwheel_wheel: Path) -> User:
+def user(tmp_path_factory: pytest.TempPathFactory, aotwheel_wheel: Path) -> Iterator[User]:
     require("ocloc", "cmake", "ninja", "cc")
     root = tmp_path_factory.mktemp("user") / "aotwheel"
     for name in _checkout_files():
@@ -152,7 +153,8 @@ def user(tmp_path_factory: pytest.TempPathFactory, aotwheel_wheel: Path) -> User
     for noise in ("PWD", "OLDPWD", "SHLVL", "_"):
         env.pop(noise, None)
     assert env["VIRTUAL_ENV"] == str(root / ".venv") and env["PATH"].startswith(str(root / ".venv" / "bin"))
-    return User(root, shell, env)
+    yield User(root, shell, env)
+    shutil.rmtree(root / ".venv", ignore_errors=True)  # 1.2 GB (the CPU OpenCL runtime); pytest keeps the rest of the last 3 runs
 
 
 def _run(user: User, cmd: list[str], cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
