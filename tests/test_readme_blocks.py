@@ -240,6 +240,8 @@ def test_setuptools_example_block(user: User) -> None:
     cmake = (project / "CMakeLists.txt").read_text()
     assert "${SKBUILD_SABI_COMPONENT}" in cmake and "USE_SABI ${SKBUILD_SABI_VERSION}" in cmake and "if(NOT SKBUILD" not in cmake
     assert "from aotwheel.setuptools import CMakeExtension, build_ext" in (project / "setup.py").read_text()
+    for source in ("csrc/_demo.c", "kernels/saxpy.cl", "src/aotdemo/__init__.py"):  # the same package as examples/downstream
+        assert (project / source).read_text() == (REPO / "examples" / "downstream" / source).read_text(), source
     proc = run_block(block("cd examples/setuptools").text, user.root, user.env)
     (wheel,) = (user.root / "dist").glob("aotdemo_setuptools-*.whl")
     assert wheel.name == "aotdemo_setuptools-0.1.0-cp310-abi3-linux_x86_64.whl"
