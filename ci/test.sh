@@ -11,6 +11,8 @@ trap 'rm -rf "$wheeldir"' EXIT
 wheel=$(ls "$wheeldir"/aotwheel-*.whl)
 .venv/bin/python -m pip install -q --force-reinstall --no-deps "$wheel"
 .venv/bin/python -m pip install -q "$wheel[test]"
+# tests/test_readme_blocks.py installs the same wheel into the fresh venv it walks the README in.
+export AOTWHEEL_TEST_WHEEL="$wheel"
 export PATH="$PWD/.venv/bin:$PATH"
 if [[ -f .venv/opencl-cpu.env ]]; then source .venv/opencl-cpu.env; fi
 # nvcc 13.0 refuses gcc newer than 15 (Debian sid's is 16): give it the g++-15 ci/setup.sh installed.

@@ -25,6 +25,18 @@ SPIRV_MAGIC = bytes([0x03, 0x02, 0x23, 0x07])
 FAT_SECTION = "__CLANG_OFFLOAD_BUNDLE__sycl-spir64_gen"
 SPIRV_SECTION = "__CLANG_OFFLOAD_BUNDLE__sycl-spir64"
 
+#: The CMakeLists a scikit-build-core user writes (no fallback when SKBUILD_SABI_COMPONENT is unset):
+#: `aotwheel build warm` must configure it as scikit-build-core does (issue 30 item 3).
+SKBUILD_CMAKELISTS = """cmake_minimum_required(VERSION 3.26)
+project(${SKBUILD_PROJECT_NAME} LANGUAGES C)
+find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module ${SKBUILD_SABI_COMPONENT})
+Python_add_library(_demo MODULE USE_SABI 3.10 WITH_SOABI csrc/_demo.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_resolve_devlist(DEVS)
+aotwheel_add_device_code(_demo NAME demo SOURCES kernels/saxpy.cl DEVLIST DEVS DESTINATION aotdemo)
+install(TARGETS _demo LIBRARY DESTINATION aotdemo)
+"""
+
 BINUTILS = ("readelf", "objcopy", "ar")
 TOOLS = ("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV, "cc", *BINUTILS)
 

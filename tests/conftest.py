@@ -29,7 +29,7 @@ if str(REPO) not in sys.path:  # benchmarks.servers: the real cache servers the 
 
 # Markers come from what a test uses: a test that requests one of these fixtures (directly, via
 # another fixture, or a module's ``pytestmark = pytest.mark.usefixtures(...)``) gets the marker.
-SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing"})
+SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing", "aotwheel_wheel"})
 CUDA_FIXTURES = frozenset({"nvcc"})
 
 
@@ -218,6 +218,23 @@ def nvcc() -> str:
     from _cuda_util import nvcc_path
 
     return nvcc_path()
+
+
+@pytest.fixture(scope="session")
+def aotwheel_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's aotwheel wheel: the one ci/test.sh built and installed ($AOTWHEEL_TEST_WHEEL),
+    else built once per session (with .venv's build tools: --no-build-isolation)."""
+    import os
+
+    given = os.environ.get("AOTWHEEL_TEST_WHEEL")
+    if given and Path(given).is_file():
+        return Path(given)
+    dist = tmp_path_factory.mktemp("aotwheel-wheel")
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(REPO)],
+                           capture_output=True, text=True, timeout=900, check=False)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = dist.glob("aotwheel-*.whl")
+    return wheel
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
