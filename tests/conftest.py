@@ -29,7 +29,7 @@ if str(REPO) not in sys.path:  # benchmarks.servers: the real cache servers the 
 
 # Markers come from what a test uses: a test that requests one of these fixtures (directly, via
 # another fixture, or a module's ``pytestmark = pytest.mark.usefixtures(...)``) gets the marker.
-SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing", "aotwheel_wheel"})
+SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing", "aotwheel_wheel", "mypy"})
 CUDA_FIXTURES = frozenset({"nvcc"})
 
 
