@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from aotwheel.formats.elf import HostImage, TableScan
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
-_CANDIDATE_RE = re.compile(r"(\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar|\.zebin)$")
+_CANDIDATE_SUFFIXES = r"\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar"  # file names a wheel or directory walk reads (and the readers' suffixes)
 _DIST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a pip distribution name (PEP 508)
 _MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _WHEEL_SEP = "!"
@@ -111,7 +111,8 @@ def image_bytes(path: str | os.PathLike[str], image: Image) -> bytes:
 
 
 def find_spirv(path: str | os.PathLike[str]) -> bytes | None:
-    """The first SPIR-V module: a SPIR-V image (spir64), else a fat binary's ``generic_ir``."""
+    """The first SPIR-V module: a SPIR-V image (spir64), else one a vendor's image carries
+    (:func:`embedded_spirv`: an ocloc fat binary's ``generic_ir``)."""
     report = inspect(path)
     for fr in report.files:
         for img in fr.images:
@@ -127,7 +128,7 @@ def find_spirv(path: str | os.PathLike[str]) -> bytes | None:
 def embedded_spirv(path: str, img: Image) -> bytes | None:
     """The SPIR-V module a vendor's image carries besides its native code (an ocloc fat binary's
     ``generic_ir``), asked of the backend that reads the image's kind; ``None`` if none."""
-    reader = _readers().by_image_kind.get(img.content if img.compressed else img.kind)
+    reader = _readers().by_image_kind.get((img.content if img.compressed else None) or img.kind)
     if reader is None:
         return None
     return reader.spirv_in(img, lambda: image_bytes(path, img), f"{path} (image {img.index})")
@@ -231,7 +232,7 @@ def _inspect_wheel(wheel: Path, deep: bool) -> Iterator[FileReport]:
         raise InspectError(f"{wheel}: not a readable wheel ({_printable(str(exc))[:200]}) at offset 0x0; re-download it") from None
     with zf, tempfile.TemporaryDirectory(prefix="aotwheel-inspect-") as tmp:
         for info in zf.infolist():
-            if not info.filename or info.is_dir() or not _CANDIDATE_RE.search(info.filename):
+            if not info.filename or info.is_dir() or not _candidate_re().search(info.filename):
                 continue  # (an empty name made ZipInfo.is_dir() raise IndexError)
             dest = Path(tmp, "member")
             label = f"{wheel}{_WHEEL_SEP}{_printable(info.filename)}"
@@ -272,7 +273,8 @@ def _inspect_file_if_binary(path: Path, label: str, deep: bool) -> FileReport | 
 
 
 def _candidates(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and _CANDIDATE_RE.search(p.name))
+    candidate = _candidate_re()
+    return sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and candidate.search(p.name))
 
 
 def _distribution_files(name: str) -> list[Path] | None:
@@ -288,7 +290,7 @@ def _distribution_files(name: str) -> list[Path] | None:
         return None
     found: dict[Path, None] = {}
     for entry in dist.files or ():
-        if _CANDIDATE_RE.search(entry.name):
+        if _candidate_re().search(entry.name):
             p = Path(str(dist.locate_file(entry))).resolve()
             if p.is_file() and not p.is_symlink():
                 found[p] = None
@@ -328,10 +330,15 @@ class _Readers:
     by_image_kind: dict[str, Reader]
     host: tuple[Reader, ...]  # in registry order: their images follow in that order
     ir_by_arch: dict[str, ImageKind]  # an offload triple's first component -> the IR its images are
+    candidate: re.Pattern[str]  # file names a wheel or directory walk reads
 
     def ir_of(self, triple: str | None) -> ImageKind | None:
         """The IR kind images for ``triple`` hold by what the compiler put there (SYCL spir64: SPIR-V)."""
         return None if triple is None else self.ir_by_arch.get(triple.partition("-")[0])
+
+
+def _candidate_re() -> re.Pattern[str]:
+    return _readers().candidate
 
 
 def _readers() -> _Readers:
@@ -349,7 +356,8 @@ def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
             by_image_kind.setdefault(kind, r)  # the first backend to claim a kind reads it
     return _Readers(magic=tuple((m, r) for r in readers for m in r.READS.magic), by_file_kind=by_file_kind,
                     by_image_kind=by_image_kind, host=tuple(r for r in readers if r.READS.sections),
-                    ir_by_arch={arch: ImageKind(kind) for r in readers for arch, kind in r.READS.ir_triples})
+                    ir_by_arch={arch: ImageKind(kind) for r in readers for arch, kind in r.READS.ir_triples},
+                    candidate=re.compile(f"({'|'.join([_CANDIDATE_SUFFIXES, *(re.escape(x) for r in readers for x in r.READS.suffixes)])})$"))
 
 
 @dataclass

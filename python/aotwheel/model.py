@@ -23,8 +23,11 @@ class ImageKind(str, Enum):
     (``"spirv"``) and text output formats it as that value; the C scanner stores the equal plain
     ``str`` in the images it makes, which compares, hashes and serialises the same."""
 
-    __str__ = str.__str__  # "spirv", not "ImageKind.SPIRV" (3.10 and 3.11 differ otherwise)
-    __format__ = str.__format__
+    def __str__(self) -> str:  # "spirv", not "ImageKind.SPIRV"
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:  # f"{kind}" is "spirv" on 3.10 to 3.13 alike
+        return str.__format__(self, spec)
 
     SPIRV = "spirv"  # Khronos SPIR-V module
     LLVMBC = "llvmbc"  # LLVM bitcode

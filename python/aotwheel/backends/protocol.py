@@ -44,6 +44,7 @@ class ReadSpec(NamedTuple):
     # (an offload triple's first component, the IR kind its images are): the inspector notes such
     # images as that IR without decompressing them (SYCL: spir64 -> SPIR-V)
     ir_triples: tuple[tuple[str, str], ...] = ()
+    suffixes: tuple[str, ...] = ()  # file names (besides .so, .a, .o, .spv, .bin, .ar) a wheel or directory walk reads
 
 
 class ImageWalk(Protocol):

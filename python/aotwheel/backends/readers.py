@@ -3,8 +3,7 @@
 Apart from :mod:`aotwheel.backends` (the backend objects) because the inspector needs only the
 readers, while backend objects reach up to code that uses the inspector (self-tests, the JIT
 cache): the inspector imports this module, never the backend objects. A vendor that reads
-binaries adds one line here beside its line in ``aotwheel.backends._BUILTIN``, under the same
-name and in the same order (its images follow in that order in a report).
+binaries adds one line here beside its line in ``aotwheel.backends._BUILTIN``, under the same name.
 """
 
 from __future__ import annotations
@@ -12,9 +11,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-# name -> module defining READS (a ReadSpec) and the Reader functions; the order they are asked in.
-_BUILTIN = {"intel": "aotwheel.backends.intel.reader", "nvidia": "aotwheel.backends.nvidia.reader",
-            "amd": "aotwheel.backends.amd.reader"}
+# name -> module defining READS (a ReadSpec) and the Reader functions. The order they are asked
+# in is the order of a host binary's images in its report: HIP bundles before CUDA fat binaries.
+_BUILTIN = {"intel": "aotwheel.backends.intel.reader", "amd": "aotwheel.backends.amd.reader",
+            "nvidia": "aotwheel.backends.nvidia.reader"}
 
 
 def register(name: str, module: str) -> None:

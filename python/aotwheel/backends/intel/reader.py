@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # are SPIR-V; a SYCL host's .tgtsym tells which kernels only the IR serves.
 READS = ReadSpec(file_kinds=(ImageKind.AR, ImageKind.LEGACY), sections=(".tgtsym",),
                  image_kinds=(ImageKind.AR, ImageKind.ZEBIN, ImageKind.LEGACY, ImageKind.CPU_AOT, ImageKind.IR_ELF),
-                 ir_triples=(("spir64", ImageKind.SPIRV),))
+                 ir_triples=(("spir64", ImageKind.SPIRV),), suffixes=(".zebin",))
 CPU_TRIPLE = "spir64_x86_64"  # the name a CPU AOT image's native target carries
 _FASTSCAN = ("fastscan",)  # the walk's memo key of the C scanner module (or None)
 _ZEBIN, _LEGACY, _CPU_AOT, _IR_ELF, _AR = ImageKind.ZEBIN, ImageKind.LEGACY, ImageKind.CPU_AOT, ImageKind.IR_ELF, ImageKind.AR
