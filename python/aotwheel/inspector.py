@@ -366,7 +366,7 @@ class _Walk:
 
     report: FileReport
     deep: bool
-    readers: _Readers
+    readers: _Readers = field(default_factory=_readers)
     # Per-walk answers that repeat across images, kept by the readers (a library of a thousand fat
     # binary members has a handful of distinct ones); and the walk's zstd decompression context.
     memo: dict[Any, Any] = field(default_factory=dict)
