@@ -323,7 +323,7 @@ def _locate_module(name: str) -> Path | None:
 
 @dataclass(frozen=True)
 class _Readers:
-    """Who reads what, from every backend's ``reads`` (built once per set of backends)."""
+    """Who reads what, from every registered reader's ``READS`` (built once per set of readers)."""
 
     magic: tuple[tuple[bytes, Reader], ...]
     by_file_kind: dict[str, tuple[Reader, ...]]
@@ -387,11 +387,11 @@ class _Walk:
 
 
 def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
-    kind = sniff(region.head(64))
+    head = region.head(64)
+    kind = sniff(head)
     fr = FileReport(path=label, native_targets=[], ir=[], images=[], kernels=None, kind=kind)
     walk = _Walk(fr, deep, _readers())
-    if kind == _UNKNOWN:
-        head = region.head(8)
+    if kind == _UNKNOWN:  # a vendor's own magic (formats.sniff knows the shared ones)
         for magic, reader in walk.readers.magic:
             if head.startswith(magic) and reader.read_file(walk, region, kind):
                 return fr
