@@ -52,7 +52,7 @@ class ImageWalk(Protocol):
 
     report: FileReport
     deep: bool  # hash and decompress every image, read every descriptor
-    memo: dict[Any, Any]  # per-walk answers that repeat across images (keys: tuples, first item the reader's)
+    memo: dict[Any, Any]  # per-walk answers that repeat across images (readers key theirs by tuples; the core uses str keys)
     max_depth: int  # how deep containers may nest
 
     def add_ir(self, form: str) -> None:
