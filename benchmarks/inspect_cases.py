@@ -87,6 +87,8 @@ def _per_member(insp, path: Path, fr, runs: int) -> Samples:  # type: ignore[no-
     native members. Before the C scanner this timed ``_native_target`` alone, after read_ar."""
     samples = Samples()
     members = sum(1 for t in fr.native_targets if t.member)
+    from aotwheel.backends.intel.reader import _walk_fat_binary
+
     with insp._mapped(path) as region, insp._cyclic_gc_paused():  # as inspect() walks
         fats = [(region.sub(img.offset, img.size, "image"), img) for img in fr.images if img.kind == "ar"]
         for _ in range(runs):
@@ -94,7 +96,7 @@ def _per_member(insp, path: Path, fr, runs: int) -> Samples:  # type: ignore[no-
             fresh = [insp.Image(img.index, img.offset, img.size, "ar", img.triple, False, img.section) for _sub, img in fats]
             t0 = time.perf_counter()
             for (sub, _img), img in zip(fats, fresh):
-                insp._walk_fat_binary(walk, sub, img, 0)
+                _walk_fat_binary(walk, sub, img, 0)
             samples.add((time.perf_counter() - t0) / members)
             assert len(walk.report.native_targets) == members
         del fats, sub, walk

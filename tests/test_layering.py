@@ -3,8 +3,9 @@
 Read from the source (every import, module level or lazy), so that a new import across a layer
 fails here, not in a user's environment:
 
-- core modules reach a vendor only through the registry (``aotwheel.backends``), which imports
-  each ``backends.<vendor>.backend`` by name;
+- core modules reach a vendor only through the registries (``aotwheel.backends``, which imports
+  each ``backends.<vendor>.backend`` by name, and ``aotwheel.backends.readers``, each
+  ``backends.<vendor>.reader``);
 - a vendor package never imports another vendor's package;
 - a vendor package imports only the lower core (data model, errors, settings, vendor-free
   formats, report, the build steps' cache and stores), never the CLI, the resolver or the run time
@@ -20,6 +21,7 @@ from __future__ import annotations
 from test_model import _import_graph
 
 VENDORS = ("intel", "nvidia", "amd")
+REGISTRIES = ("aotwheel.backends", "aotwheel.backends.readers")
 
 # Core modules that still import a vendor's modules directly: module -> vendor modules it imports.
 CORE_TO_VENDOR: dict[str, set[str]] = {
@@ -27,14 +29,12 @@ CORE_TO_VENDOR: dict[str, set[str]] = {
                                      "aotwheel.backends.intel.build.ocloc_job", "aotwheel.backends.intel.build.spirv",
                                      "aotwheel.backends.intel.build.spvcache", "aotwheel.backends.intel.build.toolchain",
                                      "aotwheel.backends.intel.catalog"},
-    "aotwheel.inspector": {"aotwheel.backends.amd.codeobject", "aotwheel.backends.intel", "aotwheel.backends.intel.catalog",
-                           "aotwheel.backends.intel.cpu_aot", "aotwheel.backends.intel.gfx", "aotwheel.backends.intel.legacy",
-                           "aotwheel.backends.intel.zebin", "aotwheel.backends.nvidia.fatbin"},
 }
 
 # What a vendor module may import outside the vendor packages.
-LOWER_CORE = ("aotwheel", "aotwheel.formats", "aotwheel.buildsteps", "aotwheel.model", "aotwheel.errors", "aotwheel.config", "aotwheel.variables", "aotwheel.report", "aotwheel.jitcache",
-              "aotwheel.backends", "aotwheel.backends.protocol")
+LOWER_CORE = ("aotwheel", "aotwheel.formats", "aotwheel.buildsteps", "aotwheel.model", "aotwheel.errors", "aotwheel.config",
+              "aotwheel.variables", "aotwheel.report", "aotwheel.jitcache", "aotwheel.backends", "aotwheel.backends.protocol",
+              "aotwheel.backends.readers")
 LOWER_CORE_PACKAGES = ("aotwheel.formats.", "aotwheel.buildsteps.")
 
 # Vendor modules that still import the upper core: module -> upper-core modules.
@@ -57,7 +57,7 @@ def _lower(module: str) -> bool:
 def test_core_reaches_vendors_only_through_the_registry() -> None:
     edges = _import_graph()
     crossing = {m: {e for e in out if _vendor(e)} for m, out in edges.items()
-                if _vendor(m) is None and m != "aotwheel.backends"}
+                if _vendor(m) is None and m not in REGISTRIES}
     crossing = {m: e for m, e in crossing.items() if e}
     assert crossing == CORE_TO_VENDOR
 
@@ -79,8 +79,12 @@ def test_the_registry_names_every_vendor_package_and_imports_none_at_import_time
     import sys
 
     from aotwheel import backends
+    from aotwheel.backends import readers
 
     assert {backends._BUILTIN[n].split(".")[2] for n in backends.names()} == set(VENDORS)
+    # Every backend has its reader in its own package, under the same name.
+    assert sorted(readers.names()) == sorted(backends.names())
+    assert {n: readers._BUILTIN[n].rsplit(".", 1)[0] for n in readers.names()} == {n: backends._BUILTIN[n].rsplit(".", 1)[0] for n in backends.names()}
     code = "import sys, aotwheel.backends; print(sorted(m for m in sys.modules if m.startswith('aotwheel.backends.') or m == 'typing'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

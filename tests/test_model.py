@@ -240,8 +240,8 @@ def _modules() -> dict[str, Path]:
 
 def _import_graph() -> dict[str, set[str]]:
     """Every aotwheel import, at module level or inside functions (lazy imports still form cycles
-    at run time), plus the registry's edges to the backends it imports by name. An import of a
-    module's own parent package is not an edge (Python imports parents first anyway)."""
+    at run time), plus the registries' edges to the backends and readers they import by name. An
+    import of a module's own parent package is not an edge (Python imports parents first anyway)."""
     mods = _modules()
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for m, p in mods.items():
@@ -257,8 +257,10 @@ def _import_graph() -> dict[str, set[str]]:
                 if n and n != m and not m.startswith(n + "."):
                     edges[m].add(n)
     from aotwheel import backends
+    from aotwheel.backends import readers
 
     edges["aotwheel.backends"] |= {backends._BUILTIN[n] for n in backends.names()}
+    edges["aotwheel.backends.readers"] |= {readers._BUILTIN[n] for n in readers.names()}
     return edges
 
 

@@ -1,14 +1,18 @@
 """``aotwheel.inspect``: which device code a binary, wheel or installed module really carries.
 
-Everything is read from the bytes: ``.tgtimg`` image tables (with their relocations and
-descriptors), ocloc fat binaries (ar), zebin notes, legacy patch-token headers, SPIR-V, zstd and
-OffloadBinary containers. Files are memory-mapped and only headers are touched in the default
-mode; ``deep=True`` also decompresses and hashes every image.
+Everything is read from the bytes. This module walks the vendor-free containers (wheels,
+directories, host ELFs with their ``.tgtimg`` image tables and ``.llvm.offloading`` sections,
+static libraries, zstd frames, OffloadBinaries) and reads SPIR-V and LLVM bitcode itself; a
+vendor's formats (by magic, host section or image kind) it hands to the backend whose
+:class:`~aotwheel.backends.protocol.ReadSpec` claims them. Files are
+memory-mapped and only headers are touched in the default mode; ``deep=True`` also decompresses
+and hashes every image.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import mmap
@@ -17,30 +21,32 @@ import re
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
-from aotwheel.model import AMD, INTEL, NVIDIA, Image, NativeTarget, Target
-from aotwheel.report import CudaModule, FileReport, Report
+from aotwheel.model import IR_KINDS, Image, ImageKind
+from aotwheel.report import FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
 
 if TYPE_CHECKING:
-    from aotwheel.backends.nvidia.fatbin import FatbinContainer, FatbinEntry
-    from aotwheel.formats.elf import ElfView, HostImage, TableScan
+    from aotwheel.backends.protocol import Reader
+    from aotwheel.formats.elf import HostImage, TableScan
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
-_CANDIDATE_RE = re.compile(r"(\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar|\.zebin)$")
+_CANDIDATE_SUFFIXES = r"\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar"  # file names a wheel or directory walk reads (and the readers' suffixes)
 _DIST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a pip distribution name (PEP 508)
 _MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _WHEEL_SEP = "!"
-_LEAF_KINDS = frozenset({"spirv", "llvmbc"})  # kinds the default mode notes without walking into
+_LEAF_KINDS = frozenset(IR_KINDS)  # kinds the default mode notes without walking into
 _MAX_WHEEL_MEMBER = 16 << 30
-CPU_TRIPLE = "spir64_x86_64"  # the name a CPU AOT image's native target carries
+_SPIRV, _LLVMBC, _ZSTD, _OFFLOAD, _ELF, _AR, _UNKNOWN = (ImageKind.SPIRV, ImageKind.LLVMBC, ImageKind.ZSTD, ImageKind.OFFLOAD,
+                                                         ImageKind.ELF, ImageKind.AR, ImageKind.UNKNOWN)
 
 
 # --------------------------------------------------------------------------------------------
@@ -105,18 +111,30 @@ def image_bytes(path: str | os.PathLike[str], image: Image) -> bytes:
 
 
 def find_spirv(path: str | os.PathLike[str]) -> bytes | None:
-    """The first SPIR-V module: a SPIR-V image (spir64), else a fat binary's ``generic_ir``."""
+    """The first SPIR-V module: a SPIR-V image (spir64), else one a vendor's image carries
+    (:func:`embedded_spirv`: an ocloc fat binary's ``generic_ir``)."""
     report = inspect(path)
     for fr in report.files:
         for img in fr.images:
-            if "spirv" in (img.kind, img.content):
+            if _SPIRV in (img.kind, img.content):
                 return image_bytes(fr.path, img)
         for img in fr.images:
-            if "generic_ir" in img.members:
-                spirv = _generic_ir_spirv(fr.path, img)
-                if spirv is not None:
-                    return spirv
+            spirv = embedded_spirv(fr.path, img)
+            if spirv is not None:
+                return spirv
     return None
+
+
+def embedded_spirv(path: str, img: Image) -> bytes | None:
+    """The SPIR-V module a vendor's image carries besides its native code (an ocloc fat binary's
+    ``generic_ir``), asked of the backend that reads the image's kind; ``None`` if none."""
+    reader = _readers().by_image_kind.get((img.content if img.compressed else None) or img.kind)
+    if reader is None:
+        return None
+    return reader.spirv_in(img, lambda: image_bytes(path, img), f"{path} (image {img.index})")
+
+
+_generic_ir_spirv = embedded_spirv  # the name aotwheel.opencl imports
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,7 +232,7 @@ def _inspect_wheel(wheel: Path, deep: bool) -> Iterator[FileReport]:
         raise InspectError(f"{wheel}: not a readable wheel ({_printable(str(exc))[:200]}) at offset 0x0; re-download it") from None
     with zf, tempfile.TemporaryDirectory(prefix="aotwheel-inspect-") as tmp:
         for info in zf.infolist():
-            if not info.filename or info.is_dir() or not _CANDIDATE_RE.search(info.filename):
+            if not info.filename or info.is_dir() or not _candidate_re().search(info.filename):
                 continue  # (an empty name made ZipInfo.is_dir() raise IndexError)
             dest = Path(tmp, "member")
             label = f"{wheel}{_WHEEL_SEP}{_printable(info.filename)}"
@@ -248,14 +266,15 @@ def _inspect_file_if_binary(path: Path, label: str, deep: bool) -> FileReport | 
     if path.stat().st_size == 0:
         return None
     with open(path, "rb") as fh:
-        if sniff(fh.read(64)) == "unknown":
+        if sniff(fh.read(64)) == _UNKNOWN:
             return None
     with _mapped(path) as region:
         return _inspect_region(Region(region.buf, label), label, deep)
 
 
 def _candidates(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and _CANDIDATE_RE.search(p.name))
+    candidate = _candidate_re()
+    return sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and candidate.search(p.name))
 
 
 def _distribution_files(name: str) -> list[Path] | None:
@@ -271,7 +290,7 @@ def _distribution_files(name: str) -> list[Path] | None:
         return None
     found: dict[Path, None] = {}
     for entry in dist.files or ():
-        if _CANDIDATE_RE.search(entry.name):
+        if _candidate_re().search(entry.name):
             p = Path(str(dist.locate_file(entry))).resolve()
             if p.is_file() and not p.is_symlink():
                 found[p] = None
@@ -302,50 +321,97 @@ def _locate_module(name: str) -> Path | None:
 # Walking one binary
 
 
+@dataclass(frozen=True)
+class _Readers:
+    """Who reads what, from every registered reader's ``READS`` (built once per set of readers)."""
+
+    magic: tuple[tuple[bytes, Reader], ...]
+    by_file_kind: dict[str, tuple[Reader, ...]]
+    by_image_kind: dict[str, Reader]
+    host: tuple[Reader, ...]  # in registry order: their images follow in that order
+    ir_by_arch: dict[str, ImageKind]  # an offload triple's first component -> the IR its images are
+    candidate: re.Pattern[str]  # file names a wheel or directory walk reads
+
+    def ir_of(self, triple: str | None) -> ImageKind | None:
+        """The IR kind images for ``triple`` hold by what the compiler put there (SYCL spir64: SPIR-V)."""
+        return None if triple is None else self.ir_by_arch.get(triple.partition("-")[0])
+
+
+def _candidate_re() -> re.Pattern[str]:
+    return _readers().candidate
+
+
+def _readers() -> _Readers:
+    return _readers_of(_registry.all_readers())  # type: ignore[arg-type]
+
+
+@functools.lru_cache(maxsize=4)
+def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
+    by_file_kind: dict[str, tuple[Reader, ...]] = {}
+    by_image_kind: dict[str, Reader] = {}
+    for r in readers:
+        for kind in r.READS.file_kinds:
+            by_file_kind[kind] = by_file_kind.get(kind, ()) + (r,)
+        for kind in r.READS.image_kinds:
+            by_image_kind.setdefault(kind, r)  # the first backend to claim a kind reads it
+    return _Readers(magic=tuple((m, r) for r in readers for m in r.READS.magic), by_file_kind=by_file_kind,
+                    by_image_kind=by_image_kind, host=tuple(r for r in readers if r.READS.sections),
+                    ir_by_arch={arch: ImageKind(kind) for r in readers for arch, kind in r.READS.ir_triples},
+                    candidate=re.compile(f"({'|'.join([_CANDIDATE_SUFFIXES, *(re.escape(x) for r in readers for x in r.READS.suffixes)])})$"))
+
+
 @dataclass
 class _Walk:
+    """One binary being read (an :class:`aotwheel.backends.protocol.ImageWalk` for the readers)."""
+
     report: FileReport
     deep: bool
-    # Per-walk answers that repeat across members (member name -> IP, IP -> catalog entry; tuple
-    # keys by kind), a library of a thousand zebin members has a handful of distinct ones; and the
-    # walk's zstd decompression context.
+    readers: _Readers = field(default_factory=_readers)
+    # Per-walk answers that repeat across images, kept by the readers (a library of a thousand fat
+    # binary members has a handful of distinct ones); and the walk's zstd decompression context.
     memo: dict[Any, Any] = field(default_factory=dict)
+    max_depth = _MAX_DEPTH
 
     def add_ir(self, kind: str) -> None:
         if kind not in self.report.ir:
             self.report.ir.append(kind)
 
+    def note_ir(self, kind: str | None) -> None:
+        _note_ir(self, kind)
+
+    def add_image(self, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None) -> None:
+        _add_image(self, region, triple=triple, section=section, offload_arch=offload_arch)
+
+    def walk_content(self, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None = None) -> None:
+        _walk_content(self, region, kind, img, depth, member)
+
 
 def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
-    kind = sniff(region.head(64))
+    head = region.head(64)
+    kind = sniff(head)
     fr = FileReport(path=label, native_targets=[], ir=[], images=[], kernels=None, kind=kind)
-    walk = _Walk(fr, deep)
-    from aotwheel.backends.nvidia.fatbin import is_fatbin
-
-    if kind == "unknown" and is_fatbin(region.head(4)):
-        fr.kind = "fatbin"
-        _walk_cuda(walk, region, None)
-        return fr
-    if kind == "elf":
+    walk = _Walk(fr, deep, _readers())
+    if kind == _UNKNOWN:  # a vendor's own magic (formats.sniff knows the shared ones)
+        for magic, reader in walk.readers.magic:
+            if head.startswith(magic) and reader.read_file(walk, region, kind):
+                return fr
+    for reader in walk.readers.by_file_kind.get(kind, ()):
+        if reader.read_file(walk, region, kind):
+            return fr
+    if kind == _ELF:
         _walk_host(walk, region)
-    elif kind == "ar" and not _is_fat_binary(region):
+    elif kind == _AR:  # no backend claimed it: a static library
         _walk_static_archive(walk, region)
-    elif kind == "bundle":
-        _walk_hip(walk, region, None)
-    elif kind == "unknown" and region.head(4) == b"PK\x03\x04":
+    elif kind == _UNKNOWN and region.head(4) == b"PK\x03\x04":
         # A zip's directory sits at its end: a download cut short keeps the first member's header.
         raise InspectError(f"{label}: a truncated zip (wheel): it starts as a zip archive but has no end-of-central-directory "
                            f"record ({region.size} bytes); download or build the wheel again")
-    elif kind == "unknown":
+    elif kind == _UNKNOWN:
         raise InspectError(f"{label}: not an ELF, wheel, ar, zebin, SPIR-V, zstd image or offload bundle (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
     else:
         _add_image(walk, region, triple=None, section=None)
-        if kind == "spirv":
+        if kind == _SPIRV:
             fr.kernels = fr.images[0].kernels
-        elif kind == "legacy":
-            from aotwheel.backends.intel.legacy import read_legacy
-
-            fr.kernels = read_legacy(region).kernels
     return fr
 
 
@@ -378,12 +444,9 @@ def _walk_host(walk: _Walk, region: Region) -> None:
                 _walk_host_image(walk, region, img)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
-    if any(t.vendor == INTEL for t in fr.native_targets):  # kernels only the IR serves matter only then
-        fr.ir_kernels_missing_from = host.ir_only_kernels()
-    hip = view.section(".hip_fatbin")
-    if hip is not None and hip.type != "SHT_NOBITS" and hip.size:
-        _walk_hip(walk, region.sub(hip.offset, hip.size, "section '.hip_fatbin'"), ".hip_fatbin")
-    _walk_cuda_sections(walk, region, view)
+    for reader in walk.readers.host:  # the vendors' own sections (fat binaries, offload bundles)
+        if any(view.section(name) is not None for name in reader.READS.sections):
+            reader.read_host(walk, region, view, host)
 
 
 def _walk_table(walk: _Walk, region: Region, scan: TableScan, hosts: list[HostImage]) -> None:
@@ -420,7 +483,7 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
     # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
     off, size = img.offset, img.size
     a = start + off
-    kind = "spirv" if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
+    kind = _SPIRV if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
     if kind in _LEAF_KINDS and not deep:
         leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
         images.append(leaf)
@@ -431,14 +494,15 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
         if img.listed_size is not None:
             leaf.listed_size = img.listed_size
             fr.warnings.append(_cut_warning(leaf.index, img.listed_size, img.section, size))
-    elif kind == "zstd" and not deep and _is_sycl_ir(img.triple) and (facts := zstd_frame_facts(buf, a, size)) is not None:
-        # What _add_image does for a compressed SYCL IR image, minus its sub-regions (19k
-        # such images in an XPU environment).
+    elif kind == _ZSTD and not deep and (content := walk.readers.ir_of(img.triple)) is not None \
+            and (facts := zstd_frame_facts(buf, a, size)) is not None:
+        # What _add_image does for a compressed IR image (SYCL spir64), minus its sub-regions
+        # (19k such images in an XPU environment).
         stored, declared = facts
-        leaf = Image(len(images), base + off, stored, kind, img.triple, True, img.section, "spirv", declared)
+        leaf = Image(len(images), base + off, stored, kind, img.triple, True, img.section, content, declared)
         images.append(leaf)
-        if "spirv" not in ir:
-            ir.append("spirv")
+        if content not in ir:
+            ir.append(content)
         if img.compile_options is not None or img.link_options is not None:
             leaf.compile_options, leaf.link_options = img.compile_options, img.link_options
         if img.listed_size is not None or stored != size:
@@ -505,132 +569,6 @@ def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str
     return f"image {index}: the image table lists {listed} bytes, past the end of {section or 'its segment'}; read as the {size} bytes there"
 
 
-def _walk_cuda_sections(walk: _Walk, region: Region, view: ElfView) -> None:
-    """A host ELF's NVIDIA fat binaries: ``.nv_fatbin`` (parsed whole, strictly) and the containers
-    that libraries keep in other data sections (``.ldata``, ``.data``, ``.cask_resource``: found by
-    magic, each kept only when its structure holds; fatbin.scan_entries)."""
-    from aotwheel.backends.nvidia.fatbin import parse_fatbin, scan_entries
-
-    groups: list[tuple[str | None, Sequence[FatbinEntry]]] = []
-    nv = view.section(".nv_fatbin")
-    if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
-        fat = parse_fatbin(region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), section=".nv_fatbin")
-        groups.append((".nv_fatbin", fat.entries))
-        walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
-    scanned, _ = scan_entries(region, view.sections)  # CUDA host binaries only (fatbin.CUDA_MARKERS)
-    groups += scanned
-    if any(entries for _, entries in groups):
-        _add_cuda(walk, region, groups)
-
-
-def _cuda_modules(walk: _Walk, region: Region, containers: Sequence[FatbinContainer]) -> list[CudaModule]:
-    """``.nv_fatbin``'s containers grouped by the targets they carry, when they differ (else
-    ``[]``: the file's verdict is every module's). Deep mode also names each group's kernels from
-    one of its cubins (decompressed: the default mode never does)."""
-    groups: dict[tuple[str, ...], list[FatbinContainer]] = {}
-    for c in containers:
-        key = tuple(sorted({e.target for e in c.entries if e.kind in ("cubin", "ptx")}))
-        if key:
-            groups.setdefault(key, []).append(c)
-    if len(groups) < 2:
-        return []
-    out = []
-    for key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        entries = [e for c in members for e in c.entries]
-        sources = list(dict.fromkeys(e.name.removeprefix("../") for e in entries if e.name))[:3]
-        module = CudaModule(".nv_fatbin", len(members), list(key), sources, sum(e.stored_size for e in entries))
-        if walk.deep:
-            from aotwheel.backends.nvidia.fatbin import cubin_kernels, region_payload
-
-            names: dict[str, None] = {}
-            for c in members:  # one cubin of each container: the module's kernels are the same for every arch
-                cubin = min((e for e in c.entries if e.kind == "cubin"), key=lambda e: e.stored_size, default=None)
-                if cubin is not None:
-                    names.update(dict.fromkeys(cubin_kernels(region_payload(region, cubin))))
-            module.kernels, module.kernel_sample = len(names), list(names)[:3]
-        out.append(module)
-    return out
-
-
-def _walk_cuda(walk: _Walk, region: Region, section: str | None) -> None:
-    """A raw NVIDIA fat binary file (every container in ``region``)."""
-    from aotwheel.backends.nvidia.fatbin import parse_fatbin
-
-    _add_cuda(walk, region, [(section, parse_fatbin(region, section=section).entries)])
-
-
-def _add_cuda(walk: _Walk, region: Region, groups: list[tuple[str | None, Sequence[FatbinEntry]]]) -> None:
-    """NVIDIA fat binary entries, per section, of ``region``: one Image per cubin/PTX
-    entry; cubins are native targets (vendor ``nvidia``), PTX an IR form ``ptx compute_XY``; all
-    loadable targets also in ``FileReport.cuda``. Deep mode hashes each stored payload and
-    decompresses it (bounded: fatbin.region_payload), so a damaged entry is an error."""
-    fr = walk.report
-    for e in sorted({e.target: e for _, entries in groups for e in entries}.values(), key=lambda e: (e.arch, e.kind, e.target)):
-        if e.target not in fr.cuda and e.kind in ("cubin", "ptx"):
-            fr.cuda.append(e.target)
-            if e.kind == "ptx":
-                walk.add_ir(f"ptx {e.target}")
-    images, natives, deep, index = fr.images, fr.native_targets, walk.deep, len(fr.images)
-    for section, entries in groups:  # 11k entries in cuFFT: each field read once, positional Image
-        for e in entries:
-            kind, target = e.kind, e.target
-            if kind == "ltoir":  # input for nvJitLink, not an image the driver loads
-                continue
-            stored = e.compressed_size or e.payload_size  # e.stored_size (set only when compressed)
-            img = Image(index, e.payload_offset, stored, kind, "nvptx64", e.compression is not None, section, None,
-                        e.decompressed_size or None, arch=target)
-            images.append(img)
-            if deep:
-                from aotwheel.backends.nvidia.fatbin import region_payload, stored_region
-
-                img.sha256 = hashlib.sha256(stored_region(region, e).view(0, stored, "payload")).hexdigest()
-                if kind in ("cubin", "ptx"):
-                    region_payload(region, e)  # raises, one line, for a damaged or oversized entry
-            if kind == "cubin":
-                natives.append(Target(target, None, None, "cubin", stored, index, vendor=NVIDIA, arch=target))
-            index += 1
-
-
-def _walk_hip(walk: _Walk, region: Region, section: str | None) -> None:
-    """AMD: one Image per clang offload bundle (plain or CCOB), its entries as members, and one
-    native target (vendor ``amd``) per code object, named by its bundle entry's target id."""
-    from aotwheel.backends.amd.codeobject import read_code_object
-    from aotwheel.formats.bundle import read_hip_fatbin
-
-    fr = walk.report
-    for b in read_hip_fatbin(region):
-        img = Image(index=len(fr.images), offset=region.where(b.offset), size=b.stored_size, kind="bundle", triple=None,
-                    compressed=b.compressed is not None, section=section, content="bundle",
-                    decompressed_size=b.compressed.uncompressed_size if b.compressed else None,
-                    members=[e.id for e in b.entries])
-        if walk.deep:
-            img.sha256 = hashlib.sha256(region.view(b.offset, b.stored_size, "offload bundle")).hexdigest()
-        fr.images.append(img)
-        for e in b.entries:
-            if e.kind == "host" or not e.size:
-                continue
-            if e.triple.startswith("spirv64-amd"):  # AMD SPIR-V: the HIP runtime compiles it at load
-                walk.add_ir("amdgcnspirv")
-                continue
-            if not e.triple.startswith("amdgcn"):
-                fr.warnings.append(f"image {img.index}: bundle entry {e.id!r} is not AMD GPU code")
-                continue
-            code = read_code_object(b.bundle.sub(e.offset, e.size, f"code object {e.id!r}"))
-            for feature, recorded in (("xnack", code.xnack), ("sramecc", code.sramecc)):
-                said = {"+": "on", "-": "off"}.get(_feature_sign(e.target_id, feature) or "", "any")
-                if said != "any" and recorded not in (said, "unsupported"):
-                    fr.warnings.append(f"image {img.index}: {e.id!r} says {feature} {said} but its code object says {recorded}")
-            fr.native_targets.append(Target(name=e.target_id or None, ip=None, member=e.id, format="code-object", size=e.size,
-                                            image=img.index, vendor=AMD, arch=e.target_id.split(":")[0] or None))
-
-
-def _feature_sign(target_id: str, feature: str) -> str | None:
-    for part in target_id.split(":")[1:]:
-        if part[:-1] == feature:
-            return part[-1]
-    return None
-
-
 def _walk_offloading(walk: _Walk, region: Region, section: str | None) -> None:
     from aotwheel.formats.offload import read_all
 
@@ -646,28 +584,22 @@ def _walk_static_archive(walk: _Walk, region: Region) -> None:
 
     for m in read_ar(region):
         member = region.sub(m.offset, m.size, f"ar member {m.name!r}")
-        if sniff(member.head(64)) != "elf":
+        if sniff(member.head(64)) != _ELF:
             continue
         for sec in open_elf(member).sections:
             if sec.name == ".llvm.offloading" and sec.size:
                 _walk_offloading(walk, member.sub(sec.offset, sec.size, "section '.llvm.offloading'"), f"{m.name}:{sec.name}")
 
 
-def _is_fat_binary(region: Region) -> bool:
-    from aotwheel.formats.ar import member_target, read_ar
-
-    return any(m.is_padding or m.name == "generic_ir" or member_target(m.name)[0] for m in read_ar(region))
-
-
 def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None) -> None:
     fr = walk.report
     index = len(fr.images)
     kind = sniff(_head(region, 64))
-    img = Image(index, region.where(0), region.size, kind, triple, kind == "zstd", section)  # positional: 13k calls in an XPU env
+    img = Image(index, region.where(0), region.size, kind, triple, kind == _ZSTD, section)  # positional: 13k calls in an XPU env
     if offload_arch is not None:
         img.arch = offload_arch
     fr.images.append(img)
-    if kind == "zstd":
+    if kind == _ZSTD:
         from aotwheel.formats import zstd
 
         stored = zstd.frame_size(region)
@@ -676,14 +608,15 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
             region = region.sub(0, stored, "zstd frame")
     if walk.deep:
         img.sha256 = hashlib.sha256(region.view(0, region.size, "image")).hexdigest()
-    if kind == "zstd":
+    if kind == _ZSTD:
         img.decompressed_size = zstd.content_size(region)
-        if not walk.deep and _is_sycl_ir(triple):
-            # A SYCL spir64 image is SPIR-V by what the compiler put there; decompressing just to
-            # see its magic cost ~10 us of zstd per image (19k images in an XPU environment).
-            # Deep mode decompresses and reads the content (documented in docs/report-schema.md).
-            img.content = "spirv"
-            _note_ir(walk, "spirv")
+        if not walk.deep and (ir := walk.readers.ir_of(triple)) is not None:
+            # A SYCL spir64 image is SPIR-V by what the compiler put there (a backend's
+            # ReadSpec.ir_triples); decompressing just to see its magic cost ~10 us of zstd per
+            # image (19k images in an XPU environment). Deep mode decompresses and reads the
+            # content (documented in docs/report-schema.md).
+            img.content = ir
+            _note_ir(walk, ir)
             return
         dctx = walk.memo.get("zstd-dctx")
         if dctx is None:
@@ -692,7 +625,7 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
             dctx = walk.memo["zstd-dctx"] = zstandard.ZstdDecompressor()
         img.content = sniff(zstd.peek(region, 64, dctx))
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.
-        if img.content in ("ar", "zebin", "legacy", "cpu-aot", "ir-elf", "offload") or walk.deep:
+        if img.content in walk.readers.by_image_kind or img.content == _OFFLOAD or walk.deep:
             data = zstd.decompress(region)
             img.decompressed_size = len(data)
             inner = Region(data, f"{region.label} (image {index}, decompressed)")
@@ -703,11 +636,6 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
     _walk_content(walk, region, kind, img, depth=0)
 
 
-def _is_sycl_ir(triple: str | None) -> bool:
-    """``spir64`` (or ``spir64-unknown-unknown``): SPIR-V; not ``spir64_gen`` / ``spir64_x86_64`` (native code)."""
-    return triple is not None and triple.partition("-")[0] == "spir64"
-
-
 def _head(region: Region, n: int) -> bytes:
     """``region.head(n)`` minus its call layers: it runs once per image (14k in large libraries)."""
     a = region.start
@@ -715,194 +643,26 @@ def _head(region: Region, n: int) -> bytes:
 
 
 def _note_ir(walk: _Walk, kind: str | None) -> None:
-    if kind in ("spirv", "llvmbc"):
-        walk.add_ir(kind)
+    if kind in _LEAF_KINDS:
+        walk.add_ir(kind)  # type: ignore[arg-type]
 
 
-def _walk_content(walk: _Walk, region: Region, kind: str | None, img: Image, depth: int, member: str | None = None) -> None:
+def _walk_content(walk: _Walk, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None = None) -> None:
     if depth > _MAX_DEPTH:
         raise region.error(0, "device images nested too deeply")
-    if kind == "ar":
-        _walk_fat_binary(walk, region, img, depth)
-    elif kind in ("zebin", "legacy"):
-        walk.report.native_targets.append(_native_target(walk, region, kind, img.index, member))
-    elif kind == "cpu-aot":
-        from aotwheel.backends.intel.cpu_aot import read_cpu_aot
-
-        info = read_cpu_aot(region)
-        walk.report.native_targets.append(Target(name=CPU_TRIPLE, ip=None, member=member, format="cpu-aot", size=region.size,
-                                                 image=img.index, vendor=INTEL, arch=info.machine, rebuildable=info.has_ir))
-    elif kind == "ir-elf":
-        from aotwheel.backends.intel.legacy import ir_payload
-
-        payload = ir_payload(region)
-        _note_ir(walk, sniff(payload.head(64)) if payload is not None else None)
-    elif kind == "spirv":
-        walk.add_ir("spirv")
-        if walk.deep or img.kind == "spirv" and img.index == 0 and walk.report.kind == "spirv":
+    if kind == _SPIRV:
+        walk.add_ir(_SPIRV)
+        if walk.deep or img.kind == _SPIRV and img.index == 0 and walk.report.kind == _SPIRV:
             from aotwheel.formats.spirv import read_spirv
 
             img.kernels = read_spirv(region, count_kernels=True).kernels
-    elif kind == "llvmbc":
-        walk.add_ir("llvmbc")
-    elif kind == "offload":
+    elif kind == _LLVMBC:
+        walk.add_ir(_LLVMBC)
+    elif kind == _OFFLOAD:
         _walk_offloading(walk, region, img.section)
-    elif kind == "zstd":
+    elif kind == _ZSTD:
         raise region.error(0, "zstd image nested inside a compressed image")
-
-
-_FASTSCAN = ("fastscan",)  # the walk's memo key of the C scanner module (or None)
-
-
-def _walk_fat_binary(walk: _Walk, region: Region, img: Image, depth: int) -> None:
-    # The C scanner reads the ar headers and each zebin's notes in one call (~1,000 members in
-    # vllm-xpu-kernels); None (not built, switched off, or not sure) means the Python readers.
-    # Looked up once per walk (AOTWHEEL_NO_FASTSCAN is an environment read): 251 fat binaries.
-    fs = walk.memo.get(_FASTSCAN, False)
-    if fs is False:
-        from aotwheel.formats import fastscan
-
-        fs = walk.memo[_FASTSCAN] = None if walk.deep else fastscan.module()
-    scanned = None
-    if fs is not None and depth + 1 <= _MAX_DEPTH:
-        from aotwheel.formats.fastscan import scan_fat_binary
-
-        scanned = scan_fat_binary(fs, region)
-    if scanned is None:
-        from aotwheel.formats.ar import read_ar
-
-        scanned = tuple((m.name, m.offset, m.size, None) for m in read_ar(region) if not m.is_padding)
-    members, targets, warnings = img.members, walk.report.native_targets, walk.report.warnings
-    for name, offset, size, facts in scanned:
-        if name in members:
-            # Seen in vllm-xpu-kernels 0.1.16.2 (two 64.35.11.0 members): only the first is used.
-            warnings.append(f"image {img.index}: ar member {name!r} appears more than once; the driver uses the first")
-        members.append(name)
-        if type(facts) is tuple:
-            targets.append(_target(walk, "zebin", facts, size, img.index, name))
-            continue
-        if type(facts) is bytes:  # generic_ir's IR payload head: what _walk_content notes for an ir-elf
-            _note_ir(walk, sniff(facts))
-            continue
-        body = region.sub(offset, size, f"ar member {name!r}")
-        kind = sniff(body.head(64))
-        if name == "generic_ir":
-            _walk_content(walk, body, kind, img, depth + 1)
-        elif kind in ("zebin", "legacy"):
-            _walk_content(walk, body, kind, img, depth + 1, member=name)
-        else:
-            warnings.append(f"image {img.index}: ar member {name!r} is {kind}, not a device binary")
-
-
-def _native_target(walk: _Walk, region: Region, kind: str, image: int, member: str | None) -> NativeTarget:
-    facts: tuple[int | None, int | None, int | None, object, bool]
-    if kind == "zebin":
-        from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary
-
-        z = read_zebin(region) if walk.deep else read_zebin_summary(region)
-        facts = (z.ip_u32, z.product_family, z.gfx_core, None, z.has_spirv)
     else:
-        from aotwheel.backends.intel.legacy import read_legacy
-
-        info = read_legacy(region)
-        facts = (None, None, info.gfx_core, None, info.has_spirv)  # no IP or product note
-    return _target(walk, kind, facts, region.size, image, member)
-
-
-def _target(walk: _Walk, kind: str, facts: tuple[int | None, int | None, int | None, object, bool], size: int, image: int,
-            member: str | None) -> NativeTarget:
-    """The native target of one zebin/legacy binary from its note values ``facts`` (ip_u32,
-    product family, gfx core, -, has_spirv). Everything but the size and position is a function of
-    (kind, member name, facts): computed once per walk, as a fat-binary library repeats a few."""
-    key = (kind, member, facts)  # facts[3] is unused, and a library repeats whole tuples
-    known = walk.memo.get(key)
-    if known is None:
-        known = walk.memo[key] = _target_fields(walk.memo, kind, member, facts)
-    fields, problems = known
-    for problem in problems:
-        walk.report.warnings.append(f"{_where(image, member)}: {problem}")
-    device_name, ip, generic, core, product, rebuildable = fields
-    return NativeTarget(device_name, ip, member, kind, size, image, generic, core, product, rebuildable)
-
-
-def _target_fields(memo: dict[Any, Any], kind: str, member: str | None, facts: tuple[int | None, int | None, int | None, object, bool]
-                   ) -> tuple[tuple[Any, ...], tuple[str, ...]]:
-    ip_u32, product_family, gfx_core, _version, rebuildable = facts
-    named = memo.get(("member", member))
-    if named is None:
-        named = memo[("member", member)] = _member_name_ip(member)
-    name_ip, generic = named
-    note_ip = product = None
-    if ip_u32 is not None:
-        note_ip = memo.get(("note-ip", ip_u32))
-        if note_ip is None:
-            note_ip = memo[("note-ip", ip_u32)] = _format_u32_ip(ip_u32)
-    core = _gfx_name(memo, "core", gfx_core)
-    if kind == "zebin":
-        product = _gfx_name(memo, "product", product_family)
-    problems = []
-    if name_ip and note_ip and name_ip != note_ip:
-        problems.append(f"member name says {name_ip} but the zebin note says {note_ip}")
-    ip = name_ip or note_ip
-    known = memo.get(("ip", ip))
-    if known is None:
-        known = memo[("ip", ip)] = _catalog_entry(ip)
-    device_name, expected_core = known
-    if expected_core and core and core != expected_core:
-        problems.append(f"{device_name} binaries declare {expected_core} but this one declares {core}")
-    return (device_name, ip, generic, core, product, rebuildable), tuple(problems)
-
-
-def _where(image: int, member: str | None) -> str:
-    return f"image {image}" + (f" member {member!r}" if member else "")
-
-
-def _member_name_ip(member: str | None) -> tuple[str | None, str | None]:
-    """``64.12.60.7`` -> (IP, None); ``64.bmg`` -> (None, "bmg"); no member -> (None, None)."""
-    from aotwheel.backends.intel.catalog import parse_ip
-    from aotwheel.formats.ar import member_target
-
-    token = member_target(member)[1] if member else None
-    name_ip = token if token and parse_ip(token) else None
-    return name_ip, (token if token and not name_ip else None)
-
-
-def _format_u32_ip(value: int) -> str:
-    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32
-
-    return format_ip(ip_from_u32(value))
-
-
-def _gfx_name(memo: dict[Any, Any], what: str, value: int | None) -> str | None:
-    """``gfx.core_name`` / ``gfx.product_name`` of a note value, once per walk."""
-    key = (what, value)
-    if key not in memo:
-        from aotwheel.backends.intel import gfx
-
-        memo[key] = gfx.core_name(value) if what == "core" else gfx.product_name(value)
-    return memo[key]  # type: ignore[no-any-return]
-
-
-def _catalog_entry(ip: str | None) -> tuple[str | None, str | None]:
-    """(catalog name, the gfx core its release declares) for an IP version."""
-    from aotwheel.backends.intel import gfx
-    from aotwheel.backends.intel.catalog import load_catalog
-
-    device = load_catalog().by_ip(ip) if ip else None
-    if device is None:
-        return None, None
-    return device.name, gfx.RELEASE_CORE.get(device.release)
-
-
-def _generic_ir_spirv(path: str, img: Image) -> bytes | None:
-    from aotwheel.formats.ar import read_ar
-    from aotwheel.backends.intel.legacy import ir_payload
-
-    data = image_bytes(path, img)
-    region = Region(data, f"{path} (image {img.index})")
-    for m in read_ar(region):
-        if m.name == "generic_ir":
-            payload = ir_payload(region.sub(m.offset, m.size, "ar member 'generic_ir'"))
-            if payload is not None and sniff(payload.head(8)) == "spirv":
-                return payload.read(0, payload.size, "generic_ir SPIR-V")
-    return None
+        reader = walk.readers.by_image_kind.get(kind)
+        if reader is not None:  # a vendor's format
+            reader.read_image(walk, region, kind, img, depth, member)

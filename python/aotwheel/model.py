@@ -8,11 +8,46 @@ lives behind :class:`aotwheel.backends.Backend`. Standard library only: build st
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any, Protocol
 
 NATIVE, JIT, UNSUPPORTED, UNKNOWN = "native", "jit", "unsupported", "unknown"
 
 INTEL, NVIDIA, AMD = "intel", "nvidia", "amd"
+
+
+class ImageKind(str, Enum):
+    """What a blob of device code (or a whole input file) is, as LLVM's ``OffloadBinary`` names
+    its ``ImageKind``: :func:`aotwheel.formats.sniff.sniff` says it from the magic, the backends
+    from their containers. A ``str`` enum, so that the report JSON keeps the plain value
+    (``"spirv"``) and text output formats it as that value; the C scanner stores the equal plain
+    ``str`` in the images it makes, which compares, hashes and serialises the same."""
+
+    def __str__(self) -> str:  # "spirv", not "ImageKind.SPIRV"
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:  # f"{kind}" is "spirv" on 3.10 to 3.13 alike
+        return str.__format__(self, spec)
+
+    SPIRV = "spirv"  # Khronos SPIR-V module
+    LLVMBC = "llvmbc"  # LLVM bitcode
+    ZSTD = "zstd"  # one zstd frame (its content is another kind)
+    AR = "ar"  # Unix ar archive: an ocloc fat binary or a static library
+    OFFLOAD = "offload"  # LLVM OffloadBinary
+    BUNDLE = "bundle"  # clang offload bundle (plain or CCOB-compressed)
+    ELF = "elf"  # a host ELF (shared library, executable, object)
+    ZEBIN = "zebin"  # Intel GPU native binary
+    LEGACY = "legacy"  # Intel GPU patch-token binary
+    CPU_AOT = "cpu-aot"  # Intel CPU AOT image (x86-64 OpenCL executable)
+    IR_ELF = "ir-elf"  # Intel IR-only ELF (SPIR-V or LLVM IR inside)
+    FATBIN = "fatbin"  # NVIDIA fat binary (a whole file)
+    CUBIN = "cubin"  # NVIDIA native binary (fat binary entry)
+    PTX = "ptx"  # NVIDIA PTX (fat binary entry)
+    CODE_OBJECT = "code-object"  # AMD HSA code object (offload bundle entry)
+    UNKNOWN = "unknown"
+
+
+IR_KINDS = (ImageKind.SPIRV, ImageKind.LLVMBC)  # vendor-neutral IR a driver JIT-compiles
 
 
 @dataclass(slots=True)  # no per-instance __dict__: large libraries carry 14k images
@@ -22,11 +57,11 @@ class Image:
     index: int
     offset: int  # file offset of the stored bytes
     size: int  # stored (possibly compressed) size
-    kind: str  # "ar" | "zebin" | "legacy" | "ir-elf" | "spirv" | "llvmbc" | "zstd" | "offload" | "cubin" | "ptx" | "unknown"
+    kind: ImageKind
     triple: str | None  # "spir64_gen", "spir64", "nvptx64", ... when known
     compressed: bool
     section: str | None = None  # host section holding it
-    content: str | None = None  # kind of the decompressed bytes for zstd images
+    content: ImageKind | None = None  # kind of the decompressed bytes for zstd images
     decompressed_size: int | None = None  # from the zstd frame header, or measured with deep
     members: list[str] = field(default_factory=list)  # ar member names, padding excluded
     sha256: str | None = None  # of the stored bytes; deep mode only
@@ -50,7 +85,7 @@ class Target:
     name: str | None  # catalog name ("pvc") or CUDA arch ("sm_90"); None if unknown to the catalog
     ip: str | None  # "12.60.7"; None for NVIDIA
     member: str | None  # ar member name ("64.12.60.7", "64.bmg"), None for a bare binary
-    format: str  # "zebin" | "legacy" | "cubin" | other image kind when a member is neither
+    format: ImageKind  # ZEBIN, LEGACY, CPU_AOT, CUBIN, CODE_OBJECT
     size: int
     image: int  # Image.index it came from
     generic: str | None = None  # "bmg" for a `64.bmg` member

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from aotwheel.model import Image, Target
+from aotwheel.model import Image, ImageKind, Target
 
 SCHEMA = 2
 
@@ -47,7 +47,7 @@ class FileReport:
     ir: list[str]  # JIT-able forms: "spirv", "llvmbc", "ptx compute_90"
     images: list[Image]
     kernels: int | None  # distinct kernel names when known
-    kind: str = "unknown"  # "elf" (host binary), "ar", "zebin", "legacy", "spirv", ...
+    kind: str = ImageKind.UNKNOWN  # an ImageKind (ELF: a host binary), or "error" (unreadable)
     kernels_by_triple: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"; read by the _aot.py of wheels already published (keep)
@@ -95,7 +95,7 @@ def summary(fr: FileReport) -> str:
     """One true line for every vendor: ``native: pvc, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 distinct kernel functions``."""
     parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
     names = [ir_name(k) for k in fr.ir]
-    if "spirv" in fr.ir and not any("spirv" in (i.kind, i.content) for i in fr.images):
+    if "spirv" in fr.ir and not any(ImageKind.SPIRV in (i.kind, i.content) for i in fr.images):
         # Only a GPU fat binary's generic_ir: the runtime never hands it to a CPU (issue 14).
         names[fr.ir.index("spirv")] += " (generic_ir: Intel GPUs only)"
     parts.append(f"JIT fallback: {', '.join(names) or 'none'}")

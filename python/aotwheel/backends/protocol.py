@@ -1,4 +1,6 @@
-"""What a vendor backend provides: the :class:`Backend` protocol and its :class:`ProbeSpec`.
+"""What a vendor backend provides: the :class:`Backend` protocol and its :class:`ProbeSpec`; its
+binary :class:`Reader` (a module with a :class:`ReadSpec`) and the :class:`ImageWalk` that the
+inspector hands it.
 
 Apart from the registry (:mod:`aotwheel.backends`) so that importing a vendor's build step, which
 imports the ``aotwheel.backends`` package first, never imports ``typing``.
@@ -10,7 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from aotwheel.model import Device, Verdict
+    from collections.abc import Callable
+
+    from aotwheel.formats.elf import ElfView, HostOffload
+    from aotwheel.formats.region import Region
+    from aotwheel.model import Device, Image, ImageKind, Verdict
     from aotwheel.model import ProbedDevice
     from aotwheel.report import FileReport
 
@@ -127,8 +133,79 @@ class DevlistGrammar(Protocol):
         ...
 
 
+class ReadSpec(NamedTuple):
+    """What of a binary a backend reads (a :class:`Reader` module's ``READS``).
+
+    :mod:`aotwheel.inspector` walks the vendor-free containers (wheels, host ELFs and their
+    ``.tgtimg`` tables and ``.llvm.offloading`` sections, static libraries, zstd frames,
+    OffloadBinaries) and hands the payloads claimed here to the reader's functions."""
+
+    magic: tuple[bytes, ...] = ()  # whole files starting with one of these (kind "unknown" to sniff): read_file
+    file_kinds: tuple[str, ...] = ()  # whole files of these sniffed kinds: read_file, which may decline
+    sections: tuple[str, ...] = ()  # host ELF sections: read_host runs when one of them is present
+    image_kinds: tuple[str, ...] = ()  # embedded images and archive members of these kinds: read_image
+    # (an offload triple's first component, the IR kind its images are): the inspector notes such
+    # images as that IR without decompressing them (SYCL: spir64 -> SPIR-V)
+    ir_triples: tuple[tuple[str, str], ...] = ()
+    suffixes: tuple[str, ...] = ()  # file names (besides .so, .a, .o, .spv, .bin, .ar) a wheel or directory walk reads
+
+
+class ImageWalk(Protocol):
+    """One binary being read: what the inspector hands a :class:`Reader` to fill in."""
+
+    report: FileReport
+    deep: bool  # hash and decompress every image, read every descriptor
+    memo: dict[Any, Any]  # per-walk answers that repeat across images (readers key theirs by tuples; the core uses str keys)
+    max_depth: int  # how deep containers may nest
+
+    def add_ir(self, form: str) -> None:
+        """Record a JIT-able IR form (``"spirv"``, ``"ptx compute_90"``) once."""
+        ...
+
+    def note_ir(self, kind: str | None) -> None:
+        """Record ``kind`` if it is a vendor-neutral IR kind (SPIR-V, LLVM bitcode)."""
+        ...
+
+    def add_image(self, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None) -> None:
+        """List ``region`` as one image (sniffed; a zstd frame decompressed as needed) and walk into it."""
+        ...
+
+    def walk_content(self, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None = None) -> None:
+        """Content nested ``depth`` levels inside image ``img`` (an archive member, a decompressed
+        payload), read by whoever reads ``kind``; too deep a nesting raises."""
+        ...
+
+
+class Reader(Protocol):
+    """A backend's binary reader: a module (``aotwheel.backends.<vendor>.reader``) registered in
+    :mod:`aotwheel.backends.readers`. Its functions take the walk first."""
+
+    READS: ReadSpec
+
+    def read_file(self, walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
+        """A whole input file that the spec's ``magic`` or ``file_kinds`` matched; ``False``: not
+        this vendor's after all (the inspector goes on with its own walk)."""
+        ...
+
+    def read_host(self, walk: ImageWalk, region: Region, view: ElfView, host: HostOffload) -> None:
+        """A host ELF with one of the spec's ``sections`` (after the vendor-free walk of its
+        ``.tgtimg`` table, summarised in ``host``, and ``.llvm.offloading`` sections)."""
+        ...
+
+    def read_image(self, walk: ImageWalk, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None) -> None:
+        """An embedded image (or an archive member of one, ``member``) of one of the spec's ``image_kinds``."""
+        ...
+
+    def spirv_in(self, img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
+        """The SPIR-V module that image ``img`` of this vendor carries besides its native code
+        (``load()`` gives its decompressed bytes), or ``None``."""
+        ...
+
+
 class Backend(Protocol):
-    """What the core needs from one vendor."""
+    """What the core needs from one vendor (its binary :class:`Reader` is a module of its own,
+    registered beside it in :mod:`aotwheel.backends.readers`: the inspector reaches it without
+    this object, whose rules and self-tests use the inspector)."""
 
     name: str  # "intel", "nvidia": the ``vendor`` of its targets, devices and verdicts
     title: str  # "Intel", "NVIDIA": for messages

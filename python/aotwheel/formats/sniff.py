@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import struct
 
+from aotwheel.model import ImageKind
+
+# Module constants: sniff runs once per image (14k in large libraries), an enum attribute costs more.
+_SPIRV, _LLVMBC, _ZSTD, _AR, _OFFLOAD, _BUNDLE = (ImageKind.SPIRV, ImageKind.LLVMBC, ImageKind.ZSTD, ImageKind.AR,
+                                                  ImageKind.OFFLOAD, ImageKind.BUNDLE)
+_CPU_AOT, _LEGACY, _IR_ELF, _ZEBIN, _ELF, _UNKNOWN = (ImageKind.CPU_AOT, ImageKind.LEGACY, ImageKind.IR_ELF, ImageKind.ZEBIN,
+                                                      ImageKind.ELF, ImageKind.UNKNOWN)
+
 SPIRV_MAGIC = b"\x03\x02\x23\x07"
 SPIRV_MAGIC_BE = b"\x07\x23\x02\x03"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -21,30 +29,30 @@ EM_X86_64 = 62
 ET_ZEBIN_EXE = 0xFF12
 
 
-def sniff(head: bytes) -> str:
+def sniff(head: bytes) -> ImageKind:
     """Classify by magic: ``spirv``, ``llvmbc``, ``zstd``, ``ar``, ``offload``, ``zebin``, ``legacy``,
     ``cpu-aot`` (Intel CPU AOT image), ``ir-elf``, ``elf`` (a host ELF), ``bundle`` (clang offload
     bundle, plain or ``CCOB``), or ``unknown``. ``head`` needs at least 20 bytes for ELFs."""
     if head[:4] in (SPIRV_MAGIC, SPIRV_MAGIC_BE):
-        return "spirv"
+        return _SPIRV
     if head[:4] in BITCODE_MAGICS:
-        return "llvmbc"
+        return _LLVMBC
     if head[:4] == ZSTD_MAGIC:
-        return "zstd"
+        return _ZSTD
     if head[:8] == AR_MAGIC:
-        return "ar"
+        return _AR
     if head[:4] == OFFLOAD_MAGIC:
-        return "offload"
+        return _OFFLOAD
     if head[:24] == BUNDLE_MAGIC or head[:4] == CCOB_MAGIC:
-        return "bundle"
+        return _BUNDLE
     if head[:4] == ELF_MAGIC and len(head) >= 20:
         endian = "<" if head[5] == 1 else ">"
         e_type, e_machine = struct.unpack_from(endian + "HH", head, 16)
         if e_type == ET_OPENCL_EXECUTABLE:
-            return "cpu-aot" if e_machine == EM_X86_64 else "legacy"
+            return _CPU_AOT if e_machine == EM_X86_64 else _LEGACY
         if e_type == ET_OPENCL_OBJECTS:
-            return "ir-elf"
+            return _IR_ELF
         if e_machine == EM_INTELGT or e_type == ET_ZEBIN_EXE:
-            return "zebin"
-        return "elf"
-    return "unknown"
+            return _ZEBIN
+        return _ELF
+    return _UNKNOWN

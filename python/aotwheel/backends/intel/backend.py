@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.protocol import ProbeSpec
-from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, ProbedDevice, Verdict
+from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, ImageKind, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.intel.devlist import IntelGrammar, IntelPart
@@ -85,7 +85,7 @@ class IntelBackend:
 
             return self._finish(decide_cpu(file, device, binary=binary), file)
         # CPU AOT images never serve a GPU.
-        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != "cpu-aot"]
+        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != ImageKind.CPU_AOT]
         ir = [k for k in file.ir if k in IR_FORMS]
         if not targets and not ir and any(t.vendor == INTEL for t in file.native_targets):
             label = str(getattr(device, "label", None) or getattr(device, "name", "device"))
@@ -126,7 +126,7 @@ class IntelBackend:
 
     def devlist_tokens(self, file: FileReport) -> list[str]:
         """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s Intel GPU images (names, else IPs)."""
-        names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != "cpu-aot"]
+        names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != ImageKind.CPU_AOT]
         return list(dict.fromkeys(n for n in names if n))
 
     def covering_devlist(self, verdict: Verdict, file: FileReport | None = None) -> str | None:

@@ -15,10 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from aotwheel.backends.intel.options import SYCL, gpu_only_options, passed_options
-from aotwheel.model import INTEL, JIT, NATIVE, UNSUPPORTED, Verdict
+from aotwheel.model import INTEL, IR_KINDS, JIT, NATIVE, UNSUPPORTED, ImageKind, Verdict
 
-CPU_FORMAT = "cpu-aot"
-IR_KINDS = ("spirv", "llvmbc")
+CPU_FORMAT = ImageKind.CPU_AOT
 RULES = {
     "cpu-aot": "a spir64_x86_64 image: compiled x86-64 code the CPU runtime loads as is",
     "cpu-ir": "a spir64 SPIR-V image, compiled for the CPU at first use",

@@ -1,0 +1,82 @@
+"""AMD's binary readers (the :class:`aotwheel.backends.protocol.Reader` of the AMD backend).
+
+HIP keeps its device code in clang offload bundles (a whole bundle file, or a host ELF's
+``.hip_fatbin``; formats.bundle reads them, plain or CCOB-compressed); each ``amdgcn`` entry is a
+code object (:mod:`.codeobject`), one native target named by its bundle entry's target id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from aotwheel.backends.protocol import ReadSpec
+from aotwheel.model import AMD, Image, ImageKind, Target
+
+if TYPE_CHECKING:
+    from aotwheel.backends.protocol import ImageWalk
+    from aotwheel.formats.elf import ElfView, HostOffload
+    from aotwheel.formats.region import Region
+
+READS = ReadSpec(file_kinds=(ImageKind.BUNDLE,), sections=(".hip_fatbin",))  # HIP offload bundles, whole or in a host
+
+
+def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
+    """A whole clang offload bundle file."""
+    _walk_hip(walk, region, None)
+    return True
+
+
+def read_host(walk: ImageWalk, region: Region, view: ElfView, host: HostOffload) -> None:
+    hip = view.section(".hip_fatbin")
+    if hip is not None and hip.type != "SHT_NOBITS" and hip.size:
+        _walk_hip(walk, region.sub(hip.offset, hip.size, "section '.hip_fatbin'"), ".hip_fatbin")
+
+
+def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None) -> None:
+    """No embedded image kind is AMD's (the spec claims none)."""
+
+
+def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
+    return None
+
+
+def _walk_hip(walk: ImageWalk, region: Region, section: str | None) -> None:
+    """AMD: one Image per clang offload bundle (plain or CCOB), its entries as members, and one
+    native target (vendor ``amd``) per code object, named by its bundle entry's target id."""
+    from aotwheel.backends.amd.codeobject import read_code_object
+    from aotwheel.formats.bundle import read_hip_fatbin
+
+    fr = walk.report
+    for b in read_hip_fatbin(region):
+        img = Image(index=len(fr.images), offset=region.where(b.offset), size=b.stored_size, kind=ImageKind.BUNDLE, triple=None,
+                    compressed=b.compressed is not None, section=section, content=ImageKind.BUNDLE,
+                    decompressed_size=b.compressed.uncompressed_size if b.compressed else None,
+                    members=[e.id for e in b.entries])
+        if walk.deep:
+            img.sha256 = hashlib.sha256(region.view(b.offset, b.stored_size, "offload bundle")).hexdigest()
+        fr.images.append(img)
+        for e in b.entries:
+            if e.kind == "host" or not e.size:
+                continue
+            if e.triple.startswith("spirv64-amd"):  # AMD SPIR-V: the HIP runtime compiles it at load
+                walk.add_ir("amdgcnspirv")
+                continue
+            if not e.triple.startswith("amdgcn"):
+                fr.warnings.append(f"image {img.index}: bundle entry {e.id!r} is not AMD GPU code")
+                continue
+            code = read_code_object(b.bundle.sub(e.offset, e.size, f"code object {e.id!r}"))
+            for feature, recorded in (("xnack", code.xnack), ("sramecc", code.sramecc)):
+                said = {"+": "on", "-": "off"}.get(_feature_sign(e.target_id, feature) or "", "any")
+                if said != "any" and recorded not in (said, "unsupported"):
+                    fr.warnings.append(f"image {img.index}: {e.id!r} says {feature} {said} but its code object says {recorded}")
+            fr.native_targets.append(Target(name=e.target_id or None, ip=None, member=e.id, format=ImageKind.CODE_OBJECT, size=e.size,
+                                            image=img.index, vendor=AMD, arch=e.target_id.split(":")[0] or None))
+
+
+def _feature_sign(target_id: str, feature: str) -> str | None:
+    for part in target_id.split(":")[1:]:
+        if part[:-1] == feature:
+            return part[-1]
+    return None

@@ -1,0 +1,131 @@
+"""NVIDIA's binary readers (the :class:`aotwheel.backends.protocol.Reader` of the NVIDIA backend).
+
+Fat binaries: a whole ``.fatbin`` file, a host ELF's ``.nv_fatbin`` (parsed whole, strictly) and
+the containers libraries keep in other data sections (found by magic: :mod:`.fatbin`). One Image
+per cubin/PTX entry; cubins are native targets, PTX an IR form ``ptx compute_XY``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from aotwheel.backends.protocol import ReadSpec
+from aotwheel.model import NVIDIA, Image, ImageKind, Target
+from aotwheel.report import CudaModule
+
+if TYPE_CHECKING:
+    from aotwheel.backends.nvidia.fatbin import FatbinContainer, FatbinEntry
+    from aotwheel.backends.protocol import ImageWalk
+    from aotwheel.formats.elf import ElfView, HostOffload
+    from aotwheel.formats.region import Region
+
+# Whole fat binary files (fatbin.MAGIC_BYTES), and CUDA host binaries (fatbin.CUDA_MARKERS).
+READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), sections=(".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"))
+_KINDS = {"cubin": ImageKind.CUBIN, "ptx": ImageKind.PTX, "unknown": ImageKind.UNKNOWN}  # fatbin.FatbinEntry.kind
+
+
+def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
+    """A raw fat binary file (its magic)."""
+    walk.report.kind = ImageKind.FATBIN
+    _walk_cuda(walk, region, None)
+    return True
+
+
+def read_host(walk: ImageWalk, region: Region, view: ElfView, host: HostOffload) -> None:
+    _walk_cuda_sections(walk, region, view)
+
+
+def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None) -> None:
+    """No embedded image kind is NVIDIA's (the spec claims none)."""
+
+
+def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
+    return None
+
+
+def _walk_cuda_sections(walk: ImageWalk, region: Region, view: ElfView) -> None:
+    """A host ELF's NVIDIA fat binaries: ``.nv_fatbin`` (parsed whole, strictly) and the containers
+    that libraries keep in other data sections (``.ldata``, ``.data``, ``.cask_resource``: found by
+    magic, each kept only when its structure holds; fatbin.scan_entries)."""
+    from aotwheel.backends.nvidia.fatbin import parse_fatbin, scan_entries
+
+    groups: list[tuple[str | None, Sequence[FatbinEntry]]] = []
+    nv = view.section(".nv_fatbin")
+    if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
+        fat = parse_fatbin(region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), section=".nv_fatbin")
+        groups.append((".nv_fatbin", fat.entries))
+        walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
+    scanned, _ = scan_entries(region, view.sections)  # CUDA host binaries only (fatbin.CUDA_MARKERS)
+    groups += scanned
+    if any(entries for _, entries in groups):
+        _add_cuda(walk, region, groups)
+
+
+def _cuda_modules(walk: ImageWalk, region: Region, containers: Sequence[FatbinContainer]) -> list[CudaModule]:
+    """``.nv_fatbin``'s containers grouped by the targets they carry, when they differ (else
+    ``[]``: the file's verdict is every module's). Deep mode also names each group's kernels from
+    one of its cubins (decompressed: the default mode never does)."""
+    groups: dict[tuple[str, ...], list[FatbinContainer]] = {}
+    for c in containers:
+        key = tuple(sorted({e.target for e in c.entries if e.kind in ("cubin", "ptx")}))
+        if key:
+            groups.setdefault(key, []).append(c)
+    if len(groups) < 2:
+        return []
+    out = []
+    for key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        entries = [e for c in members for e in c.entries]
+        sources = list(dict.fromkeys(e.name.removeprefix("../") for e in entries if e.name))[:3]
+        module = CudaModule(".nv_fatbin", len(members), list(key), sources, sum(e.stored_size for e in entries))
+        if walk.deep:
+            from aotwheel.backends.nvidia.fatbin import cubin_kernels, region_payload
+
+            names: dict[str, None] = {}
+            for c in members:  # one cubin of each container: the module's kernels are the same for every arch
+                cubin = min((e for e in c.entries if e.kind == "cubin"), key=lambda e: e.stored_size, default=None)
+                if cubin is not None:
+                    names.update(dict.fromkeys(cubin_kernels(region_payload(region, cubin))))
+            module.kernels, module.kernel_sample = len(names), list(names)[:3]
+        out.append(module)
+    return out
+
+
+def _walk_cuda(walk: ImageWalk, region: Region, section: str | None) -> None:
+    """A raw NVIDIA fat binary file (every container in ``region``)."""
+    from aotwheel.backends.nvidia.fatbin import parse_fatbin
+
+    _add_cuda(walk, region, [(section, parse_fatbin(region, section=section).entries)])
+
+
+def _add_cuda(walk: ImageWalk, region: Region, groups: list[tuple[str | None, Sequence[FatbinEntry]]]) -> None:
+    """NVIDIA fat binary entries, per section, of ``region``: one Image per cubin/PTX
+    entry; cubins are native targets (vendor ``nvidia``), PTX an IR form ``ptx compute_XY``; all
+    loadable targets also in ``FileReport.cuda``. Deep mode hashes each stored payload and
+    decompresses it (bounded: fatbin.region_payload), so a damaged entry is an error."""
+    fr = walk.report
+    for e in sorted({e.target: e for _, entries in groups for e in entries}.values(), key=lambda e: (e.arch, e.kind, e.target)):
+        if e.target not in fr.cuda and e.kind in ("cubin", "ptx"):
+            fr.cuda.append(e.target)
+            if e.kind == "ptx":
+                walk.add_ir(f"ptx {e.target}")
+    images, natives, deep, index = fr.images, fr.native_targets, walk.deep, len(fr.images)
+    for section, entries in groups:  # 11k entries in cuFFT: each field read once, positional Image
+        for e in entries:
+            kind, target = e.kind, e.target
+            if kind == "ltoir":  # input for nvJitLink, not an image the driver loads
+                continue
+            stored = e.compressed_size or e.payload_size  # e.stored_size (set only when compressed)
+            img = Image(index, e.payload_offset, stored, _KINDS[kind], "nvptx64", e.compression is not None, section, None,
+                        e.decompressed_size or None, arch=target)
+            images.append(img)
+            if deep:
+                from aotwheel.backends.nvidia.fatbin import region_payload, stored_region
+
+                img.sha256 = hashlib.sha256(stored_region(region, e).view(0, stored, "payload")).hexdigest()
+                if kind in ("cubin", "ptx"):
+                    region_payload(region, e)  # raises, one line, for a damaged or oversized entry
+            if kind == "cubin":
+                natives.append(Target(target, None, None, ImageKind.CUBIN, stored, index, vendor=NVIDIA, arch=target))
+            index += 1
