@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from aotwheel.model import Image, ImageKind, Target
@@ -79,7 +79,28 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: the ``aotwheel inspect --json`` contract, schema 2 (docs/report-schema.md)."""
-        return {"schema": SCHEMA, "path": self.path, "files": [asdict(f) for f in self.files]}
+        return {"schema": SCHEMA, "path": self.path, "files": [_plain(f) for f in self.files]}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _plain(value: Any) -> Any:
+    """What ``dataclasses.asdict`` gives for the report's types (dataclasses, lists, dicts and
+    immutable leaves), without its deep copy of every leaf: 11k images of cuFFT took 1 s that way."""
+    cls = type(value)
+    if cls is list:
+        return [_plain(v) for v in value]
+    if cls is dict:
+        return {k: _plain(v) for k, v in value.items()}
+    if cls is tuple:
+        return tuple(_plain(v) for v in value)
+    if is_dataclass(value):
+        names = _FIELD_NAMES.get(cls)
+        if names is None:
+            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(value))
+        return {n: _plain(getattr(value, n)) for n in names}
+    return value
 
 
 IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode"}
