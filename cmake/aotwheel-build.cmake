@@ -60,30 +60,6 @@
 #   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
 include_guard(GLOBAL)
 
-# The build steps (`python -m aotwheel.buildsteps`) of the aotwheel that owns this file, run as
-# its __main__.py, which puts this aotwheel first on sys.path itself: no `cmake -E env
-# PYTHONPATH=...` wrapper process around every build edge (7 ms of CPU each with pip's cmake 4.4,
-# median of 40).
-set(_AOTWHEEL_BUILD_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/buildsteps/__main__.py")
-
-# _aotwheel_build_step(<fn> <step> <args>...): run one build step at configure time or stop with
-# its one-line error prefixed by the public function's name.
-function(_aotwheel_build_step fn)
-  execute_process(
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} ${ARGN}
-    RESULT_VARIABLE result
-    OUTPUT_VARIABLE output
-    ERROR_VARIABLE error
-    ERROR_STRIP_TRAILING_WHITESPACE)
-  if(NOT result EQUAL 0)
-    string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
-    if(error STREQUAL "")
-      set(error "'python -m aotwheel.buildsteps ${ARGV1}' failed (exit ${result})")
-    endif()
-    message(FATAL_ERROR "${fn}: ${error}")
-  endif()
-endfunction()
-
 function(aotwheel_add_device_code target)
   set(fn aotwheel_add_device_code)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;FIELD_DEFAULTS;COMPRESS;OPTIONS;NAME;DESTINATION;PACKAGE"
@@ -115,7 +91,7 @@ function(aotwheel_add_device_code target)
   _aotwheel_tgtsym_edge("${work}" tgtsym)
   set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
   list(TRANSFORM embedded PREPEND "--image;" OUTPUT_VARIABLE image_args)
-  _aotwheel_build_step(${fn} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
+  _aotwheel_python(${fn} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
                        --tgtsym "${tgtsym}" ${image_args})
   _aotwheel_manifest_edge("${target}" "${work}" manifest)
   # The .incbin'd files are not seen by the C compiler's dependency scan: declare them.
@@ -279,7 +255,7 @@ function(_aotwheel_toolchain fn work devices)
     get_filename_component(stem "${src}" NAME_WE)
     list(APPEND source_args "--source=${stem}=${src}")
   endforeach()
-  _aotwheel_build_step(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json" ${source_args}
+  _aotwheel_python(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json" ${source_args}
                        --edges-out "${work}/ocloc-edges.txt" "--groups=${AOTWHEEL_OCLOC_GROUPS}")
 endfunction()
 
@@ -300,7 +276,7 @@ function(_aotwheel_ocloc_command fn out_command out_pool)
     endif()
     set(pool JOB_POOL aotwheel_ocloc)
   endif()
-  set(${out_command} ${_AOTWHEEL_BUILD_COMMAND} ocloc PARENT_SCOPE)
+  set(${out_command} ${_AOTWHEEL_STEP_COMMAND} ocloc PARENT_SCOPE)
   set(${out_pool} "${pool}" PARENT_SCOPE)
 endfunction()
 
@@ -341,7 +317,7 @@ function(_aotwheel_scale_out fn work)
   endif()
   # --cost-prefix: the ocloc costs earlier builds measured (recorded by the ocloc edges below,
   # --cost-id) weigh the plan where the remote stores hold them; sizes elsewhere.
-  _aotwheel_build_step(${fn} shard --jobs "${work}/jobs.tsv" --shard "${shard}" "--groups=${groups_setting}"
+  _aotwheel_python(${fn} shard --jobs "${work}/jobs.tsv" --shard "${shard}" "--groups=${groups_setting}"
                        --out "${work}/shard-slice.tsv" --settings "${work}/remote-settings"
                        --cost-prefix "${PROJECT_NAME}/${ARG_NAME}")
   # The plan weighs the sources by size: an edited source re-plans (CMake re-runs on it).
@@ -409,7 +385,7 @@ function(_aotwheel_spirv_edge work src out)
   list(TRANSFORM ARG_CLANG_OPTIONS PREPEND "--clang-arg=" OUTPUT_VARIABLE clang_args)
   add_custom_command(
     OUTPUT "${spv}"
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} spirv --toolchain "${work}/toolchain.json" --source "${src}" --output "${spv}"
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} spirv --toolchain "${work}/toolchain.json" --source "${src}" --output "${spv}"
             --depfile "${spv}.d" --settings "${work}/remote-settings" --source-root "${CMAKE_SOURCE_DIR}"
             --build-root "${CMAKE_BINARY_DIR}" ${clang_args}
     DEPENDS "${src}" "${work}/toolchain.json" "${work}/remote-settings"
@@ -488,7 +464,7 @@ function(_aotwheel_ocloc_edges work src spv out)
     endif()
     add_custom_command(
       OUTPUT "${fatbin}" "${fatbin}.json"
-      COMMAND ${_AOTWHEEL_BUILD_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
+      COMMAND ${_AOTWHEEL_STEP_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
               --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}"
       DEPENDS ${natives} "${spv}" "${work}/toolchain.json"
       COMMENT "aotwheel: fat binary for ${base}"
@@ -567,7 +543,7 @@ function(_aotwheel_compress_edges compress out_embedded out_zsts)
     get_filename_component(base "${path}" NAME)
     add_custom_command(
       OUTPUT "${path}.zst"
-      COMMAND ${_AOTWHEEL_BUILD_COMMAND} compress --input "${path}" --output "${path}.zst"
+      COMMAND ${_AOTWHEEL_STEP_COMMAND} compress --input "${path}" --output "${path}.zst"
       DEPENDS "${path}"
       COMMENT "aotwheel: zstd ${base}"
       VERBATIM)
@@ -592,7 +568,7 @@ function(_aotwheel_tgtsym_edge work out)
   set(tgtsym "${work}/${ARG_NAME}.tgtsym")
   add_custom_command(
     OUTPUT "${tgtsym}"
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} tgtsym --output "${tgtsym}" --triples "${triples}" ${spvs}
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} tgtsym --output "${tgtsym}" --triples "${triples}" ${spvs}
     DEPENDS ${spvs}
     COMMENT "aotwheel: kernel names for ${ARG_NAME}"
     VERBATIM)
@@ -619,7 +595,7 @@ function(_aotwheel_manifest_edge target work out)
   file(GENERATE OUTPUT "${cuda_list}" CONTENT "$<JOIN:$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>,\n>")
   add_custom_command(
     OUTPUT "${manifest}"
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} manifest --name "${ARG_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} manifest --name "${ARG_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
             --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${tgtsym}"
             --cuda-images "${cuda_list}" --compress "$<IF:$<BOOL:${compress}>,on,off>" ${image_args}
     DEPENDS ${fatbins} ${spvs} ${zsts} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
@@ -650,11 +626,9 @@ function(_aotwheel_install_hook target work manifest)
     set(ext_name "${target}")
   endif()
   set(hook "${work}/_aot.py")
-  set(hook_cmd ${_AOTWHEEL_PYTHON_COMMAND})
-  list(POP_BACK hook_cmd)
   add_custom_command(
     OUTPUT "${hook}"
-    COMMAND ${hook_cmd} aotwheel.hook --extension "${ext_name}" --package "${package}" --out "${hook}"
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} hook --extension "${ext_name}" --package "${package}" --out "${hook}"
     DEPENDS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py"
     COMMENT "aotwheel: ${package}._aot hook"
     VERBATIM)

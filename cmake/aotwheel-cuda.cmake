@@ -40,13 +40,12 @@
 #   _aotwheel_cuda_record       the JSON record of the images, for the manifest
 include_guard(GLOBAL)
 
-if(NOT DEFINED _AOTWHEEL_PYTHON_COMMAND)
+if(NOT DEFINED _AOTWHEEL_STEP_COMMAND)
   include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-config.cmake")
 endif()
 
-set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_PYTHON_COMMAND})
-list(POP_BACK _AOTWHEEL_CUDA_COMMAND)
-list(APPEND _AOTWHEEL_CUDA_COMMAND aotwheel.backends.nvidia.build)
+# The nvcc build steps (python/aotwheel/backends/nvidia/build.py), through the one step command.
+set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_STEP_COMMAND} nvidia)
 
 # The portability header: a source checkout's csrc/, or include/ of an installed aotwheel.
 foreach(_aotwheel_h "${CMAKE_CURRENT_LIST_DIR}/../csrc/aotwheel_portable.h"
@@ -161,17 +160,8 @@ function(_aotwheel_cuda_configure fn work tokens out)
   if(DEFINED CMAKE_CUDA_COMPILER AND NOT CMAKE_CUDA_COMPILER STREQUAL "")
     set(nvcc_arg --nvcc "${CMAKE_CUDA_COMPILER}")
   endif()
-  execute_process(
-    COMMAND ${_AOTWHEEL_CUDA_COMMAND} configure --targets "${csv}" ${nvcc_arg} --header "${_AOTWHEEL_PORTABLE_HEADER}"
-            --out "${work}/cuda.json" --print-targets
-    RESULT_VARIABLE result
-    OUTPUT_VARIABLE names
-    ERROR_VARIABLE error
-    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
-  if(NOT result EQUAL 0)
-    string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
-    message(FATAL_ERROR "${fn}: ${error}")
-  endif()
+  _aotwheel_python(${fn} nvidia configure --targets "${csv}" ${nvcc_arg} --header "${_AOTWHEEL_PORTABLE_HEADER}"
+                   --out "${work}/cuda.json" --print-targets OUTPUT names)
   message(STATUS "aotwheel: ${ARG_NAME} CUDA images [${names}]")
   set(${out} "${names}" PARENT_SCOPE)
 endfunction()
@@ -226,14 +216,7 @@ endfunction()
 # binaries into <target>'s .nv_fatbin, and its header "<NAME>_cuda.h".
 function(_aotwheel_cuda_embed fn target work fatbins)
   set(embed_c "${work}/${ARG_NAME}_cuda_embed.c")
-  execute_process(
-    COMMAND ${_AOTWHEEL_CUDA_COMMAND} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_cuda.h" ${fatbins}
-    RESULT_VARIABLE result
-    ERROR_VARIABLE error)
-  if(NOT result EQUAL 0)
-    string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
-    message(FATAL_ERROR "${fn}: ${error}")
-  endif()
+  _aotwheel_python(${fn} nvidia embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_cuda.h" ${fatbins})
   # The .incbin'd fat binaries are invisible to the C compiler's dependency scan: declare them.
   set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins}")
   target_sources(${target} PRIVATE "${embed_c}")

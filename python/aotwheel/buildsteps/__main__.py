@@ -15,6 +15,13 @@ embed      write the C file + header that embed the images (configure time)
 compress   one image -> one zstd frame (COMPRESS ON): what embed then .incbin's
 manifest   write _aot_manifest.json
 cache      print the cache root and its hit/miss/store counters
+hook       write <package>/_aot.py (``python -m aotwheel.hook``)
+resolve    resolve a device list (``python -m aotwheel resolve``; CMake's aotwheel_resolve_devlist)
+<vendor>   that backend's own steps: ``nvidia configure|compile|fatbin|embed ...``
+           (``python -m aotwheel.backends.<vendor>.build``)
+
+CMake runs every step through this one file (cmake/aotwheel-config.cmake: ``_AOTWHEEL_STEP_COMMAND``
+for build edges, ``_aotwheel_python`` at configure time).
 
 Errors print ``aotwheel: error: <one line>`` and exit 2.
 """
@@ -416,6 +423,36 @@ _STEPS = {
 }
 
 
+def _resolve(argv: list[str]) -> int:
+    from aotwheel.cli import main as cli_main
+
+    return cli_main(["resolve", *argv])
+
+
+def _hook(argv: list[str]) -> int:
+    from aotwheel.hook import main as hook_main
+
+    return hook_main(argv)
+
+
+def _vendor_main(vendor: str, module: str, argv: list[str]) -> int:
+    try:
+        steps = __import__(module, fromlist=["main"])
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        return run_command(lambda: _no_steps(vendor))
+    return int(steps.main(argv))
+
+
+def _no_steps(vendor: str) -> int:
+    raise AotwheelError(f"the {vendor} backend has no build steps; build its device code with that vendor's own tools")
+
+
+# Steps with a command line of their own elsewhere: the arguments go there unparsed.
+_DELEGATED = {"resolve": _resolve, "hook": _hook}
+
+
 def _fixed_width(prog: str) -> argparse.HelpFormatter:
     # With a width, argparse's formatter does not import shutil to ask the terminal.
     return argparse.RawDescriptionHelpFormatter(prog, width=100)
@@ -438,6 +475,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one step; errors print one line and return 2."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in _DELEGATED:
+        return _DELEGATED[argv[0]](argv[1:])
+    if argv and argv[0] not in _STEPS:
+        from aotwheel.backends import build_module
+
+        module = build_module(argv[0])  # a vendor's steps: its package's ``build`` module, by name
+        if module is not None:
+            return _vendor_main(argv[0], module, argv[1:])
     args = build_parser(argv[0] if argv and argv[0] in _STEPS else None).parse_args(argv)
     return run_command(lambda: args.fn(args))
 
