@@ -60,6 +60,10 @@
 #   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
 include_guard(GLOBAL)
 
+# The open toolchain's build steps (python/aotwheel/backends/intel/build/steps.py), through the one
+# step command of aotwheel-config.cmake.
+set(_AOTWHEEL_INTEL_COMMAND ${_AOTWHEEL_STEP_COMMAND} intel)
+
 function(aotwheel_add_device_code target)
   set(fn aotwheel_add_device_code)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;FIELD_DEFAULTS;COMPRESS;OPTIONS;NAME;DESTINATION;PACKAGE"
@@ -255,7 +259,7 @@ function(_aotwheel_toolchain fn work devices)
     get_filename_component(stem "${src}" NAME_WE)
     list(APPEND source_args "--source=${stem}=${src}")
   endforeach()
-  _aotwheel_python(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json" ${source_args}
+  _aotwheel_python(${fn} intel configure "--devices=${csv}" --out "${work}/toolchain.json" ${source_args}
                        --edges-out "${work}/ocloc-edges.txt" "--groups=${AOTWHEEL_OCLOC_GROUPS}")
 endfunction()
 
@@ -276,7 +280,7 @@ function(_aotwheel_ocloc_command fn out_command out_pool)
     endif()
     set(pool JOB_POOL aotwheel_ocloc)
   endif()
-  set(${out_command} ${_AOTWHEEL_STEP_COMMAND} ocloc PARENT_SCOPE)
+  set(${out_command} ${_AOTWHEEL_INTEL_COMMAND} ocloc PARENT_SCOPE)
   set(${out_pool} "${pool}" PARENT_SCOPE)
 endfunction()
 
@@ -317,7 +321,7 @@ function(_aotwheel_scale_out fn work)
   endif()
   # --cost-prefix: the ocloc costs earlier builds measured (recorded by the ocloc edges below,
   # --cost-id) weigh the plan where the remote stores hold them; sizes elsewhere.
-  _aotwheel_python(${fn} shard --jobs "${work}/jobs.tsv" --shard "${shard}" "--groups=${groups_setting}"
+  _aotwheel_python(${fn} intel shard --jobs "${work}/jobs.tsv" --shard "${shard}" "--groups=${groups_setting}"
                        --out "${work}/shard-slice.tsv" --settings "${work}/remote-settings"
                        --cost-prefix "${PROJECT_NAME}/${ARG_NAME}")
   # The plan weighs the sources by size: an edited source re-plans (CMake re-runs on it).
@@ -385,7 +389,7 @@ function(_aotwheel_spirv_edge work src out)
   list(TRANSFORM ARG_CLANG_OPTIONS PREPEND "--clang-arg=" OUTPUT_VARIABLE clang_args)
   add_custom_command(
     OUTPUT "${spv}"
-    COMMAND ${_AOTWHEEL_STEP_COMMAND} spirv --toolchain "${work}/toolchain.json" --source "${src}" --output "${spv}"
+    COMMAND ${_AOTWHEEL_INTEL_COMMAND} spirv --toolchain "${work}/toolchain.json" --source "${src}" --output "${spv}"
             --depfile "${spv}.d" --settings "${work}/remote-settings" --source-root "${CMAKE_SOURCE_DIR}"
             --build-root "${CMAKE_BINARY_DIR}" ${clang_args}
     DEPENDS "${src}" "${work}/toolchain.json" "${work}/remote-settings"
@@ -464,7 +468,7 @@ function(_aotwheel_ocloc_edges work src spv out)
     endif()
     add_custom_command(
       OUTPUT "${fatbin}" "${fatbin}.json"
-      COMMAND ${_AOTWHEEL_STEP_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
+      COMMAND ${_AOTWHEEL_INTEL_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
               --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}"
       DEPENDS ${natives} "${spv}" "${work}/toolchain.json"
       COMMENT "aotwheel: fat binary for ${base}"
@@ -568,7 +572,7 @@ function(_aotwheel_tgtsym_edge work out)
   set(tgtsym "${work}/${ARG_NAME}.tgtsym")
   add_custom_command(
     OUTPUT "${tgtsym}"
-    COMMAND ${_AOTWHEEL_STEP_COMMAND} tgtsym --output "${tgtsym}" --triples "${triples}" ${spvs}
+    COMMAND ${_AOTWHEEL_INTEL_COMMAND} tgtsym --output "${tgtsym}" --triples "${triples}" ${spvs}
     DEPENDS ${spvs}
     COMMENT "aotwheel: kernel names for ${ARG_NAME}"
     VERBATIM)

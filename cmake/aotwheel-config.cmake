@@ -235,6 +235,46 @@ function(_aotwheel_json_field out json field)
   set(${out} "${values}" PARENT_SCOPE)
 endfunction()
 
+# _aotwheel_plan_edges(<prefix> <plan>): one ninja edge per edge of the build plan <plan> (JSON
+# that a vendor's configure step wrote: python/aotwheel/buildsteps/plan.py), as the plan gives it:
+# its outputs, inputs, depfile and comment; each runs `<vendor> <step> --plan <plan> --edge <id>`.
+# CMake parses no target name and makes no file name here. Sets <prefix>_OUTPUTS (the files to
+# embed, one per source), <prefix>_TARGETS (the canonical target names) and <prefix>_RECORD (the
+# images' record for the manifest) in the caller.
+function(_aotwheel_plan_edges prefix plan)
+  file(READ "${plan}" json)
+  string(JSON vendor GET "${json}" vendor)
+  string(JSON count LENGTH "${json}" edges)
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON edge GET "${json}" edges ${i})  # one edge's own text: the fields below parse only it
+      foreach(field IN ITEMS id step source depfile comment)
+        string(JSON ${field} GET "${edge}" ${field})
+      endforeach()
+      _aotwheel_json_field(outputs "${edge}" "" outputs)
+      _aotwheel_json_field(inputs "${edge}" "" inputs)
+      set(depfile_args "")
+      if(NOT depfile STREQUAL "")
+        set(depfile_args DEPFILE "${depfile}")
+      endif()
+      add_custom_command(
+        OUTPUT ${outputs}
+        COMMAND ${_AOTWHEEL_STEP_COMMAND} ${vendor} ${step} --plan "${plan}" --edge "${id}"
+        DEPENDS "${source}" ${inputs} "${plan}"
+        ${depfile_args}
+        COMMENT "aotwheel: ${comment}"
+        VERBATIM)
+    endforeach()
+  endif()
+  _aotwheel_json_field(outputs "${json}" "" outputs)
+  _aotwheel_json_field(targets "${json}" "" targets)
+  string(JSON record GET "${json}" record)
+  set(${prefix}_OUTPUTS "${outputs}" PARENT_SCOPE)
+  set(${prefix}_TARGETS "${targets}" PARENT_SCOPE)
+  set(${prefix}_RECORD "${record}" PARENT_SCOPE)
+endfunction()
+
 # Every vendor a device list names needs a build step in the project: an sm_90 with no
 # aotwheel_add_cuda_device_code() call, or a pvc with only that call, is never dropped silently.
 # The device-code functions record what they build (_aotwheel_vendors_built) and what the lists

@@ -34,10 +34,12 @@
 #
 # Private steps, in the order aotwheel_add_cuda_device_code() runs them:
 #   _aotwheel_cuda_targets      the requested tokens (TARGETS, DEVLIST or the resolver)
-#   _aotwheel_cuda_configure    nvcc found, every target checked: the canonical target names
-#   _aotwheel_cuda_edges        per source: one nvcc edge per target, then `fatbinary`
+#   _aotwheel_cuda_configure    nvcc found, every target checked, the build plan written (Python)
+#   _aotwheel_plan_edges        the plan's edges (aotwheel-config.cmake): per source one nvcc edge
+#                               per target, then `fatbinary`
 #   _aotwheel_cuda_embed        the .nv_fatbin embedding, wired into the target
-#   _aotwheel_cuda_record       the JSON record of the images, for the manifest
+# The plan's record of the images (<work>/images.json, written with the plan) goes on the target
+# for the manifest.
 include_guard(GLOBAL)
 
 if(NOT DEFINED _AOTWHEEL_STEP_COMMAND)
@@ -79,20 +81,17 @@ function(aotwheel_add_cuda_device_code target)
     endif()
     return()
   endif()
-  _aotwheel_cuda_configure(${fn} "${work}" "${tokens}" names)
+  file(MAKE_DIRECTORY "${work}")
   _aotwheel_remote_settings("${work}/remote-settings")  # -C cmake.define.AOTWHEEL_REMOTE_CACHE=... reaches nvcc steps too
+  _aotwheel_cuda_configure(${fn} "${work}" "${tokens}")
+  _aotwheel_plan_edges(plan "${work}/plan.json")
+  message(STATUS "aotwheel: ${ARG_NAME} CUDA images [${plan_TARGETS}]")
   if(ARG_OUT_TARGETS)
-    set(${ARG_OUT_TARGETS} "${names}" PARENT_SCOPE)
+    set(${ARG_OUT_TARGETS} "${plan_TARGETS}" PARENT_SCOPE)
   endif()
-
-  set(fatbins "")
-  foreach(src IN LISTS ARG_SOURCES)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    _aotwheel_cuda_edges("${work}" "${src}" "${names}" fatbin)
-    list(APPEND fatbins "${fatbin}")
-  endforeach()
-  _aotwheel_cuda_embed(${fn} "${target}" "${work}" "${fatbins}")
-  _aotwheel_cuda_record("${target}" "${work}" "${names}")
+  _aotwheel_cuda_embed(${fn} "${target}" "${work}" "${plan_OUTPUTS}")
+  # What this call builds per source (its fat binary and the cubins/PTX in it), for the manifest.
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_IMAGES "${plan_RECORD}")
   if(DEFINED ARG_DESTINATION)
     _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "${work}/cuda.json")
   endif()
@@ -148,68 +147,33 @@ function(_aotwheel_cuda_targets fn out)
   set(_aotw_cuda_json "${${dl}_JSON}" PARENT_SCOPE)  # for the manifest (DESTINATION)
 endfunction()
 
-# _aotwheel_cuda_configure(<fn> <work> <tokens> <out>): nvcc found and every target checked against
-# it (one-line errors) into <work>/cuda.json; sets <out> to the canonical target names.
-function(_aotwheel_cuda_configure fn work tokens out)
+# _aotwheel_cuda_configure(<fn> <work> <tokens>): nvcc found and every target checked against it
+# (one-line errors) into <work>/cuda.json, and the build plan of the caller's ARG_SOURCES,
+# NVCC_OPTIONS and COMPRESS_MODE into <work>/plan.json (python/aotwheel/backends/nvidia/plan.py:
+# one nvcc edge per (source, target), then one `fatbinary` edge per source, and the images' record
+# <work>/images.json for the manifest).
+function(_aotwheel_cuda_configure fn work tokens)
   if(NOT DEFINED _AOTWHEEL_PORTABLE_HEADER)
     message(FATAL_ERROR "${fn}: aotwheel_portable.h not found next to ${CMAKE_CURRENT_FUNCTION_LIST_DIR}; reinstall aotwheel")
   endif()
   file(MAKE_DIRECTORY "${work}")
   list(JOIN tokens "," csv)
-  set(nvcc_arg "")
+  set(args "")
   if(DEFINED CMAKE_CUDA_COMPILER AND NOT CMAKE_CUDA_COMPILER STREQUAL "")
-    set(nvcc_arg --nvcc "${CMAKE_CUDA_COMPILER}")
+    list(APPEND args --nvcc "${CMAKE_CUDA_COMPILER}")
   endif()
-  _aotwheel_python(${fn} nvidia configure --targets "${csv}" ${nvcc_arg} --header "${_AOTWHEEL_PORTABLE_HEADER}"
-                   --out "${work}/cuda.json" --print-targets OUTPUT names)
-  message(STATUS "aotwheel: ${ARG_NAME} CUDA images [${names}]")
-  set(${out} "${names}" PARENT_SCOPE)
-endfunction()
-
-# _aotwheel_cuda_image(<work> <source> <target> <out>): the path of one nvcc output (.ptx/.cubin).
-function(_aotwheel_cuda_image work src t out)
-  get_filename_component(stem "${src}" NAME_WE)
-  if(t MATCHES "^compute_")
-    set(${out} "${work}/${stem}.${t}.ptx" PARENT_SCOPE)
-  else()
-    set(${out} "${work}/${stem}.${t}.cubin" PARENT_SCOPE)
-  endif()
-endfunction()
-
-# _aotwheel_cuda_edges(<work> <source> <targets> <out>): one nvcc edge per (source, target), which
-# ninja runs in parallel, then one `fatbinary` edge; sets <out> to the fat binary. NVCC_OPTIONS and
-# COMPRESS_MODE from the caller's ARG_*.
-function(_aotwheel_cuda_edges work src names out)
-  get_filename_component(base "${src}" NAME)
-  get_filename_component(stem "${src}" NAME_WE)
-  list(TRANSFORM ARG_NVCC_OPTIONS PREPEND "--option=" OUTPUT_VARIABLE opt_args)
-  set(images "")
-  set(image_args "")
-  foreach(t IN LISTS names)
-    _aotwheel_cuda_image("${work}" "${src}" "${t}" img)
-    add_custom_command(
-      OUTPUT "${img}"
-      COMMAND ${_AOTWHEEL_CUDA_COMMAND} compile --toolchain "${work}/cuda.json" --source "${src}" --target "${t}"
-              --output "${img}" --depfile "${img}.d" --settings "${work}/remote-settings" ${opt_args}
-      DEPENDS "${src}" "${work}/cuda.json" "${_AOTWHEEL_PORTABLE_HEADER}" "${work}/remote-settings"
-      DEPFILE "${img}.d"
-      COMMENT "aotwheel: nvcc ${base} -> ${t}"
-      VERBATIM)
-    list(APPEND images "${img}")
-    list(APPEND image_args --image "${t}=${img}")
+  foreach(src IN LISTS ARG_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND args "--source=${src}")
   endforeach()
-  set(compress "")
+  foreach(option IN LISTS ARG_NVCC_OPTIONS)
+    list(APPEND args "--option=${option}")
+  endforeach()
   if(ARG_COMPRESS_MODE)
-    set(compress "--compress-mode=${ARG_COMPRESS_MODE}")
+    list(APPEND args "--compress-mode=${ARG_COMPRESS_MODE}")
   endif()
-  set(fatbin "${work}/${stem}.fatbin")
-  add_custom_command(
-    OUTPUT "${fatbin}"
-    COMMAND ${_AOTWHEEL_CUDA_COMMAND} fatbin --toolchain "${work}/cuda.json" --output "${fatbin}" ${compress} ${image_args}
-    DEPENDS ${images}
-    COMMENT "aotwheel: CUDA fat binary for ${base}"
-    VERBATIM)
-  set(${out} "${fatbin}" PARENT_SCOPE)
+  _aotwheel_python(${fn} nvidia configure --targets "${csv}" --header "${_AOTWHEEL_PORTABLE_HEADER}" --out "${work}/cuda.json"
+                   --plan "${work}/plan.json" --name "${ARG_NAME}" --settings "${work}/remote-settings" ${args})
 endfunction()
 
 # _aotwheel_cuda_embed(<fn> <target> <work> <fatbins>): the generated C file that puts the fat
@@ -222,32 +186,4 @@ function(_aotwheel_cuda_embed fn target work fatbins)
   target_sources(${target} PRIVATE "${embed_c}")
   target_include_directories(${target} PRIVATE "${work}")
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_FATBINS "${fatbins}")
-endfunction()
-
-# _aotwheel_cuda_record(<target> <work> <targets>): <work>/images.json, what this call builds per
-# source (its fat binary and the cubin/PTX in it), appended to <target>'s AOTWHEEL_CUDA_IMAGES.
-function(_aotwheel_cuda_record target work names)
-  set(images "")
-  foreach(src IN LISTS ARG_SOURCES)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    get_filename_component(base "${src}" NAME)
-    get_filename_component(stem "${src}" NAME_WE)
-    set(members "")
-    foreach(t IN LISTS names)
-      _aotwheel_cuda_image("${work}" "${src}" "${t}" img)
-      _aotwheel_json_string(img "${img}")
-      string(REGEX MATCH "^(compute|sm)" kind "${t}")
-      string(REPLACE "compute" "ptx" kind "${kind}")
-      string(REPLACE "sm" "cubin" kind "${kind}")
-      list(APPEND members "{\"target\": \"${t}\", \"kind\": \"${kind}\", \"path\": ${img}}")
-    endforeach()
-    list(JOIN members ", " members)
-    _aotwheel_json_string(base "${base}")
-    _aotwheel_json_string(fatbin "${work}/${stem}.fatbin")
-    list(APPEND images "{\"source\": ${base}, \"fatbin\": ${fatbin}, \"members\": [${members}]}")
-  endforeach()
-  list(JOIN images ",\n  " images)
-  file(WRITE "${work}/images.json.in" "{\"images\": [\n  ${images}\n]}\n")
-  configure_file("${work}/images.json.in" "${work}/images.json" COPYONLY)  # touched only on change
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_IMAGES "${work}/images.json")
 endfunction()

@@ -85,7 +85,7 @@ def test_build_steps_import_only_what_a_cache_hit_needs():
 def test_a_build_step_parses_its_arguments_without_shutil_or_the_other_steps_parsers():
     # argparse's help formatter imports shutil (to ask the terminal's width) unless given a width,
     # and building all nine steps' parsers was most of the argument parsing of every edge.
-    code = ("import json, sys; import aotwheel.buildsteps.__main__ as m; "
+    code = ("import json, sys; import aotwheel.backends.intel.build.steps as m; "
             "p = m.build_parser('ocloc'); a = p.parse_args(['ocloc', '--toolchain', 't', '--spirv', 's', '--job', 'pvc=12.60.7=o']); "
             "print(json.dumps(['shutil' in sys.modules, sorted(p._subparsers._group_actions[0].choices), a.job]))")
     out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'python')!r}); {code}"],

@@ -23,10 +23,6 @@ VENDORS = ("intel", "nvidia", "amd")
 
 # Core modules that still import a vendor's modules directly: module -> vendor modules it imports.
 CORE_TO_VENDOR: dict[str, set[str]] = {
-    "aotwheel.buildsteps.__main__": {"aotwheel.backends.intel.build.fatbin", "aotwheel.backends.intel.build.groups",
-                                     "aotwheel.backends.intel.build.ocloc_job", "aotwheel.backends.intel.build.spirv",
-                                     "aotwheel.backends.intel.build.spvcache", "aotwheel.backends.intel.build.toolchain",
-                                     "aotwheel.backends.intel.catalog"},
     "aotwheel.cli.build": {"aotwheel.backends.intel.build.toolchain"},
     "aotwheel.cli.compile": {"aotwheel.backends.intel.build.compile"},
     "aotwheel.cli.resolve": {"aotwheel.backends.intel.build.toolchain", "aotwheel.backends.intel.catalog",

@@ -451,7 +451,7 @@ def _steps(build: Path, env: dict[str, str]) -> dict[str, int]:
     """Python build steps per kind that the device code needs, from the ninja graph (not a build)."""
     fatbins = [f"aotwheel/four/{stem}.fatbin" for stem in ("elementwise", "reduce", "softmax", "gemm")]
     cmds = run(["ninja", "-C", str(build), "-t", "commands", *fatbins], env=env).stdout.splitlines()
-    steps = [re.search(r"buildsteps/__main__\.py\S* (\w+)", c) for c in cmds]
+    steps = [re.search(r"buildsteps/__main__\.py\S* intel (\w+)", c) for c in cmds]
     kinds = [m.group(1) for m in steps if m]
     return {k: kinds.count(k) for k in ("spirv", "ocloc", "fatbin")}
 
@@ -504,7 +504,7 @@ def test_four_sources_two_devices_two_cores_one_process_per_source_and_identical
 
 
 def _step(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "python" / "aotwheel" / "buildsteps" / "__main__.py"), *args],
+    return subprocess.run([sys.executable, str(REPO / "python" / "aotwheel" / "buildsteps" / "__main__.py"), "intel", *args],
                           capture_output=True, text=True, env=env)
 
 

@@ -104,7 +104,8 @@ def _graph(machine: Path) -> tuple[list[str], list[list[tuple[str, str]]]]:
         if "buildsteps/__main__.py" not in line:
             continue
         argv = shlex.split(line)
-        step = argv[argv.index(next(a for a in argv if a.endswith("buildsteps/__main__.py"))) + 1]
+        rest = argv[argv.index(next(a for a in argv if a.endswith("buildsteps/__main__.py"))) + 1:]
+        step = rest[1] if rest[0] == "intel" else rest[0]  # a vendor's steps run as `intel <step>`
         if step == "spirv":
             spirv.append(Path(argv[argv.index("--source") + 1]).stem)
         elif step == "ocloc":
