@@ -237,42 +237,71 @@ endfunction()
 
 # _aotwheel_plan_edges(<prefix> <plan>): one ninja edge per edge of the build plan <plan> (JSON
 # that a vendor's configure step wrote: python/aotwheel/buildsteps/plan.py), as the plan gives it:
-# its outputs, inputs, depfile and comment; each runs `<vendor> <step> --plan <plan> --edge <id>`.
-# CMake parses no target name and makes no file name here. Sets <prefix>_OUTPUTS (the files to
-# embed, one per source), <prefix>_TARGETS (the canonical target names) and <prefix>_RECORD (the
-# images' record for the manifest) in the caller.
+# its outputs, inputs, depfile, comment and job pool (`aotwheel_<pool>`, where one is defined);
+# each runs `<vendor> <step> --plan <plan> --edge <id> --digest <digest>` (a changed entry is a
+# changed command: ninja reruns that edge alone). CMake parses no target name and makes no file
+# name here. Sets in the caller: <prefix>_OUTPUTS (the fat binaries, one per source),
+# <prefix>_TARGETS (canonical target names), <prefix>_IMAGES (the images to embed, as
+# triple=source=path), <prefix>_RECORD (the images' record for the manifest), <prefix>_NOTE (a line
+# to print) and <prefix>_STEP_<step> (the outputs of the edges of each step, e.g. _STEP_spirv).
 function(_aotwheel_plan_edges prefix plan)
   file(READ "${plan}" json)
   string(JSON vendor GET "${json}" vendor)
   string(JSON count LENGTH "${json}" edges)
+  get_property(pools GLOBAL PROPERTY JOB_POOLS)
+  set(steps "")
   if(count GREATER 0)
     math(EXPR last "${count} - 1")
     foreach(i RANGE ${last})
       string(JSON edge GET "${json}" edges ${i})  # one edge's own text: the fields below parse only it
-      foreach(field IN ITEMS id step source depfile comment)
+      foreach(field IN ITEMS id step source depfile comment pool digest)
         string(JSON ${field} GET "${edge}" ${field})
       endforeach()
       _aotwheel_json_field(outputs "${edge}" "" outputs)
       _aotwheel_json_field(inputs "${edge}" "" inputs)
-      set(depfile_args "")
+      set(extra "")
       if(NOT depfile STREQUAL "")
-        set(depfile_args DEPFILE "${depfile}")
+        list(APPEND extra DEPFILE "${depfile}")
+      endif()
+      if(NOT pool STREQUAL "" AND pools MATCHES "(^|;)aotwheel_${pool}=")
+        list(APPEND extra JOB_POOL "aotwheel_${pool}")
       endif()
       add_custom_command(
         OUTPUT ${outputs}
-        COMMAND ${_AOTWHEEL_STEP_COMMAND} ${vendor} ${step} --plan "${plan}" --edge "${id}"
-        DEPENDS "${source}" ${inputs} "${plan}"
-        ${depfile_args}
+        COMMAND ${_AOTWHEEL_STEP_COMMAND} ${vendor} ${step} --plan "${plan}" --edge "${id}" --digest "${digest}"
+        DEPENDS "${source}" ${inputs}
+        ${extra}
         COMMENT "aotwheel: ${comment}"
         VERBATIM)
+      list(APPEND step_${step} ${outputs})
+      list(APPEND steps ${step})
+    endforeach()
+  endif()
+  list(REMOVE_DUPLICATES steps)
+  foreach(step IN LISTS steps)
+    set(${prefix}_STEP_${step} "${step_${step}}" PARENT_SCOPE)
+  endforeach()
+  set(images "")
+  string(JSON count LENGTH "${json}" images)
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      foreach(field IN ITEMS triple source path)
+        string(JSON ${field} GET "${json}" images ${i} ${field})
+      endforeach()
+      list(APPEND images "${triple}=${source}=${path}")
     endforeach()
   endif()
   _aotwheel_json_field(outputs "${json}" "" outputs)
   _aotwheel_json_field(targets "${json}" "" targets)
-  string(JSON record GET "${json}" record)
+  foreach(field IN ITEMS record note)
+    string(JSON ${field} GET "${json}" ${field})
+  endforeach()
   set(${prefix}_OUTPUTS "${outputs}" PARENT_SCOPE)
   set(${prefix}_TARGETS "${targets}" PARENT_SCOPE)
+  set(${prefix}_IMAGES "${images}" PARENT_SCOPE)
   set(${prefix}_RECORD "${record}" PARENT_SCOPE)
+  set(${prefix}_NOTE "${note}" PARENT_SCOPE)
 endfunction()
 
 # Every vendor a device list names needs a build step in the project: an sm_90 with no

@@ -1,5 +1,6 @@
 """What every build edge shares, standard library only (each edge is a process of its own): its
-entry in the build plan (:mod:`aotwheel.buildsteps.plan`) and writing a file only when it changes."""
+entry in the build plan (:mod:`aotwheel.buildsteps.plan`), its argument parser, and writing a
+file only when it changes."""
 
 from __future__ import annotations
 
@@ -11,8 +12,18 @@ if TYPE_CHECKING:
     import argparse
 
 
-def load_edge(plan: str, edge_id: str) -> tuple[dict, dict]:
-    """``(plan, edge)``: the plan document and its edge ``edge_id``, as plain JSON objects."""
+def edge_digest(edge: dict) -> str:
+    """A short digest of one plan entry (without its own ``digest``): the edge's command carries
+    it, so ninja reruns exactly the edges whose entry changed."""
+    import hashlib
+
+    text = json.dumps({k: v for k, v in edge.items() if k != "digest"}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_edge(plan: str, edge_id: str, digest: str | None = None) -> tuple[dict, dict]:
+    """``(plan, edge)``: the plan document and its edge ``edge_id``, as plain JSON objects;
+    ``digest``: what CMake saw of the entry (an entry changed since means a stale build graph)."""
     from aotwheel.errors import AotwheelError
 
     try:
@@ -22,8 +33,17 @@ def load_edge(plan: str, edge_id: str) -> tuple[dict, dict]:
         raise AotwheelError(f"cannot read the build plan {plan} ({exc}); re-run CMake configure") from None
     for edge in doc.get("edges", ()):
         if edge.get("id") == edge_id:
+            if digest and edge_digest(edge) != digest:
+                raise AotwheelError(f"the build plan {plan} changed since CMake generated edge '{edge_id}'; re-run CMake configure")
             return doc, edge
     raise AotwheelError(f"the build plan {plan} has no edge '{edge_id}'; re-run CMake configure")
+
+
+def edge_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """``--plan``, ``--edge`` and ``--digest``: the arguments of a step that runs a plan's edge."""
+    parser.add_argument("--plan", required=required, help="the build plan the configure step wrote")
+    parser.add_argument("--edge", required=required, help="this edge's id in the plan")
+    parser.add_argument("--digest", help="the entry's digest as CMake saw it (a changed entry: re-run CMake)")
 
 
 def write_if_changed(path: str | Path, text: str) -> None:

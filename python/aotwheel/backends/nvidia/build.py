@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aotwheel.buildsteps.edge import edge_arguments
 from aotwheel.errors import ToolchainError, run_command
 
 HEADER = Path(__file__).resolve().parents[3] / "csrc" / "aotwheel_portable.h"
@@ -92,7 +93,7 @@ def compile_image(args: argparse.Namespace) -> int:
     from aotwheel.buildsteps.edge import load_edge
     from aotwheel.buildsteps.tiers import Tiers, load_settings
 
-    plan, edge = load_edge(args.plan, args.edge)
+    plan, edge = load_edge(args.plan, args.edge, args.digest)
     image = edge["data"]
     tc = json.loads(Path(plan["toolchain"]).read_text())
     source = Path(edge["source"])
@@ -139,7 +140,7 @@ def fatbin(args: argparse.Namespace) -> int:
     """``fatbinary --create`` over one source's images, the plan's edge ``--edge``."""
     from aotwheel.buildsteps.edge import load_edge
 
-    plan, edge = load_edge(args.plan, args.edge)
+    plan, edge = load_edge(args.plan, args.edge, args.digest)
     tc = json.loads(Path(plan["toolchain"]).read_text())
     spec = edge["data"]
     cmd = [tc["fatbinary"], "--64", f"--create={edge['outputs'][0]}"]
@@ -223,11 +224,6 @@ def _configure_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--settings", default="", help="remote-cache settings CMake wrote (NAME=value lines)")
 
 
-def _edge_arguments(j: argparse.ArgumentParser) -> None:
-    j.add_argument("--plan", required=True, help="the build plan configure wrote")
-    j.add_argument("--edge", required=True, help="this edge's id in the plan")
-
-
 def _embed_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--name", required=True)
     e.add_argument("--out-c", required=True)
@@ -237,8 +233,8 @@ def _embed_arguments(e: argparse.ArgumentParser) -> None:
 
 _STEPS = {
     "configure": (_configure_arguments, configure),
-    "compile": (_edge_arguments, compile_image),
-    "fatbin": (_edge_arguments, fatbin),
+    "compile": (edge_arguments, compile_image),
+    "fatbin": (edge_arguments, fatbin),
     "embed": (_embed_arguments, embed),
 }
 

@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from aotwheel.buildsteps.edge import step_parser, write_if_changed
+from aotwheel.buildsteps.edge import edge_arguments, step_parser, write_if_changed
 from aotwheel.errors import AotwheelError, run_command
 
 def _load_toolchain(path: str) -> dict:
@@ -32,24 +32,100 @@ def _load_toolchain(path: str) -> dict:
 
 
 def cmd_configure(a: argparse.Namespace) -> int:
-    """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' plan)."""
+    """Find the tools and check the devices; write the toolchain JSON and, with ``--plan``, the
+    build plan of the call's sources (:mod:`aotwheel.backends.intel.build.plan`)."""
     from aotwheel.backends.intel.build.toolchain import discover
 
-    devices = [d for d in a.devices.split(",") if d]
-    if a.edges_out:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
-        from aotwheel.backends.intel.build.groups import group_count, plan_edges, source_jobs, usable_cores
-
-        group_count(a.groups, len(devices))
-        sources = [tuple(s.split("=", 1)) for s in a.source or []]
-        edges = plan_edges(source_jobs(sources, devices), usable_cores(), a.groups)
+    devices = _devices(a)
+    names = [d for d, _ in devices]
+    groups: dict[str, list[list[str]]] = {}
+    note = ""
+    if a.plan and names:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
+        groups, note = _ocloc_groups(a, names)
     from aotwheel.buildsteps.manifest import mark_events
 
     mark_events(Path(a.out).parent)
-    tc = discover(devices, build_dir=Path(a.out).parent)
+    tc = discover(names, build_dir=Path(a.out).parent)
     write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
-    if a.edges_out:
-        write_if_changed(a.edges_out, "".join(f"{stem}={','.join(group)}\n" for stem, group in edges))
+    if a.plan:
+        from aotwheel.backends.intel.build.plan import build_plan
+
+        build_plan(name=a.name, work=Path(a.plan).parent, sources=a.source or [], devices=devices, groups=groups,
+                   toolchain=a.out, settings=a.settings or "", ir=a.ir, options=a.options, clang_args=tuple(a.clang_arg or ()),
+                   source_root=a.source_root or "", build_root=a.build_root or "", cost_prefix=a.cost_prefix or "",
+                   note=note).write(a.plan)
     return 0
+
+
+def _devices(a: argparse.Namespace) -> list[tuple[str, str]]:
+    """``(name, ip)`` of the devices to build, in devlist order: the resolver's JSON (``--devlist``),
+    else ``--devices`` (names; IPs from the catalog where a plan needs them)."""
+    if a.devlist:
+        doc = json.loads(Path(a.devlist).read_text())
+        return [(t["name"], t["ip"]) for t in doc.get("targets", [])]
+    return [(d, "") for d in (a.devices or "").split(",") if d]
+
+
+def _ocloc_groups(a: argparse.Namespace, devices: list[str]) -> tuple[dict[str, list[list[str]]], str]:
+    """Per source stem, its ocloc edges' devices: planned for this machine's cores
+    (``groups.plan_edges``), or this shard's slice (``AOTWHEEL_SHARD``: ``groups.slice_groups``,
+    weighed by the costs earlier builds recorded where the remote stores hold them); and the
+    configure line of a shard build."""
+    from aotwheel.backends.intel.build.groups import group_count, plan_edges, slice_groups, source_jobs, usable_cores
+    from aotwheel.buildsteps.plan import unique_stems
+    from aotwheel.buildsteps.shard import parse_shard
+
+    group_count(a.groups, len(devices))
+    sources = list(zip(unique_stems(a.source or []), a.source or []))
+    jobs = source_jobs(sources, devices)
+    shard = parse_shard(a.shard) if a.shard else None
+    if shard is None:
+        groups: dict[str, list[list[str]]] = {}
+        for stem, group in plan_edges(jobs, usable_cores(), a.groups):
+            groups.setdefault(stem, []).append(group)
+        return groups, ""
+    if a.cost_prefix:  # what earlier builds measured, from the remote stores (history.py)
+        jobs = _measured(jobs, dict(sources), a.cost_prefix, a.settings)
+    groups = slice_groups(jobs, shard, a.groups)
+    stems = list(groups)
+    note = (f"aotwheel: {a.name}: AOTWHEEL_SHARD={a.shard.strip()} builds {len(stems)} of {len(sources)} kernel sources "
+            f"({', '.join(stems)})")
+    return groups, note
+
+
+def _measured(jobs: list, sources: dict[str, str], cost_prefix: str, settings_file: str | None) -> list:
+    from aotwheel.buildsteps.tiers import load_settings, remote_configured
+
+    settings = load_settings(settings_file)
+    if not remote_configured(os.environ, settings):
+        return jobs
+    from aotwheel.buildsteps import history
+    from aotwheel.buildsteps.remote import config_from
+
+    cfg = config_from(os.environ, settings)
+    return history.with_measured(jobs, history.measured_costs(sources, cost_prefix, cfg.stores()))
+
+
+def _from_plan(a: argparse.Namespace, step: str) -> None:
+    """Fill ``a`` from its edge of the build plan (``--plan``/``--edge``, as CMake runs the step):
+    the arguments a by-hand run gives on the command line."""
+    from aotwheel.buildsteps.edge import load_edge
+
+    plan, edge = load_edge(a.plan, a.edge, a.digest)
+    if edge["step"] != step:
+        raise AotwheelError(f"edge '{a.edge}' of {a.plan} is a {edge['step']} edge, not {step}; re-run CMake configure")
+    job = edge["data"]
+    a.toolchain, a.settings, a.source = plan["toolchain"], plan["settings"], edge["source"]
+    if step == "spirv":
+        a.output, a.depfile, a.clang_arg = edge["outputs"][0], edge["depfile"], job["clang_args"]
+        a.source_root, a.build_root = job["source_root"], job["build_root"]
+    elif step == "ocloc":
+        a.spirv, a.options, a.cost_id, a.fatbin, a.info, a.ir = (job["spirv"], job["options"], job["cost_id"],
+                                                                  job["fatbin"], job["info"], job["ir"])
+        a.specs = [(n["device"], n["ip"], n["output"]) for n in job["natives"]]
+    else:
+        a.output, a.info, a.spirv, a.options = job["output"], job["info"], job["spirv"], job["options"]
+        a.natives = [(n["device"], n["ip"], n["output"]) for n in job["natives"]]
 
 
 def cmd_spirv(a: argparse.Namespace) -> int:
@@ -57,6 +133,10 @@ def cmd_spirv(a: argparse.Namespace) -> int:
     from aotwheel.backends.intel.build.spirv import SpirvToolchain
     from aotwheel.backends.intel.build.spvcache import build_spirv
 
+    if a.plan:
+        _from_plan(a, "spirv")
+    elif not (a.toolchain and a.source and a.output):
+        raise AotwheelError("give --plan and --edge, or --toolchain, --source and --output")
     t = _load_toolchain(a.toolchain)
     tc = SpirvToolchain(t["clang"], t["clang_version"], t["llvm_spirv"], t["llvm_spirv_version"])
     size, provenance = build_spirv(tc, a.source, a.output, depfile=a.depfile, extra=a.clang_arg or [],
@@ -74,7 +154,11 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
     # their branches: this step starts once per edge, and its start is P1's overhead.
     from aotwheel.buildsteps.tiers import load_settings
 
-    specs = [tuple(j.split("=", 2)) for j in a.job or []]
+    if a.plan:
+        _from_plan(a, "ocloc")
+    elif not (a.toolchain and a.spirv):
+        raise AotwheelError("give --plan and --edge, or --toolchain and --spirv with the jobs")
+    specs = getattr(a, "specs", None) or [tuple(j.split("=", 2)) for j in a.job or []]
     if a.device:
         specs.append((a.device, a.ip or "", a.output or ""))
     if not specs or any(len(s) != 3 or not s[0] or not s[2] for s in specs):
@@ -142,15 +226,7 @@ def cmd_shard(a: argparse.Namespace) -> int:
         raise AotwheelError("the shard step needs --shard i/n; e.g. --shard 1/4")
     jobs, sources = read_job_list(Path(a.jobs))  # read once: the plan's jobs and the sources' paths
     if a.cost_prefix:  # what earlier builds measured, from the remote stores (history.py)
-        from aotwheel.buildsteps.tiers import load_settings, remote_configured
-
-        settings = load_settings(a.settings)
-        if remote_configured(os.environ, settings):
-            from aotwheel.buildsteps import history
-            from aotwheel.buildsteps.remote import config_from
-
-            cfg = config_from(os.environ, settings)
-            jobs = history.with_measured(jobs, history.measured_costs(sources, a.cost_prefix, cfg.stores()))
+        jobs = _measured(jobs, sources, a.cost_prefix, a.settings)
     groups = slice_groups(jobs, shard, a.groups)
     write_if_changed(a.out, "".join(f"{stem}\t{'|'.join(','.join(g) for g in gs)}\n" for stem, gs in groups.items()))
     return 0
@@ -173,9 +249,12 @@ def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, byt
 
 def cmd_fatbin(a: argparse.Namespace) -> int:
     """Assemble one source's fat binary and its member list (sources split over several edges)."""
+    if a.plan:
+        _from_plan(a, "fatbin")
+    elif not (a.output and a.info):
+        raise AotwheelError("give --plan and --edge, or --output and --info with the natives")
     natives: list[tuple[str, str, bytes, str]] = []
-    for spec in a.native or []:
-        device, ip, path = spec.split("=", 2)
+    for device, ip, path in getattr(a, "natives", None) or [spec.split("=", 2) for spec in a.native or []]:
         prov = Path(path + ".provenance")
         how = prov.read_text().strip() if prov.is_file() else "compiled"
         natives.append((device, ip, Path(path).read_bytes(), how))
@@ -200,18 +279,30 @@ def cmd_tgtsym(a: argparse.Namespace) -> int:
 
 
 def _configure_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--devices", default="", help="comma-separated canonical device names")
-    s.add_argument("--out", required=True)
-    s.add_argument("--source", action="append", metavar="STEM=PATH",
-                   help="a kernel source (repeatable, in SOURCES order): the ocloc edges are planned over them")
-    s.add_argument("--edges-out", help="write the ocloc edges here, one STEM=DEVICE,DEVICE... line per edge")
+    s.add_argument("--devlist", help="the resolver's JSON (aotwheel resolve --json): the devices and their IPs")
+    s.add_argument("--devices", default="", help="or: comma-separated canonical device names")
+    s.add_argument("--out", required=True, help="the toolchain JSON")
+    s.add_argument("--plan", help="write the build plan here (its folder holds the outputs)")
+    s.add_argument("--name", default="", help="the image set's name (NAME)")
+    s.add_argument("--source", action="append", metavar="PATH",
+                   help="a kernel source, absolute (repeatable, in SOURCES order): the edges are planned over them")
     s.add_argument("--groups", help="AOTWHEEL_OCLOC_GROUPS: groups per source (default: planned, groups.plan_edges)")
+    s.add_argument("--shard", help="AOTWHEEL_SHARD, i/n: plan this shard's slice only")
+    s.add_argument("--cost-prefix", help="with --shard: weigh by the ocloc costs recorded under <prefix>/<stem> "
+                   "(history.py); the ocloc edges record theirs there")
+    s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
+    s.add_argument("--ir", action="store_true", help="keep SPIR-V for JIT: embedded, and generic_ir in the fat binaries")
+    s.add_argument("--options", default="", help="the ocloc -options string")
+    s.add_argument("--clang-arg", action="append", help="extra clang argument (repeatable)")
+    s.add_argument("--source-root", help="the top source tree (the SPIR-V cache's relative paths)")
+    s.add_argument("--build-root", help="the top build tree (likewise)")
 
 
 def _spirv_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--toolchain", required=True)
-    s.add_argument("--source", required=True)
-    s.add_argument("--output", required=True)
+    edge_arguments(s, required=False)
+    s.add_argument("--toolchain")
+    s.add_argument("--source")
+    s.add_argument("--output")
     s.add_argument("--depfile")
     s.add_argument("--clang-arg", action="append", help="extra clang argument (repeatable)")
     s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
@@ -220,8 +311,9 @@ def _spirv_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def _ocloc_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--toolchain", required=True)
-    s.add_argument("--spirv", required=True)
+    edge_arguments(s, required=False)
+    s.add_argument("--toolchain")
+    s.add_argument("--spirv")
     s.add_argument("--job", action="append", metavar="DEVICE=IP=OUTPUT",
                    help="one device of this edge's group (repeatable; IP may be empty: from the catalog)")
     s.add_argument("--device", help="one device (with --output, --ip): the same as one --job")
@@ -246,8 +338,9 @@ def _shard_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def _fatbin_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--output", required=True)
-    s.add_argument("--info", required=True)
+    edge_arguments(s, required=False)
+    s.add_argument("--output")
+    s.add_argument("--info")
     s.add_argument("--spirv", help="SPIR-V for the generic_ir member (JIT fallback)")
     s.add_argument("--native", action="append", metavar="DEVICE=IP=PATH")
     s.add_argument("--toolchain", help="toolchain JSON: generic_ir is laid out as its ocloc does")
