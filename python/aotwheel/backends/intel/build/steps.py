@@ -1,15 +1,19 @@
 """The open toolchain's build steps: ``python -m aotwheel.buildsteps intel <step> ...``, which
 ``cmake/aotwheel-build.cmake`` runs (``aotwheel.buildsteps.__main__`` dispatches them here).
 
-configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
-           plan of the ocloc edges: which devices of which source each edge builds)
+configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON and the build
+           plan (:mod:`.plan`: every edge below, which devices of which source each ocloc edge
+           builds, AOTWHEEL_SHARD's slice)
 spirv      one kernel source -> SPIR-V (with a ninja depfile), through the SPIR-V cache
 ocloc      one SPIR-V -> native binaries for a group of devices, through the device-code cache
            (and, when the group is all the source's devices, its fat binary too)
-shard      AOTWHEEL_SHARD's slice of the job list, planned per source (configure time)
 fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest),
            for sources whose devices are split over several ocloc edges
 tgtsym     SPIR-V modules -> the .tgtsym names file
+shard      AOTWHEEL_SHARD's slice of a job list file, by hand (configure plans it itself)
+
+CMake runs spirv, ocloc and fatbin as ``--plan <plan.json> --edge <id>``: the edge's entry holds
+its arguments; by hand they can be given on the command line instead.
 
 Each edge is a process of its own that mostly finds its result in a cache: this module imports
 the standard library's argparse, json and pathlib and the build steps' light modules only; the
@@ -216,8 +220,9 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
 
 
 def cmd_shard(a: argparse.Namespace) -> int:
-    """Write this shard's slice of the job list (configure time): ``<stem>\\t<group>|<group>...``
-    a line, each group comma-separated devices; sources with no job in this shard are absent."""
+    """Write this shard's slice of a job list file (``<stem>\\t<device>\\t<path>`` lines) as
+    ``<stem>\\t<group>|<group>...`` lines, each group comma-separated devices; sources with no job
+    in this shard are absent. The same slice as ``configure --shard`` plans into the build plan."""
     from aotwheel.backends.intel.build.groups import slice_groups
     from aotwheel.buildsteps.shard import parse_shard, read_job_list
 
