@@ -89,7 +89,13 @@ function(aotwheel_add_device_code target)
   if(dev OR dev_SPIRV)
     _aotwheel_ocloc_pool(${fn})
     _aotwheel_remote_settings("${work}/remote-settings")
-    _aotwheel_intel_plan(${fn} "${work}")
+    set(has_devices OFF)
+    if(dev)
+      set(has_devices ON)
+    endif()
+    list(TRANSFORM ARG_CLANG_OPTIONS PREPEND "--clang-arg=" OUTPUT_VARIABLE clang_args)
+    _aotwheel_intel_plan(${fn} "${work}" NAME "${ARG_NAME}" SOURCES ${ARG_SOURCES} OPTIONS "${ARG_OPTIONS}"
+                         IR "${dev_SPIRV}" SHARD ${has_devices} CLANG_ARGS ${clang_args})
     _aotwheel_plan_edges(plan "${work}/plan.json")
     if(NOT plan_NOTE STREQUAL "")
       message(STATUS "${plan_NOTE}")
@@ -257,27 +263,29 @@ function(_aotwheel_check_sources fn)
   endforeach()
 endfunction()
 
-# _aotwheel_intel_plan(<fn> <work>): the tools found and checked now (configure fails here, with
-# one line, when one is missing) into <work>/toolchain.json, and the build plan of the caller's
-# ARG_SOURCES for its `dev` (<work>/devlist.json) into <work>/plan.json
+# _aotwheel_intel_plan(<fn> <work> NAME <name> SOURCES <file>... [OPTIONS <ocloc options>]
+#                      [IR ON|OFF] [SHARD ON|OFF] [CLANG_ARGS --clang-arg=<arg>...])
+# The tools found and checked now (configure fails here, with one line, when one is missing) into
+# <work>/toolchain.json, and the build plan of SOURCES for the devices of <work>/devlist.json (IR ON:
+# SPIR-V kept for JIT) into <work>/plan.json
 # (python/aotwheel/backends/intel/build/plan.py): per source its SPIR-V edge, its ocloc edges (one
 # per source unless splitting a source's devices shortens the build on this machine's cores;
 # AOTWHEEL_OCLOC_GROUPS, CMake variable or environment, groups per source), and a fat-binary edge
 # for a split source. AOTWHEEL_SHARD=i/n (CMake variable, else the environment): the plan holds only
 # this shard's slice of the (source, device) jobs, weighed by the ocloc costs earlier builds
-# recorded in the remote stores of <work>/remote-settings (buildsteps/history.py).
+# recorded in the remote stores of <work>/remote-settings (buildsteps/history.py); SHARD OFF (a list
+# with no device: no ocloc jobs to share out) ignores it.
 function(_aotwheel_intel_plan fn work)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "NAME;IR;SHARD" "OPTIONS;SOURCES;CLANG_ARGS")  # OPTIONS: one value, maybe empty
   set(args "")
   set(sources "")
-  foreach(src IN LISTS ARG_SOURCES)
+  foreach(src IN LISTS arg_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     list(APPEND sources "${src}")
     list(APPEND args "--source=${src}")
   endforeach()
-  foreach(arg IN LISTS ARG_CLANG_OPTIONS)
-    list(APPEND args "--clang-arg=${arg}")
-  endforeach()
-  if(dev_SPIRV)
+  list(APPEND args ${arg_CLANG_ARGS})  # each --clang-arg=<arg>: no user word can read as a keyword here
+  if(arg_IR)
     list(APPEND args --ir)
   endif()
   foreach(var IN ITEMS AOTWHEEL_OCLOC_GROUPS AOTWHEEL_SHARD)
@@ -287,14 +295,14 @@ function(_aotwheel_intel_plan fn work)
     endif()
   endforeach()
   string(STRIP "${AOTWHEEL_SHARD_value}" shard)
-  if(NOT shard STREQUAL "" AND dev)  # no devices: no ocloc jobs to share out
+  if(NOT shard STREQUAL "" AND arg_SHARD)
     list(APPEND args "--shard=${shard}")
     # The plan weighs the sources by size: an edited source re-plans (CMake re-runs on it).
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${sources})
   endif()
   _aotwheel_python(${fn} intel configure --devlist "${work}/devlist.json" --out "${work}/toolchain.json"
-                   --plan "${work}/plan.json" --name "${ARG_NAME}" "--groups=${AOTWHEEL_OCLOC_GROUPS_value}"
-                   "--options=${ARG_OPTIONS}" --settings "${work}/remote-settings" --cost-prefix "${PROJECT_NAME}/${ARG_NAME}"
+                   --plan "${work}/plan.json" --name "${arg_NAME}" "--groups=${AOTWHEEL_OCLOC_GROUPS_value}"
+                   "--options=${arg_OPTIONS}" --settings "${work}/remote-settings" --cost-prefix "${PROJECT_NAME}/${arg_NAME}"
                    --source-root "${CMAKE_SOURCE_DIR}" --build-root "${CMAKE_BINARY_DIR}" ${args})
 endfunction()
 
@@ -403,7 +411,9 @@ endfunction()
 # records on <target> (AOTWHEEL_CUDA_IMAGES, read at generate time, so the call order does not
 # matter), built by CUSTOM_TARGET (default <name>_aot_manifest); sets <out> to its path.
 function(_aotwheel_manifest_edge target work out)
-  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME;CUSTOM_TARGET;JIT_FALLBACK;OPTIONS;COMPRESS;TGTSYM" "IMAGES;DEPENDS")
+  # OPTIONS and TGTSYM take one value that may be empty: multi-value keywords, which keep it (and
+  # warn of nothing) whatever the project's policy CMP0174.
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME;CUSTOM_TARGET;JIT_FALLBACK;COMPRESS" "OPTIONS;TGTSYM;IMAGES;DEPENDS")
   set(custom "${arg_NAME}_aot_manifest")
   if(DEFINED arg_CUSTOM_TARGET)
     set(custom "${arg_CUSTOM_TARGET}")

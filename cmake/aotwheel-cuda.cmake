@@ -83,7 +83,9 @@ function(aotwheel_add_cuda_device_code target)
   endif()
   file(MAKE_DIRECTORY "${work}")
   _aotwheel_remote_settings("${work}/remote-settings")  # -C cmake.define.AOTWHEEL_REMOTE_CACHE=... reaches nvcc steps too
-  _aotwheel_cuda_configure(${fn} "${work}" "${tokens}")
+  list(TRANSFORM ARG_NVCC_OPTIONS PREPEND "--option=" OUTPUT_VARIABLE nvcc_args)
+  _aotwheel_cuda_configure(${fn} "${work}" "${tokens}" NAME "${ARG_NAME}" SOURCES ${ARG_SOURCES}
+                           COMPRESS_MODE "${ARG_COMPRESS_MODE}" NVCC_ARGS ${nvcc_args})
   _aotwheel_plan_edges(plan "${work}/plan.json")
   message(STATUS "aotwheel: ${ARG_NAME} CUDA images [${plan_TARGETS}]")
   if(ARG_OUT_TARGETS)
@@ -145,12 +147,14 @@ function(_aotwheel_cuda_targets fn out)
   set(_aotw_cuda_json "${${dl}_JSON}" PARENT_SCOPE)  # for the manifest (DESTINATION)
 endfunction()
 
-# _aotwheel_cuda_configure(<fn> <work> <tokens>): nvcc found and every target checked against it
-# (one-line errors) into <work>/cuda.json, and the build plan of the caller's ARG_SOURCES,
-# NVCC_OPTIONS and COMPRESS_MODE into <work>/plan.json (python/aotwheel/backends/nvidia/plan.py:
+# _aotwheel_cuda_configure(<fn> <work> <tokens> NAME <name> SOURCES <file>... [COMPRESS_MODE <mode>]
+#                          [NVCC_ARGS --option=<arg>...])
+# nvcc found and every target checked against it (one-line errors) into <work>/cuda.json, and the
+# build plan of SOURCES into <work>/plan.json (python/aotwheel/backends/nvidia/plan.py:
 # one nvcc edge per (source, target), then one `fatbinary` edge per source, and the images' record
 # <work>/images.json for the manifest).
 function(_aotwheel_cuda_configure fn work tokens)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME" "COMPRESS_MODE;SOURCES;NVCC_ARGS")  # COMPRESS_MODE: one value, maybe empty
   if(NOT DEFINED _AOTWHEEL_PORTABLE_HEADER)
     message(FATAL_ERROR "${fn}: aotwheel_portable.h not found next to ${CMAKE_CURRENT_FUNCTION_LIST_DIR}; reinstall aotwheel")
   endif()
@@ -160,18 +164,16 @@ function(_aotwheel_cuda_configure fn work tokens)
   if(DEFINED CMAKE_CUDA_COMPILER AND NOT CMAKE_CUDA_COMPILER STREQUAL "")
     list(APPEND args --nvcc "${CMAKE_CUDA_COMPILER}")
   endif()
-  foreach(src IN LISTS ARG_SOURCES)
+  foreach(src IN LISTS arg_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     list(APPEND args "--source=${src}")
   endforeach()
-  foreach(option IN LISTS ARG_NVCC_OPTIONS)
-    list(APPEND args "--option=${option}")
-  endforeach()
-  if(ARG_COMPRESS_MODE)
-    list(APPEND args "--compress-mode=${ARG_COMPRESS_MODE}")
+  list(APPEND args ${arg_NVCC_ARGS})  # each --option=<arg>: no user word can read as a keyword here
+  if(arg_COMPRESS_MODE)
+    list(APPEND args "--compress-mode=${arg_COMPRESS_MODE}")
   endif()
   _aotwheel_python(${fn} nvidia configure --targets "${csv}" --header "${_AOTWHEEL_PORTABLE_HEADER}" --out "${work}/cuda.json"
-                   --plan "${work}/plan.json" --name "${ARG_NAME}" --settings "${work}/remote-settings" ${args})
+                   --plan "${work}/plan.json" --name "${arg_NAME}" --settings "${work}/remote-settings" ${args})
 endfunction()
 
 # _aotwheel_cuda_embed(<fn> <target> <work> <fatbins>): the generated C file that puts the fat
