@@ -105,7 +105,7 @@ def _graph(machine: Path) -> tuple[list[str], list[list[tuple[str, str]]]]:
             continue
         argv = shlex.split(line)
         rest = argv[argv.index(next(a for a in argv if a.endswith("buildsteps/__main__.py"))) + 1:]
-        if rest[0] != "intel":  # the core's steps (manifest, hook, ...)
+        if rest[0] != "intel" or "--plan" not in rest:  # the core's steps (manifest, hook, ...), tgtsym
             continue
         # A vendor's edge runs `intel <step> --plan <plan> --edge <id>`: what it builds is its plan entry.
         plan = json.loads(Path(argv[argv.index("--plan") + 1]).read_text())
