@@ -77,7 +77,7 @@ function(aotwheel_add_cuda_device_code target)
       set(${ARG_OUT_TARGETS} "" PARENT_SCOPE)
     endif()
     if(DEFINED ARG_DESTINATION)
-      _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "")
+      _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "" "${tokens_JSON}")
     endif()
     return()
   endif()
@@ -95,14 +95,15 @@ function(aotwheel_add_cuda_device_code target)
   # What this call builds per source (its fat binary and the cubins/PTX in it), for the manifest.
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_IMAGES "${plan_RECORD}")
   if(DEFINED ARG_DESTINATION)
-    _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "${work}/cuda.json")
+    _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "${work}/cuda.json" "${tokens_JSON}")
   endif()
 endfunction()
 
-# _aotwheel_cuda_manifest(<fn> <target> <work> <toolchain json>): _aot_manifest.json of <target>
-# (its CUDA images, and Intel ones if an aotwheel_add_device_code() call adds some) installed into
-# the caller's ARG_DESTINATION with _aot.py: a target built by nvcc alone gets both too.
-function(_aotwheel_cuda_manifest fn target work toolchain)
+# _aotwheel_cuda_manifest(<fn> <target> <work> <toolchain json> <devlist json>): _aot_manifest.json
+# of <target> (its CUDA images, and Intel ones if an aotwheel_add_device_code() call adds some)
+# installed into the caller's ARG_DESTINATION with _aot.py: a target built by nvcc alone gets both
+# too. <devlist json>: the resolver's JSON of the list; empty: the caller's TARGETS, resolved here.
+function(_aotwheel_cuda_manifest fn target work toolchain devlist)
   _aotwheel_claim_manifest(${fn} ${target})
   file(MAKE_DIRECTORY "${work}")
   if(toolchain STREQUAL "")
@@ -110,13 +111,12 @@ function(_aotwheel_cuda_manifest fn target work toolchain)
   else()  # nvcc's facts (path, version, targets) as the manifest's toolchain
     configure_file("${toolchain}" "${work}/toolchain.json" COPYONLY)
   endif()
-  if(DEFINED _aotw_cuda_json)
-    _aotwheel_write_if_changed("${work}/devlist.json" "${_aotw_cuda_json}\n")
-  else()
+  if(devlist STREQUAL "")
     list(JOIN ARG_TARGETS "," csv)
-    aotwheel_resolve_devlist(_aotw_explicit DEVLIST "${csv}")
-    _aotwheel_write_if_changed("${work}/devlist.json" "${_aotw_explicit_JSON}\n")
+    aotwheel_resolve_devlist(explicit DEVLIST "${csv}")
+    set(devlist "${explicit_JSON}")
   endif()
+  _aotwheel_write_if_changed("${work}/devlist.json" "${devlist}\n")
   # The shared manifest and hook steps of aotwheel-build.cmake, with no Intel image.
   _aotwheel_manifest_edge("${target}" "${work}" manifest NAME "${ARG_NAME}" CUSTOM_TARGET ${ARG_NAME}_cuda_aot_manifest JIT_FALLBACK OFF)
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
@@ -128,10 +128,12 @@ function(_aotwheel_cuda_manifest fn target work toolchain)
 endfunction()
 
 # _aotwheel_cuda_targets(<fn> <out>): the NVIDIA tokens asked for: the caller's ARG_TARGETS, else
-# <ARG_DEVLIST>_CUDA, else the CUDA part of USE_AOT_DEVLIST through aotwheel_resolve_devlist().
+# <ARG_DEVLIST>_CUDA, else the CUDA part of USE_AOT_DEVLIST through aotwheel_resolve_devlist();
+# <out>_JSON: the resolver's JSON of that list (for the manifest), empty for TARGETS.
 function(_aotwheel_cuda_targets fn out)
   if(DEFINED ARG_TARGETS)
     set(${out} "${ARG_TARGETS}" PARENT_SCOPE)
+    set(${out}_JSON "" PARENT_SCOPE)
     return()
   elseif(DEFINED ARG_DEVLIST)
     if(NOT DEFINED ${ARG_DEVLIST}_JSON)
@@ -144,7 +146,7 @@ function(_aotwheel_cuda_targets fn out)
   endif()
   _aotwheel_vendors_wanted(${fn} ${dl})
   set(${out} "${${dl}_CUDA}" PARENT_SCOPE)
-  set(_aotw_cuda_json "${${dl}_JSON}" PARENT_SCOPE)  # for the manifest (DESTINATION)
+  set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_cuda_configure(<fn> <work> <tokens> NAME <name> SOURCES <file>... [COMPRESS_MODE <mode>]
