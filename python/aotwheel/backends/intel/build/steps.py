@@ -31,6 +31,7 @@ from pathlib import Path
 from aotwheel.buildsteps.edge import edge_arguments, step_parser, write_if_changed
 from aotwheel.errors import AotwheelError, run_command
 
+
 def _load_toolchain(path: str) -> dict:
     return json.loads(Path(path).read_text())
 
@@ -98,6 +99,8 @@ def _ocloc_groups(a: argparse.Namespace, devices: list[str]) -> tuple[dict[str, 
 
 
 def _measured(jobs: list, sources: dict[str, str], cost_prefix: str, settings_file: str | None) -> list:
+    """``jobs`` (``shard.Job``) weighed by the ocloc costs earlier builds recorded under
+    ``<cost_prefix>/<stem>`` in the remote stores (``history.py``); as given without a remote."""
     from aotwheel.buildsteps.tiers import load_settings, remote_configured
 
     settings = load_settings(settings_file)
@@ -151,8 +154,8 @@ def cmd_spirv(a: argparse.Namespace) -> int:
 
 def cmd_ocloc(a: argparse.Namespace) -> int:
     """Build one SPIR-V's binaries for one device or a group (``--job``): per device the local
-    cache, the remote stores, else one ocloc run for all the misses. In a shard build the graph
-    holds only this shard's edges (``shard`` step, configure time), so every job here is ours.
+    cache, the remote stores, else one ocloc run for all the misses. In a shard build the plan
+    holds only this shard's edges (``configure --shard``), so every job here is ours.
     With ``--fatbin``/``--info`` (the edge holds all the source's devices) also its fat binary."""
     # Imports that only some builds need (the remote stores, the device catalog) stay inside
     # their branches: this step starts once per edge, and its start is P1's overhead.
