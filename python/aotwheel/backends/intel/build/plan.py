@@ -95,11 +95,11 @@ def build_plan(*, name: str, work: Path, sources: list[str], devices: list[tuple
                 edges.append(Edge(id=f"{stem}.ocloc{k}", step="ocloc", source=src, outputs=outputs, inputs=(spv, *common),
                                   comment=f"ocloc {base} -device {','.join(group)}", pool="ocloc", data=job))
             if split:
-                job = FatbinJob(natives=tuple(natives.values()), output=fatbin, info=f"{fatbin}.json",
+                fat = FatbinJob(natives=tuple(natives.values()), output=fatbin, info=f"{fatbin}.json",
                                 spirv=spv if ir else "", options=options)
                 edges.append(Edge(id=f"{stem}.fatbin", step="fatbin", source=src, outputs=(fatbin, f"{fatbin}.json"),
                                   inputs=(*(n.output for n in natives.values()), spv, toolchain),
-                                  comment=f"fat binary for {base}", data=job))
+                                  comment=f"fat binary for {base}", data=fat))
             fatbins.append(fatbin)
             images.append(Image("spir64_gen", base, fatbin))
         if ir:
