@@ -87,7 +87,7 @@ def parallel_capacity(spv: Path, device: str, scratch: Path) -> float:
 
 
 def raw_edges_ninja(tree: BuildTree, scratch: Path) -> Path:
-    """A build.ninja of the same ocloc edges as our build's plan (``ocloc-edges.txt``), each a bare
+    """A build.ninja of the same ocloc edges as our build's plan (``plan.json``), each a bare
     ``ocloc -device <group>`` with the flags our edges pass and no aotwheel process around it: the
     control. What ``ninja -j<cores>`` of it takes is what per-source parallelism reaches on this
     machine at all; ours minus that is what our edges add."""
@@ -98,9 +98,10 @@ def raw_edges_ninja(tree: BuildTree, scratch: Path) -> Path:
     out = scratch / "raw_edges"
     out.mkdir(parents=True, exist_ok=True)
     lines = ["rule ocloc", "  command = $cmd", "  description = raw ocloc $out", ""]
-    for k, line in enumerate((tree.work / "ocloc-edges.txt").read_text().split()):
-        stem, group = line.split("=", 1)
-        devices = ",".join(names.get(d, d) for d in group.split(","))
+    plan = json.loads((tree.work / "plan.json").read_text())
+    for k, edge in enumerate(e for e in plan["edges"] if e["step"] == "ocloc"):
+        stem = Path(edge["data"]["spirv"]).stem
+        devices = ",".join(names.get(n["device"], n["device"]) for n in edge["data"]["natives"])
         cmd = ocloc_command("ocloc", str((tree.work / f"{stem}.spv").resolve()), devices, f"edge{k}", str(out.resolve()), "")
         quoted = " ".join(_ninja_escape(shlex.quote(c)) for c in cmd)  # ninja runs it through /bin/sh
         lines += [f"build {_ninja_escape(str(out / f'edge{k}'), path=True)}: ocloc", f"  cmd = {quoted}", ""]
@@ -217,7 +218,7 @@ def p1_overhead(ctx: Context) -> dict:
     def edge(python_flags: list[str]) -> tuple[float, float]:
         wall = cpu = 0.0
         for spv in spvs:
-            w, c = run_timed([sys.executable, *python_flags, "-m", "aotwheel.buildsteps", "ocloc", "--toolchain", str(toolchain),
+            w, c = run_timed([sys.executable, *python_flags, "-m", "aotwheel.buildsteps", "intel", "ocloc", "--toolchain", str(toolchain),
                               "--spirv", str(spv), "--device", "pvc", "--output", str(scratch / f"{spv.stem}.bin"),
                               "--options="], env=env)
             wall, cpu = wall + w, cpu + c

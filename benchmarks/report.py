@@ -262,7 +262,7 @@ def _details(res: dict) -> list[str]:
                     "| how | CPU |", "|---|---|",
                     f"| one ocloc on the linked module | {_mm(cs['linked_one_ocloc'])} |",
                     f"| one raw ocloc per source | {_mm(cs['raw_ocloc_per_source'])} |",
-                    f"| our edge per source (`python -m aotwheel.buildsteps ocloc`) | {_mm(cs['edge_per_source'])} |",
+                    f"| our edge per source (`python -m aotwheel.buildsteps intel ocloc`) | {_mm(cs['edge_per_source'])} |",
                     f"| our edge per source with `python -S` | {_mm(cs['edge_per_source_python_S'])} |", ""]
     if "p2" in c:
         d = c["p2"]

@@ -158,12 +158,15 @@ class Runner:
         ocloc: list[list[str]] = []
         for line in dict.fromkeys(text.splitlines()):
             argv = shlex.split(line)
-            step = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a.endswith("buildsteps/__main__.py")), None)
-            if step == "spirv":
-                spirv.append(Path(argv[argv.index("--source") + 1]).stem)
-            elif step == "ocloc":
-                stem = Path(argv[argv.index("--spirv") + 1]).stem
-                ocloc.append([f"{stem}:{argv[i + 1].split('=', 1)[0]}" for i, a in enumerate(argv) if a == "--job"])
+            rest = next((argv[i + 1:] for i, a in enumerate(argv[:-1]) if a.endswith("buildsteps/__main__.py")), [])
+            if rest[:1] != ["intel"] or "--plan" not in rest:  # the core's steps; the Intel edges run `intel <step> --plan P --edge ID`
+                continue
+            plan = json.loads(Path(rest[rest.index("--plan") + 1]).read_text())
+            edge = next(e for e in plan["edges"] if e["id"] == rest[rest.index("--edge") + 1])
+            if rest[1] == "spirv":
+                spirv.append(Path(edge["source"]).stem)
+            elif rest[1] == "ocloc":
+                ocloc.append([f"{Path(edge['data']['spirv']).stem}:{n['device']}" for n in edge["data"]["natives"]])
         return {"spirv_edges": len(spirv), "ocloc_edges": len(ocloc), "jobs": sum(len(e) for e in ocloc),
                 "sources": sorted(spirv)}
 

@@ -48,41 +48,22 @@
 #   _aotwheel_device_list       the resolved devices (DEVLIST, DEVICES or USE_AOT_DEVLIST)
 #   _aotwheel_field_options     the field's ocloc options before the user's OPTIONS
 #   _aotwheel_check_sources     kernel file names usable as build outputs
-#   _aotwheel_toolchain         configure-time toolchain check, devlist.json, ocloc edge plan
-#   _aotwheel_ocloc_command     the ocloc edges' command and job pool (one place for both)
-#   _aotwheel_scale_out         remote-cache settings for the ocloc edges; AOTWHEEL_SHARD's slice
-#   _aotwheel_kernel_edges      per kernel source:
-#   _aotwheel_spirv_edge          source -> SPIR-V (through the SPIR-V cache)
-#   _aotwheel_ocloc_edges         SPIR-V -> native images, one edge per planned group of devices -> fat binary
+#   _aotwheel_ocloc_pool        AOTWHEEL_OCLOC_JOBS: the ocloc edges' job pool
+#   _aotwheel_remote_settings   the remote-cache settings file the edges read
+#   _aotwheel_intel_plan        configure-time toolchain check and the build plan (Python: every
+#                               edge, its devices, files and options; AOTWHEEL_SHARD's slice)
+#   _aotwheel_plan_edges        the plan's edges (aotwheel-config.cmake), per kernel source:
+#                                 source -> SPIR-V (through the SPIR-V cache)
+#                                 SPIR-V -> native images, one edge per planned group of devices -> fat binary
 #   _aotwheel_compress_edges    COMPRESS ON: each image -> <image>.zst, the embedded bytes
 #   _aotwheel_tgtsym_edge       kernel names (.tgtsym)
 #   _aotwheel_manifest_edge     _aot_manifest.json
 #   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
 include_guard(GLOBAL)
 
-# The build steps (`python -m aotwheel.buildsteps`) of the aotwheel that owns this file, run as
-# its __main__.py, which puts this aotwheel first on sys.path itself: no `cmake -E env
-# PYTHONPATH=...` wrapper process around every build edge (7 ms of CPU each with pip's cmake 4.4,
-# median of 40).
-set(_AOTWHEEL_BUILD_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/buildsteps/__main__.py")
-
-# _aotwheel_build_step(<fn> <step> <args>...): run one build step at configure time or stop with
-# its one-line error prefixed by the public function's name.
-function(_aotwheel_build_step fn)
-  execute_process(
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} ${ARGN}
-    RESULT_VARIABLE result
-    OUTPUT_VARIABLE output
-    ERROR_VARIABLE error
-    ERROR_STRIP_TRAILING_WHITESPACE)
-  if(NOT result EQUAL 0)
-    string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
-    if(error STREQUAL "")
-      set(error "'python -m aotwheel.buildsteps ${ARGV1}' failed (exit ${result})")
-    endif()
-    message(FATAL_ERROR "${fn}: ${error}")
-  endif()
-endfunction()
+# The open toolchain's build steps (python/aotwheel/backends/intel/build/steps.py), through the one
+# step command of aotwheel-config.cmake.
+set(_AOTWHEEL_INTEL_COMMAND ${_AOTWHEEL_STEP_COMMAND} intel)
 
 function(aotwheel_add_device_code target)
   set(fn aotwheel_add_device_code)
@@ -102,22 +83,37 @@ function(aotwheel_add_device_code target)
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}")
   file(MAKE_DIRECTORY "${work}")
   _aotwheel_write_if_changed("${work}/devlist.json" "${dev_JSON}\n")
+  set(spvs "")
+  set(fatbins "")
+  set(images "")
   if(dev OR dev_SPIRV)
-    _aotwheel_toolchain(${fn} "${work}" "${dev}")
-    _aotwheel_ocloc_command(${fn} ocloc_command ocloc_pool)
-    _aotwheel_scale_out(${fn} "${work}")
+    _aotwheel_ocloc_pool(${fn})
+    _aotwheel_remote_settings("${work}/remote-settings")
+    set(has_devices OFF)
+    if(dev)
+      set(has_devices ON)
+    endif()
+    list(TRANSFORM ARG_CLANG_OPTIONS PREPEND "--clang-arg=" OUTPUT_VARIABLE clang_args)
+    _aotwheel_intel_plan(${fn} "${work}" NAME "${ARG_NAME}" SOURCES ${ARG_SOURCES} OPTIONS "${ARG_OPTIONS}"
+                         IR "${dev_SPIRV}" SHARD ${has_devices} CLANG_ARGS ${clang_args})
+    _aotwheel_plan_edges(plan "${work}/plan.json")
+    if(NOT plan_NOTE STREQUAL "")
+      message(STATUS "${plan_NOTE}")
+    endif()
+    set(spvs "${plan_STEP_spirv}")
+    set(fatbins "${plan_OUTPUTS}")
+    set(images "${plan_IMAGES}")  # triple=source=path: fat binaries first (the SYCL runtime prefers them), then SPIR-V
   else()  # nothing for Intel GPUs in this list: no Intel tool is looked for
     _aotwheel_write_if_changed("${work}/toolchain.json" "{}\n")
-    set(_aotw_shard "")
   endif()
-  _aotwheel_kernel_edges("${work}" spvs fatbins images)
   _aotwheel_compress_edges("${compress}" embedded zsts)
   _aotwheel_tgtsym_edge("${work}" tgtsym)
   set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
   list(TRANSFORM embedded PREPEND "--image;" OUTPUT_VARIABLE image_args)
-  _aotwheel_build_step(${fn} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
+  _aotwheel_python(${fn} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
                        --tgtsym "${tgtsym}" ${image_args})
-  _aotwheel_manifest_edge("${target}" "${work}" manifest)
+  _aotwheel_manifest_edge("${target}" "${work}" manifest NAME "${ARG_NAME}" JIT_FALLBACK "${dev_JIT}" OPTIONS "${ARG_OPTIONS}"
+                          COMPRESS "${compress}" TGTSYM "${tgtsym}" IMAGES ${images} DEPENDS ${fatbins} ${spvs} ${zsts})
   # The .incbin'd files are not seen by the C compiler's dependency scan: declare them.
   set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins};${spvs};${zsts};${tgtsym}")
   target_sources(${target} PRIVATE "${embed_c}")
@@ -125,7 +121,11 @@ function(aotwheel_add_device_code target)
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
   if(DEFINED ARG_DESTINATION)
     _aotwheel_claim_manifest(${fn} ${target})
-    _aotwheel_install_hook("${target}" "${work}" "${manifest}")
+    set(package_arg "")
+    if(DEFINED ARG_PACKAGE)
+      set(package_arg PACKAGE "${ARG_PACKAGE}")
+    endif()
+    _aotwheel_install_hook("${target}" "${work}" "${manifest}" NAME "${ARG_NAME}" DESTINATION "${ARG_DESTINATION}" ${package_arg})
   endif()
 endfunction()
 
@@ -266,30 +266,52 @@ function(_aotwheel_check_sources fn)
   endforeach()
 endfunction()
 
-# _aotwheel_toolchain(<fn> <work> <devices>): find and check the tools now
-# (configure fails here, with one line, when one is missing) into <work>/toolchain.json, and plan the ocloc edges of the
-# caller's ARG_SOURCES, <work>/ocloc-edges.txt (one `<stem>=<device>,<device>...` line per edge;
-# backends/intel/build/groups.py): one edge per source unless splitting a source's devices shortens the
-# build on this machine's cores, or AOTWHEEL_OCLOC_GROUPS (CMake variable or environment) groups per source.
-function(_aotwheel_toolchain fn work devices)
-  list(JOIN devices "," csv)
-  if(NOT DEFINED AOTWHEEL_OCLOC_GROUPS AND DEFINED ENV{AOTWHEEL_OCLOC_GROUPS})
-    set(AOTWHEEL_OCLOC_GROUPS "$ENV{AOTWHEEL_OCLOC_GROUPS}")
-  endif()
-  set(source_args "")
-  foreach(src IN LISTS ARG_SOURCES)
+# _aotwheel_intel_plan(<fn> <work> NAME <name> SOURCES <file>... [OPTIONS <ocloc options>]
+#                      [IR ON|OFF] [SHARD ON|OFF] [CLANG_ARGS --clang-arg=<arg>...])
+# The tools found and checked now (configure fails here, with one line, when one is missing) into
+# <work>/toolchain.json, and the build plan of SOURCES for the devices of <work>/devlist.json (IR ON:
+# SPIR-V kept for JIT) into <work>/plan.json
+# (python/aotwheel/backends/intel/build/plan.py): per source its SPIR-V edge, its ocloc edges (one
+# per source unless splitting a source's devices shortens the build on this machine's cores;
+# AOTWHEEL_OCLOC_GROUPS, CMake variable or environment, groups per source), and a fat-binary edge
+# for a split source. AOTWHEEL_SHARD=i/n (CMake variable, else the environment): the plan holds only
+# this shard's slice of the (source, device) jobs, weighed by the ocloc costs earlier builds
+# recorded in the remote stores of <work>/remote-settings (buildsteps/history.py); SHARD OFF (a list
+# with no device: no ocloc jobs to share out) ignores it.
+function(_aotwheel_intel_plan fn work)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "NAME;IR;SHARD" "OPTIONS;SOURCES;CLANG_ARGS")  # OPTIONS: one value, maybe empty
+  set(args "")
+  set(sources "")
+  foreach(src IN LISTS arg_SOURCES)
     get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    get_filename_component(stem "${src}" NAME_WE)
-    list(APPEND source_args "--source=${stem}=${src}")
+    list(APPEND sources "${src}")
+    list(APPEND args "--source=${src}")
   endforeach()
-  _aotwheel_build_step(${fn} configure "--devices=${csv}" --out "${work}/toolchain.json" ${source_args}
-                       --edges-out "${work}/ocloc-edges.txt" "--groups=${AOTWHEEL_OCLOC_GROUPS}")
+  list(APPEND args ${arg_CLANG_ARGS})  # each --clang-arg=<arg>: no user word can read as a keyword here
+  if(arg_IR)
+    list(APPEND args --ir)
+  endif()
+  foreach(var IN ITEMS AOTWHEEL_OCLOC_GROUPS AOTWHEEL_SHARD)
+    set(${var}_value "$ENV{${var}}")
+    if(DEFINED ${var})
+      set(${var}_value "${${var}}")
+    endif()
+  endforeach()
+  string(STRIP "${AOTWHEEL_SHARD_value}" shard)
+  if(NOT shard STREQUAL "" AND arg_SHARD)
+    list(APPEND args "--shard=${shard}")
+    # The plan weighs the sources by size: an edited source re-plans (CMake re-runs on it).
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${sources})
+  endif()
+  _aotwheel_python(${fn} intel configure --devlist "${work}/devlist.json" --out "${work}/toolchain.json"
+                   --plan "${work}/plan.json" --name "${arg_NAME}" "--groups=${AOTWHEEL_OCLOC_GROUPS_value}"
+                   "--options=${arg_OPTIONS}" --settings "${work}/remote-settings" --cost-prefix "${PROJECT_NAME}/${arg_NAME}"
+                   --source-root "${CMAKE_SOURCE_DIR}" --build-root "${CMAKE_BINARY_DIR}" ${args})
 endfunction()
 
-# _aotwheel_ocloc_command(<fn> <out_command> <out_pool>): the command line prefix of every ocloc
-# edge and its job-pool arguments. The one place where what an ocloc edge runs with is assembled.
-function(_aotwheel_ocloc_command fn out_command out_pool)
-  set(pool "")
+# _aotwheel_ocloc_pool(<fn>): AOTWHEEL_OCLOC_JOBS (CMake variable or environment): the Ninja job
+# pool aotwheel_ocloc of that depth, which the plan's ocloc edges join (pool "ocloc").
+function(_aotwheel_ocloc_pool fn)
   if(NOT DEFINED AOTWHEEL_OCLOC_JOBS AND DEFINED ENV{AOTWHEEL_OCLOC_JOBS})
     set(AOTWHEEL_OCLOC_JOBS "$ENV{AOTWHEEL_OCLOC_JOBS}")
   endif()
@@ -301,72 +323,7 @@ function(_aotwheel_ocloc_command fn out_command out_pool)
     if(NOT pools MATCHES "(^|;)aotwheel_ocloc=")
       set_property(GLOBAL APPEND PROPERTY JOB_POOLS "aotwheel_ocloc=${AOTWHEEL_OCLOC_JOBS}")
     endif()
-    set(pool JOB_POOL aotwheel_ocloc)
   endif()
-  set(${out_command} ${_AOTWHEEL_BUILD_COMMAND} ocloc PARENT_SCOPE)
-  set(${out_pool} "${pool}" PARENT_SCOPE)
-endfunction()
-
-# _aotwheel_scale_out(<fn> <work>): the remote-cache settings into <work>/remote-settings
-# (_aotwheel_remote_settings); appends it to the caller's ocloc_command and sets ocloc_depends.
-# AOTWHEEL_SHARD (the same way): <work>/jobs.tsv, the (source, device) list of the caller's
-# ARG_SOURCES and `dev`, and the `shard` step's slice of it, <work>/shard-slice.tsv; sets the
-# caller's _aotw_shard (i/n, or empty), _aotw_slice_stems (this shard's sources) and
-# _aotw_slice_specs (per source its ocloc groups, "a,b|c"), which _aotwheel_kernel_edges reads.
-function(_aotwheel_scale_out fn work)
-  _aotwheel_remote_settings("${work}/remote-settings")
-  set(ocloc_command ${ocloc_command} --settings "${work}/remote-settings" PARENT_SCOPE)
-  set(ocloc_depends "${work}/remote-settings" PARENT_SCOPE)
-
-  set(shard "$ENV{AOTWHEEL_SHARD}")
-  if(DEFINED AOTWHEEL_SHARD)
-    set(shard "${AOTWHEEL_SHARD}")
-  endif()
-  string(STRIP "${shard}" shard)
-  set(_aotw_shard "" PARENT_SCOPE)
-  if(shard STREQUAL "" OR NOT dev)  # no devices: no ocloc jobs to share out
-    return()
-  endif()
-  set(jobs "")
-  set(sources "")
-  foreach(src IN LISTS ARG_SOURCES)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    get_filename_component(stem "${src}" NAME_WE)
-    list(APPEND sources "${src}")
-    foreach(device IN LISTS dev)
-      string(APPEND jobs "${stem}\t${device}\t${src}\n")
-    endforeach()
-  endforeach()
-  _aotwheel_write_if_changed("${work}/jobs.tsv" "${jobs}")
-  set(groups_setting "$ENV{AOTWHEEL_OCLOC_GROUPS}")
-  if(DEFINED AOTWHEEL_OCLOC_GROUPS)
-    set(groups_setting "${AOTWHEEL_OCLOC_GROUPS}")
-  endif()
-  # --cost-prefix: the ocloc costs earlier builds measured (recorded by the ocloc edges below,
-  # --cost-id) weigh the plan where the remote stores hold them; sizes elsewhere.
-  _aotwheel_build_step(${fn} shard --jobs "${work}/jobs.tsv" --shard "${shard}" "--groups=${groups_setting}"
-                       --out "${work}/shard-slice.tsv" --settings "${work}/remote-settings"
-                       --cost-prefix "${PROJECT_NAME}/${ARG_NAME}")
-  # The plan weighs the sources by size: an edited source re-plans (CMake re-runs on it).
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${sources})
-  set(stems "")
-  set(specs "")
-  file(STRINGS "${work}/shard-slice.tsv" lines)
-  foreach(line IN LISTS lines)
-    string(FIND "${line}" "\t" tab)
-    string(SUBSTRING "${line}" 0 ${tab} stem)
-    math(EXPR tab "${tab} + 1")
-    string(SUBSTRING "${line}" ${tab} -1 spec)
-    list(APPEND stems "${stem}")
-    list(APPEND specs "${spec}")
-  endforeach()
-  list(LENGTH stems n)
-  list(LENGTH ARG_SOURCES total)
-  list(JOIN stems ", " shown)
-  message(STATUS "aotwheel: ${ARG_NAME}: AOTWHEEL_SHARD=${shard} builds ${n} of ${total} kernel sources (${shown})")
-  set(_aotw_shard "${shard}" PARENT_SCOPE)
-  set(_aotw_slice_stems "${stems}" PARENT_SCOPE)
-  set(_aotw_slice_specs "${specs}" PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_remote_settings(<path>): AOTWHEEL_REMOTE_CACHE, _READONLY and _TIMEOUT from the CMake
@@ -400,160 +357,6 @@ function(_aotwheel_write_if_changed path text)
   endif()
 endfunction()
 
-# _aotwheel_spirv_edge(<work> <source> <out>): the clang + llvm-spirv edge of one kernel source
-# (CLANG_OPTIONS from the caller), through the SPIR-V cache (local, then the remote stores of
-# <work>/remote-settings, written by _aotwheel_scale_out); dependencies under the top source and
-# build trees are cached by relative path, so another checkout path still hits. Sets <out> to
-# the .spv it writes.
-function(_aotwheel_spirv_edge work src out)
-  get_filename_component(base "${src}" NAME)
-  get_filename_component(stem "${src}" NAME_WE)
-  set(spv "${work}/${stem}.spv")
-  list(TRANSFORM ARG_CLANG_OPTIONS PREPEND "--clang-arg=" OUTPUT_VARIABLE clang_args)
-  add_custom_command(
-    OUTPUT "${spv}"
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} spirv --toolchain "${work}/toolchain.json" --source "${src}" --output "${spv}"
-            --depfile "${spv}.d" --settings "${work}/remote-settings" --source-root "${CMAKE_SOURCE_DIR}"
-            --build-root "${CMAKE_BINARY_DIR}" ${clang_args}
-    DEPENDS "${src}" "${work}/toolchain.json" "${work}/remote-settings"
-    DEPFILE "${spv}.d"
-    COMMENT "aotwheel: ${base} -> SPIR-V"
-    VERBATIM)
-  set(${out} "${spv}" PARENT_SCOPE)
-endfunction()
-
-# _aotwheel_ocloc_edges(<work> <source> <spv> <out>): the source's ocloc edges as planned in
-# <work>/ocloc-edges.txt (in a shard build: the caller's _aotw_groups, this source's devices of the
-# shard as the `shard` step planned them), each writing one native image per device of its group.
-# A source with one edge (all its devices) gets its fat binary (plus the SPIR-V when dev_SPIRV) from
-# that edge; a source split over several edges (ninja runs them in parallel) from a fatbin edge
-# after them. Sets <out> to the fat binary. Reads the caller's dev, dev_IPS, ocloc_command,
-# ocloc_pool (from _aotwheel_ocloc_command), ocloc_depends and ARG_OPTIONS. With a remote cache,
-# each edge that runs ocloc records its CPU time under the source's cost id (--cost-id), which
-# later shard plans read (python/aotwheel/buildsteps/history.py).
-function(_aotwheel_ocloc_edges work src spv out)
-  get_filename_component(base "${src}" NAME)
-  get_filename_component(stem "${src}" NAME_WE)
-  set(natives "")
-  set(native_args "")
-  foreach(device ip IN ZIP_LISTS dev dev_IPS)
-    set(bin "${work}/${stem}.${device}.bin")
-    set(_aotw_bin_${device} "${bin}")
-    set(_aotw_ip_${device} "${ip}")
-    list(APPEND natives "${bin}")
-    list(APPEND native_args --native "${device}=${ip}=${bin}")
-  endforeach()
-  if(_aotw_shard)
-    set(groups "${_aotw_groups}")
-  else()
-    file(STRINGS "${work}/ocloc-edges.txt" plan)
-    set(groups "")
-    foreach(line IN LISTS plan)
-      string(FIND "${line}" "=" eq)
-      string(SUBSTRING "${line}" 0 ${eq} edge_stem)
-      if(edge_stem STREQUAL stem)
-        math(EXPR eq "${eq} + 1")
-        string(SUBSTRING "${line}" ${eq} -1 group)
-        list(APPEND groups "${group}")
-      endif()
-    endforeach()
-  endif()
-  set(fatbin "${work}/${stem}.fatbin")
-  set(ir_args "")
-  list(LENGTH groups edge_count)
-  foreach(group IN LISTS groups)
-    string(REPLACE "," ";" members "${group}")
-    set(outputs "")
-    set(job_args "")
-    foreach(device IN LISTS members)
-      list(APPEND outputs "${_aotw_bin_${device}}")
-      list(APPEND job_args --job "${device}=${_aotw_ip_${device}}=${_aotw_bin_${device}}")
-    endforeach()
-    if(edge_count EQUAL 1)  # one process for the source: no separate fatbin step
-      list(APPEND outputs "${fatbin}" "${fatbin}.json")
-      list(APPEND job_args --fatbin "${fatbin}" --info "${fatbin}.json")
-      if(dev_SPIRV)
-        list(APPEND job_args --ir)
-      endif()
-    endif()
-    add_custom_command(
-      OUTPUT ${outputs}
-      COMMAND ${ocloc_command} --toolchain "${work}/toolchain.json" --spirv "${spv}" ${job_args}
-              "--options=${ARG_OPTIONS}" --cost-id "${PROJECT_NAME}/${ARG_NAME}/${stem}" --source "${src}"
-      DEPENDS "${spv}" "${work}/toolchain.json" ${ocloc_depends}
-      COMMENT "aotwheel: ocloc ${base} -device ${group}"
-      ${ocloc_pool}
-      VERBATIM)
-  endforeach()
-  if(NOT edge_count EQUAL 1)
-    if(dev_SPIRV)
-      set(ir_args --spirv "${spv}")
-    endif()
-    add_custom_command(
-      OUTPUT "${fatbin}" "${fatbin}.json"
-      COMMAND ${_AOTWHEEL_BUILD_COMMAND} fatbin --output "${fatbin}" --info "${fatbin}.json" ${ir_args} ${native_args}
-              --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}"
-      DEPENDS ${natives} "${spv}" "${work}/toolchain.json"
-      COMMENT "aotwheel: fat binary for ${base}"
-      VERBATIM)
-  endif()
-  set(${out} "${fatbin}" PARENT_SCOPE)
-endfunction()
-
-# _aotwheel_kernel_edges(<work> <out_spvs> <out_fatbins> <out_images>): the SPIR-V and ocloc
-# edges of every kernel source (the caller's ARG_SOURCES; in a shard build only the slice's
-# sources, each with its devices of this shard: _aotw_slice_* from _aotwheel_scale_out).
-# <out_images> lists the images to embed as triple=source=path, fat binaries first (the SYCL
-# runtime prefers them), then SPIR-V.
-function(_aotwheel_kernel_edges work out_spvs out_fatbins out_images)
-  set(spvs "")
-  set(fatbins "")
-  set(images "")
-  set(ir_images "")
-  set(all_dev "${dev}")
-  set(all_ips "${dev_IPS}")
-  set(sources "${ARG_SOURCES}")
-  if(NOT dev AND NOT dev_SPIRV)  # no Intel device and no SPIR-V: no Intel edge at all
-    set(sources "")
-  endif()
-  foreach(src IN LISTS sources)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    get_filename_component(base "${src}" NAME)
-    if(_aotw_shard)
-      get_filename_component(stem "${src}" NAME_WE)
-      list(FIND _aotw_slice_stems "${stem}" at)
-      if(at LESS 0)  # another shard's source: no edge at all here
-        continue()
-      endif()
-      list(GET _aotw_slice_specs ${at} spec)
-      string(REPLACE "|" ";" _aotw_groups "${spec}")
-      string(REGEX REPLACE "[|,]" ";" mine "${spec}")
-      set(dev "")
-      set(dev_IPS "")
-      foreach(device ip IN ZIP_LISTS all_dev all_ips)
-        if(device IN_LIST mine)
-          list(APPEND dev "${device}")
-          list(APPEND dev_IPS "${ip}")
-        endif()
-      endforeach()
-    endif()
-    _aotwheel_spirv_edge("${work}" "${src}" spv)
-    list(APPEND spvs "${spv}")
-    if(dev)
-      _aotwheel_ocloc_edges("${work}" "${src}" "${spv}" fatbin)
-      list(APPEND fatbins "${fatbin}")
-      list(APPEND images "spir64_gen=${base}=${fatbin}")
-    endif()
-    if(dev_SPIRV)
-      list(APPEND ir_images "spir64=${base}=${spv}")
-    endif()
-  endforeach()
-  set(${out_spvs} "${spvs}" PARENT_SCOPE)
-  set(${out_fatbins} "${fatbins}" PARENT_SCOPE)
-  list(APPEND images ${ir_images})
-  set(${out_images} "${images}" PARENT_SCOPE)
-endfunction()
-
 # _aotwheel_compress_edges(<compress> <out_embedded> <out_zsts>): with <compress> ON, one compress
 # edge per image of the caller's `images` (triple=source=path) writing <path>.zst, one zstd frame;
 # <out_embedded> is then `images` with those paths (what the embedding .incbin's), else `images`.
@@ -570,7 +373,7 @@ function(_aotwheel_compress_edges compress out_embedded out_zsts)
     get_filename_component(base "${path}" NAME)
     add_custom_command(
       OUTPUT "${path}.zst"
-      COMMAND ${_AOTWHEEL_BUILD_COMMAND} compress --input "${path}" --output "${path}.zst"
+      COMMAND ${_AOTWHEEL_STEP_COMMAND} compress --input "${path}" --output "${path}.zst"
       DEPENDS "${path}"
       COMMENT "aotwheel: zstd ${base}"
       VERBATIM)
@@ -595,39 +398,46 @@ function(_aotwheel_tgtsym_edge work out)
   set(tgtsym "${work}/${ARG_NAME}.tgtsym")
   add_custom_command(
     OUTPUT "${tgtsym}"
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} tgtsym --output "${tgtsym}" --triples "${triples}" ${spvs}
+    COMMAND ${_AOTWHEEL_INTEL_COMMAND} tgtsym --output "${tgtsym}" --triples "${triples}" ${spvs}
     DEPENDS ${spvs}
     COMMENT "aotwheel: kernel names for ${ARG_NAME}"
     VERBATIM)
   set(${out} "${tgtsym}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_manifest_edge(<target> <work> <out> [<custom target>]): <work>/_aot_manifest.json from
-# the caller's images, fatbins, spvs and tgtsym, plus the NVIDIA images aotwheel_add_cuda_device_code()
+# _aotwheel_manifest_edge(<target> <work> <out> NAME <name> [CUSTOM_TARGET <name>] [JIT_FALLBACK ON|OFF]
+#                         [OPTIONS <ocloc options>] [COMPRESS ON|OFF] [TGTSYM <file>]
+#                         [IMAGES <triple=source=path>...] [DEPENDS <file>...])
+# The one manifest step of every device-code function (open toolchain, nvcc, icpx): <work>/_aot_manifest.json
+# from <work>/devlist.json and <work>/toolchain.json, the Intel IMAGES (embedded as <path>.zst with
+# COMPRESS ON), the kernel names of TGTSYM, and the NVIDIA images aotwheel_add_cuda_device_code()
 # records on <target> (AOTWHEEL_CUDA_IMAGES, read at generate time, so the call order does not
-# matter), built by <custom target> (default <NAME>_aot_manifest).
+# matter), built by CUSTOM_TARGET (default <name>_aot_manifest); sets <out> to its path.
 function(_aotwheel_manifest_edge target work out)
-  set(custom "${ARG_NAME}_aot_manifest")
-  if(ARGC GREATER 3)
-    set(custom "${ARGV3}")
+  # OPTIONS and TGTSYM take one value that may be empty: multi-value keywords, which keep it (and
+  # warn of nothing) whatever the project's policy CMP0174.
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME;CUSTOM_TARGET;JIT_FALLBACK;COMPRESS" "OPTIONS;TGTSYM;IMAGES;DEPENDS")
+  set(custom "${arg_NAME}_aot_manifest")
+  if(DEFINED arg_CUSTOM_TARGET)
+    set(custom "${arg_CUSTOM_TARGET}")
   endif()
   set(manifest "${work}/_aot_manifest.json")
-  if(dev_JIT)
+  if(arg_JIT_FALLBACK)
     set(jit_word on)  # JIT_FALLBACK may override what the devlist said
   else()
     set(jit_word off)
   endif()
-  list(TRANSFORM images PREPEND "--image;" OUTPUT_VARIABLE image_args)
+  list(TRANSFORM arg_IMAGES PREPEND "--image;" OUTPUT_VARIABLE image_args)
   set(cuda_list "${work}/cuda_images.txt")
   file(GENERATE OUTPUT "${cuda_list}" CONTENT "$<JOIN:$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>,\n>")
   add_custom_command(
     OUTPUT "${manifest}"
-    COMMAND ${_AOTWHEEL_BUILD_COMMAND} manifest --name "${ARG_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
-            --toolchain "${work}/toolchain.json" "--options=${ARG_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${tgtsym}"
-            --cuda-images "${cuda_list}" --compress "$<IF:$<BOOL:${compress}>,on,off>" ${image_args}
-    DEPENDS ${fatbins} ${spvs} ${zsts} "${tgtsym}" "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} manifest --name "${arg_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
+            --toolchain "${work}/toolchain.json" "--options=${arg_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${arg_TGTSYM}"
+            --cuda-images "${cuda_list}" --compress "$<IF:$<BOOL:${arg_COMPRESS}>,on,off>" ${image_args}
+    DEPENDS ${arg_DEPENDS} ${arg_TGTSYM} "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
             "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_FATBINS>" "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>"
-    COMMENT "aotwheel: ${ARG_NAME} manifest"
+    COMMENT "aotwheel: ${arg_NAME} manifest"
     VERBATIM)
   add_custom_target(${custom} ALL DEPENDS "${manifest}")
   if(NOT TARGET aotwheel_device_code)  # all device code, no C compiler: `aotwheel build warm` builds it
@@ -637,30 +447,31 @@ function(_aotwheel_manifest_edge target work out)
   set(${out} "${manifest}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_install_hook(<target> <work> <manifest>): install the manifest into the caller's
-# ARG_DESTINATION, with the run-time hook <pkg>/_aot.py when this aotwheel has aotwheel.hook.
+# _aotwheel_install_hook(<target> <work> <manifest> NAME <name> DESTINATION <dir> [PACKAGE <package>]):
+# install the manifest into DESTINATION, with the run-time hook <package>/_aot.py (default package:
+# DESTINATION with '.' for '/') when this aotwheel has aotwheel.hook; the one hook step of every
+# device-code function.
 function(_aotwheel_install_hook target work manifest)
-  install(FILES "${manifest}" DESTINATION "${ARG_DESTINATION}")
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME;DESTINATION;PACKAGE" "")
+  install(FILES "${manifest}" DESTINATION "${arg_DESTINATION}")
   if(NOT EXISTS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py")
     return()
   endif()
-  set(package "${ARG_PACKAGE}")
-  if(NOT DEFINED ARG_PACKAGE)
-    string(REPLACE "/" "." package "${ARG_DESTINATION}")
+  set(package "${arg_PACKAGE}")
+  if(NOT DEFINED arg_PACKAGE)
+    string(REPLACE "/" "." package "${arg_DESTINATION}")
   endif()
   get_target_property(ext_name ${target} OUTPUT_NAME)
   if(NOT ext_name)
     set(ext_name "${target}")
   endif()
   set(hook "${work}/_aot.py")
-  set(hook_cmd ${_AOTWHEEL_PYTHON_COMMAND})
-  list(POP_BACK hook_cmd)
   add_custom_command(
     OUTPUT "${hook}"
-    COMMAND ${hook_cmd} aotwheel.hook --extension "${ext_name}" --package "${package}" --out "${hook}"
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} hook --extension "${ext_name}" --package "${package}" --out "${hook}"
     DEPENDS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py"
     COMMENT "aotwheel: ${package}._aot hook"
     VERBATIM)
-  add_custom_target(${ARG_NAME}_aot_hook ALL DEPENDS "${hook}")
-  install(FILES "${hook}" DESTINATION "${ARG_DESTINATION}")
+  add_custom_target(${arg_NAME}_aot_hook ALL DEPENDS "${hook}")
+  install(FILES "${hook}" DESTINATION "${arg_DESTINATION}")
 endfunction()

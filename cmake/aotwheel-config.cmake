@@ -22,54 +22,43 @@ if(NOT DEFINED Python_EXECUTABLE)
   endif()
 endif()
 
-# `python -m aotwheel` of this aotwheel, as a list usable in execute_process/add_custom_command
-# (the CUDA build steps and the _aot.py hook edge; the resolver runs _AOTWHEEL_RESOLVE_COMMAND).
-# PYTHONPATH is prepended so the module always matches this config file, whatever else is installed,
-# unless the interpreter already imports this very aotwheel: in pip's isolated build environment
-# that folder is the overlay pip's own sitecustomize adds, and it asserts the folder is not on
-# sys.path yet ("Error in sitecustomize ... AssertionError" at the hook edge, issue 30).
-execute_process(
-  COMMAND "${Python_EXECUTABLE}" -c "import os, aotwheel; print(os.path.realpath(os.path.dirname(os.path.dirname(aotwheel.__file__))))"
-  RESULT_VARIABLE _aotwheel_rc OUTPUT_VARIABLE _aotwheel_imported OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-get_filename_component(_aotwheel_here "${_AOTWHEEL_PYTHONPATH}" REALPATH)
-if(_aotwheel_rc EQUAL 0 AND _aotwheel_imported STREQUAL _aotwheel_here)
-  set(_AOTWHEEL_PYTHON_COMMAND "${Python_EXECUTABLE}" -m aotwheel)
-else()
-  if(DEFINED ENV{PYTHONPATH} AND NOT "$ENV{PYTHONPATH}" STREQUAL "")
-    set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}:$ENV{PYTHONPATH}")
-  else()
-    set(_aotwheel_pp "${_AOTWHEEL_PYTHONPATH}")
-  endif()
-  set(_AOTWHEEL_PYTHON_COMMAND
-      "${CMAKE_COMMAND}" -E env "PYTHONPATH=${_aotwheel_pp}" "${Python_EXECUTABLE}" -m aotwheel)
-  unset(_aotwheel_pp)
-endif()
-unset(_aotwheel_rc)
-unset(_aotwheel_imported)
-unset(_aotwheel_here)
+# Every call into Python, at configure time and on the build edges, runs this one command:
+# `python -m aotwheel.buildsteps <step> ...` of the aotwheel that owns this file, run as its
+# buildsteps/__main__.py, which puts this aotwheel first on sys.path itself (the environment's
+# PYTHONPATH after it). No `cmake -E env PYTHONPATH=...` process around it (7 ms of CPU per edge
+# with pip's cmake 4.4, median of 40), and nothing on PYTHONPATH for pip's isolated build
+# environment to trip over (its sitecustomize asserts its overlay is not on sys.path yet, issue 30).
+# Steps: the core's (embed, compress, manifest, hook, resolve, ...), and a vendor's as
+# `<vendor> <step>` (python/aotwheel/buildsteps/__main__.py dispatches them to the backend).
+set(_AOTWHEEL_STEP_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/buildsteps/__main__.py")
 
-# The resolver's `python -m aotwheel`, as configure runs it: this aotwheel's __main__.py as a file,
-# which puts this aotwheel first on sys.path itself (the environment's PYTHONPATH after it), so it
-# matches this config file without a `cmake -E env PYTHONPATH=...` process around it (as
-# _AOTWHEEL_BUILD_COMMAND runs the build steps).
-set(_AOTWHEEL_RESOLVE_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/__main__.py")
-
-# _aotwheel_run(<prefix> ARGS <arg>...)
-# Runs `python -m aotwheel <args>` at configure time; sets <prefix>_RESULT, <prefix>_OUTPUT and
-# <prefix>_ERROR (stderr without the "aotwheel: error: " prefix and trailing newline).
-function(_aotwheel_run prefix)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "ARGS")
+# _aotwheel_python(<fn> <step> [<arg>...] [OUTPUT <var>])
+# Runs one aotwheel step at configure time (`resolve`, `embed`, `nvidia configure`, ...). On failure
+# configure stops with one line, "<fn>: <message>", <fn> being the public function the user called
+# and <message> the step's own "aotwheel: error: <message>" line, which says what to do (this is the
+# one place that prefix is stripped). OUTPUT <var>: the step's stdout, trailing whitespace stripped.
+function(_aotwheel_python fn step)
+  cmake_parse_arguments(PARSE_ARGV 2 _aotwheel_py "" "OUTPUT" "")
   execute_process(
-    COMMAND ${_AOTWHEEL_RESOLVE_COMMAND} ${ARG_ARGS}
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} ${step} ${_aotwheel_py_UNPARSED_ARGUMENTS}
     RESULT_VARIABLE result
     OUTPUT_VARIABLE output
     ERROR_VARIABLE error
     OUTPUT_STRIP_TRAILING_WHITESPACE
     ERROR_STRIP_TRAILING_WHITESPACE)
-  string(REGEX REPLACE "^aotwheel: error: " "" error "${error}")
-  set(${prefix}_RESULT "${result}" PARENT_SCOPE)
-  set(${prefix}_OUTPUT "${output}" PARENT_SCOPE)
-  set(${prefix}_ERROR "${error}" PARENT_SCOPE)
+  if(NOT result EQUAL 0)
+    if(error MATCHES "aotwheel: error: ")
+      string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")  # the last error line: the step's own
+    else()  # no message of ours (a crash, a broken install): its last line, and where to look
+      string(REGEX REPLACE "^.*\n" "" error "${error}")
+      set(error "the aotwheel step '${step}' failed (exit ${result}: ${error}). Check that ${Python_EXECUTABLE} runs aotwheel: ${Python_EXECUTABLE} ${_AOTWHEEL_PYTHONPATH}/aotwheel/buildsteps/__main__.py ${step} --help")
+    endif()
+    # The leading space keeps CMake from wrapping the line (it prints indented text as is).
+    message(FATAL_ERROR " ${fn}: ${error}")
+  endif()
+  if(DEFINED _aotwheel_py_OUTPUT)
+    set(${_aotwheel_py_OUTPUT} "${output}" PARENT_SCOPE)
+  endif()
 endfunction()
 
 # aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN ocloc])
@@ -108,15 +97,8 @@ function(aotwheel_resolve_devlist out)
                         "Usage: aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN ocloc])")
   endif()
   _aotwheel_resolve_args(args)
-  _aotwheel_run(_r ARGS ${args})
-  if(NOT _r_RESULT EQUAL 0)
-    if(_r_ERROR STREQUAL "")
-      set(_r_ERROR "the resolver failed (exit ${_r_RESULT}); run: python -m aotwheel resolve")
-    endif()
-    # The leading space keeps CMake from wrapping the line (it prints indented text as is).
-    message(FATAL_ERROR " aotwheel_resolve_devlist: ${_r_ERROR}")
-  endif()
-  _aotwheel_resolve_results(${out} "${_r_OUTPUT}")
+  _aotwheel_python(aotwheel_resolve_devlist ${args} OUTPUT json)
+  _aotwheel_resolve_results(${out} "${json}")
   foreach(_aotwheel_suffix "" _IPS _JIT_FALLBACK _OCLOC_DEVICE _SYCL_TARGETS _CUDA _CUDA_ARCHITECTURES _SPIRV
                            _VENDORS _JIT_SUMMARY _JSON _FIELD_DEFAULTS _FIELD_OCLOC_OPTIONS _FIELD_SYCL_COMPILE
                            _FIELD_SYCL_LINK _NO_FP64)
@@ -251,6 +233,75 @@ function(_aotwheel_json_field out json field)
     endforeach()
   endif()
   set(${out} "${values}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_plan_edges(<prefix> <plan>): one ninja edge per edge of the build plan <plan> (JSON
+# that a vendor's configure step wrote: python/aotwheel/buildsteps/plan.py), as the plan gives it:
+# its outputs, inputs, depfile, comment and job pool (`aotwheel_<pool>`, where one is defined);
+# each runs `<vendor> <step> --plan <plan> --edge <id> --digest <digest>` (a changed entry is a
+# changed command: ninja reruns that edge alone). CMake parses no target name and makes no file
+# name here. Sets in the caller: <prefix>_OUTPUTS (the fat binaries, one per source),
+# <prefix>_TARGETS (canonical target names), <prefix>_IMAGES (the images to embed, as
+# triple=source=path), <prefix>_RECORD (the images' record for the manifest), <prefix>_NOTE (a line
+# to print) and <prefix>_STEP_<step> (the outputs of the edges of each step, e.g. _STEP_spirv).
+function(_aotwheel_plan_edges prefix plan)
+  file(READ "${plan}" json)
+  string(JSON vendor GET "${json}" vendor)
+  string(JSON count LENGTH "${json}" edges)
+  get_property(pools GLOBAL PROPERTY JOB_POOLS)
+  set(steps "")
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON edge GET "${json}" edges ${i})  # one edge's own text: the fields below parse only it
+      foreach(field IN ITEMS id step source depfile comment pool digest)
+        string(JSON ${field} GET "${edge}" ${field})
+      endforeach()
+      _aotwheel_json_field(outputs "${edge}" "" outputs)
+      _aotwheel_json_field(inputs "${edge}" "" inputs)
+      set(extra "")
+      if(NOT depfile STREQUAL "")
+        list(APPEND extra DEPFILE "${depfile}")
+      endif()
+      if(NOT pool STREQUAL "" AND pools MATCHES "(^|;)aotwheel_${pool}=")
+        list(APPEND extra JOB_POOL "aotwheel_${pool}")
+      endif()
+      add_custom_command(
+        OUTPUT ${outputs}
+        COMMAND ${_AOTWHEEL_STEP_COMMAND} ${vendor} ${step} --plan "${plan}" --edge "${id}" --digest "${digest}"
+        DEPENDS "${source}" ${inputs}
+        ${extra}
+        COMMENT "aotwheel: ${comment}"
+        VERBATIM)
+      list(APPEND step_${step} ${outputs})
+      list(APPEND steps ${step})
+    endforeach()
+  endif()
+  list(REMOVE_DUPLICATES steps)
+  foreach(step IN LISTS steps)
+    set(${prefix}_STEP_${step} "${step_${step}}" PARENT_SCOPE)
+  endforeach()
+  set(images "")
+  string(JSON count LENGTH "${json}" images)
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      foreach(field IN ITEMS triple source path)
+        string(JSON ${field} GET "${json}" images ${i} ${field})
+      endforeach()
+      list(APPEND images "${triple}=${source}=${path}")
+    endforeach()
+  endif()
+  _aotwheel_json_field(outputs "${json}" "" outputs)
+  _aotwheel_json_field(targets "${json}" "" targets)
+  foreach(field IN ITEMS record note)
+    string(JSON ${field} GET "${json}" ${field})
+  endforeach()
+  set(${prefix}_OUTPUTS "${outputs}" PARENT_SCOPE)
+  set(${prefix}_TARGETS "${targets}" PARENT_SCOPE)
+  set(${prefix}_IMAGES "${images}" PARENT_SCOPE)
+  set(${prefix}_RECORD "${record}" PARENT_SCOPE)
+  set(${prefix}_NOTE "${note}" PARENT_SCOPE)
 endfunction()
 
 # Every vendor a device list names needs a build step in the project: an sm_90 with no

@@ -34,19 +34,20 @@
 #
 # Private steps, in the order aotwheel_add_cuda_device_code() runs them:
 #   _aotwheel_cuda_targets      the requested tokens (TARGETS, DEVLIST or the resolver)
-#   _aotwheel_cuda_configure    nvcc found, every target checked: the canonical target names
-#   _aotwheel_cuda_edges        per source: one nvcc edge per target, then `fatbinary`
+#   _aotwheel_cuda_configure    nvcc found, every target checked, the build plan written (Python)
+#   _aotwheel_plan_edges        the plan's edges (aotwheel-config.cmake): per source one nvcc edge
+#                               per target, then `fatbinary`
 #   _aotwheel_cuda_embed        the .nv_fatbin embedding, wired into the target
-#   _aotwheel_cuda_record       the JSON record of the images, for the manifest
+# The plan's record of the images (<work>/images.json, written with the plan) goes on the target
+# for the manifest.
 include_guard(GLOBAL)
 
-if(NOT DEFINED _AOTWHEEL_PYTHON_COMMAND)
+if(NOT DEFINED _AOTWHEEL_STEP_COMMAND)
   include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-config.cmake")
 endif()
 
-set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_PYTHON_COMMAND})
-list(POP_BACK _AOTWHEEL_CUDA_COMMAND)
-list(APPEND _AOTWHEEL_CUDA_COMMAND aotwheel.backends.nvidia.build)
+# The nvcc build steps (python/aotwheel/backends/nvidia/build.py), through the one step command.
+set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_STEP_COMMAND} nvidia)
 
 # The portability header: a source checkout's csrc/, or include/ of an installed aotwheel.
 foreach(_aotwheel_h "${CMAKE_CURRENT_LIST_DIR}/../csrc/aotwheel_portable.h"
@@ -76,33 +77,33 @@ function(aotwheel_add_cuda_device_code target)
       set(${ARG_OUT_TARGETS} "" PARENT_SCOPE)
     endif()
     if(DEFINED ARG_DESTINATION)
-      _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "")
+      _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "" "${tokens_JSON}")
     endif()
     return()
   endif()
-  _aotwheel_cuda_configure(${fn} "${work}" "${tokens}" names)
+  file(MAKE_DIRECTORY "${work}")
   _aotwheel_remote_settings("${work}/remote-settings")  # -C cmake.define.AOTWHEEL_REMOTE_CACHE=... reaches nvcc steps too
+  list(TRANSFORM ARG_NVCC_OPTIONS PREPEND "--option=" OUTPUT_VARIABLE nvcc_args)
+  _aotwheel_cuda_configure(${fn} "${work}" "${tokens}" NAME "${ARG_NAME}" SOURCES ${ARG_SOURCES}
+                           COMPRESS_MODE "${ARG_COMPRESS_MODE}" NVCC_ARGS ${nvcc_args})
+  _aotwheel_plan_edges(plan "${work}/plan.json")
+  message(STATUS "aotwheel: ${ARG_NAME} CUDA images [${plan_TARGETS}]")
   if(ARG_OUT_TARGETS)
-    set(${ARG_OUT_TARGETS} "${names}" PARENT_SCOPE)
+    set(${ARG_OUT_TARGETS} "${plan_TARGETS}" PARENT_SCOPE)
   endif()
-
-  set(fatbins "")
-  foreach(src IN LISTS ARG_SOURCES)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    _aotwheel_cuda_edges("${work}" "${src}" "${names}" fatbin)
-    list(APPEND fatbins "${fatbin}")
-  endforeach()
-  _aotwheel_cuda_embed(${fn} "${target}" "${work}" "${fatbins}")
-  _aotwheel_cuda_record("${target}" "${work}" "${names}")
+  _aotwheel_cuda_embed(${fn} "${target}" "${work}" "${plan_OUTPUTS}")
+  # What this call builds per source (its fat binary and the cubins/PTX in it), for the manifest.
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_IMAGES "${plan_RECORD}")
   if(DEFINED ARG_DESTINATION)
-    _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "${work}/cuda.json")
+    _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "${work}/cuda.json" "${tokens_JSON}")
   endif()
 endfunction()
 
-# _aotwheel_cuda_manifest(<fn> <target> <work> <toolchain json>): _aot_manifest.json of <target>
-# (its CUDA images, and Intel ones if an aotwheel_add_device_code() call adds some) installed into
-# the caller's ARG_DESTINATION with _aot.py: a target built by nvcc alone gets both too.
-function(_aotwheel_cuda_manifest fn target work toolchain)
+# _aotwheel_cuda_manifest(<fn> <target> <work> <toolchain json> <devlist json>): _aot_manifest.json
+# of <target> (its CUDA images, and Intel ones if an aotwheel_add_device_code() call adds some)
+# installed into the caller's ARG_DESTINATION with _aot.py: a target built by nvcc alone gets both
+# too. <devlist json>: the resolver's JSON of the list; empty: the caller's TARGETS, resolved here.
+function(_aotwheel_cuda_manifest fn target work toolchain devlist)
   _aotwheel_claim_manifest(${fn} ${target})
   file(MAKE_DIRECTORY "${work}")
   if(toolchain STREQUAL "")
@@ -110,30 +111,29 @@ function(_aotwheel_cuda_manifest fn target work toolchain)
   else()  # nvcc's facts (path, version, targets) as the manifest's toolchain
     configure_file("${toolchain}" "${work}/toolchain.json" COPYONLY)
   endif()
-  if(DEFINED _aotw_cuda_json)
-    _aotwheel_write_if_changed("${work}/devlist.json" "${_aotw_cuda_json}\n")
-  else()
+  if(devlist STREQUAL "")
     list(JOIN ARG_TARGETS "," csv)
-    aotwheel_resolve_devlist(_aotw_explicit DEVLIST "${csv}")
-    _aotwheel_write_if_changed("${work}/devlist.json" "${_aotw_explicit_JSON}\n")
+    aotwheel_resolve_devlist(explicit DEVLIST "${csv}")
+    set(devlist "${explicit_JSON}")
   endif()
+  _aotwheel_write_if_changed("${work}/devlist.json" "${devlist}\n")
   # The shared manifest and hook steps of aotwheel-build.cmake, with no Intel image.
-  set(images "")
-  set(fatbins "")
-  set(spvs "")
-  set(tgtsym "")
-  set(ARG_OPTIONS "")
-  set(dev_JIT OFF)
-  _aotwheel_manifest_edge("${target}" "${work}" manifest ${ARG_NAME}_cuda_aot_manifest)
+  _aotwheel_manifest_edge("${target}" "${work}" manifest NAME "${ARG_NAME}" CUSTOM_TARGET ${ARG_NAME}_cuda_aot_manifest JIT_FALLBACK OFF)
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
-  _aotwheel_install_hook("${target}" "${work}" "${manifest}")
+  set(package_arg "")
+  if(DEFINED ARG_PACKAGE)
+    set(package_arg PACKAGE "${ARG_PACKAGE}")
+  endif()
+  _aotwheel_install_hook("${target}" "${work}" "${manifest}" NAME "${ARG_NAME}" DESTINATION "${ARG_DESTINATION}" ${package_arg})
 endfunction()
 
 # _aotwheel_cuda_targets(<fn> <out>): the NVIDIA tokens asked for: the caller's ARG_TARGETS, else
-# <ARG_DEVLIST>_CUDA, else the CUDA part of USE_AOT_DEVLIST through aotwheel_resolve_devlist().
+# <ARG_DEVLIST>_CUDA, else the CUDA part of USE_AOT_DEVLIST through aotwheel_resolve_devlist();
+# <out>_JSON: the resolver's JSON of that list (for the manifest), empty for TARGETS.
 function(_aotwheel_cuda_targets fn out)
   if(DEFINED ARG_TARGETS)
     set(${out} "${ARG_TARGETS}" PARENT_SCOPE)
+    set(${out}_JSON "" PARENT_SCOPE)
     return()
   elseif(DEFINED ARG_DEVLIST)
     if(NOT DEFINED ${ARG_DEVLIST}_JSON)
@@ -146,125 +146,46 @@ function(_aotwheel_cuda_targets fn out)
   endif()
   _aotwheel_vendors_wanted(${fn} ${dl})
   set(${out} "${${dl}_CUDA}" PARENT_SCOPE)
-  set(_aotw_cuda_json "${${dl}_JSON}" PARENT_SCOPE)  # for the manifest (DESTINATION)
+  set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_cuda_configure(<fn> <work> <tokens> <out>): nvcc found and every target checked against
-# it (one-line errors) into <work>/cuda.json; sets <out> to the canonical target names.
-function(_aotwheel_cuda_configure fn work tokens out)
+# _aotwheel_cuda_configure(<fn> <work> <tokens> NAME <name> SOURCES <file>... [COMPRESS_MODE <mode>]
+#                          [NVCC_ARGS --option=<arg>...])
+# nvcc found and every target checked against it (one-line errors) into <work>/cuda.json, and the
+# build plan of SOURCES into <work>/plan.json (python/aotwheel/backends/nvidia/plan.py:
+# one nvcc edge per (source, target), then one `fatbinary` edge per source, and the images' record
+# <work>/images.json for the manifest).
+function(_aotwheel_cuda_configure fn work tokens)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME" "COMPRESS_MODE;SOURCES;NVCC_ARGS")  # COMPRESS_MODE: one value, maybe empty
   if(NOT DEFINED _AOTWHEEL_PORTABLE_HEADER)
     message(FATAL_ERROR "${fn}: aotwheel_portable.h not found next to ${CMAKE_CURRENT_FUNCTION_LIST_DIR}; reinstall aotwheel")
   endif()
   file(MAKE_DIRECTORY "${work}")
   list(JOIN tokens "," csv)
-  set(nvcc_arg "")
+  set(args "")
   if(DEFINED CMAKE_CUDA_COMPILER AND NOT CMAKE_CUDA_COMPILER STREQUAL "")
-    set(nvcc_arg --nvcc "${CMAKE_CUDA_COMPILER}")
+    list(APPEND args --nvcc "${CMAKE_CUDA_COMPILER}")
   endif()
-  execute_process(
-    COMMAND ${_AOTWHEEL_CUDA_COMMAND} configure --targets "${csv}" ${nvcc_arg} --header "${_AOTWHEEL_PORTABLE_HEADER}"
-            --out "${work}/cuda.json" --print-targets
-    RESULT_VARIABLE result
-    OUTPUT_VARIABLE names
-    ERROR_VARIABLE error
-    OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_STRIP_TRAILING_WHITESPACE)
-  if(NOT result EQUAL 0)
-    string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
-    message(FATAL_ERROR "${fn}: ${error}")
-  endif()
-  message(STATUS "aotwheel: ${ARG_NAME} CUDA images [${names}]")
-  set(${out} "${names}" PARENT_SCOPE)
-endfunction()
-
-# _aotwheel_cuda_image(<work> <source> <target> <out>): the path of one nvcc output (.ptx/.cubin).
-function(_aotwheel_cuda_image work src t out)
-  get_filename_component(stem "${src}" NAME_WE)
-  if(t MATCHES "^compute_")
-    set(${out} "${work}/${stem}.${t}.ptx" PARENT_SCOPE)
-  else()
-    set(${out} "${work}/${stem}.${t}.cubin" PARENT_SCOPE)
-  endif()
-endfunction()
-
-# _aotwheel_cuda_edges(<work> <source> <targets> <out>): one nvcc edge per (source, target), which
-# ninja runs in parallel, then one `fatbinary` edge; sets <out> to the fat binary. NVCC_OPTIONS and
-# COMPRESS_MODE from the caller's ARG_*.
-function(_aotwheel_cuda_edges work src names out)
-  get_filename_component(base "${src}" NAME)
-  get_filename_component(stem "${src}" NAME_WE)
-  list(TRANSFORM ARG_NVCC_OPTIONS PREPEND "--option=" OUTPUT_VARIABLE opt_args)
-  set(images "")
-  set(image_args "")
-  foreach(t IN LISTS names)
-    _aotwheel_cuda_image("${work}" "${src}" "${t}" img)
-    add_custom_command(
-      OUTPUT "${img}"
-      COMMAND ${_AOTWHEEL_CUDA_COMMAND} compile --toolchain "${work}/cuda.json" --source "${src}" --target "${t}"
-              --output "${img}" --depfile "${img}.d" --settings "${work}/remote-settings" ${opt_args}
-      DEPENDS "${src}" "${work}/cuda.json" "${_AOTWHEEL_PORTABLE_HEADER}" "${work}/remote-settings"
-      DEPFILE "${img}.d"
-      COMMENT "aotwheel: nvcc ${base} -> ${t}"
-      VERBATIM)
-    list(APPEND images "${img}")
-    list(APPEND image_args --image "${t}=${img}")
+  foreach(src IN LISTS arg_SOURCES)
+    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND args "--source=${src}")
   endforeach()
-  set(compress "")
-  if(ARG_COMPRESS_MODE)
-    set(compress "--compress-mode=${ARG_COMPRESS_MODE}")
+  list(APPEND args ${arg_NVCC_ARGS})  # each --option=<arg>: no user word can read as a keyword here
+  if(arg_COMPRESS_MODE)
+    list(APPEND args "--compress-mode=${arg_COMPRESS_MODE}")
   endif()
-  set(fatbin "${work}/${stem}.fatbin")
-  add_custom_command(
-    OUTPUT "${fatbin}"
-    COMMAND ${_AOTWHEEL_CUDA_COMMAND} fatbin --toolchain "${work}/cuda.json" --output "${fatbin}" ${compress} ${image_args}
-    DEPENDS ${images}
-    COMMENT "aotwheel: CUDA fat binary for ${base}"
-    VERBATIM)
-  set(${out} "${fatbin}" PARENT_SCOPE)
+  _aotwheel_python(${fn} nvidia configure --targets "${csv}" --header "${_AOTWHEEL_PORTABLE_HEADER}" --out "${work}/cuda.json"
+                   --plan "${work}/plan.json" --name "${arg_NAME}" --settings "${work}/remote-settings" ${args})
 endfunction()
 
 # _aotwheel_cuda_embed(<fn> <target> <work> <fatbins>): the generated C file that puts the fat
 # binaries into <target>'s .nv_fatbin, and its header "<NAME>_cuda.h".
 function(_aotwheel_cuda_embed fn target work fatbins)
   set(embed_c "${work}/${ARG_NAME}_cuda_embed.c")
-  execute_process(
-    COMMAND ${_AOTWHEEL_CUDA_COMMAND} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_cuda.h" ${fatbins}
-    RESULT_VARIABLE result
-    ERROR_VARIABLE error)
-  if(NOT result EQUAL 0)
-    string(REGEX REPLACE "^.*aotwheel: error: " "" error "${error}")
-    message(FATAL_ERROR "${fn}: ${error}")
-  endif()
+  _aotwheel_python(${fn} nvidia embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_cuda.h" ${fatbins})
   # The .incbin'd fat binaries are invisible to the C compiler's dependency scan: declare them.
   set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins}")
   target_sources(${target} PRIVATE "${embed_c}")
   target_include_directories(${target} PRIVATE "${work}")
   set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_FATBINS "${fatbins}")
-endfunction()
-
-# _aotwheel_cuda_record(<target> <work> <targets>): <work>/images.json, what this call builds per
-# source (its fat binary and the cubin/PTX in it), appended to <target>'s AOTWHEEL_CUDA_IMAGES.
-function(_aotwheel_cuda_record target work names)
-  set(images "")
-  foreach(src IN LISTS ARG_SOURCES)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    get_filename_component(base "${src}" NAME)
-    get_filename_component(stem "${src}" NAME_WE)
-    set(members "")
-    foreach(t IN LISTS names)
-      _aotwheel_cuda_image("${work}" "${src}" "${t}" img)
-      _aotwheel_json_string(img "${img}")
-      string(REGEX MATCH "^(compute|sm)" kind "${t}")
-      string(REPLACE "compute" "ptx" kind "${kind}")
-      string(REPLACE "sm" "cubin" kind "${kind}")
-      list(APPEND members "{\"target\": \"${t}\", \"kind\": \"${kind}\", \"path\": ${img}}")
-    endforeach()
-    list(JOIN members ", " members)
-    _aotwheel_json_string(base "${base}")
-    _aotwheel_json_string(fatbin "${work}/${stem}.fatbin")
-    list(APPEND images "{\"source\": ${base}, \"fatbin\": ${fatbin}, \"members\": [${members}]}")
-  endforeach()
-  list(JOIN images ",\n  " images)
-  file(WRITE "${work}/images.json.in" "{\"images\": [\n  ${images}\n]}\n")
-  configure_file("${work}/images.json.in" "${work}/images.json" COPYONLY)  # touched only on change
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_IMAGES "${work}/images.json")
 endfunction()

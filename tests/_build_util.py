@@ -27,6 +27,16 @@ def compile_spirv(source: Path, out: Path) -> bytes:
     return out.read_bytes()
 
 
+def planned_ocloc_edges(work: Path) -> list[str]:
+    """The ocloc edges of a build's plan (``<work>/plan.json``, written at configure), in the order
+    CMake adds them: ``<stem>=<device>,<device>...`` each."""
+    import json
+
+    plan = json.loads((work / "plan.json").read_text())
+    return [f"{Path(e['source']).name.split('.')[0]}={','.join(n['device'] for n in e['data']['natives'])}"
+            for e in plan["edges"] if e["step"] == "ocloc"]
+
+
 def ocloc_ip(device: str) -> str:
     """The IP version ocloc itself reports for a device name (`ocloc ids <name>`)."""
     out = run(["ocloc", "ids", device]).stdout.split()

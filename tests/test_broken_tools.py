@@ -156,7 +156,7 @@ def test_ocloc_rejecting_corrupt_spirv_shows_its_log_and_one_line(tmp_path: Path
     toolchain = tmp_path / "toolchain.json"
     toolchain.write_text('{"ocloc": "%s", "ocloc_version": "test", "ocloc_names": {}}' % shutil.which("ocloc"))
     env = dict(os.environ, PYTHONPATH=PYTHONPATH, AOTWHEEL_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-m", "aotwheel.buildsteps", "ocloc", "--toolchain", str(toolchain), "--spirv", str(spv),
+    proc = subprocess.run([sys.executable, "-m", "aotwheel.buildsteps", "intel", "ocloc", "--toolchain", str(toolchain), "--spirv", str(spv),
                            "--device", "pvc", "--output", str(tmp_path / "k.pvc.bin")], env=env, capture_output=True, text=True)
     assert proc.returncode == 2
     # What ocloc itself does with this file (22.43: IGC's "does not support the following opcode:

@@ -16,7 +16,7 @@ import pytest
 from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from _build_util import (
     PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, disassemble, embedded_images,
-    logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run, tgtsym_names,
+    logged_runs, ocloc_ip, ocloc_logger, other_pythons, planned_ocloc_edges, require, run, tgtsym_names,
 )
 
 pytestmark = pytest.mark.usefixtures("builds")
@@ -71,7 +71,7 @@ def repo_build(tmp_path_factory):
 def test_each_source_and_device_compiled_exactly_once(repo_build):
     # One ocloc run per (source, group of devices); each (source, device) in exactly one of them.
     runs = repo_build["runs_cold"]
-    planned = (repo_build["root"] / "b1" / "aotwheel" / "kernels" / "ocloc-edges.txt").read_text().splitlines()
+    planned = planned_ocloc_edges(repo_build["root"] / "b1" / "aotwheel" / "kernels")
     assert len(runs) == len(planned) and len(SOURCES) <= len(runs) <= len(SOURCES) * 2
     pairs = [(re.search(r"-file \S*/(\w+)\.spv", r).group(1), d) for r in runs
              for d in re.search(r"-device (\S+)", r).group(1).split(",")]
@@ -452,7 +452,7 @@ def test_ocloc_job_pool_limits_concurrent_ocloc_edges(tmp_path):
     _configure_build(src, tmp_path / "b", env, f"-Daotwheel_DIR={REPO / 'cmake'}", jobs=2)
     assert "pool aotwheel_ocloc\n  depth = 1" in (tmp_path / "b" / "CMakeFiles" / "rules.ninja").read_text()
     edges = _ocloc_edges(tmp_path / "b")
-    planned = (tmp_path / "b" / "aotwheel" / "dk" / "ocloc-edges.txt").read_text().splitlines()
+    planned = planned_ocloc_edges(tmp_path / "b" / "aotwheel" / "dk")
     assert len(edges) == len(planned) >= 2  # default: the configure-time plan, at least one edge per source
     assert sorted(n for _, _, names in edges for n in names) == sorted(
         f"{s.stem}.{d}.bin" for s in SOURCES[:2] for d in ("pvc", "acm-g10", "acm-g11"))

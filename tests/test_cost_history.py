@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import REPO, build_env, ocloc_logger, require, run
+from _build_util import REPO, build_env, ocloc_logger, planned_ocloc_edges, require, run
 from aotwheel.buildsteps import history
 from aotwheel.buildsteps.cache import file_sha256, pack_object, unpack_object
 from aotwheel.buildsteps.remote import HttpStore, Timeouts, config_from
@@ -134,9 +134,8 @@ def _build(src: Path, machine: Path, env: dict[str, str]) -> None:
 
 
 def _slice(machine: Path) -> list[str]:
-    """The sources of a shard's slice (whole or in part), as the shard step wrote them."""
-    lines = (machine / "build" / "aotwheel" / "rc" / "shard-slice.tsv").read_text().splitlines()
-    return [line.split("\t")[0] for line in lines]
+    """The sources of a shard's slice (whole or in part), as the configure step planned them."""
+    return list(dict.fromkeys(line.split("=")[0] for line in planned_ocloc_edges(machine / "build" / "aotwheel" / "rc")))
 
 
 def _ocloc_runs(log: Path) -> int:

@@ -82,10 +82,23 @@ def test_build_steps_import_only_what_a_cache_hit_needs():
     assert not unwanted & set(ocloc), sorted(unwanted & set(ocloc))
 
 
+def test_a_plan_edge_reads_its_entry_without_dataclasses_or_typing(tmp_path):
+    # The plan is frozen dataclasses where configure writes it (buildsteps/plan.py); an edge reads
+    # its entry as plain JSON, through the step dispatcher and the vendor's step module.
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"schema": 1, "edges": [{"id": "a.sm_90", "data": {}}]}))
+    statement = ("import aotwheel.buildsteps.__main__ as m, aotwheel.backends.intel.build.steps, aotwheel.backends.nvidia.build\n"
+                 "from aotwheel.buildsteps.edge import load_edge\n"
+                 f"assert load_edge({str(plan)!r}, 'a.sm_90')[1]['id'] == 'a.sm_90'")
+    loaded = set(_new_modules(statement, REPO / "python"))
+    assert not loaded & {"typing", "dataclasses", "inspect", "aotwheel.buildsteps.plan", "aotwheel.model", "aotwheel.config",
+                         "aotwheel.backends.protocol"}, sorted(loaded)
+
+
 def test_a_build_step_parses_its_arguments_without_shutil_or_the_other_steps_parsers():
     # argparse's help formatter imports shutil (to ask the terminal's width) unless given a width,
     # and building all nine steps' parsers was most of the argument parsing of every edge.
-    code = ("import json, sys; import aotwheel.buildsteps.__main__ as m; "
+    code = ("import json, sys; import aotwheel.backends.intel.build.steps as m; "
             "p = m.build_parser('ocloc'); a = p.parse_args(['ocloc', '--toolchain', 't', '--spirv', 's', '--job', 'pvc=12.60.7=o']); "
             "print(json.dumps(['shutil' in sys.modules, sorted(p._subparsers._group_actions[0].choices), a.job]))")
     out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'python')!r}); {code}"],

@@ -25,10 +25,6 @@ REGISTRIES = ("aotwheel.backends", "aotwheel.backends.readers")
 
 # Core modules that still import a vendor's modules directly: module -> vendor modules it imports.
 CORE_TO_VENDOR: dict[str, set[str]] = {
-    "aotwheel.buildsteps.__main__": {"aotwheel.backends.intel.build.fatbin", "aotwheel.backends.intel.build.groups",
-                                     "aotwheel.backends.intel.build.ocloc_job", "aotwheel.backends.intel.build.spirv",
-                                     "aotwheel.backends.intel.build.spvcache", "aotwheel.backends.intel.build.toolchain",
-                                     "aotwheel.backends.intel.catalog"},
 }
 
 # What a vendor module may import outside the vendor packages.

@@ -106,12 +106,16 @@ def _graph(machine: Path) -> tuple[list[str], list[list[tuple[str, str]]]]:
         if "buildsteps/__main__.py" not in line:
             continue
         argv = shlex.split(line)
-        step = argv[argv.index(next(a for a in argv if a.endswith("buildsteps/__main__.py"))) + 1]
-        if step == "spirv":
-            spirv.append(Path(argv[argv.index("--source") + 1]).stem)
-        elif step == "ocloc":
-            stem = Path(argv[argv.index("--spirv") + 1]).stem
-            ocloc.append([(stem, argv[i + 1].split("=", 1)[0]) for i, a in enumerate(argv) if a == "--job"])
+        rest = argv[argv.index(next(a for a in argv if a.endswith("buildsteps/__main__.py"))) + 1:]
+        if rest[0] != "intel" or "--plan" not in rest:  # the core's steps (manifest, hook, ...), tgtsym
+            continue
+        # A vendor's edge runs `intel <step> --plan <plan> --edge <id>`: what it builds is its plan entry.
+        plan = json.loads(Path(argv[argv.index("--plan") + 1]).read_text())
+        edge = next(e for e in plan["edges"] if e["id"] == argv[argv.index("--edge") + 1])
+        if rest[1] == "spirv":
+            spirv.append(Path(edge["source"]).stem)
+        elif rest[1] == "ocloc":
+            ocloc.append([(Path(edge["data"]["spirv"]).stem, n["device"]) for n in edge["data"]["natives"]])
     return sorted(spirv), ocloc
 
 

@@ -132,7 +132,7 @@ def test_shard_step_writes_the_slice_cmake_reads(tmp_path):
     lines = {}
     for k in (1, 2, 3):
         out = tmp_path / f"slice{k}.tsv"
-        proc = subprocess.run([sys.executable, "-m", "aotwheel.buildsteps", "shard", "--jobs", str(jobs), "--shard",
+        proc = subprocess.run([sys.executable, "-m", "aotwheel.buildsteps", "intel", "shard", "--jobs", str(jobs), "--shard",
                                f"{k}/3", "--groups=2", "--out", str(out)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         lines[k] = [ln.split("\t") for ln in out.read_text().splitlines()]
@@ -143,7 +143,7 @@ def test_shard_step_writes_the_slice_cmake_reads(tmp_path):
     for rows in lines.values():
         for _, spec in rows:
             assert all(g.split(",") == sorted(g.split(","), key=DEVICES.index) for g in spec.split("|"))
-    bad = subprocess.run([sys.executable, "-m", "aotwheel.buildsteps", "shard", "--jobs", str(jobs), "--shard", "4/3",
+    bad = subprocess.run([sys.executable, "-m", "aotwheel.buildsteps", "intel", "shard", "--jobs", str(jobs), "--shard", "4/3",
                           "--out", str(tmp_path / "x")], capture_output=True, text=True)
     assert bad.returncode == 2 and "AOTWHEEL_SHARD=1/4" in bad.stderr
 

@@ -43,6 +43,15 @@ def get(name: str) -> Backend:
     return backend
 
 
+def build_module(name: str) -> str | None:
+    """The module holding backend ``name``'s build steps (its package's ``build``, exposing
+    ``main(argv)``), not imported: ``python -m aotwheel.buildsteps <name> <step> ...`` runs it per
+    ninja edge, where importing the backend object (typing, the data model) would cost every edge.
+    ``None`` for a name no backend has."""
+    module = _BUILTIN.get(name)
+    return module.rpartition(".")[0] + ".build" if module else None
+
+
 def names() -> tuple[str, ...]:
     """Registered backend names, in the order they are asked."""
     return tuple(_BUILTIN)

@@ -1,7 +1,9 @@
-"""Build-time helpers that CMake's ``aotwheel_add_device_code`` runs (standard library only).
+"""Vendor-free build infrastructure that CMake's device-code functions run (standard library only).
 
-Pipeline per kernel source: :mod:`.spirv` (clang + llvm-spirv -> SPIR-V), one :mod:`.ocloc_job`
-per device (looked up in :mod:`.cache` first), :mod:`.fatbin` (the ocloc-compatible ar),
-:mod:`.embed` (a C file that ``.incbin``s the images with a ``.tgtimg`` table) and
-:mod:`.manifest` (``_aot_manifest.json``). ``python -m aotwheel.buildsteps --help`` lists the steps.
+:mod:`.plan` (the typed build plan a vendor's configure step writes; :mod:`.edge` reads one entry
+on an edge), :mod:`.cache` / :mod:`.tiers` / :mod:`.remote` (the device-code cache and its remote
+stores), :mod:`.shard` / :mod:`.history` (AOTWHEEL_SHARD), :mod:`.embed` (a C file that
+``.incbin``s the images with a ``.tgtimg`` table), :mod:`.compress` and :mod:`.manifest`
+(``_aot_manifest.json``). The vendors' own steps live in their backends (``backends/<vendor>/build``).
+``python -m aotwheel.buildsteps --help`` lists the steps.
 """

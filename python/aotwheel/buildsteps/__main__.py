@@ -1,20 +1,15 @@
-"""``python -m aotwheel.buildsteps <step> ...``: the steps CMake's ``aotwheel_add_device_code`` runs
-(as ``python <...>/aotwheel/buildsteps/__main__.py <step> ...``, which needs no PYTHONPATH).
+"""``python -m aotwheel.buildsteps <step> ...``: every step CMake runs, at configure time and on the
+build edges (as ``python <...>/aotwheel/buildsteps/__main__.py <step> ...``, which needs no
+PYTHONPATH; cmake/aotwheel-config.cmake: ``_AOTWHEEL_STEP_COMMAND``, ``_aotwheel_python``).
 
-configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
-configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON (and the
-           plan of the ocloc edges: which devices of which source each edge builds)
-spirv      one kernel source -> SPIR-V (with a ninja depfile), through the SPIR-V cache
-ocloc      one SPIR-V -> native binaries for a group of devices, through the device-code cache
-           (and, when the group is all the source's devices, its fat binary too)
-shard      AOTWHEEL_SHARD's slice of the job list, planned per source (configure time)
-fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest),
-           for sources whose devices are split over several ocloc edges
-tgtsym     SPIR-V modules -> the .tgtsym names file
 embed      write the C file + header that embed the images (configure time)
 compress   one image -> one zstd frame (COMPRESS ON): what embed then .incbin's
-manifest   write _aot_manifest.json
+manifest   write _aot_manifest.json (every target, whichever function built its images)
 cache      print the cache root and its hit/miss/store counters
+hook       write <package>/_aot.py (``python -m aotwheel.hook``)
+resolve    resolve a device list (``python -m aotwheel resolve``; CMake's aotwheel_resolve_devlist)
+<vendor>   that backend's own steps, e.g. ``intel ocloc ...``, ``nvidia compile ...``: its
+           package's ``build`` module (``aotwheel.backends.build_module``), imported by name
 
 Errors print ``aotwheel: error: <one line>`` and exit 2.
 """
@@ -23,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -33,225 +27,12 @@ if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwhe
         del sys.path[0]
     sys.path.insert(0, str(_here.parents[2]))
 
+from aotwheel.buildsteps.edge import step_parser, write_if_changed  # noqa: E402
 from aotwheel.errors import AotwheelError, run_command  # noqa: E402
-
-
-def _write_if_changed(path: str, text: str) -> None:
-    """Leave an unchanged file alone so ninja does not rebuild what depends on it."""
-    p = Path(path)
-    if p.is_file() and p.read_text() == text:
-        return
-    from aotwheel.buildsteps.cache import atomic_write
-
-    atomic_write(p, text.encode())
 
 
 def _load_toolchain(path: str) -> dict:
     return json.loads(Path(path).read_text())
-
-
-_EVENTS_MARK = "cache-events-start"  # in the work dir: where events.log ended when configure began
-
-
-def _mark_events(work: Path) -> None:
-    """Note the cache's event log size, so the manifest counts this build's remote outcomes only."""
-    from aotwheel.buildsteps.cache import DeviceCodeCache
-
-    root = DeviceCodeCache.from_env().root
-    try:
-        size = (root / "events.log").stat().st_size if root is not None else 0
-    except OSError:
-        size = 0
-    _write_if_changed(str(work / _EVENTS_MARK), f"{size}\n")
-
-
-def _remote_outcomes(work: Path) -> dict[str, int]:
-    """Remote-cache failures, hits and stores logged since configure (device images and SPIR-V).
-    A failure is a remote that was down, refused, slow or sent a damaged object: the build went on
-    as on a miss, so only these counts tell the user (pip hides the build's warnings)."""
-    from aotwheel.buildsteps.cache import DeviceCodeCache
-
-    counts = {"failures": 0, "hits": 0, "stores": 0}
-    root = DeviceCodeCache.from_env().root
-    try:
-        start = int((work / _EVENTS_MARK).read_text().strip() or 0)
-        with open(root / "events.log", "rb") as f:  # type: ignore[operator]
-            f.seek(start)
-            text = f.read().decode(errors="replace")
-    except (OSError, TypeError, ValueError):
-        return counts
-    kinds = {"remote-fail": "failures", "remote-hit": "hits", "spirv-remote-hit": "hits", "remote-store": "stores"}
-    for line in text.splitlines():
-        kind = line.split(" ", 1)[0]
-        if kind in kinds:
-            counts[kinds[kind]] += 1
-    return counts
-
-
-def cmd_configure(a: argparse.Namespace) -> int:
-    """Find the tools and check the devices; write the toolchain JSON (and the ocloc edges' plan)."""
-    from aotwheel.backends.intel.build.toolchain import discover
-
-    devices = [d for d in a.devices.split(",") if d]
-    if a.edges_out:  # a bad AOTWHEEL_OCLOC_GROUPS fails configure before the tools are probed
-        from aotwheel.backends.intel.build.groups import group_count, plan_edges, source_jobs, usable_cores
-
-        group_count(a.groups, len(devices))
-        sources = [tuple(s.split("=", 1)) for s in a.source or []]
-        edges = plan_edges(source_jobs(sources, devices), usable_cores(), a.groups)
-    _mark_events(Path(a.out).parent)
-    tc = discover(devices, build_dir=Path(a.out).parent)
-    _write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
-    if a.edges_out:
-        _write_if_changed(a.edges_out, "".join(f"{stem}={','.join(group)}\n" for stem, group in edges))
-    return 0
-
-
-def cmd_spirv(a: argparse.Namespace) -> int:
-    """Compile one kernel source to SPIR-V, through the SPIR-V cache (local, then the remote stores)."""
-    from aotwheel.backends.intel.build.spirv import SpirvToolchain
-    from aotwheel.backends.intel.build.spvcache import build_spirv
-
-    t = _load_toolchain(a.toolchain)
-    tc = SpirvToolchain(t["clang"], t["clang_version"], t["llvm_spirv"], t["llvm_spirv_version"])
-    size, provenance = build_spirv(tc, a.source, a.output, depfile=a.depfile, extra=a.clang_arg or [],
-                                   settings=a.settings, source_root=a.source_root, build_root=a.build_root)
-    print(f"aotwheel: {Path(a.source).name} -> SPIR-V: {provenance} ({size} bytes)")
-    return 0
-
-
-def cmd_ocloc(a: argparse.Namespace) -> int:
-    """Build one SPIR-V's binaries for one device or a group (``--job``): per device the local
-    cache, the remote stores, else one ocloc run for all the misses. In a shard build the graph
-    holds only this shard's edges (``shard`` step, configure time), so every job here is ours.
-    With ``--fatbin``/``--info`` (the edge holds all the source's devices) also its fat binary."""
-    # Imports that only some builds need (the remote stores, the device catalog) stay inside
-    # their branches: this step starts once per edge, and its start is P1's overhead.
-    from aotwheel.buildsteps.tiers import load_settings
-
-    specs = [tuple(j.split("=", 2)) for j in a.job or []]
-    if a.device:
-        specs.append((a.device, a.ip or "", a.output or ""))
-    if not specs or any(len(s) != 3 or not s[0] or not s[2] for s in specs):
-        raise AotwheelError("give --device and --output, or --job DEVICE=IP=OUTPUT (repeatable)")
-    if bool(a.fatbin) != bool(a.info):
-        raise AotwheelError("give --fatbin and --info together")
-    settings = load_settings(a.settings)
-    built = _build_jobs(a, specs, settings)  # device -> (ip, binary, provenance)
-    if a.fatbin:
-        natives = [(d, *built[d]) for d, _, _ in specs]  # the devlist's order
-        version = _load_toolchain(a.toolchain).get("ocloc_version")
-        _write_fatbin(a.fatbin, a.info, natives, Path(a.spirv).read_bytes() if a.ir else None, version, a.options)
-    return 0
-
-
-def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: dict[str, str]
-                ) -> dict[str, tuple[str, bytes, str]]:
-    """Run one ocloc step's jobs (``(device, ip, output)``) through the caches; per device
-    ``(ip, binary, provenance)``."""
-    from aotwheel.backends.intel.build.ocloc_job import GroupJob, run_group
-    from aotwheel.buildsteps.tiers import Tiers
-
-    t = _load_toolchain(a.toolchain)
-    if not t.get("ocloc"):
-        raise AotwheelError("no ocloc in the toolchain file; re-run CMake configure")
-    names = t.get("ocloc_names", {})
-    jobs = []
-    for device, ip, output in specs:
-        if not ip:
-            from aotwheel.backends.intel.catalog import load_catalog
-
-            dev = load_catalog().by_name(device)
-            ip = dev.ip if dev else device
-        jobs.append(GroupJob(device=device, ocloc_name=names.get(device, device), ip=ip, output=Path(output)))
-    tiers = Tiers.for_build(jobs[0].output.parent, settings)
-    on_compiled = None
-    if a.cost_id and a.source and tiers.stores and not tiers.readonly:
-        def on_compiled(devices: list[str], cpu_s: float) -> None:  # for the next shard plans
-            from aotwheel.buildsteps import history
-            from aotwheel.buildsteps.cache import file_sha256
-
-            try:
-                sha = file_sha256(a.source)
-            except OSError:  # a hint only: a source gone since CMake ran records nothing
-                return
-            history.record(tiers.stores, a.cost_id, sha, history.split_cpu(cpu_s, devices))
-    results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
-                        options=a.options, tiers=tiers, on_compiled=on_compiled)
-    out = {}
-    # ninja prints this only with -v or on failure; the cache's events.log is the record.
-    for job, res in zip(jobs, results):
-        print(f"aotwheel: {Path(a.spirv).name} -device {job.ocloc_name}: {res.provenance} ({res.size} bytes)")
-        out[job.device] = (job.ip, res.data, res.provenance)
-    return out
-
-
-def cmd_shard(a: argparse.Namespace) -> int:
-    """Write this shard's slice of the job list (configure time): ``<stem>\\t<group>|<group>...``
-    a line, each group comma-separated devices; sources with no job in this shard are absent."""
-    from aotwheel.backends.intel.build.groups import slice_groups
-    from aotwheel.buildsteps.shard import parse_shard, read_job_list
-
-    shard = parse_shard(a.shard)
-    if shard is None:
-        raise AotwheelError("the shard step needs --shard i/n; e.g. --shard 1/4")
-    jobs, sources = read_job_list(Path(a.jobs))  # read once: the plan's jobs and the sources' paths
-    if a.cost_prefix:  # what earlier builds measured, from the remote stores (history.py)
-        from aotwheel.buildsteps.tiers import load_settings, remote_configured
-
-        settings = load_settings(a.settings)
-        if remote_configured(os.environ, settings):
-            from aotwheel.buildsteps import history
-            from aotwheel.buildsteps.remote import config_from
-
-            cfg = config_from(os.environ, settings)
-            jobs = history.with_measured(jobs, history.measured_costs(sources, a.cost_prefix, cfg.stores()))
-    groups = slice_groups(jobs, shard, a.groups)
-    _write_if_changed(a.out, "".join(f"{stem}\t{'|'.join(','.join(g) for g in gs)}\n" for stem, gs in groups.items()))
-    return 0
-
-
-def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, bytes, str]], spirv: bytes | None,
-                  ocloc_version: str | None = None, options: str = "") -> None:
-    """One source's fat binary from ``(device, ip, binary, provenance)`` in devlist order (+ the
-    SPIR-V as generic_ir, laid out as this ocloc lays it out), and its member list for the manifest."""
-    from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.backends.intel.build.fatbin import build_fatbin, ir_options, member_name, spirv_ir_elf
-    from aotwheel.buildsteps.manifest import fatbin_info
-
-    build_options = ir_options(ocloc_version, options)
-    atomic_write(Path(output), build_fatbin([(ip, data) for _, ip, data, _ in natives], spirv, build_options))
-    info = [(device, member_name(ip), len(data)) for device, ip, data, _ in natives]
-    ir_size = len(spirv_ir_elf(spirv, build_options)) if spirv is not None else None
-    _write_if_changed(info_path, json.dumps(fatbin_info(info, ir_size, [how for *_, how in natives]), indent=2) + "\n")
-
-
-def cmd_fatbin(a: argparse.Namespace) -> int:
-    """Assemble one source's fat binary and its member list (sources split over several edges)."""
-    natives: list[tuple[str, str, bytes, str]] = []
-    for spec in a.native or []:
-        device, ip, path = spec.split("=", 2)
-        prov = Path(path + ".provenance")
-        how = prov.read_text().strip() if prov.is_file() else "compiled"
-        natives.append((device, ip, Path(path).read_bytes(), how))
-    version = _load_toolchain(a.toolchain).get("ocloc_version") if a.toolchain else None
-    _write_fatbin(a.output, a.info, natives, Path(a.spirv).read_bytes() if a.spirv else None, version, a.options)
-    return 0
-
-
-def cmd_tgtsym(a: argparse.Namespace) -> int:
-    """Write the .tgtsym names of all SPIR-V modules."""
-    from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.embed import tgtsym
-    from aotwheel.backends.intel.build.spirv import entry_points
-
-    triples = [t for t in a.triples.split(",") if t]
-    entries = []
-    for triple in triples:
-        for spv in a.spirv:
-            entries.append((triple, entry_points(Path(spv).read_bytes())))
-    atomic_write(Path(a.output), tgtsym(entries))
-    return 0
 
 
 def cmd_embed(a: argparse.Namespace) -> int:
@@ -262,8 +43,8 @@ def cmd_embed(a: argparse.Namespace) -> int:
     for spec in a.image or []:
         triple, source, path = spec.split("=", 2)
         images.append(EmbeddedImage(triple=triple, source=source, path=path))
-    _write_if_changed(a.out_c, render_c(a.name, images, a.tgtsym))
-    _write_if_changed(a.out_h, render_header(a.name))
+    write_if_changed(a.out_c, render_c(a.name, images, a.tgtsym))
+    write_if_changed(a.out_h, render_header(a.name))
     return 0
 
 
@@ -279,7 +60,7 @@ def cmd_compress(a: argparse.Namespace) -> int:
 def cmd_manifest(a: argparse.Namespace) -> int:
     """Write _aot_manifest.json."""
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.manifest import build_manifest, read_cuda_records
+    from aotwheel.buildsteps.manifest import build_manifest, read_cuda_records, remote_outcomes
 
     images = []
     for spec in a.image or []:
@@ -295,7 +76,7 @@ def cmd_manifest(a: argparse.Namespace) -> int:
     doc = build_manifest(name=a.name, devlist=devlist,
                          toolchain=_load_toolchain(a.toolchain), options=a.options, images=images,
                          kernels=kernels, cuda_images=read_cuda_records(a.cuda_images) if a.cuda_images else [])
-    doc["remote_cache"] = _remote_outcomes(Path(a.output).parent)
+    doc["remote_cache"] = remote_outcomes(Path(a.output).parent)
     atomic_write(Path(a.output), (json.dumps(doc, indent=2) + "\n").encode())
     return 0
 
@@ -307,67 +88,6 @@ def cmd_cache(a: argparse.Namespace) -> int:
     c = DeviceCodeCache.from_env()
     print(json.dumps({"root": str(c.root) if c.root else None, **c.stats(last_build=True).to_dict()}))
     return 0
-
-
-def _configure_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--devices", default="", help="comma-separated canonical device names")
-    s.add_argument("--out", required=True)
-    s.add_argument("--source", action="append", metavar="STEM=PATH",
-                   help="a kernel source (repeatable, in SOURCES order): the ocloc edges are planned over them")
-    s.add_argument("--edges-out", help="write the ocloc edges here, one STEM=DEVICE,DEVICE... line per edge")
-    s.add_argument("--groups", help="AOTWHEEL_OCLOC_GROUPS: groups per source (default: planned, groups.plan_edges)")
-
-
-def _spirv_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--toolchain", required=True)
-    s.add_argument("--source", required=True)
-    s.add_argument("--output", required=True)
-    s.add_argument("--depfile")
-    s.add_argument("--clang-arg", action="append", help="extra clang argument (repeatable)")
-    s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
-    s.add_argument("--source-root", help="dependencies under it are cached by relative path (default: the source's folder)")
-    s.add_argument("--build-root", help="likewise for generated files (default: the output's folder)")
-
-
-def _ocloc_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--toolchain", required=True)
-    s.add_argument("--spirv", required=True)
-    s.add_argument("--job", action="append", metavar="DEVICE=IP=OUTPUT",
-                   help="one device of this edge's group (repeatable; IP may be empty: from the catalog)")
-    s.add_argument("--device", help="one device (with --output, --ip): the same as one --job")
-    s.add_argument("--output")
-    s.add_argument("--options", default="")
-    s.add_argument("--ip", help="the device's IP version (the cache key's target; default: from the catalog)")
-    s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
-    s.add_argument("--fatbin", help="also write the source's fat binary (the jobs are all its devices, in devlist order)")
-    s.add_argument("--info", help="with --fatbin: its member list (for the manifest)")
-    s.add_argument("--ir", action="store_true", help="with --fatbin: add the SPIR-V as generic_ir (JIT fallback)")
-    s.add_argument("--cost-id", help="record ocloc's CPU time in the remote stores under this id (history.py)")
-    s.add_argument("--source", help="with --cost-id: the kernel source (its sha256 tells the records' generations apart)")
-
-
-def _shard_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--jobs", required=True, help="the target's job list CMake wrote (stem, device, source path)")
-    s.add_argument("--shard", required=True, help="AOTWHEEL_SHARD, i/n")
-    s.add_argument("--groups", default="", help="AOTWHEEL_OCLOC_GROUPS (empty: the edges are planned for this machine's cores)")
-    s.add_argument("--out", required=True, help="write the slice here")
-    s.add_argument("--cost-prefix", help="plan with the ocloc costs earlier builds recorded under <prefix>/<stem> (history.py)")
-    s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
-
-
-def _fatbin_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--output", required=True)
-    s.add_argument("--info", required=True)
-    s.add_argument("--spirv", help="SPIR-V for the generic_ir member (JIT fallback)")
-    s.add_argument("--native", action="append", metavar="DEVICE=IP=PATH")
-    s.add_argument("--toolchain", help="toolchain JSON: generic_ir is laid out as its ocloc does")
-    s.add_argument("--options", default="", help="the ocloc options (newer oclocs keep them in generic_ir)")
-
-
-def _tgtsym_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--output", required=True)
-    s.add_argument("--triples", required=True, help="e.g. spir64_gen,spir64")
-    s.add_argument("spirv", nargs="*")
 
 
 def _embed_arguments(s: argparse.ArgumentParser) -> None:
@@ -403,12 +123,6 @@ def _cache_arguments(s: argparse.ArgumentParser) -> None:
 
 
 _STEPS = {
-    "configure": (_configure_arguments, cmd_configure),
-    "spirv": (_spirv_arguments, cmd_spirv),
-    "ocloc": (_ocloc_arguments, cmd_ocloc),
-    "shard": (_shard_arguments, cmd_shard),
-    "fatbin": (_fatbin_arguments, cmd_fatbin),
-    "tgtsym": (_tgtsym_arguments, cmd_tgtsym),
     "embed": (_embed_arguments, cmd_embed),
     "compress": (_compress_arguments, cmd_compress),
     "manifest": (_manifest_arguments, cmd_manifest),
@@ -416,28 +130,52 @@ _STEPS = {
 }
 
 
-def _fixed_width(prog: str) -> argparse.HelpFormatter:
-    # With a width, argparse's formatter does not import shutil to ask the terminal.
-    return argparse.RawDescriptionHelpFormatter(prog, width=100)
+def _resolve(argv: list[str]) -> int:
+    from aotwheel.cli import main as cli_main
+
+    return cli_main(["resolve", *argv])
+
+
+def _hook(argv: list[str]) -> int:
+    from aotwheel.hook import main as hook_main
+
+    return hook_main(argv)
+
+
+def _vendor_main(vendor: str, module: str, argv: list[str]) -> int:
+    try:
+        steps = __import__(module, fromlist=["main"])
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        return run_command(lambda: _no_steps(vendor))
+    return int(steps.main(argv))
+
+
+def _no_steps(vendor: str) -> int:
+    raise AotwheelError(f"the {vendor} backend has no build steps; build its device code with that vendor's own tools")
+
+
+# Steps with a command line of their own elsewhere: the arguments go there unparsed.
+_DELEGATED = {"resolve": _resolve, "hook": _hook}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The ``python -m aotwheel.buildsteps`` parser, one subcommand per step; ``only``: that step's
-    alone (each build edge is a process of its own: it builds the one parser it needs)."""
-    formatter = argparse.RawDescriptionHelpFormatter if only is None else _fixed_width
-    p = argparse.ArgumentParser(prog="python -m aotwheel.buildsteps", description=__doc__, formatter_class=formatter)
-    sub = p.add_subparsers(dest="step", required=True)
-    for name, (add_arguments, fn) in _STEPS.items():
-        if only is None or name == only:
-            s = sub.add_parser(name, formatter_class=formatter)
-            add_arguments(s)
-            s.set_defaults(fn=fn)
-    return p
+    """The ``python -m aotwheel.buildsteps`` parser of the core's steps; ``only``: that step's alone."""
+    return step_parser("python -m aotwheel.buildsteps", __doc__, _STEPS, only)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one step; errors print one line and return 2."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in _DELEGATED:
+        return _DELEGATED[argv[0]](argv[1:])
+    if argv and argv[0] not in _STEPS:
+        from aotwheel.backends import build_module
+
+        module = build_module(argv[0])  # a vendor's steps: its package's ``build`` module, by name
+        if module is not None:
+            return _vendor_main(argv[0], module, argv[1:])
     args = build_parser(argv[0] if argv and argv[0] in _STEPS else None).parse_args(argv)
     return run_command(lambda: args.fn(args))
 

@@ -119,7 +119,7 @@ def read(stores: Iterable[Store], cost_id: str, source_sha256: str) -> dict[str,
 
 def measured_costs(sources: Mapping[str, str], prefix: str, stores: list[Store]) -> dict[tuple[str, str], float]:
     """``(stem, device) -> CPU seconds`` from the stores' records for ``sources`` (stem -> path, as
-    :func:`shard.read_job_list` reads them from CMake's job list); cost ids ``<prefix>/<stem>``."""
+    :func:`shard.read_job_list` reads them from a job list file, or the Intel configure step's sources); cost ids ``<prefix>/<stem>``."""
     from aotwheel.buildsteps.cache import file_sha256
 
     out: dict[tuple[str, str], float] = {}

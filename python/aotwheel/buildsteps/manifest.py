@@ -94,3 +94,43 @@ def build_manifest(
         "images": out_images,
         "kernels": kernels,
     }
+
+
+_EVENTS_MARK = "cache-events-start"  # in the work dir: where events.log ended when configure began
+
+
+def mark_events(work: Path) -> None:
+    """Note the cache's event log size, so the manifest counts this build's remote outcomes only."""
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+
+    root = DeviceCodeCache.from_env().root
+    try:
+        size = (root / "events.log").stat().st_size if root is not None else 0
+    except OSError:
+        size = 0
+    from aotwheel.buildsteps.edge import write_if_changed
+
+    write_if_changed(str(work / _EVENTS_MARK), f"{size}\n")
+
+
+def remote_outcomes(work: Path) -> dict[str, int]:
+    """Remote-cache failures, hits and stores logged since configure (device images and SPIR-V).
+    A failure is a remote that was down, refused, slow or sent a damaged object: the build went on
+    as on a miss, so only these counts tell the user (pip hides the build's warnings)."""
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+
+    counts = {"failures": 0, "hits": 0, "stores": 0}
+    root = DeviceCodeCache.from_env().root
+    try:
+        start = int((work / _EVENTS_MARK).read_text().strip() or 0)
+        with open(root / "events.log", "rb") as f:  # type: ignore[operator]
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+    except (OSError, TypeError, ValueError):
+        return counts
+    kinds = {"remote-fail": "failures", "remote-hit": "hits", "spirv-remote-hit": "hits", "remote-store": "stores"}
+    for line in text.splitlines():
+        kind = line.split(" ", 1)[0]
+        if kind in kinds:
+            counts[kinds[kind]] += 1
+    return counts

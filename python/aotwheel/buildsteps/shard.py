@@ -1,10 +1,11 @@
 """``AOTWHEEL_SHARD=i/n``: a deterministic, cost-balanced, source-affine slice of a build's (source, device) jobs.
 
-Every runner of a CI matrix computes the same plan from the same inputs (the job list CMake wrote,
-the kernel sources' sizes, the measured per-device costs below), at configure time: a shard
-build's graph holds the SPIR-V and ocloc edges of its slice only (``python -m aotwheel.buildsteps
-shard`` writes the slice CMake reads). The results reach the assembling build through the remote
-cache.
+Every runner of a CI matrix computes the same plan from the same inputs (the call's sources and
+devices, the kernel sources' sizes, the measured per-device costs below), at configure time: a
+shard build's graph holds the SPIR-V and ocloc edges of its slice only (the Intel configure step
+plans the slice into the build plan CMake reads; ``python -m aotwheel.buildsteps intel shard``
+computes it from a job list file by hand). The results reach the assembling build through the
+remote cache.
 
 Source-affine: a source kept whole on one shard is compiled to SPIR-V by that shard alone and its
 devices share ocloc runs (one per group). Sources go by falling cost, each whole onto the
@@ -112,7 +113,7 @@ def assign(jobs: list[Job], count: int) -> dict[tuple[str, str], int]:
 
 
 def read_job_list(path: Path) -> tuple[list[Job], dict[str, str]]:
-    """The job list CMake wrote (``<stem>\\t<device>\\t<source path>`` per line): the jobs, costed
+    """A job list file (``<stem>\\t<device>\\t<source path>`` per line): the jobs, costed
     by size, and each source's path by stem."""
     jobs = []
     sources: dict[str, str] = {}
@@ -130,7 +131,7 @@ def read_job_list(path: Path) -> tuple[list[Job], dict[str, str]]:
 
 
 def read_jobs(path: Path) -> list[Job]:
-    """The jobs of the job list CMake wrote, costed by size (:func:`read_job_list`)."""
+    """The jobs of a job list file, costed by size (:func:`read_job_list`)."""
     return read_job_list(path)[0]
 
 

@@ -1,15 +1,17 @@
 """Build steps of the nvcc backend, run by ``cmake/aotwheel-cuda.cmake`` (standard library only).
 
-    python -m aotwheel.backends.nvidia.build configure --targets sm_90,sm_80,ptx --out cuda.json
-    python -m aotwheel.backends.nvidia.build compile --toolchain cuda.json --source k.cl --target sm_90 --output k.sm_90.cubin
-    python -m aotwheel.backends.nvidia.build fatbin --toolchain cuda.json --output k.fatbin --image sm_90=k.sm_90.cubin ...
-    python -m aotwheel.backends.nvidia.build embed --name kernels --out-c e.c --out-h e.h k.fatbin ...
+    python -m aotwheel.buildsteps nvidia configure --targets sm_90,ptx --out cuda.json --plan plan.json --source k.cl ...
+    python -m aotwheel.buildsteps nvidia compile --plan plan.json --edge k.sm_90
+    python -m aotwheel.buildsteps nvidia fatbin --plan plan.json --edge k.fatbin
+    python -m aotwheel.buildsteps nvidia embed --name kernels --out-c e.c --out-h e.h k.fatbin ...
 
-One ``compile`` per (source, target) so ninja runs them in parallel; each is looked up in
-aotwheel's device-code cache (:mod:`aotwheel.buildsteps.cache`) first, keyed by the source, the
-portability header, the target, nvcc's path and version and the options. ``fatbinary`` then
-combines a source's images, and ``embed`` puts every fat binary into the host object's
-``.nv_fatbin`` section, where nvcc itself puts them (so cuobjdump and ``aotwheel inspect`` read them).
+``configure`` checks every target against the nvcc found and writes the build plan
+(:mod:`aotwheel.backends.nvidia.plan`): one ``compile`` edge per (source, target), so ninja runs
+them in parallel, each looked up in aotwheel's device-code cache (:mod:`aotwheel.buildsteps.cache`)
+first, keyed by the source, the portability header, the target, nvcc's version and binary and the
+options; one ``fatbin`` edge per source (``fatbinary``). The edges read their entry of the plan and
+parse no target name. ``embed`` puts every fat binary into the host object's ``.nv_fatbin``
+section, where nvcc itself puts them (so cuobjdump and ``aotwheel inspect`` read them).
 """
 
 from __future__ import annotations
@@ -22,23 +24,26 @@ import subprocess
 import sys
 from pathlib import Path
 
+from aotwheel.buildsteps.edge import edge_arguments
 from aotwheel.errors import ToolchainError, run_command
 
 HEADER = Path(__file__).resolve().parents[3] / "csrc" / "aotwheel_portable.h"
 _TIMEOUT = 600
 
 
-def _targets(text: str, supported: frozenset[int]) -> tuple[list[dict[str, object]], list[str]]:
+def _targets(text: str, supported: frozenset[int]):  # type: ignore[no-untyped-def]
+    """The targets of ``text`` (tokens), checked against the archs this nvcc builds: the one place
+    the build parses them (the plan's edges carry the result), and their ``-gencode`` flags."""
     from aotwheel.backends.nvidia.targets import PTX_TOKEN, parse_cuda_target, plan
 
     tokens = [t for t in text.replace(";", ",").replace(" ", ",").split(",") if t]
     parsed = [parse_cuda_target(t, supported=supported) for t in tokens if t.lower() != PTX_TOKEN]
     p = plan(parsed, keep_newest_ptx=any(t.lower() == PTX_TOKEN for t in tokens))
-    return [t.to_dict() | {"virtual": t.virtual} for t in p.targets], p.gencode_flags()
+    return p.targets, p.gencode_flags()
 
 
 def configure(args: argparse.Namespace) -> int:
-    """Find nvcc, check every target against what it builds, write the toolchain JSON."""
+    """Find nvcc, check every target against what it builds, write the toolchain JSON and the plan."""
     from aotwheel.backends.nvidia.nvcc import find_nvcc
 
     nvcc = find_nvcc(args.nvcc or None)
@@ -51,15 +56,22 @@ def configure(args: argparse.Namespace) -> int:
         "fatbinary": nvcc.fatbinary,
         "version": nvcc.version,
         "header": str(header),
-        "targets": targets,
+        "targets": [t.to_dict() | {"virtual": t.virtual} for t in targets],
         "gencode": gencode,
     }
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     out = Path(args.out)
     if not out.is_file() or out.read_text() != text:  # unchanged file: nothing downstream reruns
         out.write_text(text)
-    if args.print_targets:
-        print(";".join(str(t["name"]) for t in targets))
+    if args.plan:
+        from aotwheel.backends.nvidia.plan import build_plan, image_record
+        from aotwheel.buildsteps.edge import write_if_changed
+
+        plan = build_plan(name=args.name, work=Path(args.plan).parent, sources=args.source or [], targets=targets,
+                          toolchain=str(out), header=str(header), settings=args.settings,
+                          options=tuple(args.option or ()), compress_mode=args.compress_mode)
+        plan.write(args.plan)
+        write_if_changed(plan.record, json.dumps(image_record(plan), indent=1) + "\n")
     return 0
 
 
@@ -76,42 +88,42 @@ def _cache_key(tc: dict, source: bytes, target: str, options: list[str], tool_sh
 
 
 def compile_image(args: argparse.Namespace) -> int:
-    """One nvcc job: ``-cubin`` for ``sm_XY``, ``-ptx`` for ``compute_XY``; cached."""
+    """One nvcc job, the plan's edge ``--edge``: ``-cubin`` or ``-ptx`` for its target; cached."""
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.tiers import Tiers
-    from aotwheel.backends.nvidia.targets import parse_cuda_target
+    from aotwheel.buildsteps.edge import load_edge
+    from aotwheel.buildsteps.tiers import Tiers, load_settings
 
-    tc = json.loads(Path(args.toolchain).read_text())
-    target = parse_cuda_target(args.target)
-    source = Path(args.source)
-    options = list(args.option or [])
-    out = Path(args.output)
+    plan, edge = load_edge(args.plan, args.edge, args.digest)
+    image = edge["data"]
+    tc = json.loads(Path(plan["toolchain"]).read_text())
+    source = Path(edge["source"])
+    options = list(image["options"])
+    out = Path(edge["outputs"][0])
+    depfile = edge["depfile"]
     # Local cache, then the remote stores (CMake's settings file, else the environment), with one
     # warning per build tree.
-    from aotwheel.buildsteps.tiers import load_settings
-
-    tiers = Tiers.for_build(out.parent, load_settings(args.settings))
-    key = _cache_key(tc, source.read_bytes(), target.name, options, tiers.local.tool_sha256(tc["nvcc"]))
+    tiers = Tiers.for_build(out.parent, load_settings(plan["settings"]))
+    key = _cache_key(tc, source.read_bytes(), image["target"], options, tiers.local.tool_sha256(tc["nvcc"]))
     cached, _, writable = tiers.lookup(key, label=source.name)
     if cached is not None:
         atomic_write(out, cached)
-        if args.depfile:
-            _write_depfile(Path(args.depfile), out, [source, Path(tc["header"])])
+        if depfile:
+            _write_depfile(Path(depfile), out, [source, Path(tc["header"])])
         return 0
-    mode = "-cubin" if target.kind == "cubin" else "-ptx"
-    cmd = [tc["nvcc"], "-x", "cu", "-include", tc["header"], mode, f"-gencode=arch={target.virtual},code={target.name}", *options]
+    mode = "-cubin" if image["kind"] == "cubin" else "-ptx"
+    cmd = [tc["nvcc"], "-x", "cu", "-include", tc["header"], mode, f"-gencode=arch={image['virtual']},code={image['target']}", *options]
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     cmd += [str(source), "-o", str(tmp)]
-    if args.depfile:
-        cmd += ["-MD", "-MF", args.depfile, "-MT", str(out)]
+    if depfile:
+        cmd += ["-MD", "-MF", depfile, "-MT", str(out)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"nvcc failed to run for {source.name} ({target.name}): {exc}; check the CUDA installation") from None
+        raise ToolchainError(f"nvcc failed to run for {source.name} ({image['target']}): {exc}; check the CUDA installation") from None
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
         first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip().splitlines()[:1] or ["no output"])
-        raise ToolchainError(f"nvcc could not compile {source.name} for {target.name}: {str(first).strip()[:200]}")
+        raise ToolchainError(f"nvcc could not compile {source.name} for {image['target']}: {str(first).strip()[:200]}")
     data = tmp.read_bytes()
     tmp.unlink()
     atomic_write(out, data)
@@ -125,18 +137,16 @@ def _write_depfile(depfile: Path, output: Path, inputs: list[Path]) -> None:
 
 
 def fatbin(args: argparse.Namespace) -> int:
-    """``fatbinary --create`` over one source's images (``--image sm_90=file``)."""
-    from aotwheel.backends.nvidia.targets import parse_cuda_target
+    """``fatbinary --create`` over one source's images, the plan's edge ``--edge``."""
+    from aotwheel.buildsteps.edge import load_edge
 
-    tc = json.loads(Path(args.toolchain).read_text())
-    cmd = [tc["fatbinary"], "--64", f"--create={args.output}"]
-    if args.compress_mode:
-        cmd.append(f"--compress-mode={args.compress_mode}")
-    for spec in args.image:
-        name, _, path = spec.partition("=")
-        t = parse_cuda_target(name)
-        kind = "elf" if t.kind == "cubin" else "ptx"
-        cmd.append(f"--image3=kind={kind},sm={t.arch}{t.suffix},file={path}")
+    plan, edge = load_edge(args.plan, args.edge, args.digest)
+    tc = json.loads(Path(plan["toolchain"]).read_text())
+    spec = edge["data"]
+    cmd = [tc["fatbinary"], "--64", f"--create={edge['outputs'][0]}"]
+    if spec["compress_mode"]:
+        cmd.append(f"--compress-mode={spec['compress_mode']}")
+    cmd += [f"--image3=kind={m['kind']},sm={m['sm']},file={m['path']}" for m in spec["members"]]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -201,43 +211,46 @@ def embed(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m aotwheel.backends.nvidia.build", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="step", required=True)
-    c = sub.add_parser("configure")
+def _configure_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--targets", required=True, help="NVIDIA tokens: sm_90,sm_80,compute_80,ptx")
     c.add_argument("--nvcc", default="")
     c.add_argument("--header", default="")
-    c.add_argument("--out", required=True)
-    c.add_argument("--print-targets", action="store_true")
-    c.set_defaults(run=configure)
-    j = sub.add_parser("compile")
-    j.add_argument("--toolchain", required=True)
-    j.add_argument("--source", required=True)
-    j.add_argument("--target", required=True)
-    j.add_argument("--output", required=True)
-    j.add_argument("--depfile", default="")
-    j.add_argument("--option", action="append", help="extra nvcc argument (repeatable)")
-    j.add_argument("--settings", default="", help="remote-cache settings CMake wrote (NAME=value lines)")
-    j.set_defaults(run=compile_image)
-    f = sub.add_parser("fatbin")
-    f.add_argument("--toolchain", required=True)
-    f.add_argument("--output", required=True)
-    f.add_argument("--image", action="append", required=True, help="TARGET=FILE")
-    f.add_argument("--compress-mode", default="", choices=["", "default", "size", "speed", "balance", "none"])
-    f.set_defaults(run=fatbin)
-    e = sub.add_parser("embed")
+    c.add_argument("--out", required=True, help="the toolchain JSON (nvcc's facts; the manifest's toolchain)")
+    c.add_argument("--plan", default="", help="write the build plan here (its folder holds the outputs)")
+    c.add_argument("--name", default="", help="the image set's name (NAME)")
+    c.add_argument("--source", action="append", help="a kernel source, absolute (repeatable, in SOURCES order)")
+    c.add_argument("--option", action="append", help="extra nvcc argument (repeatable)")
+    c.add_argument("--compress-mode", default="", choices=["", "default", "size", "speed", "balance", "none"])
+    c.add_argument("--settings", default="", help="remote-cache settings CMake wrote (NAME=value lines)")
+
+
+def _embed_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--name", required=True)
     e.add_argument("--out-c", required=True)
     e.add_argument("--out-h", required=True)
     e.add_argument("fatbins", nargs="*")
-    e.set_defaults(run=embed)
-    return p
+
+
+_STEPS = {
+    "configure": (_configure_arguments, configure),
+    "compile": (edge_arguments, compile_image),
+    "fatbin": (edge_arguments, fatbin),
+    "embed": (_embed_arguments, embed),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of these steps; ``only``: that step's alone (one per edge process)."""
+    from aotwheel.buildsteps.edge import step_parser
+
+    return step_parser("python -m aotwheel.buildsteps nvidia", __doc__, _STEPS, only)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return run_command(lambda: args.run(args))
+    """Run one step; errors print one line and return 2."""
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv and argv[0] in _STEPS else None).parse_args(argv)
+    return run_command(lambda: args.fn(args))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+"""What every build edge shares, standard library only (each edge is a process of its own): its
+entry in the build plan (:mod:`aotwheel.buildsteps.plan`), its argument parser, and writing a
+file only when it changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: an edge must not import typing
+if TYPE_CHECKING:
+    import argparse
+
+
+def edge_digest(edge: dict) -> str:
+    """A short digest of one plan entry (without its own ``digest``): the edge's command carries
+    it, so ninja reruns exactly the edges whose entry changed."""
+    import hashlib
+
+    text = json.dumps({k: v for k, v in edge.items() if k != "digest"}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_edge(plan: str, edge_id: str, digest: str | None = None) -> tuple[dict, dict]:
+    """``(plan, edge)``: the plan document and its edge ``edge_id``, as plain JSON objects;
+    ``digest``: what CMake saw of the entry (an entry changed since means a stale build graph)."""
+    from aotwheel.errors import AotwheelError
+
+    try:
+        with open(plan, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise AotwheelError(f"cannot read the build plan {plan} ({exc}); re-run CMake configure") from None
+    for edge in doc.get("edges", ()):
+        if edge.get("id") == edge_id:
+            if digest and edge_digest(edge) != digest:
+                raise AotwheelError(f"the build plan {plan} changed since CMake generated edge '{edge_id}'; re-run CMake configure")
+            return doc, edge
+    raise AotwheelError(f"the build plan {plan} has no edge '{edge_id}'; re-run CMake configure")
+
+
+def edge_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """``--plan``, ``--edge`` and ``--digest``: the arguments of a step that runs a plan's edge."""
+    parser.add_argument("--plan", required=required, help="the build plan the configure step wrote")
+    parser.add_argument("--edge", required=required, help="this edge's id in the plan")
+    parser.add_argument("--digest", help="the entry's digest as CMake saw it (a changed entry: re-run CMake)")
+
+
+def write_if_changed(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` unless it holds exactly that already, so that ninja reruns
+    nothing that depends on an unchanged file."""
+    p = Path(path)
+    if p.is_file() and p.read_text() == text:
+        return
+    from aotwheel.buildsteps.cache import atomic_write
+
+    atomic_write(p, text.encode())
+
+
+def _fixed_width(prog: str) -> argparse.HelpFormatter:
+    # With a width, argparse's formatter does not import shutil to ask the terminal.
+    import argparse
+
+    return argparse.RawDescriptionHelpFormatter(prog, width=100)
+
+
+def step_parser(prog: str, description: str | None, steps: dict, only: str | None = None) -> argparse.ArgumentParser:
+    """A parser with one subcommand per step of ``steps`` (name -> (add_arguments, run));
+    ``only``: that step's alone (each build edge is a process of its own: it builds the one
+    parser it needs, with a fixed width, so that argparse imports no shutil)."""
+    import argparse
+
+    formatter = argparse.RawDescriptionHelpFormatter if only is None else _fixed_width
+    p = argparse.ArgumentParser(prog=prog, description=description, formatter_class=formatter)
+    sub = p.add_subparsers(dest="step", required=True)
+    for name, (add_arguments, fn) in steps.items():
+        if only is None or name == only:
+            s = sub.add_parser(name, formatter_class=formatter)
+            add_arguments(s)
+            s.set_defaults(fn=fn)
+    return p
