@@ -92,7 +92,7 @@ class Target:
     core: str | None = None  # gfx core family, e.g. "XE_HPC_CORE", when known
     product: str | None = None  # zebin product family, e.g. "PVC", when known
     rebuildable: bool = False  # carries its own SPIR-V the driver can rebuild from
-    vendor: str = INTEL  # the backend that reads and runs it
+    vendor: str = ""  # the backend that reads and runs it (its reader always names itself)
     arch: str | None = None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"
 
 

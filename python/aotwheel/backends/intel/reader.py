@@ -158,7 +158,7 @@ def _target(walk: ImageWalk, kind: ImageKind, facts: tuple[int | None, int | Non
     for problem in problems:
         walk.report.warnings.append(f"{_where(image, member)}: {problem}")
     device_name, ip, generic, core, product, rebuildable = fields
-    return NativeTarget(device_name, ip, member, kind, size, image, generic, core, product, rebuildable)
+    return NativeTarget(device_name, ip, member, kind, size, image, generic, core, product, rebuildable, INTEL)
 
 
 def _target_fields(memo: dict[Any, Any], kind: ImageKind, member: str | None, facts: tuple[int | None, int | None, int | None, object, bool]
