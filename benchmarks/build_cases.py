@@ -20,8 +20,8 @@ from pathlib import Path
 
 from benchmarks.project import BuildTree, tool_env
 from benchmarks.timing import Samples, run_timed
-from benchmarks.workload import write_workload
 from benchmarks.tools import LLVM_LINK, LLVM_SPIRV
+from benchmarks.workload import write_workload
 
 # Devices Debian's ocloc 22.43 builds; the first N form the devlist for N targets.
 DEVICES = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]

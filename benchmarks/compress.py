@@ -124,7 +124,7 @@ def codec_rows(work: Path) -> list[dict]:
             dctx = zstandard.ZstdDecompressor()
             raw = fat = per = dic = 0
             t_fat = t_per = t_dic = 0.0
-            for name, (spirv, natives) in sources.items():
+            for spirv, natives in sources.values():
                 fatbin = build_fatbin([(_ip(d), natives[d]) for d in devs], spirv, ir_options(version, FIELD_OPTIONS))
                 raw += len(fatbin)
                 # one frame per fat binary: decompress it all, then find the member

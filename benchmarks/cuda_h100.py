@@ -90,8 +90,8 @@ def cuobjdump_listing(so: Path, tool: str | None) -> tuple[str | None, list[tupl
 
 
 def parser_view(so: Path) -> tuple[object, list[tuple[str, str]], list[object]]:
-    from aotwheel.backends.nvidia.targets import CudaTarget
     from aotwheel.backends.nvidia.fatbin import read_fatbin
+    from aotwheel.backends.nvidia.targets import CudaTarget
 
     fat = read_fatbin(so)
     assert fat is not None, f"{so}: no .nv_fatbin"
@@ -247,9 +247,11 @@ def integrated(libs: dict[str, Path], work: Path) -> dict[str, object]:
         out[f"check_{name}"] = cli("check", str(so))
         out[f"selftest_{name}"] = cli("selftest", str(so))
         out[f"inspect_{name}"] = cli("inspect", str(so))
-    for key, value in out.items():
+    for value in out.values():
         if isinstance(value, dict) and "stdout" in value:
-            print(f"--- aotwheel {' '.join(value['args'][:1])} {Path(value['args'][-1]).name} (rc {value['rc']})\n{value['stdout'].strip()[-1200:]}", flush=True)
+            print(
+                f"--- aotwheel {' '.join(value['args'][:1])} {Path(value['args'][-1]).name} (rc {value['rc']})\n{value['stdout'].strip()[-1200:]}", flush=True
+            )
     return out
 
 
@@ -273,8 +275,8 @@ def main() -> int:
         child_load(args.child_load)
         return 0
     sys.path.insert(0, str(REPO / "python"))
-    from aotwheel.backends.nvidia.targets import cuda_verdict
     from aotwheel.backends.nvidia.probe import probe_cuda
+    from aotwheel.backends.nvidia.targets import cuda_verdict
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

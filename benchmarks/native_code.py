@@ -31,12 +31,12 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.build_cases import link_spirv, parallel_capacity, serial_ocloc  # noqa: E402
-from benchmarks.project import REPO  # noqa: E402
-from benchmarks.run import machine  # noqa: E402
-from benchmarks.timing import Samples, load1, run_timed  # noqa: E402
-from benchmarks.tools import CLANG, LLVM_SPIRV  # noqa: E402
-from benchmarks.workload import write_workload  # noqa: E402
+from benchmarks.build_cases import link_spirv, parallel_capacity, serial_ocloc
+from benchmarks.project import REPO
+from benchmarks.run import machine
+from benchmarks.timing import Samples, load1, run_timed
+from benchmarks.tools import CLANG, LLVM_SPIRV
+from benchmarks.workload import write_workload
 
 DEVICES = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]
 
@@ -137,9 +137,22 @@ def compile_vs_ocloc(all_spv: Path, probe_spv: Path, ns: list[int], runs: int, s
         for _ in range(runs):
             w, _cpu = run_timed(warm_cmd, env=_env(AOTWHEEL_CACHE_DIR=str(cache)))
             warm.add(w)
-        rows.append({"n": n, "devices": devices, "serial_s": serial.to_dict(), "ours_s": ours.to_dict(),
-                     "ours_over_serial_per_core": ratio.to_dict(), "cpu_ours_over_serial": cpu_ratio.to_dict(),
-                     "warm_cache_s": warm.to_dict(), "capacity": capacity.to_dict(), "ours_over_achievable": achievable.to_dict(), "members_equal": same, "goal": 1.15, "met": ratio.median <= 1.15})
+        rows.append(
+            {
+                "n": n,
+                "devices": devices,
+                "serial_s": serial.to_dict(),
+                "ours_s": ours.to_dict(),
+                "ours_over_serial_per_core": ratio.to_dict(),
+                "cpu_ours_over_serial": cpu_ratio.to_dict(),
+                "warm_cache_s": warm.to_dict(),
+                "capacity": capacity.to_dict(),
+                "ours_over_achievable": achievable.to_dict(),
+                "members_equal": same,
+                "goal": 1.15,
+                "met": ratio.median <= 1.15,
+            }
+        )
     return {"cores": cores, "rows": rows}
 
 
@@ -180,14 +193,18 @@ def render(res: dict) -> str:
         out.append("")
     cp = res.get("compile")
     if cp:
-        out += ["**`aotwheel compile` of N devices vs one `ocloc compile -device a,b,…`** on the workload linked into one "
-                "SPIR-V module (`benchmarks.build_cases.link_spirv`), side by side in each run, device-code cache off for "
-                "ours; ratio as P1: ours / (serial / min(N, cores)), goal ≤ 1.15. \"members equal\": every ar member of "
-                "our output equals ocloc's. \"capacity\" (as P1): two identical ocloc runs one after the other vs side by side, "
-                "2.0 on two idle cores; \"ours/achievable\" divides by serial/min(N, capacity). \"warm\": `aotwheel compile` "
-                "again with a filled device-code cache.", "",
-                "| N | devices | one ocloc call | aotwheel compile | ours/(serial/min(N,C)) | CPU ours/serial | capacity | ours/achievable | goal ≤ 1.15 | members equal | warm cache |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "**`aotwheel compile` of N devices vs one `ocloc compile -device a,b,…`** on the workload linked into one "
+            "SPIR-V module (`benchmarks.build_cases.link_spirv`), side by side in each run, device-code cache off for "
+            'ours; ratio as P1: ours / (serial / min(N, cores)), goal ≤ 1.15. "members equal": every ar member of '
+            'our output equals ocloc\'s. "capacity" (as P1): two identical ocloc runs one after the other vs side by side, '
+            '2.0 on two idle cores; "ours/achievable" divides by serial/min(N, capacity). "warm": `aotwheel compile` '
+            "again with a filled device-code cache.",
+            "",
+            "| N | devices | one ocloc call | aotwheel compile | ours/(serial/min(N,C)) | CPU ours/serial | capacity | ours/achievable "
+            "| goal ≤ 1.15 | members equal | warm cache |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for row in cp["rows"]:
             r = row["ours_over_serial_per_core"]
             out.append(f"| {row['n']} | {','.join(row['devices'])} | {_mm(row['serial_s'], 's', '{:.2f}')} | {_mm(row['ours_s'], 's', '{:.2f}')} | "

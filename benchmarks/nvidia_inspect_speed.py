@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 CPU: dict[str, list[float]] = collections.defaultdict(list)  # CPU seconds (user + system) per measure
 
 

@@ -6,7 +6,12 @@ import statistics
 from pathlib import Path
 
 # Sections appended below ours by others (e.g. the CUDA engineer's H100 numbers) are kept.
-_FOREIGN_MARKERS = ("## CLI start-up", "## Native code outside CMake", "## NVIDIA (H100)", "## Scale-out")  # benchmarks/cli_startup.py, native_code.py, cuda_h100.py, scaleout.py
+_FOREIGN_MARKERS = (
+    "## CLI start-up",
+    "## Native code outside CMake",
+    "## NVIDIA (H100)",
+    "## Scale-out",
+)  # benchmarks/cli_startup.py, native_code.py, cuda_h100.py, scaleout.py
 
 # Why a target is missed, from profiling on the dev machine; printed only when it is missed.
 _WHY = {
@@ -119,8 +124,10 @@ def render(res: dict) -> str:
     if "p1" in c:
         for n, d in c["p1"]["by_n"].items():
             r = d["ratio_to_ideal"]
-            lines.append(f"| P1 parallel AOT, N={n} on {c['p1']['cores']} cores | ours/(serial/min(N,C)) = "
-                         f"{r['median']:.3f} ({r['min']:.3f}–{r['max']:.3f}); efficiency {d['efficiency']['median']:.0%} | ≤ 1.15 | {_ok(d['met'], r['median'], 1.15)} |")
+            lines.append(
+                f"| P1 parallel AOT, N={n} on {c['p1']['cores']} cores | ours/(serial/min(N,C)) = "
+                f"{r['median']:.3f} ({r['min']:.3f}–{r['max']:.3f}); efficiency {d['efficiency']['median']:.0%} | ≤ 1.15 | {_ok(d['met'], r['median'], 1.15)} |"
+            )
         if not all(d["met"] for d in c["p1"]["by_n"].values()):
             worst = max(c["p1"]["by_n"].values(), key=lambda d: d["ratio_to_ideal"]["median"])
             idle = []
@@ -153,8 +160,11 @@ def render(res: dict) -> str:
             )))
     if "p2" in c:
         d = c["p2"]
-        lines.append(f"| P2 reuse (second build, fresh dir, warm cache) | second/first device compile = {d['ratio']['median']:.3f} "
-                     f"({d['ratio']['min']:.3f}–{d['ratio']['max']:.3f}); ocloc runs {d['ocloc_runs_second']} | ≤ 0.15, 0 ocloc | {_ok(d['met'], d['ratio']['median'], 0.15)} |")
+        lines.append(
+            f"| P2 reuse (second build, fresh dir, warm cache) | second/first device compile = {d['ratio']['median']:.3f} "
+            f"({d['ratio']['min']:.3f}–{d['ratio']['max']:.3f}); ocloc runs {d['ocloc_runs_second']} | ≤ 0.15, 0 ocloc | "
+            f"{_ok(d['met'], d['ratio']['median'], 0.15)} |"
+        )
     if "p3" in c:
         d = c["p3"]
         lines.append(f"| P3 no-op rebuild | {_mm(d['noop_s'], 's', '{:.3f}')} | ≤ 1 s | {_ok(d['noop_s']['median'] <= 1.0)} |")
@@ -162,8 +172,12 @@ def render(res: dict) -> str:
                      f"({len(d['devices'])} devices) | only that file's images | {_ok(d['met'])} |")
     if "p4" in c and "skipped" not in c["p4"]:
         d = c["p4"]
-        lines.append(f"| P4 inspect {d['bytes'] / 1e6:.0f} MB `{d['file']}` | {_mm(d['inspect_ms'], 'ms', '{:.1f}')}; "
-                     f"inspect/cat = {d['ratio']['median']:.2f} ({d['ratio']['min']:.2f}–{d['ratio']['max']:.2f}) | ≤ 50 ms and ≤ 0.05 | {_ok(d['inspect_ms']['median'] <= 50, d['inspect_ms']['median'], 50)} (time), {_ok(d['ratio']['median'] <= 0.05, d['ratio']['median'], 0.05)} (ratio) |")
+        lines.append(
+            f"| P4 inspect {d['bytes'] / 1e6:.0f} MB `{d['file']}` | {_mm(d['inspect_ms'], 'ms', '{:.1f}')}; "
+            f"inspect/cat = {d['ratio']['median']:.2f} ({d['ratio']['min']:.2f}–{d['ratio']['max']:.2f}) | ≤ 50 ms and ≤ 0.05 | "
+            f"{_ok(d['inspect_ms']['median'] <= 50, d['inspect_ms']['median'], 50)} (time), "
+            f"{_ok(d['ratio']['median'] <= 0.05, d['ratio']['median'], 0.05)} (ratio) |"
+        )
         if not d["met"]:
             text = _WHY["P4"]
             if d["inspect_ms"]["median"] > 50:
@@ -201,16 +215,23 @@ def render(res: dict) -> str:
         lines.append(f"| Cold page cache | skipped: {c['cold']['skipped']} | ≤ 1.5 × cat | — |")
     if "p5" in c:
         d = c["p5"]["import"]
-        lines.append(f"| P5 `import aotwheel` − `pass` | {_mm(d['difference_ms'], 'ms', '{:.1f}')} | ≤ 20 ms | {_ok(d['met'], d['difference_ms']['median'], 20)} |")
+        lines.append(
+            f"| P5 `import aotwheel` − `pass` | {_mm(d['difference_ms'], 'ms', '{:.1f}')} | ≤ 20 ms | {_ok(d['met'], d['difference_ms']['median'], 20)} |"
+        )
         if d.get("importtime_cumulative_us") is not None:
             us = d["importtime_cumulative_us"]
             lines.append(f"| P5 `-X importtime` cumulative, `import aotwheel` | {us / 1e3:.2f} ms | ≤ 5 ms | {_ok(us <= 5000, us / 1e3, 5)} |")
         hook_us = d.get("hook_importtime_cumulative_us")
         if hook_us is not None:
-            lines.append(f"| P5 `-X importtime` cumulative, a generated `_aot.py` | {hook_us / 1e3:.2f} ms | ≤ 5 ms | {_ok(hook_us <= 5000, hook_us / 1e3, 5)} |")
+            lines.append(
+                f"| P5 `-X importtime` cumulative, a generated `_aot.py` | {hook_us / 1e3:.2f} ms | ≤ 5 ms | {_ok(hook_us <= 5000, hook_us / 1e3, 5)} |"
+            )
         ch = c["p5"].get("check")
         if ch:
-            lines.append(f"| P5 `check()` with probes cached | {_mm(ch['cached_check_ms'], 'ms', '{:.3f}')} | ≤ 1 ms | {_ok(ch['met'], ch['cached_check_ms']['median'], 1)} |")
+            lines.append(
+                f"| P5 `check()` with probes cached | {_mm(ch['cached_check_ms'], 'ms', '{:.3f}')} | ≤ 1 ms | "
+                f"{_ok(ch['met'], ch['cached_check_ms']['median'], 1)} |"
+            )
             if not ch["met"]:
                 why.append(("P5 check()", _WHY["P5-check"]))
     if "p6" in c:
@@ -229,24 +250,32 @@ def _details(res: dict) -> list[str]:
     c = res["cases"]
     out: list[str] = []
     if "p1" in c:
-        out += ["## P1 — parallel AOT", "",
-                "(a) one `ocloc compile -file all.spv -spirv_input -device a,b,…` over all kernels linked into one "
-                "SPIR-V module (what icpx/ocloc do: one serial process), vs (b) `ninja -j<cores>` of our edges, one per "
-                "(source, group of devices) as configure planned them (one per source, writing its fat binary too, unless "
-                "splitting a source's devices shortens the build on the cores), each one `ocloc -device <group>`, with the device-code cache off, from the same SPIR-V (our build's modules, linked for (a)). "
-                "Both produce ocloc fat binaries with the same members. \"CPU ours/serial\" is user+system CPU "
-                "(getrusage of the children): the per-process overhead of our edges, which other people's load "
-                "does not move; the wall ratio can reach 1.0 only if it is ~1.", "",
-                "\"Capacity\" is measured in the same run: two identical, independent `ocloc` processes (first source, first "
-                "device) one after the other vs side by side; 2.0 on two idle cores, less when other people's jobs hold "
-                "part of a core. \"ours/achievable\" divides by serial/min(N, capacity) instead of serial/min(N, C).", "",
-                "The control, in the same runs: the same edges as configure planned them, each a bare `ocloc compile "
-                "-device <group> -exclude_ir` (the command our edge runs) under `ninja -j<cores>`, with no aotwheel "
-                "process: what per-source parallelism reaches on this machine at all. \"ours/control\" is what our "
-                "edges add to it (their Python processes, the fat binaries); each run times ours between the serial call "
-                "and the control, which take turns at the ends.", "",
-                "| N | devices | serial ocloc | ours (ninja) | ours/(serial/min(N,C)) | efficiency | CPU ours/serial | capacity | ours/achievable | control (bare ocloc edges) | control/(serial/min(N,C)) | ours/control | ocloc runs (ours) |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "## P1 — parallel AOT",
+            "",
+            "(a) one `ocloc compile -file all.spv -spirv_input -device a,b,…` over all kernels linked into one "
+            "SPIR-V module (what icpx/ocloc do: one serial process), vs (b) `ninja -j<cores>` of our edges, one per "
+            "(source, group of devices) as configure planned them (one per source, writing its fat binary too, unless "
+            "splitting a source's devices shortens the build on the cores), each one `ocloc -device <group>`, with the device-code cache off, "
+            "from the same SPIR-V (our build's modules, linked for (a)). "
+            'Both produce ocloc fat binaries with the same members. "CPU ours/serial" is user+system CPU '
+            "(getrusage of the children): the per-process overhead of our edges, which other people's load "
+            "does not move; the wall ratio can reach 1.0 only if it is ~1.",
+            "",
+            '"Capacity" is measured in the same run: two identical, independent `ocloc` processes (first source, first '
+            "device) one after the other vs side by side; 2.0 on two idle cores, less when other people's jobs hold "
+            'part of a core. "ours/achievable" divides by serial/min(N, capacity) instead of serial/min(N, C).',
+            "",
+            "The control, in the same runs: the same edges as configure planned them, each a bare `ocloc compile "
+            "-device <group> -exclude_ir` (the command our edge runs) under `ninja -j<cores>`, with no aotwheel "
+            'process: what per-source parallelism reaches on this machine at all. "ours/control" is what our '
+            "edges add to it (their Python processes, the fat binaries); each run times ours between the serial call "
+            "and the control, which take turns at the ends.",
+            "",
+            "| N | devices | serial ocloc | ours (ninja) | ours/(serial/min(N,C)) | efficiency | CPU ours/serial | capacity | ours/achievable "
+            "| control (bare ocloc edges) | control/(serial/min(N,C)) | ours/control | ocloc runs (ours) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for n, d in c["p1"]["by_n"].items():
             control = (f"{_mm(d['control_raw_edges_s'])} | {_cap(d, 'control_ratio_to_ideal', '{:.3f}')} | "
                        f"{_cap(d, 'ours_over_control', '{:.3f}')}" if "control_raw_edges_s" in d else "— | — | —")
@@ -275,13 +304,17 @@ def _details(res: dict) -> list[str]:
                 f"- second build end to end (configure + SPIR-V + device code + C compile/link): {_mm(d['second_full_build_s'])}", ""]
     if "p3" in c:
         d = c["p3"]
-        out += ["## P3 — incremental", "",
-                f"- no-op `ninja`: {_mm(d['noop_s'], 's', '{:.3f}')}, ocloc edges run: {d['noop_ocloc_edges']}",
-                f"- `touch kernels/ops_0.cl` (same content): {_mm(d['touch_s'])}; ocloc edges re-run "
-                f"{d.get('touch_ocloc_edge_count', len(d['touch_ocloc_edges']))} (all for ops_0.cl: {all(e[0] == 'ops_0.cl' for e in d['touch_ocloc_edges'])}), "
-                f"ocloc processes {d['touch_ocloc_runs']} (the SPIR-V is unchanged, so the cache answers)",
-                f"- edit ops_0.cl (one kernel appended): {_mm(d['edit_s'])}; ocloc edges {d.get('edit_ocloc_edge_count', len(d['edit_ocloc_edges']))} "
-                f"({', '.join(sorted({e[0] for e in d['edit_ocloc_edges']}))}), ocloc processes {d['edit_ocloc_runs']}", ""]
+        out += [
+            "## P3 — incremental",
+            "",
+            f"- no-op `ninja`: {_mm(d['noop_s'], 's', '{:.3f}')}, ocloc edges run: {d['noop_ocloc_edges']}",
+            f"- `touch kernels/ops_0.cl` (same content): {_mm(d['touch_s'])}; ocloc edges re-run "
+            f"{d.get('touch_ocloc_edge_count', len(d['touch_ocloc_edges']))} (all for ops_0.cl: {all(e[0] == 'ops_0.cl' for e in d['touch_ocloc_edges'])}), "
+            f"ocloc processes {d['touch_ocloc_runs']} (the SPIR-V is unchanged, so the cache answers)",
+            f"- edit ops_0.cl (one kernel appended): {_mm(d['edit_s'])}; ocloc edges {d.get('edit_ocloc_edge_count', len(d['edit_ocloc_edges']))} "
+            f"({', '.join(sorted({e[0] for e in d['edit_ocloc_edges']}))}), ocloc processes {d['edit_ocloc_runs']}",
+            "",
+        ]
     if "p4" in c and "skipped" not in c["p4"]:
         d = c["p4"]
         out += ["## P4 — inspecting a large third-party SYCL binary", "",

@@ -21,10 +21,10 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python benchmarks/run.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import build_cases, inspect_cases, report, runtime_cases  # noqa: E402
-from benchmarks.project import REPO, write_project  # noqa: E402
-from benchmarks.timing import load1, wait_quiet  # noqa: E402
-from benchmarks.tools import CLANG, LLVM_LINK, LLVM_SPIRV  # noqa: E402
+from benchmarks import build_cases, inspect_cases, report, runtime_cases
+from benchmarks.project import REPO, write_project
+from benchmarks.timing import load1, wait_quiet
+from benchmarks.tools import CLANG, LLVM_LINK, LLVM_SPIRV
 
 HERE = Path(__file__).resolve().parent
 CASES = ("p1", "p2", "p3", "p4", "p4n", "env", "cold", "p5", "p6", "jit")

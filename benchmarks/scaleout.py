@@ -58,15 +58,15 @@ import os
 import resource
 import shlex
 import shutil
-import statistics
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.project import NAME, BuildTree, tool_env, write_project
+from benchmarks.project import BuildTree, tool_env, write_project
 from benchmarks.servers import NginxDav, RedisServer
 from benchmarks.timing import child_cpu
 from benchmarks.tools import CLANG, LLVM_LINK, LLVM_SPIRV

@@ -59,7 +59,7 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cmake>=3.26" ninja setuptools pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl wheel "cibuildwheel>=2.16" pyyaml "mypy>=1.8" "variantlib[cli]==0.2.2"
+.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cmake>=3.26" ninja setuptools pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl wheel "cibuildwheel>=2.16" pyyaml "mypy>=1.8" "variantlib[cli]==0.2.2" "ruff==0.17.6"
 # NVIDIA's nvcc from PyPI: the packages of `pip install aotwheel[cuda]`, pinned to CUDA 13.0 (the
 # release the NVIDIA tests' expectations were measured with) -> .venv/lib/python3.*/site-packages/
 # nvidia/cu13/bin/nvcc, which aotwheel's nvcc discovery finds without PATH or CUDA_HOME.

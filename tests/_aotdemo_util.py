@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import REPO, unzstd  # noqa: F401 (re-exported to the aotdemo tests)
+from conftest import CLANG, LLVM_SPIRV, REPO, unzstd  # noqa: F401  # noqa: F401 (re-exported to the aotdemo tests)
 
 EXAMPLE = REPO / "examples" / "downstream"
 

@@ -11,9 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import REPO, require, unzstd  # noqa: F401 (re-exported to the build tests)
+from conftest import CLANG, LLVM_SPIRV, REPO, require, unzstd  # noqa: F401  # noqa: F401 (re-exported to the build tests)
 from conftest import run_tool as run
 
 PYTHONPATH = str(REPO / "python")

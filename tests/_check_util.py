@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import REPO, require
+from conftest import CLANG, LLVM_SPIRV, REPO, require
 from conftest import run_tool as _run
 
 CACHE = REPO / "tests" / ".cache" / "check"

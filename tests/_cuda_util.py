@@ -42,14 +42,17 @@ CUFFT_WHEEL = (  # 23,983 fat binary containers in .ldata (tests/test_cuda_secti
     "6c44f692dce8fd5ffd3e3df134b6cdb9c2f72d99cf40b62c32dde45eea9ddad3",
 )
 
-VADD = 'extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)' " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }\n"
+VADD = (
+    'extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)'
+    " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }\n"
+)
 VSCALE = 'extern "C" __global__ void vscale(float* c, float s, int n)' " { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] *= s; }\n"
 
 
 def nvcc_path() -> str:
     """nvcc as aotwheel's own discovery finds it (ci/setup.sh installs NVIDIA's from PyPI into .venv)."""
-    from aotwheel.errors import ToolchainError
     from aotwheel.backends.nvidia.nvcc import find_nvcc
+    from aotwheel.errors import ToolchainError
 
     try:
         return find_nvcc().path

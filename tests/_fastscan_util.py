@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import _fuzz_util as fu
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import REPO
+from conftest import CLANG, LLVM_SPIRV, REPO  # noqa: F401
 
 SOURCE = REPO / "fuzz" / "fastscan_fuzzer.c"
 CORE = REPO / "csrc" / "fastscan_core.h"

@@ -27,9 +27,10 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from conftest import CLANG, LLVM_SPIRV, ocloc_output, BUNDLER  # noqa: F401
-from conftest import REPO
+from conftest import BUNDLER, CLANG, LLVM_SPIRV, REPO, ocloc_output
+
 CACHE = REPO / "tests" / ".cache" / "fuzz"
 KERNEL = """
 __kernel void add(__global float *a, __global const float *b) { size_t i = get_global_id(0); a[i] += b[i]; }
@@ -350,8 +351,8 @@ def cuda_so_seed() -> Path:
 
 
 def _nvcc(name: str, *args: str) -> Path:
-    from aotwheel.errors import ToolchainError
     from aotwheel.backends.nvidia.nvcc import find_nvcc
+    from aotwheel.errors import ToolchainError
 
     try:
         nvcc = find_nvcc().path
@@ -421,7 +422,6 @@ def parse_zebin(data: bytes, scratch: Path) -> None:
 
 def parse_legacy(data: bytes, scratch: Path) -> None:
     from aotwheel.backends.intel.legacy import ir_payload, read_legacy
-
     from aotwheel.formats.sniff import sniff
 
     region = _region(data)
@@ -446,9 +446,8 @@ def parse_zstd(data: bytes, scratch: Path) -> None:
 
 def _frame_facts_agree(data: bytes, region: Any) -> None:
     """The inspect loop's header-only reading of a frame says what the Region readers say, or nothing."""
-    from aotwheel.formats import zstd
-
     from aotwheel.errors import InspectError
+    from aotwheel.formats import zstd
 
     facts = zstd.frame_facts(data, 0, len(data))
     if facts is None or data[:4] != b"\x28\xb5\x2f\xfd":
@@ -628,7 +627,7 @@ class Timeout(BaseException):
 @contextmanager
 def time_guard(seconds: float):
     """Interrupt the block after ``seconds`` (SIGALRM; main thread only): a hang detector."""
-    def fire(signum, frame):  # noqa: ARG001
+    def fire(signum, frame):
         raise Timeout(f"input ran past the {seconds} s guard")
 
     old = signal.signal(signal.SIGALRM, fire)
@@ -661,7 +660,7 @@ def classify(target: Target, data: bytes, scratch: Path, guard_s: float = 2.0) -
         if "\n" in msg:  # the contract: one line
             return "finding", Finding(target.name, f"InspectError with a multi-line message: {msg[:200]!r}", "")
         return "rejected", None
-    except (Exception, Timeout) as exc:  # noqa: BLE001 - that is the point
+    except (Exception, Timeout) as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         frame = next((f for f in reversed(tb) if "/aotwheel/" in f.filename), tb[-1] if tb else None)
         where = f"{Path(frame.filename).name}:{frame.lineno}" if frame else "?"

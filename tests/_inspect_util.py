@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import require
+from conftest import CLANG, LLVM_SPIRV, require
 from conftest import run_tool as run
 
 TESTS = Path(__file__).resolve().parent

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from _inspect_util import require, run
 from aotwheel.inspector import inspect
 from aotwheel.runtime import check
-from conftest import CLANG, LLVM_SPIRV, BUNDLER  # noqa: F401
+
+from _inspect_util import require, run
+from conftest import BUNDLER, CLANG, LLVM_SPIRV  # noqa: F401
 
 _CL = "kernel void add(global float* a, global const float* b) { size_t i = get_global_id(0); a[i] += b[i]; }\n"
 TARGETS = ("gfx90a:xnack-", "gfx1030")

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from _check_util import fat_binary, single_binary
-from conftest import REPO
-
 import aotwheel
 from aotwheel import aot, hook
+
+from _check_util import fat_binary, single_binary
+from conftest import REPO
 
 DATA = REPO / "tests" / "data"
 

@@ -17,7 +17,8 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks import report  # noqa: E402
 from benchmarks.workload import write_workload  # noqa: E402
-from conftest import CLANG, LLVM_LINK, LLVM_SPIRV, ocloc_output  # noqa: F401
+
+from conftest import CLANG, LLVM_LINK, LLVM_SPIRV, ocloc_output  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("builds")
 
@@ -237,9 +238,9 @@ def test_scaleout_checks_its_servers_before_building(tmp_path, monkeypatch, caps
 
 def test_scaleout_writes_each_round_as_it_is_measured(tmp_path, monkeypatch):
     """A run that stops in its second round leaves the first round's figures in <out>.partial.json."""
-    from conftest import require
-
     from benchmarks import scaleout
+
+    from conftest import require
 
     require("nginx")
     rounds = []

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, build_env, compile_spirv, require
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV
 
 pytestmark = pytest.mark.usefixtures("builds")
 

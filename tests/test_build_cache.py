@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require, run
-from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
 from aotwheel.backends.intel.build.ocloc_job import run_job
+from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
 from aotwheel.errors import ToolchainError
-from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
+
+from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require, run
+from conftest import CLANG, LLVM_SPIRV, ocloc_output
 
 pytestmark = pytest.mark.usefixtures("builds")
 

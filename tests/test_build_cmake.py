@@ -13,11 +13,24 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from _build_util import (
-    PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, disassemble, embedded_images,
-    logged_runs, ocloc_ip, ocloc_logger, other_pythons, planned_ocloc_edges, require, run, tgtsym_names,
+    REPO,
+    ar_extract,
+    ar_members,
+    build_env,
+    compile_spirv,
+    disassemble,
+    embedded_images,
+    logged_runs,
+    ocloc_ip,
+    ocloc_logger,
+    other_pythons,
+    planned_ocloc_edges,
+    require,
+    run,
+    tgtsym_names,
 )
+from conftest import CLANG, LLVM_SPIRV
 
 pytestmark = pytest.mark.usefixtures("builds")
 
@@ -310,8 +323,8 @@ def test_unsupported_device_for_this_ocloc_stops_configure(tmp_path):
 
 
 def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
-    from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.backends.intel.build.toolchain import discover
+    from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.errors import ToolchainError
 
     require(CLANG, LLVM_SPIRV, "ocloc")
@@ -342,8 +355,8 @@ def test_clang_and_llvm_spirv_versions_are_asked_once_per_binary(tmp_path, monke
     # Configure asks `--version` once per binary (path, size, mtime), as it does ocloc's facts.
     import os
 
-    from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.backends.intel.build.toolchain import discover
+    from aotwheel.buildsteps.cache import DeviceCodeCache
 
     log = tmp_path / "runs.log"
 

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import REPO, ar_members, compile_spirv, ocloc_ip, require, run
-from aotwheel.backends.intel.build.fatbin import ir_options, Member, build_fatbin, spirv_ir_elf, write_ar
+from aotwheel.backends.intel.build.fatbin import Member, build_fatbin, ir_options, spirv_ir_elf, write_ar
 from aotwheel.backends.intel.build.spirv import entry_points
 from aotwheel.errors import AotwheelError
-from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
+
+from _build_util import REPO, ar_members, compile_spirv, ocloc_ip, require, run
+from conftest import CLANG, LLVM_SPIRV, ocloc_output
 
 KERNELS = REPO / "csrc" / "kernels"
 

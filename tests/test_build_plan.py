@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from aotwheel.backends.intel.build.plan import build_plan as intel_plan
 from aotwheel.backends.nvidia.plan import build_plan as nvidia_plan
 from aotwheel.backends.nvidia.plan import image_record

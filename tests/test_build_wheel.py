@@ -13,10 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
 from _build_util import (
-    REPO, ar_members, build_env, embedded_images, logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run,
+    REPO,
+    ar_members,
+    build_env,
+    embedded_images,
+    logged_runs,
+    ocloc_ip,
+    ocloc_logger,
+    other_pythons,
+    require,
+    run,
 )
+from conftest import CLANG, LLVM_SPIRV
 
 pytestmark = pytest.mark.usefixtures("builds")
 

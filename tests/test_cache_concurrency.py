@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, build_env, compile_spirv, embedded_images, logged_runs, ocloc_logger, require, run, unzstd
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV
 
 pytestmark = pytest.mark.usefixtures("builds")
 
@@ -36,7 +36,9 @@ add_library(ccext MODULE ext.c)
 find_package(aotwheel CONFIG REQUIRED)
 aotwheel_add_device_code(ccext SOURCES {kernel} DEVICES {devices} NAME cc)
 """
-EVENT = re.compile(r"^(hit|miss|store|corrupt|spirv-hit|spirv-remote-hit|spirv-compiled) [0-9a-f]{64} \S+ [0-9a-f]{12} \d+ \S*$")  # kind key target build bytes label
+EVENT = re.compile(
+    r"^(hit|miss|store|corrupt|spirv-hit|spirv-remote-hit|spirv-compiled) [0-9a-f]{64} \S+ [0-9a-f]{12} \d+ \S*$"
+)  # kind key target build bytes label
 WARNING = "aotwheel: warning: device-code cache"
 MAGIC = b"aotwheel-cache-object 1 "
 

@@ -9,7 +9,20 @@ import warnings
 
 import pytest
 
-from _check_util import ACM_G10_MEMBER, CACHE, PVC_MEMBER, TINY_KERNEL, ar_members, child_env, fat_binary, opencl_cpu_env, run_cli, run_python, single_binary, spirv
+from _check_util import (
+    ACM_G10_MEMBER,
+    CACHE,
+    PVC_MEMBER,
+    TINY_KERNEL,
+    ar_members,
+    child_env,
+    fat_binary,
+    opencl_cpu_env,
+    run_cli,
+    run_python,
+    single_binary,
+    spirv,
+)
 
 
 def test_jit_warning_once_per_device_and_binary(fresh):

@@ -40,7 +40,9 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path: Path, text
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("fmt,expected", [("ocloc", "pvc,acm-g10"), ("sycl-targets", "spir64_gen,spir64"), ("names", "pvc,acm-g10"), ("ips", "12.60.7,12.55.8")])
+@pytest.mark.parametrize(
+    "fmt,expected", [("ocloc", "pvc,acm-g10"), ("sycl-targets", "spir64_gen,spir64"), ("names", "pvc,acm-g10"), ("ips", "12.60.7,12.55.8")]
+)
 def test_formats(fmt: str, expected: str) -> None:
     proc = aotwheel("resolve", "pvc,ats-m150", "--format", fmt)
     assert proc.returncode == 0 and proc.stdout.strip() == expected

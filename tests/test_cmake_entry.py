@@ -12,7 +12,10 @@ import pytest
 
 import aotwheel
 
-pytestmark = [pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)"), pytest.mark.usefixtures("builds")]
+pytestmark = [
+    pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja (bash ci/setup.sh)"),
+    pytest.mark.usefixtures("builds"),
+]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,7 +63,15 @@ def config_dir(request: pytest.FixtureRequest) -> Path:
 def test_default_devlist(tmp_path: Path, config_dir: Path) -> None:
     proc, result = configure(tmp_path, config_dir)
     assert proc.returncode == 0, proc.stderr
-    assert result == {"names": "pvc;acm-g10", "ips": "12.60.7;12.55.8", "jit": "ON", "ocloc": "pvc,acm-g10", "sycl": "spir64_gen,spir64", "cuda": "", "cuda_archs": ""}
+    assert result == {
+        "names": "pvc;acm-g10",
+        "ips": "12.60.7;12.55.8",
+        "jit": "ON",
+        "ocloc": "pvc,acm-g10",
+        "sycl": "spir64_gen,spir64",
+        "cuda": "",
+        "cuda_archs": "",
+    }
 
 
 def test_cache_variable_wins_over_environment(tmp_path: Path, config_dir: Path) -> None:
@@ -95,7 +106,7 @@ def test_bad_devlist_stops_configure(tmp_path: Path, config_dir: Path, value: st
     assert proc.returncode != 0
     assert result == {}
     flat = " ".join(proc.stderr.split())  # CMake wraps long messages
-    assert f"aotwheel_resolve_devlist: USE_AOT_DEVLIST: " in flat
+    assert "aotwheel_resolve_devlist: USE_AOT_DEVLIST: " in flat
     assert needle.lower() in flat.lower()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_logger, require, run
-from conftest import CLANG, LLVM_SPIRV, ocloc_output, unbuildable_devices  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV, ocloc_output, unbuildable_devices
 
 KERNELS = REPO / "csrc" / "kernels"
 

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import build_env, compile_spirv, require
-from _check_util import opencl_cpu_env
-from conftest import CLANG, LLVM_SPIRV, REPO
 from aotwheel.errors import AotwheelError, InspectError
 from aotwheel.formats.zstd import compress_image, decompress_image
 from aotwheel.opencl import inflate
+
+from _build_util import build_env, compile_spirv, require
+from _check_util import opencl_cpu_env
+from conftest import CLANG, LLVM_SPIRV, REPO
 
 pytestmark = pytest.mark.usefixtures("builds")
 

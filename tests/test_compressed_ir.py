@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from _inspect_util import host_library, ocloc_fat, spirv, zstd_frame
 from aotwheel.formats import zstd
 from aotwheel.formats.region import Region
 from aotwheel.inspector import inspect
+
+from _inspect_util import host_library, ocloc_fat, spirv, zstd_frame
 
 
 def _host(work: Path, images: list[tuple[str, bytes]]) -> Path:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import REPO, build_env, ocloc_logger, planned_ocloc_edges, require, run
 from aotwheel.buildsteps import history
 from aotwheel.buildsteps.cache import file_sha256, pack_object, unpack_object
 from aotwheel.buildsteps.remote import HttpStore, Timeouts, config_from
 from aotwheel.buildsteps.shard import Job, assign, job_cost, read_job_list
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import start_nginx, start_redis
+
+from _build_util import REPO, build_env, ocloc_logger, planned_ocloc_edges, require, run
+from conftest import CLANG, LLVM_SPIRV, start_nginx, start_redis
 
 pytestmark = pytest.mark.usefixtures("builds")
 

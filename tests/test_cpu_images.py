@@ -16,9 +16,10 @@ import zipfile
 
 import pytest
 
+from aotwheel.inspector import image_bytes, inspect
+
 from _check_util import opencl_cpu_env
 from _inspect_util import fetch, require, run, spirv
-from aotwheel.inspector import image_bytes, inspect
 
 _BUILD = """
 import json, sys
@@ -47,8 +48,8 @@ print(json.dumps({"kernels": sorted(again.kernel_names.split(";"))}))
 
 
 def _child(code: str, env, *args: str) -> dict:
-    import sys
     import subprocess
+    import sys
 
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -147,9 +148,10 @@ def test_gpu_only_options_fail_the_cpu_build_and_the_spirv_builds_without_them(b
 def test_cpu_verdicts_follow_the_runtimes_image_selection(cpu_aot, bnb_spirv, tmp_path):
     """spir64_x86_64 -> native; spir64 SPIR-V -> JIT; GPU-only options -> unsupported with the
     options named (the refusal measured above); a GPU fat binary -> unsupported, never generic_ir."""
+    from aotwheel.runtime import check
+
     from _check_util import fat_binary
     from _inspect_util import build_so
-    from aotwheel.runtime import check
 
     path, _ = cpu_aot
     spv = spirv(tmp_path)

@@ -13,12 +13,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _cuda_util import HEADER, KERNELS, listing, nvcc_path, run
+
 from aotwheel.backends.nvidia.build import render_embed
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+
+from _cuda_util import HEADER, KERNELS, listing, nvcc_path, run
+from conftest import CLANG, LLVM_SPIRV
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja"), pytest.mark.usefixtures("builds", "nvcc")]
+pytestmark = [
+    pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="needs cmake and ninja"),
+    pytest.mark.usefixtures("builds", "nvcc"),
+]
 
 PROJECT = """
 cmake_minimum_required(VERSION 3.21)

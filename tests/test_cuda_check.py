@@ -14,9 +14,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _cuda_util import REPO, VADD, nvcc_out, source
+
 from aotwheel.backends.nvidia.rules import cuda_files
 from aotwheel.runtime import JITError, JITWarning, check, jit_message
+
+from _cuda_util import REPO, VADD, nvcc_out, source
 
 pytestmark = pytest.mark.usefixtures("nvcc")
 
@@ -60,7 +62,9 @@ def test_verdicts_on_real_libraries(libs: dict[str, Path], variant: str, device:
 
 def test_rdc_library_loses_its_ptx_at_device_link() -> None:
     # -rdc=true: nvlink keeps cubins only, so the compute_90 PTX cannot serve a newer GPU.
-    so = nvcc_out("libcheck_rdc.so", "-shared", "-Xcompiler", "-fPIC", "-rdc=true", "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD)))
+    so = nvcc_out(
+        "libcheck_rdc.so", "-shared", "-Xcompiler", "-fPIC", "-rdc=true", "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD))
+    )
     [v] = check_cuda(so, "sm_100", policy="ignore")
     assert v.verdict == "unsupported" and v.targets == ("sm_90",)
 
@@ -112,11 +116,17 @@ def test_no_cuda_images_and_no_gpu(libs: dict[str, Path]) -> None:
 
 def test_cli_exit_status_and_json(libs: dict[str, Path]) -> None:
     env = {"PYTHONPATH": str(REPO / "python"), "PATH": "/usr/bin:/bin"}
-    ok = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm_90", "--json"], capture_output=True, text=True, env=env, check=False)
+    ok = subprocess.run(
+        [sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm_90", "--json"], capture_output=True, text=True, env=env, check=False
+    )
     assert ok.returncode == 0 and '"verdict": "native"' in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm_120"], capture_output=True, text=True, env=env, check=False)
+    bad = subprocess.run(
+        [sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm_120"], capture_output=True, text=True, env=env, check=False
+    )
     assert bad.returncode == 1 and "unsupported" in bad.stdout and "sm_120" in bad.stdout
-    typo = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm90"], capture_output=True, text=True, env=env, check=False)
+    typo = subprocess.run(
+        [sys.executable, "-m", "aotwheel", "check", str(libs["sm_90"]), "--device", "sm90"], capture_output=True, text=True, env=env, check=False
+    )
     assert typo.returncode == 2 and typo.stderr.startswith("aotwheel: error: ") and "sm_90" in typo.stderr
 
 

@@ -11,10 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _cuda_util import CACHE, NVJPEG_WHEEL, VADD, VSCALE, listing, nvcc_out, source, wheel_member
-from aotwheel.errors import InspectError
+
 from aotwheel.backends.nvidia.fatbin import MAGIC, entry_payload, lz4_block_decompress, read_fatbin
+from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
+
+from _cuda_util import CACHE, NVJPEG_WHEEL, VADD, VSCALE, listing, nvcc_out, source, wheel_member
 
 pytestmark = pytest.mark.usefixtures("nvcc")
 
@@ -180,7 +182,9 @@ def test_elf_without_fatbin_and_other_files_give_none(tmp_path: Path) -> None:
 # ---- hostile input: every claimed size is checked before it is used -------------------------
 
 def _real_fatbin() -> bytes:
-    return nvcc_out("vadd.default.fatbin", "-fatbin", "--compress-mode=default", "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD))).read_bytes()
+    return nvcc_out(
+        "vadd.default.fatbin", "-fatbin", "--compress-mode=default", "-gencode=arch=compute_90,code=[sm_90,compute_90]", str(source("vadd.cu", VADD))
+    ).read_bytes()
 
 
 def _parse_bytes(tmp_path: Path, data: bytes, name: str = "x.fatbin"):  # type: ignore[no-untyped-def]

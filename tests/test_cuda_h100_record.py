@@ -13,9 +13,11 @@ import re
 from pathlib import Path
 
 import pytest
-from _cuda_util import parse_listing
-from aotwheel.runtime import check
+
 from aotwheel.backends.nvidia.fatbin import read_fatbin
+from aotwheel.runtime import check
+
+from _cuda_util import parse_listing
 
 pytestmark = pytest.mark.usefixtures("nvcc")
 

@@ -78,7 +78,7 @@ def test_the_module_that_cannot_load_on_sm_90_is_named(lib: Path) -> None:
     proc = _check(lib, "sm_90")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("sm_90 (cc 9.0): jit, 1 module unsupported compute_80 [rule ptx-jit]"), proc.stdout
-    assert f"1 module cannot load on compute capability 9.0: an unnamed module of 1 container" in proc.stdout
+    assert "1 module cannot load on compute capability 9.0: an unnamed module of 1 container" in proc.stdout
     assert f"(cubins {cubins}, no PTX)" in proc.stdout
     [row] = json.loads(_check(lib, "sm_90", "--json").stdout)["verdicts"]
     assert row["verdict"] == "jit" and len(row["unsupported_modules"]) == 1

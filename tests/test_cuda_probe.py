@@ -16,10 +16,12 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from _cuda_util import nvcc_path, run
-from aotwheel.errors import ToolchainError
-from aotwheel.backends.nvidia.probe import CudaDevice, probe_cuda
+
 from aotwheel.backends.nvidia import nvcc as nvcc_mod
+from aotwheel.backends.nvidia.probe import CudaDevice, probe_cuda
+from aotwheel.errors import ToolchainError
+
+from _cuda_util import nvcc_path, run
 
 pytestmark = pytest.mark.usefixtures("nvcc")
 
@@ -164,7 +166,9 @@ def test_pip_nvcc_is_found_without_path_or_cuda_home(tmp_path: Path) -> None:
 def test_pip_nvcc_is_found_from_an_isolated_build_env(tmp_path: Path) -> None:
     # pip's build isolation runs this interpreter with its site-packages removed from sys.path.
     pip_nvcc = _pip_nvcc()
-    code = "import sys, aotwheel.backends.nvidia.nvcc as m; sys.path[:] = [p for p in sys.path if 'site-packages' not in p]; " + FIND.split("; ", 1)[1].replace("find_nvcc()", "m.find_nvcc()")
+    code = "import sys, aotwheel.backends.nvidia.nvcc as m; sys.path[:] = [p for p in sys.path if 'site-packages' not in p]; " + FIND.split("; ", 1)[1].replace(
+        "find_nvcc()", "m.find_nvcc()"
+    )
     out = run_env([sys.executable, "-c", code], _no_cuda_env(tmp_path)).split()
     assert out[0] == str(pip_nvcc.resolve())
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from _cuda_util import CACHE, CUFFT_WHEEL, REPO, VADD, listing, nvcc_out, run, source, wheel_member
 from aotwheel.inspector import inspect
+
+from _cuda_util import CACHE, CUFFT_WHEEL, REPO, VADD, listing, nvcc_out, run, source, wheel_member
 
 pytestmark = pytest.mark.usefixtures("large_binaries", "nvcc")
 MAGIC = struct.pack("<I", 0xBA55ED50)

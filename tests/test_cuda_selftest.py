@@ -13,10 +13,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _cuda_util import REPO, listing, run
+
 from aotwheel.backends.nvidia.fatbin import MAGIC, parse_fatbin
-from aotwheel.formats.region import Region
 from aotwheel.backends.nvidia.selftest import fatbinaries, max_error, run_cuda
+from aotwheel.formats.region import Region
+
+from _cuda_util import REPO, listing, run
 
 pytestmark = pytest.mark.usefixtures("nvcc")
 

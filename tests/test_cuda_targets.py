@@ -8,9 +8,11 @@ checked by running nvcc with them and listing the result with cuobjdump.
 from __future__ import annotations
 
 import pytest
-from _cuda_util import CACHE, VADD, listing, run, source
+
 from aotwheel.backends.nvidia.targets import CudaTarget, cuda_verdict, is_cuda_token, parse_cuda_target, plan
 from aotwheel.errors import DevlistError
+
+from _cuda_util import CACHE, VADD, listing, run, source
 
 
 def T(name: str) -> CudaTarget:

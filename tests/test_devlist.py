@@ -176,7 +176,16 @@ def test_jit_fallback_is_per_vendor(text: str, jit: bool, spirv: bool, vendors: 
     assert (d["spirv"], tuple(d["vendors"]), d["jit_summary"]) == (spirv, vendors, summary)
 
 
-@pytest.mark.parametrize("text,fragment", [("sm90", "did you mean sm_90?"), ("none,sm_90", "'none'"), ("sm_90,compute_80,no-jit", "JIT fallback is off"), ("ptx", "none is listed"), ("sm_91", "sm_90")])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("sm90", "did you mean sm_90?"),
+        ("none,sm_90", "'none'"),
+        ("sm_90,compute_80,no-jit", "JIT fallback is off"),
+        ("ptx", "none is listed"),
+        ("sm_91", "sm_90"),
+    ],
+)
 def test_nvidia_errors(text: str, fragment: str) -> None:
     with pytest.raises(DevlistError) as info:
         resolve(text)

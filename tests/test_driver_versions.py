@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from _inspect_util import DATA, decompress_to
 from aotwheel.backends.intel.backend import BACKEND, driver_release
 from aotwheel.inspector import inspect
 from aotwheel.probe import ProbedDevice
+
+from _inspect_util import DATA, decompress_to
 
 
 @pytest.fixture(scope="module")

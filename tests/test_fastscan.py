@@ -22,9 +22,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import _fuzz_util as fu
-from _inspect_util import host_library, zstd_frame
-from conftest import REPO
 from aotwheel.errors import InspectError
 from aotwheel.formats import fastscan
 from aotwheel.formats.ar import read_ar
@@ -32,6 +29,10 @@ from aotwheel.formats.elf import _count_tgtsym, _per_triple, _tgtsym_names
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
 from aotwheel.inspector import inspect
+
+import _fuzz_util as fu
+from _inspect_util import host_library, zstd_frame
+from conftest import REPO
 
 EXAMPLES = int(os.environ.get("AOTWHEEL_FASTSCAN_EXAMPLES", "300"))  # fuzz/fastscan_asan.py --examples raises it
 OPS = st.tuples(st.sampled_from(fu.OPS), st.integers(-4096, 1 << 30), st.integers(0, 1 << 16), st.integers(0, 1 << 16))

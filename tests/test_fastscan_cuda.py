@@ -22,14 +22,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import _fuzz_util as fu
-from _cuda_util import CUFFT_WHEEL, NVJPEG_WHEEL, VADD, nvcc_out, run, source, wheel_member
 from aotwheel.backends.nvidia import fatbin as fb
 from aotwheel.errors import InspectError
 from aotwheel.formats import fastscan
 from aotwheel.formats.elf import open_elf
 from aotwheel.formats.region import Region
 from aotwheel.inspector import inspect
+
+import _fuzz_util as fu
+from _cuda_util import CUFFT_WHEEL, NVJPEG_WHEEL, VADD, nvcc_out, run, source, wheel_member
 
 pytestmark = pytest.mark.usefixtures("large_binaries", "nvcc")
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, embedded_images, require, run
+from conftest import CLANG, LLVM_SPIRV
 
 pytestmark = pytest.mark.usefixtures("builds")
 

@@ -143,7 +143,6 @@ def test_readme_cache_server_configs_serve_aotwheels_stores(tmp_path: Path) -> N
     """Issue 30 item 5: the README's nginx `server` block and redis.conf lines, as written (port,
     folder and bind address moved to this test's), serve aotwheel's HTTP and Redis stores."""
     from aotwheel.buildsteps.remote import config_from
-
     from benchmarks.servers import NGINX, REDIS, _wait_port, free_port
 
     if NGINX is None or REDIS is None:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from _inspect_util import DATA, decompress_to, relocs_into
 from aotwheel.formats.elf import _relative_relocs, _slot_relocs, open_elf, read_host
 from aotwheel.formats.region import Region
+
+from _inspect_util import DATA, decompress_to, relocs_into
 
 ZST = ["libmhc_kernels_xe_2.so.zst", "xpumem_allocator.abi3.so.zst"]
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import _fuzz_util as fu
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
+
+import _fuzz_util as fu
 
 pytestmark = pytest.mark.usefixtures("fuzzing")
 

@@ -149,7 +149,13 @@ def test_cmake_configure_rejects(tmp_path: Path, text: str, builds: None) -> Non
     # Through the environment, the way pip users pass it; the cache route is in test_cmake_entry.
     env["USE_AOT_DEVLIST"] = text
     args: list[str] = []
-    proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}", *args], capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        ["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode != 0
     assert not (tmp_path / "b" / "reached.txt").exists()
     assert "aotwheel_resolve_devlist: USE_AOT_DEVLIST" in " ".join(proc.stderr.split())

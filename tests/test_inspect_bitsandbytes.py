@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from aotwheel.inspector import image_bytes, inspect
 
 from _inspect_util import fetch, readelf_notes, require, run
-from aotwheel.inspector import image_bytes, inspect
 
 WHEEL = ("bitsandbytes", "0.50.2", "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl",
          "55348a9a4a21bfd99cf8c7b32fe67b4030ae5c2a05738e03c1747f65fa6ec283")

@@ -14,12 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _inspect_util import KERNEL_NAMES, REPO, build_so, ocloc_fat, relocs_into, spirv
 from aotwheel.errors import InspectError
 from aotwheel.formats import zstd
 from aotwheel.formats.region import Region
 from aotwheel.inspector import inspect
-from conftest import CLANG, LLVM_SPIRV, require_legacy_ocloc  # noqa: F401
+
+from _inspect_util import KERNEL_NAMES, REPO, build_so, ocloc_fat, relocs_into, spirv
+from conftest import CLANG, LLVM_SPIRV, require_legacy_ocloc
 
 OFFSET_RE = re.compile(r"at offset 0x[0-9a-f]+")
 

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from _inspect_util import drop_from_page_cache, ocloc_single, require, resident_bytes, run, spirv
 from aotwheel.inspector import inspect
+
+from _inspect_util import drop_from_page_cache, ocloc_single, require, resident_bytes, run, spirv
 
 pytestmark = pytest.mark.usefixtures("large_binaries")
 

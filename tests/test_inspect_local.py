@@ -12,10 +12,10 @@ import zipfile
 
 import pytest
 
-from conftest import ocloc_writes_legacy_images, require_legacy_ocloc
+from aotwheel.inspector import find_spirv, image_bytes, inspect
 
 from _inspect_util import KERNEL_NAMES, REPO, ar_names, build_so, ocloc_fat, ocloc_ip, ocloc_single, relocs_into, run, spirv
-from aotwheel.inspector import find_spirv, image_bytes, inspect
+from conftest import ocloc_writes_legacy_images, require_legacy_ocloc
 
 FAT_DEVICES = ("pvc", "acm-g10")
 

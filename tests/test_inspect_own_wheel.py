@@ -11,9 +11,10 @@ import zipfile
 
 import pytest
 
-from _inspect_util import REPO, ocloc_ip, require
 from aotwheel.inspector import find_spirv, inspect
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+
+from _inspect_util import REPO, ocloc_ip, require
+from conftest import CLANG, LLVM_SPIRV
 
 pytestmark = pytest.mark.usefixtures("builds")
 

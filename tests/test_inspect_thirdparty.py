@@ -14,8 +14,9 @@ import zipfile
 
 import pytest
 
-from _inspect_util import DATA, decompress_to, fetch, readelf_notes, relocs_into, require, run
 from aotwheel.inspector import image_bytes, inspect
+
+from _inspect_util import DATA, decompress_to, fetch, readelf_notes, relocs_into, require, run
 
 pytestmark = pytest.mark.usefixtures("large_binaries")
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from aotwheel import syclcache
+
 from _build_util import REPO, compile_spirv, require
 from _check_util import opencl_cpu_env, run_cli, run_python
-from aotwheel import syclcache
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV
 
 VLLM = REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from _inspect_util import require, run, spirv
 from aotwheel.errors import InspectError
 from aotwheel.inspector import inspect
+
+from _inspect_util import require, run, spirv
 
 
 def _so(work: Path, blob: bytes, listed: int, name: str) -> Path:

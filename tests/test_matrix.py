@@ -13,13 +13,22 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from _aotdemo_util import (
-    FAT_SECTION, PVC_MEMBER, REPO, SPIRV_SECTION, ar_members, copy_example, section_bytes, section_names, unpack, unzstd,
+    FAT_SECTION,
+    PVC_MEMBER,
+    REPO,
+    SPIRV_SECTION,
+    ar_members,
+    copy_example,
+    section_bytes,
+    section_names,
+    unpack,
+    unzstd,
 )
 
 pytestmark = pytest.mark.usefixtures("builds")

@@ -17,7 +17,7 @@ import pytest
 
 from _check_util import child_env, fat_binary, run_cli
 from _cuda_util import VADD, VSCALE, nvcc_out, source
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
+from conftest import CLANG, LLVM_SPIRV
 
 REPO = Path(__file__).resolve().parents[1]
 H100 = REPO / "tests" / "data" / "cuda-h100"
@@ -342,11 +342,11 @@ def test_backends_registry_is_the_only_vendor_switch() -> None:
 def test_this_repository_built_for_intel_and_nvidia_reads_as_one_list(fresh, tmp_path: Path, builds: None, nvcc: str) -> None:
     # The mixed extension: aotwheel._kernels built with USE_AOT_DEVLIST=pvc,ats-m150,sm_90
     # by the repository's own CMakeLists.txt (ocloc for the Intel devices, nvcc for sm_90).
-    from conftest import require, run_tool
-
     from aotwheel import check
     from aotwheel.inspector import inspect
     from aotwheel.report import summary
+
+    from conftest import require, run_tool
 
     require("cmake", "ninja", "ocloc", CLANG, LLVM_SPIRV)
     env = {**child_env(), "AOTWHEEL_CACHE_DIR": str(tmp_path / "cache"), "AOTWHEEL_NVCC": nvcc}

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+
 from _inspect_util import REPO, fetch
 
 pytestmark = pytest.mark.usefixtures("large_binaries")

@@ -15,20 +15,38 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import (
-    PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_ip, ocloc_logger,
-    planned_ocloc_edges, require, run,
-)
 from aotwheel.backends.intel.build import groups
-from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.backends.intel.build.groups import (
-    EDGE_OVERHEAD, device_groups, estimated_makespan, group_count, plan_edges, plan_estimate, source_jobs, usable_cores,
+    EDGE_OVERHEAD,
+    device_groups,
+    estimated_makespan,
+    group_count,
+    plan_edges,
+    plan_estimate,
+    source_jobs,
+    usable_cores,
 )
 from aotwheel.backends.intel.build.ocloc_job import GroupJob, compile_devices, run_group, run_job
+from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.buildsteps.shard import DEVICE_COST, Job, job_cost
 from aotwheel.buildsteps.tiers import Tiers
 from aotwheel.errors import AotwheelError, ToolchainError
-from conftest import CLANG, LLVM_SPIRV, ocloc_output  # noqa: F401
+
+from _build_util import (
+    PYTHONPATH,
+    REPO,
+    ar_extract,
+    ar_members,
+    build_env,
+    compile_spirv,
+    logged_runs,
+    ocloc_ip,
+    ocloc_logger,
+    planned_ocloc_edges,
+    require,
+    run,
+)
+from conftest import CLANG, LLVM_SPIRV, ocloc_output
 
 KERNELS = REPO / "csrc" / "kernels"
 SIX = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]

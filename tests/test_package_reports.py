@@ -6,16 +6,15 @@ vendor is the CPU's, not the OpenCL runtime's."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from aotwheel.inspector import inspect
+
 from _check_util import child_env, fat_binary, opencl_cpu_env, run_cli, single_binary
 from _inspect_util import fetch
-from aotwheel.inspector import inspect
 
 BNB = ("bitsandbytes", "0.50.2", "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl",
        "55348a9a4a21bfd99cf8c7b32fe67b4030ae5c2a05738e03c1747f65fa6ec283")
@@ -66,7 +65,9 @@ def test_cli_inspect_and_check_list_the_error_and_exit_2(wheel_with_a_corrupt_me
     assert proc.returncode == 2, proc.stderr
     lines = proc.stdout.splitlines()
     # Each binary named, its verdicts indented under it; the unreadable one says why.
-    assert [line for line in lines if not line.startswith("  ")][:3] == [f"{wheel_with_a_corrupt_member}!mixed/{n}" for n in ("broken.so", "kernels.bin", "other.bin")]
+    assert [line for line in lines if not line.startswith("  ")][:3] == [
+        f"{wheel_with_a_corrupt_member}!mixed/{n}" for n in ("broken.so", "kernels.bin", "other.bin")
+    ]
     assert any("[rule unreadable]" in line for line in lines)
     assert lines[-1] == f"{wheel_with_a_corrupt_member}: native on: pvc"
 

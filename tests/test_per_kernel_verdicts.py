@@ -10,9 +10,10 @@ import warnings
 
 import pytest
 
+from aotwheel.runtime import JITWarning, check, reset_memo
+
 from _check_util import fat_binary
 from _inspect_util import build_so, run, spirv
-from aotwheel.runtime import JITWarning, check, reset_memo
 
 
 @pytest.fixture(scope="module")

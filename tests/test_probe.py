@@ -133,9 +133,12 @@ def test_opencl_cpu_runtime_is_found_as_cpu_device_with_spirv():
 
 
 def test_import_is_cheap_and_probes_nothing():
-    code = ("import sys, aotwheel, aotwheel.probe, aotwheel.hook\n"
-            "heavy = [m for m in ('pyopencl', 'numpy', 'ctypes', 'aotwheel.backends.intel.probes.levelzero', 'elftools', 'zstandard', 'dpctl', 'torch') if m in sys.modules]\n"
-            "print(','.join(heavy))")
+    code = (
+        "import sys, aotwheel, aotwheel.probe, aotwheel.hook\n"
+        "heavy = [m for m in ('pyopencl', 'numpy', 'ctypes', 'aotwheel.backends.intel.probes.levelzero', 'elftools', 'zstandard', "
+        "'dpctl', 'torch') if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
     proc = run_python(code, child_env())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""

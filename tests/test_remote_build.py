@@ -9,7 +9,6 @@ pyelftools (tests/_build_util.embedded_images), not with aotwheel's readers."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -18,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import (PYTHONPATH, REPO, build_env, compile_runs, embedded_images, logged_runs as _logged,
-                         ocloc_logger, require, run, tool_logger)
-
 from benchmarks.servers import NginxDav
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import start_nginx
+
+from _build_util import PYTHONPATH, REPO, build_env, compile_runs, embedded_images, ocloc_logger, require, run, tool_logger
+from _build_util import logged_runs as _logged
+from conftest import CLANG, LLVM_SPIRV, start_nginx
 
 pytestmark = pytest.mark.usefixtures("builds")
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require
-from conftest import CLANG, LLVM_SPIRV  # noqa: F401
-from conftest import run_tool, start_nginx, start_redis
-from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.backends.intel.build.ocloc_job import run_job
+from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.buildsteps.remote import config_from
 from aotwheel.buildsteps.tiers import Tiers
 from aotwheel.errors import AotwheelError
+
+from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require
+from conftest import CLANG, LLVM_SPIRV, run_tool, start_nginx, start_redis
 
 MAGIC = b"aotwheel-cache-object 1 "
 DEVICES = ("pvc", "tgllp")

@@ -8,8 +8,9 @@ import warnings
 
 import pytest
 
-from _check_util import TINY_KERNEL, spirv
 from aotwheel import runtime
+
+from _check_util import TINY_KERNEL, spirv
 
 
 @pytest.fixture

@@ -17,8 +17,19 @@ from pathlib import Path
 import pytest
 
 from _aotdemo_util import (
-    ACM_G10_MEMBER, FAT_SECTION, PVC_MEMBER, REPO, SPIRV_MAGIC, SPIRV_SECTION,
-    ar_members, copy_example, require_tools, section_bytes, section_names, unpack, unzstd,
+    ACM_G10_MEMBER,
+    FAT_SECTION,
+    PVC_MEMBER,
+    REPO,
+    SPIRV_MAGIC,
+    SPIRV_SECTION,
+    ar_members,
+    copy_example,
+    require_tools,
+    section_bytes,
+    section_names,
+    unpack,
+    unzstd,
 )
 
 pytestmark = pytest.mark.usefixtures("builds")

@@ -13,7 +13,7 @@ import json
 import re
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,7 @@ NEWEST = ("bmg-g21", "bmg-g31", "lnl-m", "ptl-h", "ptl-u", "wcl", "nvl-s", "nvl-
 KERNEL = "kernel void scale(global float *x, float a) { size_t i = get_global_id(0); x[i] = a * x[i]; }\n"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _device_words() -> tuple[str, ...]:
     """The words of the installed ocloc's ``-device`` list, as its help prints them."""
     words = ocloc_device_words()
@@ -34,7 +34,7 @@ def _device_words() -> tuple[str, ...]:
     return tuple(sorted(words))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _ocloc_ids(word: str) -> tuple[str, ...]:
     proc = subprocess.run(["ocloc", "ids", word], capture_output=True, text=True, check=False)
     return tuple(re.findall(r"^\s*(\d+\.\d+\.\d+)\s*$", proc.stdout, re.M)) if proc.returncode == 0 else ()

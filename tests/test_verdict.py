@@ -8,9 +8,8 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from conftest import require_legacy_ocloc
-
 from _check_util import ACM_G10_MEMBER, PVC_MEMBER, ar_members, fat_binary, single_binary
+from conftest import require_legacy_ocloc
 
 
 def _dev(text: str):
@@ -21,8 +20,8 @@ def _dev(text: str):
 
 
 def _decide(path, device: str, **kw):
-    from aotwheel.inspector import inspect
     from aotwheel.backends.intel.rules import decide
+    from aotwheel.inspector import inspect
 
     (f,) = [f for f in inspect(path).files if f.native_targets or f.ir]
     return decide(f.native_targets, f.ir, _dev(device), binary=str(path), **kw)
@@ -133,8 +132,8 @@ def test_compatibility_fallbacks_follow_platforms_h(product, expected):
 
 
 def test_device_without_ip_is_unknown_unless_binary_is_jit_only():
-    from aotwheel.probe import ProbedDevice
     from aotwheel.backends.intel.rules import decide
+    from aotwheel.probe import ProbedDevice
 
     gpu = ProbedDevice("Some Intel GPU", "sycl")
     assert decide([_zebin("12.60.7", PVC_MEMBER, name="pvc")], ["spirv"], gpu).verdict == "unknown"
@@ -143,8 +142,8 @@ def test_device_without_ip_is_unknown_unless_binary_is_jit_only():
 
 
 def test_non_intel_gpu_uses_spirv_only():
-    from aotwheel.probe import ProbedDevice
     from aotwheel.backends.intel.rules import decide
+    from aotwheel.probe import ProbedDevice
 
     other = ProbedDevice("Other GPU", "opencl", vendor="Other Corp", spirv=False)
     v = decide([_zebin("12.60.7", PVC_MEMBER, name="pvc")], ["spirv"], other)

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import pytest
 
-from _inspect_util import DATA
 from aotwheel.backends.intel.backend import BACKEND
 from aotwheel.inspector import inspect
 from aotwheel.probe import ProbedDevice
+
+from _inspect_util import DATA
 
 OCLOC26 = DATA / "ocloc-26.27"
 NEW = {"bmg-g31": "20.2.0", "ptl-u": "30.1.0", "wcl": "30.3.1", "nvl-s": "30.4.4", "nvl-h": "30.5.4",

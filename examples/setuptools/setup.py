@@ -1,5 +1,6 @@
 """examples/downstream as a setup.py project: the same CMakeLists lines, built by aotwheel.setuptools."""
 from setuptools import setup
+
 from aotwheel.setuptools import CMakeExtension, build_ext
 
 setup(

@@ -11,6 +11,6 @@ if __package__ in (None, ""):  # run as a file: the aotwheel around it first, th
         del sys.path[0]
     sys.path.insert(0, dirname(_here))
 
-from aotwheel.cli import main  # noqa: E402
+from aotwheel.cli import main
 
 sys.exit(main())

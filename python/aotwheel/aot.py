@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aotwheel import backends
-from aotwheel import runtime
+from aotwheel import backends, runtime
 from aotwheel.inspector import inspect
 from aotwheel.model import Verdict
 

@@ -26,11 +26,34 @@ from dataclasses import dataclass
 
 from aotwheel.errors import SettingError
 from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers know config by)
-    BUILD_STEP_SETTINGS, CACHE_DIR, CLANG, COMPRESS, DEVICE, DEVLIST, FIELD_DEFAULTS, JIT, JIT_CACHE_DIR, JIT_FALLBACK, LLVM_SPIRV,
-    NO_FASTSCAN, NVCC, OCLOC, OCLOC_GROUPS, OCLOC_JOBS, REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_TOKEN,
-    SHARD, TORCH_ARCH_LIST, VARIABLES, ZE_LOADER, Variable, flag, off,
+    BUILD_STEP_SETTINGS,
+    CACHE_DIR,
+    CLANG,
+    COMPRESS,
+    DEVICE,
+    DEVLIST,
+    FIELD_DEFAULTS,
+    JIT,
+    JIT_CACHE_DIR,
+    JIT_FALLBACK,
+    LLVM_SPIRV,
+    NO_FASTSCAN,
+    NVCC,
+    OCLOC,
+    OCLOC_GROUPS,
+    OCLOC_JOBS,
+    REMOTE_CACHE,
+    REMOTE_CACHE_READONLY,
+    REMOTE_CACHE_TIMEOUT,
+    REMOTE_CACHE_TOKEN,
+    SHARD,
+    TORCH_ARCH_LIST,
+    VARIABLES,
+    ZE_LOADER,
+    Variable,
+    flag,
+    off,
 )
-
 
 DEFAULT_DEVLIST = str(DEVLIST.default)
 JIT_POLICIES = ("warn", "error", "ignore")

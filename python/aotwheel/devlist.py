@@ -178,7 +178,9 @@ def resolve(
     grammars: dict[str, DevlistGrammar] = {b.name: b.devlist_grammar(given.get(b.name)) for b in backends.all_backends()}
     examples = _examples(grammars[default.name])
     if len(text) > MAX_LENGTH:
-        raise DevlistError(f"USE_AOT_DEVLIST is too long ({len(text)} characters, limit {MAX_LENGTH}); list devices or use a family name such as {examples.family}")
+        raise DevlistError(
+            f"USE_AOT_DEVLIST is too long ({len(text)} characters, limit {MAX_LENGTH}); list devices or use a family name such as {examples.family}"
+        )
     _reject_bad_characters(text, grammars[default.name], given)
 
     tokens = [t for t in _SEPARATORS.split(text) if t]

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
-from aotwheel.model import IR_KINDS, Image, ImageKind
-from aotwheel.report import FileReport, Report
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
+from aotwheel.model import IR_KINDS, Image, ImageKind
+from aotwheel.report import FileReport, Report
 
 if TYPE_CHECKING:
     from aotwheel.backends.protocol import Reader
@@ -407,7 +407,9 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
         raise InspectError(f"{label}: a truncated zip (wheel): it starts as a zip archive but has no end-of-central-directory "
                            f"record ({region.size} bytes); download or build the wheel again")
     elif kind == _UNKNOWN:
-        raise InspectError(f"{label}: not an ELF, wheel, ar, zebin, SPIR-V, zstd image or offload bundle (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
+        raise InspectError(
+            f"{label}: not an ELF, wheel, ar, zebin, SPIR-V, zstd image or offload bundle (magic {region.head(4).hex()}) at offset 0x0; pass a device binary"
+        )
     else:
         _add_image(walk, region, triple=None, section=None)
         if kind == _SPIRV:
@@ -574,7 +576,13 @@ def _walk_offloading(walk: _Walk, region: Region, section: str | None) -> None:
 
     for entry in read_all(region):
         triple = entry.strings.get("triple")
-        _add_image(walk, region.sub(entry.image_offset, entry.image_size, "OffloadBinary image"), triple=triple, section=section, offload_arch=entry.strings.get("arch"))
+        _add_image(
+            walk,
+            region.sub(entry.image_offset, entry.image_size, "OffloadBinary image"),
+            triple=triple,
+            section=section,
+            offload_arch=entry.strings.get("arch"),
+        )
 
 
 def _walk_static_archive(walk: _Walk, region: Region) -> None:

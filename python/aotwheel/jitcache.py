@@ -8,8 +8,8 @@ to a driver must come from nobody else.
 
 One file per (image sha256, device name and IP, platform, build options):
 ``<image+device digest>/<sha256 of all that>.bin`` (so ``aotwheel check`` can ask "any build of
-this image for this device?" without knowing the options), whose first line is JSON holding the full key (with the driver version) and the payload's sha256, then
-the payload. An entry that fails its hash check, or was built by another driver version, is
+this image for this device?" without knowing the options), whose first line is JSON holding the
+full key (with the driver version) and the payload's sha256, then the payload. An entry that fails its hash check, or was built by another driver version, is
 removed, and the caller rebuilds with one warning.
 """
 

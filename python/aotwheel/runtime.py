@@ -360,12 +360,17 @@ def ensure(module_or_path: Any, device: Any = None, *, devices: Any = None, poli
     verdicts = check(module_or_path, devices, policy=policy)
     chosen = [v for v in verdicts if _matches(v, device)] if device is not None else verdicts
     if device is not None and not chosen:
-        raise UnsupportedDeviceError(f"device {device!r} is not among the devices checked ({', '.join(sorted({v.device for v in verdicts})) or 'none found'}); pass devices= or set AOTWHEEL_DEVICE")
+        raise UnsupportedDeviceError(
+            f"device {device!r} is not among the devices checked ({', '.join(sorted({v.device for v in verdicts})) or 'none found'}); "
+            "pass devices= or set AOTWHEEL_DEVICE"
+        )
     bad = [v for v in chosen if v.verdict == UNSUPPORTED]
     runnable = [v for v in chosen if v.verdict in (NATIVE, JIT)]
     if bad and (device is not None or not runnable):
         v = bad[0]
         fix = v.remedy or "rebuild with JIT fallback on (SPIR-V kept)"
         embedded = ", ".join(v.targets) or "none"
-        raise UnsupportedDeviceError(f"{os.path.basename((v.binary or '').split('!')[-1])}: {v.device} cannot run this device code (embedded: {embedded}; {v.reason}); {fix}")
+        raise UnsupportedDeviceError(
+            f"{os.path.basename((v.binary or '').split('!')[-1])}: {v.device} cannot run this device code (embedded: {embedded}; {v.reason}); {fix}"
+        )
     return verdicts

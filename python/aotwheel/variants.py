@@ -75,7 +75,7 @@ def _vocabularies() -> list[Any]:
     return backends.variant_vocabularies()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _plugin(name: str) -> type[VariantPlugin] | None:
     """The plugin class published metadata names ``aotwheel.variants:<name>``, or None."""
     for v in _vocabularies():
@@ -275,5 +275,6 @@ def _write_variant(wheel: Path, outdir: Path, label: str, dist_info_json: str) -
     return target
 
 
-__all__ = ["FEATURE", "JIT_VALUE", "NAMESPACE", "FeatureConfig", "IntelGpuPlugin", "VariantPlugin", "WheelVariant", "describe_wheel",
-           "label_wheels", "native_ips", "supported_values", "variant_info"]
+# FEATURE, JIT_VALUE, NAMESPACE, IntelGpuPlugin, native_ips and supported_values come from __getattr__ (published names).
+__all__ = ["FEATURE", "JIT_VALUE", "NAMESPACE", "FeatureConfig", "IntelGpuPlugin", "VariantPlugin", "WheelVariant",  # noqa: F822
+           "describe_wheel", "label_wheels", "native_ips", "supported_values", "variant_info"]

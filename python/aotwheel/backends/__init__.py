@@ -36,7 +36,7 @@ def register(name: str, module: str) -> None:
     get.cache_clear()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get(name: str) -> Backend:
     """The backend called ``name`` (``KeyError`` for an unknown one), imported on first use."""
     backend: Backend = importlib.import_module(_BUILTIN[name]).BACKEND

@@ -16,8 +16,7 @@ if TYPE_CHECKING:
 
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
-    from aotwheel.model import Device, Image, ImageKind, Verdict
-    from aotwheel.model import ProbedDevice
+    from aotwheel.model import Device, Image, ImageKind, ProbedDevice, Verdict
     from aotwheel.report import FileReport
 
 

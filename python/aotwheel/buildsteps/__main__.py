@@ -27,8 +27,8 @@ if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwhe
         del sys.path[0]
     sys.path.insert(0, str(_here.parents[2]))
 
-from aotwheel.buildsteps.edge import step_parser, write_if_changed  # noqa: E402
-from aotwheel.errors import AotwheelError, run_command  # noqa: E402
+from aotwheel.buildsteps.edge import step_parser, write_if_changed
+from aotwheel.errors import AotwheelError, run_command
 
 
 def _load_toolchain(path: str) -> dict:

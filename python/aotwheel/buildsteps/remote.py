@@ -137,7 +137,7 @@ class HttpStore:
         port = self._port if self._port is not None else (443 if self._https else 80)
         try:
             sock = socket.create_connection((_address(self._host), port), timeout=self._timeouts.connect)  # type: ignore[arg-type]
-        except socket.timeout:
+        except TimeoutError:
             raise RemoteError(f"{self.name}: timed out") from None
         except OSError as exc:
             raise RemoteError(f"{self.name}: {type(exc).__name__}: {exc.strerror or exc}") from None
@@ -150,7 +150,7 @@ class HttpStore:
             sock.sendall(request)
             with sock.makefile("rb") as fp:
                 return read_http_response(fp, head_only=method == "HEAD")
-        except socket.timeout:
+        except TimeoutError:
             raise RemoteError(f"{self.name}: timed out") from None
         except HttpProtocolError as exc:
             raise RemoteError(f"{self.name}: {exc}") from None
@@ -219,7 +219,7 @@ class RedisStore:
                 sock.sendall(b"".join(_encode(c) for c in todo))
                 reader = _Reader(sock)
                 replies = [reader.reply() for _ in todo]
-        except socket.timeout:
+        except TimeoutError:
             raise RemoteError(f"{self.name}: timed out") from None
         except OSError as exc:
             raise RemoteError(f"{self.name}: {type(exc).__name__}: {exc.strerror or exc}") from None

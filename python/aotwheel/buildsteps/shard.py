@@ -84,7 +84,7 @@ def assign(jobs: list[Job], count: int) -> dict[tuple[str, str], int]:
     by_source: dict[str, list[Job]] = {}
     for job in jobs:
         by_source.setdefault(job.source, []).append(job)
-    for source, mine in by_source.items():  # a canonical order: the input's order must not matter
+    for mine in by_source.values():  # a canonical order: the input's order must not matter
         mine.sort(key=lambda j: (-j.cost, j.device))
     whole = {source: sum(j.cost for j in mine) for source, mine in by_source.items()}
     # A hair of slack so that a load equal to the bound (equal sources) counts as within it.

@@ -96,6 +96,7 @@ def scikit_build_defines(source: Path, build: Path, env: dict[str, str]) -> dict
     (``find_package(Python … ${SKBUILD_SABI_COMPONENT})``, ``python_add_library(… USE_SABI …)``).
     Empty for any other project."""
     import sysconfig
+
     import tomllib
 
     try:
@@ -115,7 +116,7 @@ def scikit_build_defines(source: Path, build: Path, env: dict[str, str]) -> dict
         from importlib.metadata import version
 
         core = version("scikit-build-core")
-    except Exception:  # noqa: BLE001 - not installed here: the variable is only informative
+    except Exception:
         core = ""
     wheel = build / "wheel"
     out = {"SKBUILD": "2", "SKBUILD_CORE_VERSION": core, "SKBUILD_STATE": "wheel",

@@ -33,7 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "is JIT-compiled (SPIR-V, PTX) at first use, or cannot run, and which rule decided it; "
                                    "every device of every vendor gets a verdict for every binary. Exit status 1 when a "
                                    "device is unsupported or --jit error meets a JIT verdict, 2 for bad input (an unreadable binary included).")
-    p.add_argument("binary", metavar="BINARY", help="a .so, wheel, directory, fat binary, .bin or .spv; or a module or package name such as aotwheel._kernels or dpnp")
+    p.add_argument(
+        "binary", metavar="BINARY", help="a .so, wheel, directory, fat binary, .bin or .spv; or a module or package name such as aotwheel._kernels or dpnp"
+    )
     p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
     p.add_argument("--json", action="store_true", help='print {"verdicts": [...]} as JSON')
     p.add_argument("--jit", choices=("warn", "error", "ignore"), help="JIT policy (default: $AOTWHEEL_JIT, else warn)")

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from aotwheel.variables import NO_FASTSCAN, off
 from aotwheel.formats.region import Region
+from aotwheel.variables import NO_FASTSCAN, off
 
 ZebinFacts = tuple[int | None, int | None, int | None, str | None, bool]  # ip_u32, product, core, version, has_spirv
 # name, offset in the archive, size, and: zebin facts, generic_ir's IR payload head (b"": none), or None

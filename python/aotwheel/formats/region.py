@@ -6,11 +6,11 @@ import io
 import mmap
 import struct
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from aotwheel.errors import InspectError
 
-Buffer = Union[bytes, bytearray, memoryview, mmap.mmap]
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 _FIX = "the file is corrupt or truncated; rebuild or re-download it"
 

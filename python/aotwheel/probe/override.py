@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from aotwheel.errors import DevlistError
+from aotwheel.model import ProbedDevice, ProbeResult
 from aotwheel.variables import DEVICE
-from aotwheel.model import ProbeResult, ProbedDevice
 
 ENV = DEVICE.name
 CPU_TOKEN = "cpu"

@@ -10,8 +10,7 @@ from aotwheel.model import AMD, NATIVE, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.protocol import DevlistPart
-    from aotwheel.model import Device
-    from aotwheel.model import ProbedDevice
+    from aotwheel.model import Device, ProbedDevice
     from aotwheel.report import FileReport
 
 

@@ -32,8 +32,8 @@ class IntelBackend:
         from aotwheel.backends.intel import grammar
         from aotwheel.backends.intel.catalog import load_catalog
         from aotwheel.errors import DevlistError
-        from aotwheel.variables import DEVLIST
         from aotwheel.model import ProbedDevice
+        from aotwheel.variables import DEVLIST
 
         try:
             _, targets = grammar.lookup(token, raw, (), load_catalog())
@@ -155,7 +155,8 @@ class IntelBackend:
             return f"rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))}" + (" (or keep JIT fallback on)" if keep_ir else "")
         if verdict.kind == "cpu":
             if verdict.rule == "cpu-options":
-                return "rebuild without GPU-only options for the spir64 target (pass them to spir64_gen only: -Xs applies to every SPIR-V target), or add -fsycl-targets=spir64_x86_64"
+                return ("rebuild without GPU-only options for the spir64 target (pass them to spir64_gen only: -Xs applies to every "
+                        "SPIR-V target), or add -fsycl-targets=spir64_x86_64")
             return "" if verdict.verdict == NATIVE else "rebuild with -fsycl-targets=spir64_x86_64 (native CPU code) or keep a spir64 SPIR-V image"
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
 

@@ -97,7 +97,7 @@ def parse_supported_devices(text: str) -> tuple[list[tuple[str, str]], list[tupl
             if m:
                 products.append((m[1], _hex_ip(m[2])))
         elif section in ("family_groups", "release_groups"):
-            m = re.match(rf"^    ([a-z0-9][a-z0-9-]*):\s*\[([^\]]*)\]\s*$", line)
+            m = re.match(r"^    ([a-z0-9][a-z0-9-]*):\s*\[([^\]]*)\]\s*$", line)
             if m:
                 ips = tuple(_hex_ip(v) for v in re.findall(_HEX, m[2]))
                 groups.append((m[1], "family" if section == "family_groups" else "release", ips))

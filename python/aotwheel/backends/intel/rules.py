@@ -348,4 +348,9 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: st
         why_not += "; " + _no_fallback_note(product, device_ip, release, dev_name)
     if has_ir:
         return make(JIT, ir_image, "ir", f"JIT: {why_not}; the driver rebuilds {ir_image} (SPIR-V) at first use")
-    return make(UNSUPPORTED, None, "no-match", f"unsupported: {why_not}, and no SPIR-V was kept (built with JIT fallback off); the driver reports \"Couldn't find matching binary\"")
+    return make(
+        UNSUPPORTED,
+        None,
+        "no-match",
+        f'unsupported: {why_not}, and no SPIR-V was kept (built with JIT fallback off); the driver reports "Couldn\'t find matching binary"',
+    )

@@ -13,8 +13,7 @@ from aotwheel.model import NATIVE, NVIDIA, UNSUPPORTED, Verdict
 if TYPE_CHECKING:
     from aotwheel.backends.nvidia.devlist import NvidiaGrammar
     from aotwheel.backends.protocol import DevlistPart
-    from aotwheel.model import Device
-    from aotwheel.model import ProbedDevice
+    from aotwheel.model import Device, ProbedDevice
     from aotwheel.report import FileReport
 
 PTX_PREFIX = "ptx "  # IR forms read "ptx compute_90"
@@ -30,8 +29,8 @@ class NvidiaBackend:
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
         from aotwheel.errors import DevlistError
-        from aotwheel.variables import DEVLIST
         from aotwheel.model import ProbedDevice
+        from aotwheel.variables import DEVLIST
 
         if not token.startswith(("sm_", "nvidia_gpu_sm_")):
             raise DevlistError(f"{source}: '{raw}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. AOTWHEEL_DEVICE=sm_90", raw)
@@ -152,9 +151,11 @@ def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
             bad.append(m)
     if not bad:
         return v
-    words = "; ".join(f"{m.label()} (cubins {', '.join(t for t in m.targets if t.startswith('sm_')) or 'none'}, "
-                      f"{'PTX ' + ', '.join(t for t in m.targets if t.startswith('compute_')) if any(t.startswith('compute_') for t in m.targets) else 'no PTX'})"
-                      for m in bad)
+    words = "; ".join(
+        f"{m.label()} (cubins {', '.join(t for t in m.targets if t.startswith('sm_')) or 'none'}, "
+        f"{'PTX ' + ', '.join(t for t in m.targets if t.startswith('compute_')) if any(t.startswith('compute_') for t in m.targets) else 'no PTX'})"
+        for m in bad
+    )
     n = len(bad)
     reason = f"{v.reason}; {n} module{'s' if n != 1 else ''} cannot load on compute capability {cc[0]}.{cc[1]}: {words}"
     return replace(v, reason=reason, unsupported_modules=tuple(m.label() for m in bad))

@@ -179,7 +179,9 @@ def render_embed(name: str, fatbins: list[str]) -> tuple[str, str]:
     entries = ", ".join(f"{{aotwheel_{name}_cuda_{i}, aotwheel_{name}_cuda_{i}_end}}" for i in range(len(fatbins)))
     lines += [
         "",
-        f"const struct aotwheel_cuda_image aotwheel_{name}_cuda_images[] = {{{entries}}};" if fatbins else f"const struct aotwheel_cuda_image aotwheel_{name}_cuda_images[1];",
+        f"const struct aotwheel_cuda_image aotwheel_{name}_cuda_images[] = {{{entries}}};"
+        if fatbins
+        else f"const struct aotwheel_cuda_image aotwheel_{name}_cuda_images[1];",
         f"const unsigned aotwheel_{name}_cuda_image_count = {len(fatbins)};",
         "",
     ]

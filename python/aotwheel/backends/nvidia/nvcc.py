@@ -16,7 +16,8 @@ from pathlib import Path
 from aotwheel.errors import ToolchainError
 from aotwheel.variables import NVCC
 
-INSTALL_HINT = "pip install 'aotwheel[cuda]' (NVIDIA's nvcc from PyPI), install the CUDA Toolkit (https://developer.nvidia.com/cuda-downloads) or set AOTWHEEL_NVCC=/path/to/nvcc"
+INSTALL_HINT = ("pip install 'aotwheel[cuda]' (NVIDIA's nvcc from PyPI), install the CUDA Toolkit "
+                "(https://developer.nvidia.com/cuda-downloads) or set AOTWHEEL_NVCC=/path/to/nvcc")
 DEFAULT_DIRS = ("/usr/local/cuda/bin",)
 # Where NVIDIA's PyPI wheels (nvidia-cuda-nvcc 13.x, `aotwheel[cuda]`) put nvcc, below site-packages.
 PIP_NVCC_DIRS = ("nvidia/cu13/bin",)

@@ -147,7 +147,15 @@ def probe():  # type: ignore[no-untyped-def]
 
     found = probe_cuda()
     devices = [
-        ProbedDevice(name=d.name, backend="cuda", kind="gpu", vendor="nvidia", catalog=d.target, index=d.index, driver=str(d.driver_version) if d.driver_version else None)
+        ProbedDevice(
+            name=d.name,
+            backend="cuda",
+            kind="gpu",
+            vendor="nvidia",
+            catalog=d.target,
+            index=d.index,
+            driver=str(d.driver_version) if d.driver_version else None,
+        )
         for d in found.devices
     ]
     return ProbeResult("cuda", devices, found.reason)

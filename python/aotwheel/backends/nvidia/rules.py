@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, CudaTarget, cc_to_arch, cuda_verdict, parse_cuda_target, target_from_name
+from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, CudaTarget, cuda_verdict, parse_cuda_target, target_from_name
 from aotwheel.model import NVIDIA, Verdict
 
 if TYPE_CHECKING:
@@ -64,7 +64,15 @@ def cuda_files(path: str | os.PathLike[str]) -> list[CudaFile]:
 
 
 def _as_file(name: str, fat) -> CudaFile:  # type: ignore[no-untyped-def]
-    targets = tuple(sorted({CudaTarget(e.arch, e.kind if e.kind in ("cubin", "ptx") else "cubin", e.arch_specific, e.family_specific) for e in fat.entries if e.kind in ("cubin", "ptx")}))
+    targets = tuple(
+        sorted(
+            {
+                CudaTarget(e.arch, e.kind if e.kind in ("cubin", "ptx") else "cubin", e.arch_specific, e.family_specific)
+                for e in fat.entries
+                if e.kind in ("cubin", "ptx")
+            }
+        )
+    )
     return CudaFile(name, targets, any(e.kind == "ptx" and e.compressed for e in fat.entries))
 
 

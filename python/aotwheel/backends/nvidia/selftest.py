@@ -182,9 +182,9 @@ def run_cuda(path: str | os.PathLike[str], *, library: str = LIBRARY, seed: int 
     """
     import numpy as np
 
+    from aotwheel.backends.nvidia.probe import probe_cuda
     from aotwheel.backends.nvidia.rules import cuda_files, decide_cuda, nvidia_devices
     from aotwheel.errors import InspectError
-    from aotwheel.backends.nvidia.probe import probe_cuda
 
     try:
         images = fatbinaries(path)

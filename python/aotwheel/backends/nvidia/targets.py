@@ -144,7 +144,9 @@ def parse_cuda_target(token: str, *, supported: Collection[int] | None = None) -
         raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' was renamed {new} in CUDA 13.0; write {new}", raw, (new,))
     if arch not in archs:
         if arch in NEWER_ARCHS and arch not in NVCC13_ARCHS:
-            raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' needs a newer nvcc than CUDA 13.0 ({NEWER_ARCHS[arch]}); upgrade the CUDA Toolkit or drop it", raw, ())
+            raise DevlistError(
+                f"USE_AOT_DEVLIST: '{raw}' needs a newer nvcc than CUDA 13.0 ({NEWER_ARCHS[arch]}); upgrade the CUDA Toolkit or drop it", raw, ()
+            )
         if arch in RETIRED and arch not in NVCC13_ARCHS:
             raise DevlistError(
                 f"USE_AOT_DEVLIST: '{raw}' is not built by this nvcc (CUDA {RETIRED[arch]} was the last to support {prefix}_{arch}); "

@@ -1,0 +1,33 @@
+"""The code passes the project's ruff configuration ([tool.ruff] in pyproject.toml)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PATHS = ("python", "tests", "benchmarks", "ci", "fuzz", "examples")
+
+
+def _ruff() -> str:
+    found = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.skip("needs ruff (ci/setup.sh installs it)")
+    return found
+
+
+def test_ruff_check_passes() -> None:
+    proc = subprocess.run([_ruff(), "check", "--no-cache", *PATHS], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-1000:]
+
+
+def test_the_configuration_is_the_one_in_pyproject() -> None:
+    # ruff reads [tool.ruff]; a stray ruff.toml or .ruff.toml would silently take over.
+    assert not (REPO / "ruff.toml").exists() and not (REPO / ".ruff.toml").exists()
+    proc = subprocess.run([_ruff(), "check", "--show-settings", "python/aotwheel/model.py"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0 and "pyproject.toml" in proc.stdout and "line_length = 160" in proc.stdout
