@@ -334,7 +334,7 @@ def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = N
             verdicts.append(_cross_vendor(backend, f, code[id(f)], dev, binary, compatibility)
                             or backend.decide(f, dev, binary=binary, compatibility=compatibility))
             keys.append(_device_key(dev, verdicts[-1]))
-            counts.append(getattr(f, "kernels", None))
+            counts.append(f.kernels)
     _apply_policy(verdicts, keys, counts, mode)
     return Checked(path, verdicts, inspected, tuple(found), served_elsewhere(verdicts))
 
