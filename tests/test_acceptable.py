@@ -91,6 +91,7 @@ def test_amd_order_exact_then_generic_then_spirv() -> None:
 def test_verdict_kind_reads_and_serialises_as_its_text(kind: VerdictKind) -> None:
     v = Verdict("pvc", "12.60.7", kind.value, None, "r", "x")  # a plain string is taken too
     assert v.verdict is kind and v.verdict == kind.value and f"{v.verdict}" == str(v.verdict) == kind.value
+    assert repr([v.verdict]) == repr([kind.value])  # printed lists of verdicts read as before
     assert json.dumps(v.to_dict()["verdict"]) == f'"{kind.value}"' and v.summary == kind.value
 
 

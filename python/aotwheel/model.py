@@ -13,16 +13,23 @@ from typing import Any, Protocol
 
 
 class VerdictKind(str, Enum):
-    """What happens to a binary's device code on a device. A ``str``: compares, hashes, formats
-    and serialises as its value (``"native"``), so JSON and messages read as before."""
+    """What happens to a binary's device code on a device. A ``str``: compares, hashes, formats,
+    prints (``repr`` too: ``[v.verdict for v in check()]`` shows ``['native']``) and serialises as
+    its value, so JSON and messages read as they did when verdicts were plain strings."""
 
     NATIVE = "native"  # a native image is loaded as is
     JIT = "jit"  # an IR image (SPIR-V, PTX) is compiled at first use
     UNSUPPORTED = "unsupported"  # nothing the driver can load
     UNKNOWN = "unknown"  # depends on what no one reported (the device's IP, a feature setting)
 
-    __str__ = str.__str__  # as enum.StrEnum (3.11+) does: "native", not "VerdictKind.NATIVE"
-    __format__ = str.__format__
+    def __str__(self) -> str:  # as enum.StrEnum (3.11+): "native", not "VerdictKind.NATIVE"
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
 
 
 NATIVE, JIT, UNSUPPORTED, UNKNOWN = VerdictKind.NATIVE, VerdictKind.JIT, VerdictKind.UNSUPPORTED, VerdictKind.UNKNOWN

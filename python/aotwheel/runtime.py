@@ -126,7 +126,7 @@ def summarize(verdicts: Sequence[Verdict]) -> str:
     """The package-level answer over every device: ``native on: pvc; JIT on: cpu; unsupported on:
     acm-g11``. A device counts as native when every binary with code for it runs native there;
     binaries for another vendor (rule ``other-vendor``) do not count against it."""
-    order = {NATIVE: 0, JIT: 1, UNKNOWN: 2, UNSUPPORTED: 3}
+    order: dict[str, int] = {NATIVE: 0, JIT: 1, UNKNOWN: 2, UNSUPPORTED: 3}
     per: dict[str, str] = {}
     for v in verdicts:
         if v.rule in ("unreadable", "no-device"):

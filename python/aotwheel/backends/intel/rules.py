@@ -28,6 +28,10 @@ as the first ``AOT::deviceAcronyms`` key equal to ``P`` or starting with ``P-``,
 products whose images the mapping lets serve that acronym's IP: lnl -> bmg; nothing for dg2, bmg,
 ptl, nvls, nvlp, cri), with the *device's* IP in filters 1 and 3; then ``generic_ir`` (a rebuild
 from SPIR-V: JIT), else "Couldn't find matching binary in AR archive".
+
+:func:`acceptable` writes that lookup as an ordered list of :class:`aotwheel.acceptable.Acceptable`
+ranks; :func:`decide` lets the core's :func:`aotwheel.acceptable.first_acceptable` walk it over the
+binary's images with the driver's validation, and words the verdict from the pick.
 """
 
 from __future__ import annotations

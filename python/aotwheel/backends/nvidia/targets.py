@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from aotwheel.acceptable import Acceptable
+    from aotwheel.model import VerdictKind
 
 PTX_TOKEN = "ptx"
 
@@ -267,7 +268,7 @@ def plan(targets: Sequence[CudaTarget], *, keep_newest_ptx: bool = False, jit_fa
 class CudaVerdict(NamedTuple):
     """``(verdict, image, reason, rule)``; unpacks like a tuple."""
 
-    verdict: str  # "native" | "jit" | "unsupported" (an aotwheel.model.VerdictKind)
+    verdict: VerdictKind  # native | jit | unsupported
     image: CudaTarget | None  # the image the driver will load
     reason: str  # one line for people
     rule: str  # which rule decided: see cuda_verdict
