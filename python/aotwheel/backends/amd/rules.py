@@ -18,7 +18,7 @@ from typing import Any
 
 from aotwheel.backends.amd.targets import FEATURES, GENERIC, TargetId, parse_target_id, runs_on
 from aotwheel.acceptable import Acceptable, Offered, first_acceptable
-from aotwheel.model import AMD, JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict, VerdictKind
+from aotwheel.model import AMD, JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
 
 SPIRV_IR = "amdgcnspirv"  # the IR form a bundle's spirv64-amd-amdhsa entry gives
 
@@ -47,10 +47,10 @@ def acceptable(dev: TargetId) -> list[Acceptable]:
     return [*order, Acceptable(SPIRV, (SPIRV_IR,), JIT, "amd-spirv")]
 
 
-def decide(targets: Sequence[str], ir: Sequence[str], device: Any, *, binary: str | None = None) -> Verdict:
+def decide(targets: Sequence[str], ir: Sequence[str], device: Device, *, binary: str | None = None) -> Verdict:
     """The HIP runtime's verdict for a binary carrying code objects ``targets`` (target ids)."""
-    label = str(getattr(device, "label", None) or getattr(device, "catalog", None) or getattr(device, "name", "device"))
-    dev = parse_target_id(str(getattr(device, "catalog", None) or ""))
+    label = str(getattr(device, "label", None) or device.catalog or device.name)  # label: a ProbedDevice's, not the protocol's
+    dev = parse_target_id(device.catalog or "")
     names = tuple(dict.fromkeys(targets))
     embedded = ", ".join(names) or "none"
 

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aotwheel.acceptable import Acceptable, Offered, first_acceptable
-from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict, VerdictKind
+from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
 
 POINTER_BITS = "64"
 Release = tuple[int, int]  # compute-runtime (year, week): 25.44.36015.5 -> (25, 44)
@@ -307,7 +307,7 @@ def target_names(targets: Sequence[Any]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: str | None = None,
+def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary: str | None = None,
            compatibility: bool = True, release: Release | None = None) -> Verdict:
     """The driver's verdict for one binary (its native ``targets`` and ``ir`` kinds) on ``device``.
 
@@ -315,7 +315,7 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: st
     accepted at validation); turn it off to model a driver that demands an exact product config.
     ``release`` is the compute-runtime (year, week) modelled; None models the newest.
     """
-    label, dev_ip, kind = _label(device), getattr(device, "ip", None), getattr(device, "kind", "gpu")
+    label, dev_ip, kind = _label(device), device.ip, device.kind
     names = target_names(targets)
     has_ir = any(k for k in ir)
     ir_image = "generic_ir" if any(_member_name(t) for t in targets) else "spirv"
@@ -324,7 +324,7 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: st
     def make(verdict: VerdictKind, image: str | None, rule: str, reason: str) -> Verdict:
         return Verdict(label, dev_ip, verdict, image, reason, rule, binary, kind, names)
 
-    if kind != "gpu" or str(getattr(device, "vendor", "intel")).lower() not in ("intel", "any"):
+    if kind != "gpu" or str(device.vendor).lower() not in ("intel", "any"):
         rule = "cpu-ir" if kind == "cpu" else "non-intel"
         if has_ir and getattr(device, "spirv", None) is not False:
             return make(JIT, ir_image, rule, f"{label} is not an Intel GPU; its OpenCL compiler builds the embedded SPIR-V at first use")
@@ -338,7 +338,7 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: st
         fallback = "JIT from SPIR-V" if has_ir else "unsupported"
         return make(UNKNOWN, None, "no-ip", f"{label}'s IP version is unknown to its runtime; native if it is one of {embedded}, else {fallback}")
     device_ip = str(dev_ip)  # it parsed as maj.min.rev above
-    dev_name = getattr(device, "catalog", None) or _acronym(device_ip)
+    dev_name = device.catalog or _acronym(device_ip)
 
     def validate(rank: Acceptable, image: Offered) -> tuple[bool, str]:
         return (True, "") if rank.verdict == JIT else _validate(image.item, device_ip, compatibility, release, dev_name)

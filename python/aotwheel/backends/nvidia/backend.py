@@ -141,7 +141,7 @@ class NvidiaBackend:
 def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
     """A loadable verdict that names the binary's modules that cannot load (per kernel set: one
     .nv_fatbin container is one module to the CUDA runtime; FileReport.cuda_modules groups them)."""
-    if v.verdict == UNSUPPORTED or not getattr(file, "cuda_modules", None):
+    if v.verdict == UNSUPPORTED or not file.cuda_modules:
         return v
     from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name
 
