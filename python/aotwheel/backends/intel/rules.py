@@ -36,6 +36,7 @@ binary's images with the driver's validation, and words the verdict from the pic
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -265,7 +266,8 @@ def _filters(ip: tuple[int, int, int], product: str | None, rule: str | None = N
     return [Acceptable(MEMBER, (prefix,), NATIVE, rule or key, prefix=True, first_only=True) for key, prefix in filters]
 
 
-def acceptable(device_ip: str, release: Release | None = None) -> list[Acceptable]:
+@functools.lru_cache(maxsize=256)  # per (IP, release): a check asks it for every file and driver breakpoint
+def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptable, ...]:
     """The images compute-runtime (``release``; None: the newest) takes for a device of IP
     ``device_ip`` (``maj.min.rev``), best first: a single-device binary (validated directly), the
     archive filters for the device's product, the same for each compatibility fallback product,
@@ -277,11 +279,12 @@ def acceptable(device_ip: str, release: Release | None = None) -> list[Acceptabl
     order = [Acceptable(BARE, ("",), NATIVE, "single-binary", prefix=True), *_filters(ip, product)]
     for other in _fallbacks(product, release):
         order += _filters(ip, other, f"compat:{other}")
-    return [*order, Acceptable(IR, ("",), JIT, "ir", prefix=True)]
+    return (*order, Acceptable(IR, ("",), JIT, "ir", prefix=True))
 
 
-def _fallbacks(product: str | None, release: Release | None) -> list[str]:
-    return [p for p in compatibility_fallbacks(product, release) if p != product] if product else []
+@functools.lru_cache(maxsize=256)
+def _fallbacks(product: str | None, release: Release | None) -> tuple[str, ...]:
+    return tuple(p for p in compatibility_fallbacks(product, release) if p != product) if product else ()
 
 
 def _offered(targets: Sequence[Any], ir: Sequence[str]) -> list[Offered]:
