@@ -11,7 +11,7 @@ one binary (:class:`Offered`); :func:`first_acceptable` walks the order and retu
 the :class:`aotwheel.model.Verdict` from that pick: the verdict kind and the rule key are the
 :class:`Acceptable`'s, unsupported when nothing was picked.
 
-Standard library only, and no vendor names: the order is data a backend builds, this module only
+Standard library and :mod:`aotwheel.model` only, and no vendor names: the order is data a backend builds, this module only
 matches names.
 """
 
