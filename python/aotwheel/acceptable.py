@@ -11,8 +11,8 @@ one binary (:class:`Offered`); :func:`first_acceptable` walks the order and retu
 the :class:`aotwheel.model.Verdict` from that pick: the verdict kind and the rule key are the
 :class:`Acceptable`'s, unsupported when nothing was picked.
 
-Standard library and :mod:`aotwheel.model` only, and no vendor names: the order is data a backend builds, this module only
-matches names.
+Imports the standard library and :mod:`aotwheel.model` only, and names no vendor: the order is
+data a backend builds, this module only matches names.
 """
 
 from __future__ import annotations
