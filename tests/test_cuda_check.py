@@ -133,5 +133,6 @@ def test_cli_exit_status_and_json(libs: dict[str, Path]) -> None:
 def test_jit_message_names_the_rebuild() -> None:
     from aotwheel.model import Verdict
 
-    v = Verdict("NVIDIA H100", "cc 9.0", "jit", "compute_80", "r", "ptx-jit", "/x/lib.so", "gpu", ("sm_80", "compute_80"), "nvidia")
+    v = Verdict("NVIDIA H100", "cc 9.0", "jit", "compute_80", "r", "ptx-jit", "/x/lib.so", "gpu", ("sm_80", "compute_80"), "nvidia",
+                version=(9, 0))  # as rules.decide_cuda writes it: the compute capability as numbers beside ip's text
     assert "USE_AOT_DEVLIST=sm_80,sm_90,ptx" in jit_message(v)

@@ -11,7 +11,28 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-NATIVE, JIT, UNSUPPORTED, UNKNOWN = "native", "jit", "unsupported", "unknown"
+
+class VerdictKind(str, Enum):
+    """What happens to a binary's device code on a device. A ``str``: compares, hashes, formats,
+    prints (``repr`` too: ``[v.verdict for v in check()]`` shows ``['native']``) and serialises as
+    its value, so JSON and messages read as they did when verdicts were plain strings."""
+
+    NATIVE = "native"  # a native image is loaded as is
+    JIT = "jit"  # an IR image (SPIR-V, PTX) is compiled at first use
+    UNSUPPORTED = "unsupported"  # nothing the driver can load
+    UNKNOWN = "unknown"  # depends on what no one reported (the device's IP, a feature setting)
+
+    def __str__(self) -> str:  # as enum.StrEnum (3.11+): "native", not "VerdictKind.NATIVE"
+        return str.__str__(self)
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self, spec)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self)
+
+
+NATIVE, JIT, UNSUPPORTED, UNKNOWN = VerdictKind.NATIVE, VerdictKind.JIT, VerdictKind.UNSUPPORTED, VerdictKind.UNKNOWN
 
 INTEL, NVIDIA, AMD = "intel", "nvidia", "amd"
 
@@ -113,15 +134,15 @@ class Device(Protocol):
 class Verdict:
     """What happens when ``binary`` runs on ``device``.
 
-    ``verdict`` is ``native`` | ``jit`` | ``unsupported`` | ``unknown``; ``image`` names the archive
+    ``verdict`` is a :class:`VerdictKind` (``native`` | ``jit`` | ``unsupported`` | ``unknown``); ``image`` names the archive
     member, ``generic_ir``/``spirv`` or bare image used; ``rule`` is one of the backend's rule keys (Intel's: ``aotwheel.backends.intel.rules.RULES``)
     (``compat:<product>`` for a compatibility fallback); ``vendor`` names the backend
     that owns the device and ``remedy`` its advice; ``reason`` is one readable sentence.
     """
 
     device: str
-    ip: str | None
-    verdict: str
+    ip: str | None  # the device's identity as text: Intel's IP "12.60.7", NVIDIA's "cc 9.0"
+    verdict: VerdictKind
     image: str | None
     reason: str
     rule: str
@@ -132,6 +153,13 @@ class Verdict:
     remedy: str = ""  # what to rebuild with so the device runs native code, from that backend
     jit_kernels: int = 0  # a native verdict's kernels that only SPIR-V images carry: JIT-compiled all the same
     unsupported_modules: tuple[str, ...] = ()  # modules of the binary that cannot load here (the rest can)
+    # The numbers ``ip`` was written from, for the backend's own reading (NVIDIA: the compute
+    # capability (9, 0)); None when the backend sets none. Not in :meth:`to_dict`: the JSON keeps ``ip``.
+    version: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.verdict, VerdictKind):  # a caller's plain "native"
+            object.__setattr__(self, "verdict", VerdictKind(self.verdict))
 
     @property
     def summary(self) -> str:
@@ -141,12 +169,14 @@ class Verdict:
         if self.unsupported_modules:
             n = len(self.unsupported_modules)
             return f"{self.verdict}, {n} module{'s' if n != 1 else ''} unsupported"
-        return self.verdict
+        return self.verdict.value
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data["verdict"] = self.verdict.value
         data["targets"] = list(self.targets)
         data["unsupported_modules"] = list(self.unsupported_modules)
+        del data["version"]
         return data
 
 

@@ -126,7 +126,7 @@ def summarize(verdicts: Sequence[Verdict]) -> str:
     """The package-level answer over every device: ``native on: pvc; JIT on: cpu; unsupported on:
     acm-g11``. A device counts as native when every binary with code for it runs native there;
     binaries for another vendor (rule ``other-vendor``) do not count against it."""
-    order = {NATIVE: 0, JIT: 1, UNKNOWN: 2, UNSUPPORTED: 3}
+    order: dict[str, int] = {NATIVE: 0, JIT: 1, UNKNOWN: 2, UNSUPPORTED: 3}
     per: dict[str, str] = {}
     for v in verdicts:
         if v.rule in ("unreadable", "no-device"):
@@ -334,7 +334,7 @@ def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = N
             verdicts.append(_cross_vendor(backend, f, code[id(f)], dev, binary, compatibility)
                             or backend.decide(f, dev, binary=binary, compatibility=compatibility))
             keys.append(_device_key(dev, verdicts[-1]))
-            counts.append(getattr(f, "kernels", None))
+            counts.append(f.kernels)
     _apply_policy(verdicts, keys, counts, mode)
     return Checked(path, verdicts, inspected, tuple(found), served_elsewhere(verdicts))
 

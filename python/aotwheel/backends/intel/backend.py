@@ -80,7 +80,7 @@ class IntelBackend:
     def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
         from aotwheel.backends.intel.rules import decide
 
-        if getattr(device, "kind", "gpu") == "cpu":
+        if device.kind == "cpu":
             from aotwheel.backends.intel.cpu_rules import decide_cpu
 
             return self._finish(decide_cpu(file, device, binary=binary), file)
@@ -89,9 +89,9 @@ class IntelBackend:
         ir = [k for k in file.ir if k in IR_FORMS]
         if not targets and not ir and any(t.vendor == INTEL for t in file.native_targets):
             label = str(getattr(device, "label", None) or getattr(device, "name", "device"))
-            return self._finish(Verdict(label, getattr(device, "ip", None), UNSUPPORTED, None,
+            return self._finish(Verdict(label, device.ip, UNSUPPORTED, None,
                                    "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
-                                   getattr(device, "kind", "gpu"), ("spir64_x86_64",)))
+                                   device.kind, ("spir64_x86_64",)))
         if not compatibility:
             return self._finish(decide(targets, ir, device, binary=binary, compatibility=False), file)
         return self._finish(_per_driver_version(targets, ir, device, binary), file)

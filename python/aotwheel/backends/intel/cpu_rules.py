@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from aotwheel.acceptable import Acceptable, Offered, first_acceptable
 from aotwheel.backends.intel.options import SYCL, gpu_only_options, passed_options
-from aotwheel.model import INTEL, IR_KINDS, JIT, NATIVE, UNSUPPORTED, ImageKind, Verdict
+from aotwheel.model import INTEL, IR_KINDS, JIT, NATIVE, UNSUPPORTED, ImageKind, Verdict, VerdictKind
 
 CPU_FORMAT = ImageKind.CPU_AOT
+SPIRV = "spirv"  # the image kind offered to the lookup for a spir64 SPIR-V (or LLVM IR) image
 RULES = {
     "cpu-aot": "a spir64_x86_64 image: compiled x86-64 code the CPU runtime loads as is",
     "cpu-ir": "a spir64 SPIR-V image, compiled for the CPU at first use",
@@ -31,6 +33,13 @@ def spirv_images(file: Any) -> list[Any]:
     return [i for i in file.images if (i.kind in IR_KINDS or i.content in IR_KINDS) and (i.triple or "spir64") != "spir64_gen"]
 
 
+def acceptable(spirv: bool = True) -> list[Acceptable]:
+    """What the runtime gives a CPU, best first: a spir64_x86_64 image (native), then a spir64
+    SPIR-V image its compiler takes (JIT; only when the device accepts SPIR-V)."""
+    order = [Acceptable(CPU_FORMAT, ("",), NATIVE, "cpu-aot", prefix=True)]
+    return order + [Acceptable(SPIRV, ("spir64",), JIT, "cpu-ir")] if spirv else order
+
+
 def decide_cpu(file: Any, device: Any, *, binary: str | None = None, loader: str = SYCL) -> Verdict:
     """The verdict for a CPU device. ``loader``: ``"sycl"`` (the SYCL runtime, which loads the images
     of a .tgtimg table: the default) or ``"opencl"`` (hands each image's options to OpenCL as they are)."""
@@ -39,17 +48,25 @@ def decide_cpu(file: Any, device: Any, *, binary: str | None = None, loader: str
     gpu = tuple(dict.fromkeys(t.name or t.ip or t.generic or "unknown" for t in file.native_targets if t.vendor == INTEL and t.format != CPU_FORMAT))
     names = tuple(dict.fromkeys([*(t.name or "spir64_x86_64" for t in aot), *gpu]))
 
-    def make(verdict: str, image: str | None, rule: str, reason: str) -> Verdict:
+    def make(verdict: VerdictKind, image: str | None, rule: str, reason: str) -> Verdict:
         return Verdict(label, None, verdict, image, reason, rule, binary, "cpu", names, INTEL)
 
-    if aot:
-        return make(NATIVE, f"image {aot[0].image} (spir64_x86_64)", "cpu-aot", f"native: {RULES['cpu-aot']}")
     images = spirv_images(file)
-    if images and getattr(device, "spirv", None) is not False:
-        refused = {i.index: gpu_only_options(passed_options(i.compile_options, loader)) for i in images}
-        usable = [i for i in images if not refused[i.index]]
-        if usable:
-            return make(JIT, "spirv", "cpu-ir", f"JIT: {label} builds the spir64 SPIR-V image at first use (no spir64_x86_64 image)")
+    offered = [Offered(CPU_FORMAT, t.name or "spir64_x86_64", t) for t in aot] + [Offered(SPIRV, "spir64", i) for i in images]
+    refused: dict[int, list[str]] = {}
+
+    def validate(rank: Acceptable, image: Offered) -> tuple[bool, str]:
+        if rank.verdict != JIT:
+            return True, ""
+        opts = refused[image.item.index] = gpu_only_options(passed_options(image.item.compile_options, loader))
+        return not opts, ", ".join(opts)
+
+    picked = first_acceptable(acceptable(getattr(device, "spirv", None) is not False), offered, validate)
+    if picked.acceptable is not None and picked.image is not None:
+        if picked.verdict == NATIVE:
+            return make(NATIVE, f"image {picked.image.item.image} (spir64_x86_64)", "cpu-aot", f"native: {RULES['cpu-aot']}")
+        return make(JIT, "spirv", "cpu-ir", f"JIT: {label} builds the spir64 SPIR-V image at first use (no spir64_x86_64 image)")
+    if refused:
         opts = sorted({o for v in refused.values() for o in v})
         who = "the SYCL runtime passes" if loader == SYCL else "the loader passes"
         return make(UNSUPPORTED, None, "cpu-options",

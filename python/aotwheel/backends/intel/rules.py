@@ -28,15 +28,21 @@ as the first ``AOT::deviceAcronyms`` key equal to ``P`` or starting with ``P-``,
 products whose images the mapping lets serve that acronym's IP: lnl -> bmg; nothing for dg2, bmg,
 ptl, nvls, nvlp, cri), with the *device's* IP in filters 1 and 3; then ``generic_ir`` (a rebuild
 from SPIR-V: JIT), else "Couldn't find matching binary in AR archive".
+
+:func:`acceptable` writes that lookup as an ordered list of :class:`aotwheel.acceptable.Acceptable`
+ranks; :func:`decide` lets the core's :func:`aotwheel.acceptable.first_acceptable` walk it over the
+binary's images with the driver's validation, and words the verdict from the pick.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
 
-from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
+from aotwheel.acceptable import Acceptable, Offered, first_acceptable
+from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
 
 POINTER_BITS = "64"
 Release = tuple[int, int]  # compute-runtime (year, week): 25.44.36015.5 -> (25, 44)
@@ -246,21 +252,45 @@ def _validate(target: Any, device_ip: str, compatibility: bool, release: Release
     return False, f"{fmt} image for core {have or 'unknown'}, device core {want or 'unknown'}"
 
 
-def _search(members: Sequence[Any], product: str | None, ip: tuple[int, int, int], device_ip: str,
-            compatibility: bool, release: Release | None = None, device_name: str | None = None) -> tuple[str, Any, str, list[str]] | None:
+# Image kinds this backend offers the core's lookup (aotwheel.acceptable).
+MEMBER, BARE, IR = "member", "image", "ir"
+
+
+def _filters(ip: tuple[int, int, int], product: str | None, rule: str | None = None) -> list[Acceptable]:
+    """The archive filters for ``product`` with the device's IP: the first member starting with
+    each prefix is validated, and a refusal moves to the next filter. ``rule`` names every filter's
+    verdict alike (a compatibility fallback's ``compat:<product>``)."""
     filters = [("exact-ip", f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}"), ("major-minor", f"{POINTER_BITS}.{ip[0]}.{ip[1]}")]
     if product:
         filters.append(("name", f"{POINTER_BITS}.{product}"))
-    rejected: list[str] = []
-    for rule, prefix in filters:
-        hit = next((t for t in members if _member_name(t).startswith(prefix)), None)
-        if hit is None:
-            continue
-        ok, why = _validate(hit, device_ip, compatibility, release, device_name)
-        if ok:
-            return rule, hit, why, rejected
-        rejected.append(f"{_member_name(hit)} ({why})")
-    return None if not rejected else ("", None, "", rejected)
+    return [Acceptable(MEMBER, (prefix,), NATIVE, rule or key, prefix=True, first_only=True) for key, prefix in filters]
+
+
+@functools.lru_cache(maxsize=256)  # per (IP, release): a check asks it for every file and driver breakpoint
+def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptable, ...]:
+    """The images compute-runtime (``release``; None: the newest) takes for a device of IP
+    ``device_ip`` (``maj.min.rev``), best first: a single-device binary (validated directly), the
+    archive filters for the device's product, the same for each compatibility fallback product,
+    then generic_ir / SPIR-V (JIT)."""
+    ip = _ip_tuple(device_ip)
+    if ip is None:
+        raise ValueError(f"not an IP version: {device_ip!r}")
+    product = product_abbreviation(device_ip)
+    order = [Acceptable(BARE, ("",), NATIVE, "single-binary", prefix=True), *_filters(ip, product)]
+    for other in _fallbacks(product, release):
+        order += _filters(ip, other, f"compat:{other}")
+    return (*order, Acceptable(IR, ("",), JIT, "ir", prefix=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _fallbacks(product: str | None, release: Release | None) -> tuple[str, ...]:
+    return tuple(p for p in compatibility_fallbacks(product, release) if p != product) if product else ()
+
+
+def _offered(targets: Sequence[Any], ir: Sequence[str]) -> list[Offered]:
+    """A binary's images as the lookup names them: archive members by name, bare images, IR forms."""
+    return ([Offered(MEMBER if _member_name(t) else BARE, _member_name(t), t) for t in targets]
+            + [Offered(IR, k) for k in ir if k])
 
 
 def _label(device: Any) -> str:
@@ -280,7 +310,7 @@ def target_names(targets: Sequence[Any]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: str | None = None,
+def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary: str | None = None,
            compatibility: bool = True, release: Release | None = None) -> Verdict:
     """The driver's verdict for one binary (its native ``targets`` and ``ir`` kinds) on ``device``.
 
@@ -288,65 +318,55 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Any, *, binary: st
     accepted at validation); turn it off to model a driver that demands an exact product config.
     ``release`` is the compute-runtime (year, week) modelled; None models the newest.
     """
-    label, dev_ip, kind = _label(device), getattr(device, "ip", None), getattr(device, "kind", "gpu")
+    label, dev_ip, kind = _label(device), device.ip, device.kind
     names = target_names(targets)
     has_ir = any(k for k in ir)
     ir_image = "generic_ir" if any(_member_name(t) for t in targets) else "spirv"
     embedded = ", ".join(names) or "none"
 
-    def make(verdict: str, image: str | None, rule: str, reason: str) -> Verdict:
+    def make(verdict: VerdictKind, image: str | None, rule: str, reason: str) -> Verdict:
         return Verdict(label, dev_ip, verdict, image, reason, rule, binary, kind, names)
 
-    if kind != "gpu" or str(getattr(device, "vendor", "intel")).lower() not in ("intel", "any"):
+    if kind != "gpu" or str(device.vendor).lower() not in ("intel", "any"):
         rule = "cpu-ir" if kind == "cpu" else "non-intel"
         if has_ir and getattr(device, "spirv", None) is not False:
             return make(JIT, ir_image, rule, f"{label} is not an Intel GPU; its OpenCL compiler builds the embedded SPIR-V at first use")
         why = "the binary carries no SPIR-V" if not has_ir else "the device does not accept SPIR-V"
         return make(UNSUPPORTED, None, rule, f"{label} is not an Intel GPU and {why}")
 
-    ip = _ip_tuple(dev_ip)
-    if ip is None:
+    if _ip_tuple(dev_ip) is None:
         if not targets:
             return (make(JIT, ir_image, "ir", f"the binary has no native image (embedded: none); {label} builds SPIR-V at first use")
                     if has_ir else make(UNSUPPORTED, None, "no-match", "the binary has neither native images nor SPIR-V"))
         fallback = "JIT from SPIR-V" if has_ir else "unsupported"
         return make(UNKNOWN, None, "no-ip", f"{label}'s IP version is unknown to its runtime; native if it is one of {embedded}, else {fallback}")
     device_ip = str(dev_ip)  # it parsed as maj.min.rev above
-    dev_name = getattr(device, "catalog", None) or _acronym(device_ip)
+    dev_name = device.catalog or _acronym(device_ip)
 
-    members = [t for t in targets if _member_name(t)]
-    bare = [t for t in targets if not _member_name(t)]
-    notes: list[str] = []
-    for t in bare:  # a single-device binary: the driver validates it directly
-        ok, why = _validate(t, device_ip, compatibility, release, dev_name)
-        if ok:
-            return make(NATIVE, f"image {getattr(t, 'image', 0)} ({getattr(t, 'format', 'zebin')})", "single-binary", f"native: {why}")
-        notes.append(why)
+    def validate(rank: Acceptable, image: Offered) -> tuple[bool, str]:
+        return (True, "") if rank.verdict == JIT else _validate(image.item, device_ip, compatibility, release, dev_name)
+
+    picked = first_acceptable(acceptable(device_ip, release), _offered(targets, ir), validate)
+    rank, hit = picked.acceptable, picked.image
+    if rank is not None and hit is not None and rank.verdict == NATIVE:
+        if hit.kind == BARE:
+            return make(NATIVE, f"image {getattr(hit.item, 'image', 0)} ({getattr(hit.item, 'format', 'zebin')})", rank.rule,
+                        f"native: {picked.why}")
+        if rank.rule.startswith("compat:"):
+            return make(NATIVE, hit.name, rank.rule,
+                        f"native: compatibility fallback {product_abbreviation(device_ip)} -> {rank.rule.removeprefix('compat:')} "
+                        f"(compute-runtime {release_text(FALLBACK_SINCE)} and newer) chose {hit.name}; {picked.why}")
+        return make(NATIVE, hit.name, rank.rule, f"native: member {hit.name} chosen by rule {rank.rule} ({RULES[rank.rule]}); {picked.why}")
 
     product = product_abbreviation(device_ip)
-    found = _search(members, product, ip, device_ip, compatibility, release, dev_name) if members else None
-    if found and found[1] is not None:
-        rule, hit, why, rejected = found
-        return make(NATIVE, _member_name(hit), rule, f"native: member {_member_name(hit)} chosen by rule {rule} ({RULES[rule]}); {why}")
-    if found:
-        notes.extend(found[3])
-    fallbacks = [p for p in compatibility_fallbacks(product, release) if p != product] if product else []
-    for other in fallbacks if members else []:
-        found = _search(members, other, ip, device_ip, compatibility, release, dev_name)
-        if found and found[1] is not None:
-            _, hit, why, _ = found
-            return make(NATIVE, _member_name(hit), f"compat:{other}",
-                        f"native: compatibility fallback {product} -> {other} (compute-runtime {release_text(FALLBACK_SINCE)} "
-                        f"and newer) chose {_member_name(hit)}; {why}")
-        if found:
-            notes.extend(found[3])
-
+    members = any(_member_name(t) for t in targets)
+    notes = [why if image.kind == BARE else f"{image.name} ({why})" for _, image, why in picked.refused]
     why_not = f"no image for {dev_name or product or dev_ip} ({dev_ip}) among {embedded}"
     if notes:
         why_not += "; rejected: " + "; ".join(notes)
-    if product and members and not fallbacks:
+    if product and members and not _fallbacks(product, release):
         why_not += "; " + _no_fallback_note(product, device_ip, release, dev_name)
-    if has_ir:
+    if rank is not None:  # the IR rank
         return make(JIT, ir_image, "ir", f"JIT: {why_not}; the driver rebuilds {ir_image} (SPIR-V) at first use")
     return make(
         UNSUPPORTED,

@@ -140,7 +140,7 @@ class NvidiaBackend:
 def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
     """A loadable verdict that names the binary's modules that cannot load (per kernel set: one
     .nv_fatbin container is one module to the CUDA runtime; FileReport.cuda_modules groups them)."""
-    if v.verdict == UNSUPPORTED or not getattr(file, "cuda_modules", None):
+    if v.verdict == UNSUPPORTED or not file.cuda_modules:
         return v
     from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name
 
@@ -162,9 +162,9 @@ def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
 
 
 def _device_arch(verdict: Verdict) -> str | None:
-    """``sm_80`` from the verdict's ``ip`` (``cc 8.0``)."""
-    cc = (verdict.ip or "").removeprefix("cc ").split(".")
-    return f"sm_{cc[0]}{cc[1]}" if len(cc) == 2 and all(p.isdigit() for p in cc) else None
+    """``sm_80`` from the verdict's compute capability (``version``, ``(8, 0)``; rules.decide_cuda sets it)."""
+    cc = verdict.version
+    return f"sm_{cc[0]}{cc[1]}" if cc is not None and len(cc) == 2 else None
 
 
 def _with_remedy(v: Verdict, remedy: str) -> Verdict:

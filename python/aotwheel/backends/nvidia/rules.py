@@ -122,13 +122,15 @@ def nvidia_devices(devices: Any = None) -> list[NvidiaDevice]:
 
 
 def decide_cuda(file: CudaFile, device: NvidiaDevice, *, force_ptx_jit: bool | None = None) -> Verdict:
-    """One :class:`Verdict` in the same shape the Intel rules give (``ip`` holds ``cc X.Y``)."""
+    """One :class:`Verdict` in the same shape the Intel rules give (``ip`` holds ``cc X.Y``, ``version``
+    the compute capability itself)."""
     if force_ptx_jit is None:
         force_ptx_jit = os.environ.get("CUDA_FORCE_PTX_JIT", "") not in ("", "0")
     v = cuda_verdict(file.targets, device.cc, force_ptx_jit=force_ptx_jit)
     return Verdict(
         device=device.label,
         ip="cc %d.%d" % device.cc,
+        version=device.cc,
         verdict=v.verdict,
         image=v.image.name if v.image else None,
         reason=v.reason,

@@ -26,9 +26,15 @@ import difflib
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from aotwheel.errors import DevlistError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from aotwheel.acceptable import Acceptable
+    from aotwheel.model import VerdictKind
 
 PTX_TOKEN = "ptx"
 
@@ -264,63 +270,69 @@ def plan(targets: Sequence[CudaTarget], *, keep_newest_ptx: bool = False, jit_fa
 class CudaVerdict(NamedTuple):
     """``(verdict, image, reason, rule)``; unpacks like a tuple."""
 
-    verdict: str  # "native" | "jit" | "unsupported"
+    verdict: VerdictKind  # native | jit | unsupported
     image: CudaTarget | None  # the image the driver will load
     reason: str  # one line for people
     rule: str  # which rule decided: see cuda_verdict
 
 
-def cuda_verdict(targets_in_binary: Iterable[CudaTarget], device_cc: tuple[int, int], *, force_ptx_jit: bool = False) -> CudaVerdict:
-    """What the CUDA driver does with a fat binary on a GPU of compute capability ``device_cc``.
+CUBIN, PTX = "cubin", "ptx"  # CudaTarget.kind: the image kinds offered to the lookup
 
-    NVIDIA's rules (docs/formats.md §5, CUDA C++ Programming Guide "Binary Compatibility"):
-    a cubin ``sm_XY`` loads natively on the same major with minor >= Y (``cubin-same-major``);
-    ``sm_XYa`` only on exactly X.Y (``cubin-arch-specific``); ``sm_XYf`` on the same major with
-    minor >= Y (``cubin-family``). Without a matching cubin, PTX ``compute_XY`` is JIT-compiled on
-    any CC >= X.Y (``ptx-jit``; ``compute_XYa`` only on X.Y, ``compute_XYf`` on the same major).
-    Otherwise ``unsupported`` (``no-match``). ``force_ptx_jit`` models ``CUDA_FORCE_PTX_JIT=1``:
-    cubins are ignored. The best image is the exact arch, then the newest compatible one.
-    """
+
+def acceptable(device_cc: tuple[int, int], *, force_ptx_jit: bool = False) -> Iterator[Acceptable]:
+    """The images the CUDA driver takes on compute capability ``device_cc``, best first (a
+    generator, as packaging's ``sys_tags``: the lookup stops at the first the binary has).
+
+    NVIDIA's rules (docs/formats.md §5, CUDA C++ Programming Guide "Binary Compatibility"): a
+    cubin of the device's own arch (``sm_XYa``, then ``sm_XYf``, then ``sm_XY``), then of each
+    older minor of the same major, newest first (``sm_XWf`` before ``sm_XW``; an ``a`` cubin runs
+    on exactly its arch only); then PTX, newest first: ``compute_XYa`` on exactly X.Y,
+    ``compute_XYf`` on the same major from minor Y, ``compute_XY`` on any compute capability >=
+    X.Y. ``force_ptx_jit`` models ``CUDA_FORCE_PTX_JIT=1``: cubins are skipped."""
+    from aotwheel.acceptable import Acceptable
+    from aotwheel.model import JIT, NATIVE
+
+    major, minor = device_cc
+    dev = cc_to_arch(device_cc)
+    if not force_ptx_jit:
+        yield Acceptable(CUBIN, (f"sm_{dev}a",), NATIVE, "cubin-arch-specific")
+        for arch in range(dev, major * 10 - 1, -1):  # same major, minor <= the device's
+            yield Acceptable(CUBIN, (f"sm_{arch}f",), NATIVE, "cubin-family")
+            yield Acceptable(CUBIN, (f"sm_{arch}",), NATIVE, "cubin-same-major")
+    yield Acceptable(PTX, (f"compute_{dev}a",), JIT, "ptx-jit")
+    for arch in range(dev, -1, -1):
+        if arch // 10 == major:
+            yield Acceptable(PTX, (f"compute_{arch}f",), JIT, "ptx-jit")
+        yield Acceptable(PTX, (f"compute_{arch}",), JIT, "ptx-jit")
+
+
+def cuda_verdict(targets_in_binary: Iterable[CudaTarget], device_cc: tuple[int, int], *, force_ptx_jit: bool = False) -> CudaVerdict:
+    """What the CUDA driver does with a fat binary on a GPU of compute capability ``device_cc``:
+    the first image of :func:`acceptable` the binary carries (``native`` for a cubin, ``jit`` for
+    PTX, rule keys ``cubin-arch-specific`` / ``cubin-family`` / ``cubin-same-major`` /
+    ``ptx-jit``), else ``unsupported`` (``no-match``)."""
+    from aotwheel.acceptable import Offered, first_acceptable
+    from aotwheel.model import NATIVE, UNSUPPORTED
+
     images = sorted(set(targets_in_binary))
     dev = cc_to_arch(device_cc)
-    major, minor = device_cc
-    cc_text = f"{major}.{minor}"
-    if not force_ptx_jit:
-        native = [(t, rule) for t in images if t.kind == "cubin" and (rule := _cubin_rule(t, major, minor))]
-        if native:
-            t, rule = max(native, key=lambda p: (p[0].arch == dev, p[0].arch, p[0].arch_specific, p[0].family_specific))
-            return CudaVerdict("native", t, f"{t.name} cubin runs natively on compute capability {cc_text}", rule)
-    jit = [t for t in images if t.kind == "ptx" and _ptx_ok(t, major, minor)]
-    if jit:
-        t = max(jit, key=lambda p: (p.arch, p.arch_specific, p.family_specific))
+    cc_text = f"{device_cc[0]}.{device_cc[1]}"
+    picked = first_acceptable(acceptable(device_cc, force_ptx_jit=force_ptx_jit), [Offered(t.kind, t.name, t) for t in images])
+    if picked.acceptable is not None and picked.image is not None:
+        t: CudaTarget = picked.image.item
+        if picked.acceptable.verdict == NATIVE:
+            return CudaVerdict(NATIVE, t, f"{t.name} cubin runs natively on compute capability {cc_text}", picked.acceptable.rule)
         why = "CUDA_FORCE_PTX_JIT=1 ignores cubins" if force_ptx_jit else "no cubin matches"
-        return CudaVerdict("jit", t, f"{why}: the driver JIT-compiles {t.name} PTX for compute capability {cc_text} at first load", "ptx-jit")
+        return CudaVerdict(picked.acceptable.verdict, t, f"{why}: the driver JIT-compiles {t.name} PTX for compute capability {cc_text} at first load", "ptx-jit")
     have = ", ".join(t.name for t in images) or "no NVIDIA images"
     newer = all(dev > t.arch for t in images)
     fix = f"sm_{dev} or 'ptx'" if images and newer else f"sm_{dev}"
-    return CudaVerdict("unsupported", None, f"no image for compute capability {cc_text} (binary has {have}); rebuild with {fix} in USE_AOT_DEVLIST", "no-match")
-
-
-def _cubin_rule(t: CudaTarget, major: int, minor: int) -> str | None:
-    tmaj, tmin = t.cc
-    if t.arch_specific:
-        return "cubin-arch-specific" if (tmaj, tmin) == (major, minor) else None
-    if tmaj == major and minor >= tmin:
-        return "cubin-family" if t.family_specific else "cubin-same-major"
-    return None
-
-
-def _ptx_ok(t: CudaTarget, major: int, minor: int) -> bool:
-    tmaj, tmin = t.cc
-    if t.arch_specific:
-        return (tmaj, tmin) == (major, minor)
-    if t.family_specific:
-        return tmaj == major and minor >= tmin
-    return (major, minor) >= (tmaj, tmin)
+    return CudaVerdict(UNSUPPORTED, None, f"no image for compute capability {cc_text} (binary has {have}); rebuild with {fix} in USE_AOT_DEVLIST", "no-match")
 
 
 __all__ = [
     "ARCH_SPECIFIC",
+    "acceptable",
     "DEVICE_ARCHS",
     "FAMILY_SPECIFIC",
     "NEWER_ARCHS",
