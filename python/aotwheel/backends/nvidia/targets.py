@@ -323,7 +323,9 @@ def cuda_verdict(targets_in_binary: Iterable[CudaTarget], device_cc: tuple[int, 
         if picked.acceptable.verdict == NATIVE:
             return CudaVerdict(NATIVE, t, f"{t.name} cubin runs natively on compute capability {cc_text}", picked.acceptable.rule)
         why = "CUDA_FORCE_PTX_JIT=1 ignores cubins" if force_ptx_jit else "no cubin matches"
-        return CudaVerdict(picked.acceptable.verdict, t, f"{why}: the driver JIT-compiles {t.name} PTX for compute capability {cc_text} at first load", "ptx-jit")
+        return CudaVerdict(
+            picked.acceptable.verdict, t, f"{why}: the driver JIT-compiles {t.name} PTX for compute capability {cc_text} at first load", "ptx-jit"
+        )
     have = ", ".join(t.name for t in images) or "no NVIDIA images"
     newer = all(dev > t.arch for t in images)
     fix = f"sm_{dev} or 'ptx'" if images and newer else f"sm_{dev}"
