@@ -1,5 +1,6 @@
 /* aotdemo._demo: hands the device images aotwheel_add_device_code(NAME demo) embedded to Python.
- * Stable ABI (abi3, 3.10+). A real package would pass them to Level Zero / OpenCL instead. */
+ * Stable ABI (abi3, 3.10+). A real package would pass them to Level Zero / OpenCL instead, after
+ * decompressing them: each image is one zstd frame unless built with USE_AOT_COMPRESS=OFF. */
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030A0000
 #endif
@@ -28,7 +29,8 @@ static PyObject *images(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef methods[] = {
-    {"images", images, METH_NOARGS, "images() -> list of (triple, bytes): 'spir64_gen' fat binaries, then 'spir64' SPIR-V."},
+    {"images", images, METH_NOARGS, "images() -> list of (triple, bytes): 'spir64_gen' fat binaries, then 'spir64' SPIR-V, as stored "
+     "(zstd frames unless built with USE_AOT_COMPRESS=OFF)."},
     {NULL, NULL, 0, NULL},
 };
 
