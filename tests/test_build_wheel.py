@@ -13,18 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _build_util import (
-    REPO,
-    ar_members,
-    build_env,
-    embedded_images,
-    logged_runs,
-    ocloc_ip,
-    ocloc_logger,
-    other_pythons,
-    require,
-    run,
-)
+from _build_util import REPO, ar_members, build_env, embedded_images, logged_runs, ocloc_ip, ocloc_logger, other_pythons, require, run
 from conftest import CLANG, LLVM_SPIRV
 
 pytestmark = pytest.mark.usefixtures("builds")

@@ -18,18 +18,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from _aotdemo_util import (
-    FAT_SECTION,
-    PVC_MEMBER,
-    REPO,
-    SPIRV_SECTION,
-    ar_members,
-    copy_example,
-    section_bytes,
-    section_names,
-    unpack,
-    unzstd,
-)
+from _aotdemo_util import FAT_SECTION, PVC_MEMBER, REPO, SPIRV_SECTION, ar_members, copy_example, section_bytes, section_names, unpack, unzstd
 
 pytestmark = pytest.mark.usefixtures("builds")
 
