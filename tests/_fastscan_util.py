@@ -31,10 +31,11 @@ def build(dest: Path) -> Path:
     return dest
 
 
-def seed_corpus(dest: Path) -> list[Path]:
+def seed_corpus(dest: Path, *, cuda: bool = True) -> list[Path]:
     """Real ocloc output (fat binaries in both formats, a bare zebin, a legacy binary, generic_ir),
-    a real zstd frame (fs_zstd_facts), a real ``.tgtsym`` section and, where nvcc is installed, a
-    real nvcc fat binary alone and after chance container magic (fs_fatbin_*), copied into ``dest``."""
+    a real zstd frame (fs_zstd_facts), a real ``.tgtsym`` section and, with ``cuda`` and where nvcc
+    is installed, a real nvcc fat binary alone and after chance container magic (fs_fatbin_*),
+    copied into ``dest``."""
     from aotwheel.formats.elf import open_elf
     from aotwheel.formats.region import Region
 
@@ -43,15 +44,17 @@ def seed_corpus(dest: Path) -> list[Path]:
     for make in _SEEDS:
         src = make()
         out.append(Path(shutil.copyfile(src, dest / src.name)))
-    try:  # nvcc's fat binary (fs_fatbin_*), alone and after chance magic: optional, nvcc comes from PyPI
-        cuda = fu.cuda_fatbin_seed().read_bytes()
-    except fu.MissingTool:
-        cuda = None
-    if cuda is not None:
+    fatbin = None
+    if cuda:
+        try:  # nvcc's fat binary (fs_fatbin_*), alone and after chance magic: optional, nvcc comes from PyPI
+            fatbin = fu.cuda_fatbin_seed().read_bytes()
+        except fu.MissingTool:
+            fatbin = None
+    if fatbin is not None:
         out += [dest / "vadd.fatbin", dest / "chance_then_fatbin.bin"]
-        out[-2].write_bytes(cuda)
+        out[-2].write_bytes(fatbin)
         # a bad version, a header claiming 1 TiB of entries, then the real containers
-        out[-1].write_bytes(_MAGIC + struct.pack("<HHQ", 7, 16, 64) + bytes(64) + _MAGIC + struct.pack("<HHQ", 1, 16, 1 << 40) + cuda)
+        out[-1].write_bytes(_MAGIC + struct.pack("<HHQ", 7, 16, 64) + bytes(64) + _MAGIC + struct.pack("<HHQ", 1, 16, 1 << 40) + fatbin)
     so = fu.host_so_seed().read_bytes()
     view = open_elf(Region(so, "seed"))
     sec = view.section(".tgtsym")

@@ -32,13 +32,12 @@ from aotwheel.inspector import inspect
 import _fuzz_util as fu
 from _cuda_util import CUFFT_WHEEL, NVJPEG_WHEEL, VADD, nvcc_out, run, source, wheel_member
 
-pytestmark = pytest.mark.usefixtures("large_binaries", "nvcc")
-
 EXAMPLES = int(os.environ.get("AOTWHEEL_FASTSCAN_EXAMPLES", "300"))  # fuzz/fastscan_asan.py --examples raises it
 OPS = st.tuples(st.sampled_from(fu.OPS), st.integers(-4096, 1 << 30), st.integers(0, 1 << 16), st.integers(0, 1 << 16))
 MAGIC = struct.pack("<I", 0xBA55ED50)
 
-pytestmark = pytest.mark.skipif(sys.version_info < (3, 11), reason="_fastscan needs the 3.11 limited API")
+pytestmark = [pytest.mark.skipif(sys.version_info < (3, 11), reason="_fastscan needs the 3.11 limited API"),
+              pytest.mark.usefixtures("large_binaries", "nvcc")]
 
 
 @pytest.fixture(autouse=True)

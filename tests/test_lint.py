@@ -31,3 +31,17 @@ def test_the_configuration_is_the_one_in_pyproject() -> None:
     proc = subprocess.run([_ruff(), "check", "--show-settings", "python/aotwheel/model.py"], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0 and "pyproject.toml" in proc.stdout and "line_length = 160" in proc.stdout
+
+
+def test_a_test_module_sets_its_markers_once() -> None:
+    # A second `pytestmark = ...` replaces the first silently (test_fastscan_cuda lost its nvcc
+    # fixture that way, and with it the cuda marker the sid lane deselects by).
+    import ast
+
+    twice = []
+    for path in sorted((REPO / "tests").glob("test_*.py")):
+        names = [t.id for node in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name)]
+        if names.count("pytestmark") > 1:
+            twice.append(path.name)
+    assert twice == []
