@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from aotwheel.backends.intel.build import groups
+from aotwheel.backends.intel.build.costs import DEVICE_COST, job_cost
 from aotwheel.backends.intel.build.groups import (
     EDGE_OVERHEAD,
     device_groups,
@@ -28,7 +29,7 @@ from aotwheel.backends.intel.build.groups import (
 )
 from aotwheel.backends.intel.build.ocloc_job import GroupJob, compile_devices, run_group, run_job
 from aotwheel.buildsteps.cache import DeviceCodeCache
-from aotwheel.buildsteps.shard import DEVICE_COST, Job, job_cost
+from aotwheel.buildsteps.shard import Job
 from aotwheel.buildsteps.tiers import Tiers
 from aotwheel.errors import AotwheelError, ToolchainError
 

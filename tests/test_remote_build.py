@@ -71,7 +71,7 @@ def spirv_objects(server: NginxDav) -> list[Path]:
 
 
 def cost_records(server: NginxDav) -> list[Path]:
-    """The ocloc cost records on the server (buildsteps/history.py), by content."""
+    """The ocloc cost records on the server (backends/intel/build/history.py), by content."""
     return [p for p in server.objects() if _payload(p).startswith(b'{"format": "aotwheel-ocloc-costs"')]
 
 

@@ -1,11 +1,11 @@
 """``AOTWHEEL_SHARD=i/n``: a deterministic, cost-balanced, source-affine slice of a build's (source, device) jobs.
 
 Every runner of a CI matrix computes the same plan from the same inputs (the call's sources and
-devices, the kernel sources' sizes, the measured per-device costs below), at configure time: a
-shard build's graph holds the SPIR-V and ocloc edges of its slice only (the Intel configure step
-plans the slice into the build plan CMake reads; ``python -m aotwheel.buildsteps intel shard``
-computes it from a job list file by hand). The results reach the assembling build through the
-remote cache.
+devices, the kernel sources' sizes, each vendor's measured per-device costs: Intel's in
+``backends/intel/build/costs.py``), at configure time: a shard build's graph holds the edges of its
+slice only (the Intel configure step plans the slice into the build plan CMake reads). The
+results reach the assembling build through the remote cache. This module is the vendor-free part:
+the ``i/n`` setting, a job, and the assignment.
 
 Source-affine: a source kept whole on one shard is compiled to SPIR-V by that shard alone and its
 devices share ocloc runs (one per group). Sources go by falling cost, each whole onto the
@@ -18,20 +18,8 @@ job).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from aotwheel.buildsteps.values import Value
 from aotwheel.errors import AotwheelError
-
-# ocloc's relative cost per device: CPU seconds of `ocloc compile -device X` (Debian's ocloc
-# 22.43) on the benchmark's 36-kernel workload linked into one SPIR-V module, median of 3,
-# divided by tgllp's; recorded in benchmarks/results/scaleout_costs.json by
-# `python -m benchmarks.scaleout --costs` (2 shared cores at load ~9). pvc is the dearest, but
-# about 1.2x an Xe-LP target with this ocloc, not 1.5x; on a single 9-kernel source it measured
-# the cheapest: the cost depends on the kernels. Unlisted devices cost 1.0.
-DEVICE_COST: dict[str, float] = {
-    "pvc": 1.16, "acm-g10": 0.95, "acm-g11": 1.05, "acm-g12": 0.99, "tgllp": 1.0, "dg1": 0.96, "adl-p": 0.93, "rkl": 0.92,
-}
 
 # How far over the ideal load (total / n) a shard may go to keep a source whole. Splitting a
 # source costs every shard that gets part of it that source's SPIR-V and one more ocloc run per
@@ -74,11 +62,6 @@ class Job(Value):
         self.source, self.device, self.cost = source, device, cost
 
 
-def job_cost(device: str, source_size: int) -> float:
-    """Estimated ocloc cost: the device's measured factor times the source's size."""
-    return DEVICE_COST.get(device, 1.0) * max(source_size, 1)
-
-
 def assign(jobs: list[Job], count: int) -> dict[tuple[str, str], int]:
     """Shard index (1-based) of every job: whole sources where balance allows (module docstring)."""
     by_source: dict[str, list[Job]] = {}
@@ -110,34 +93,3 @@ def assign(jobs: list[Job], count: int) -> dict[tuple[str, str], int]:
             loads[k] += job.cost
             out[(source, job.device)] = k + 1
     return out
-
-
-def read_job_list(path: Path) -> tuple[list[Job], dict[str, str]]:
-    """A job list file (``<stem>\\t<device>\\t<source path>`` per line): the jobs, costed
-    by size, and each source's path by stem."""
-    jobs = []
-    sources: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        stem, device, source = line.split("\t", 2)
-        sources.setdefault(stem, source)
-        try:
-            size = Path(source).stat().st_size
-        except OSError:
-            size = 1
-        jobs.append(Job(stem, device, job_cost(device, size)))
-    return jobs, sources
-
-
-def read_jobs(path: Path) -> list[Job]:
-    """The jobs of a job list file, costed by size (:func:`read_job_list`)."""
-    return read_job_list(path)[0]
-
-
-def in_slice(shard: Shard, jobs_file: Path, stem: str, device: str) -> bool:
-    """Whether ``(stem, device)`` belongs to ``shard`` in the plan over ``jobs_file``."""
-    plan = assign(read_jobs(jobs_file), shard.count)
-    if (stem, device) not in plan:
-        raise AotwheelError(f"{stem} -device {device} is not in {jobs_file}; re-run CMake configure")
-    return plan[(stem, device)] == shard.index

@@ -7,7 +7,7 @@ devices into groups only where that shortens the build: while its largest edge i
 the estimated build (list scheduling of the edges on the cores in the order ninja will start
 them, :func:`plan_estimate`, each edge its jobs plus :data:`EDGE_OVERHEAD`) from being balanced.
 A plan with more edges is kept only if its estimate is more than :data:`SPLIT_GAIN` shorter. Job
-costs are the measured per-device ocloc costs sharding uses (:data:`shard.DEVICE_COST`) times the
+costs are the measured per-device ocloc costs sharding uses (:data:`costs.DEVICE_COST`) times the
 source's size, or what earlier builds recorded (a shard plan, ``history.py``). Sizes are a weak
 estimate, so the estimate lets the largest edge on each core run :data:`UNCERTAINTY` longer
 than its cost says: a plan whose cores each end on one big edge (two whole sources on two cores)
@@ -27,7 +27,8 @@ from __future__ import annotations
 import heapq
 import os
 
-from aotwheel.buildsteps.shard import DEVICE_COST, Job, Shard, assign, job_cost
+from aotwheel.backends.intel.build.costs import DEVICE_COST, job_cost
+from aotwheel.buildsteps.shard import Job, Shard, assign
 from aotwheel.variables import OCLOC_GROUPS
 from aotwheel.errors import AotwheelError
 

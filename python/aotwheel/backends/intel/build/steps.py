@@ -106,7 +106,7 @@ def _measured(jobs: list, sources: dict[str, str], cost_prefix: str, settings_fi
     settings = load_settings(settings_file)
     if not remote_configured(os.environ, settings):
         return jobs
-    from aotwheel.buildsteps import history
+    from aotwheel.backends.intel.build import history
     from aotwheel.buildsteps.remote import config_from
 
     cfg = config_from(os.environ, settings)
@@ -204,7 +204,7 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
     on_compiled = None
     if a.cost_id and a.source and tiers.stores and not tiers.readonly:
         def on_compiled(devices: list[str], cpu_s: float) -> None:  # for the next shard plans
-            from aotwheel.buildsteps import history
+            from aotwheel.backends.intel.build import history
             from aotwheel.buildsteps.cache import file_sha256
 
             try:
@@ -227,7 +227,8 @@ def cmd_shard(a: argparse.Namespace) -> int:
     ``<stem>\\t<group>|<group>...`` lines, each group comma-separated devices; sources with no job
     in this shard are absent. The same slice as ``configure --shard`` plans into the build plan."""
     from aotwheel.backends.intel.build.groups import slice_groups
-    from aotwheel.buildsteps.shard import parse_shard, read_job_list
+    from aotwheel.backends.intel.build.costs import read_job_list
+    from aotwheel.buildsteps.shard import parse_shard
 
     shard = parse_shard(a.shard)
     if shard is None:

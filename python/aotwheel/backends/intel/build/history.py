@@ -3,7 +3,7 @@
 A source's size is a weak estimate of what ocloc spends on it (sources of equal size measured up
 to 1.5x apart per device), so a sharded build's plan (:mod:`aotwheel.buildsteps.shard`) uses what
 earlier builds measured where it can. Every ocloc edge that compiled reports the CPU seconds of
-its ocloc run, split over its devices by :data:`shard.DEVICE_COST`, into one record per kernel
+its ocloc run, split over its devices by :data:`costs.DEVICE_COST`, into one record per kernel
 source (its ``cost id``: project, target NAME and source stem) in every writable store.
 
 Every shard of one CI run must compute the same plan, although the shards that finish first
@@ -27,7 +27,8 @@ import json
 from collections.abc import Iterable, Mapping
 
 from aotwheel.buildsteps.cache import pack_object, unpack_object
-from aotwheel.buildsteps.shard import DEVICE_COST, Job
+from aotwheel.backends.intel.build.costs import DEVICE_COST
+from aotwheel.buildsteps.shard import Job
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
