@@ -11,12 +11,17 @@ fails here, not in a user's environment:
   formats, report, the build steps' cache and stores), never the CLI, the resolver or the run time
   that call it.
 
+- a core module names no vendor's token or format in its code (``CORE_VENDOR_WORDS`` lists the
+  ones that still do, with counts).
+
 ``CORE_TO_VENDOR`` and ``VENDOR_TO_UPPER`` list the imports that still cross (the architecture step
 moves them behind the registry one by one); an import not listed fails, and so does a listed one
 that no longer exists, so the lists only shrink.
 """
 
 from __future__ import annotations
+
+import re
 
 from test_model import _import_graph
 
@@ -84,3 +89,53 @@ def test_the_registry_names_every_vendor_package_and_imports_none_at_import_time
     code = "import sys, aotwheel.backends; print(sorted(m for m in sys.modules if m.startswith('aotwheel.backends.') or m == 'typing'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# A vendor's tokens and formats in code (not docstrings or --help text): sm_XY, compute_XY, cubin,
+# nvptx, .nv_fatbin, zebin, ocloc, spir64_gen, gfxNNN, pvc, Level Zero.
+VENDOR_WORD = re.compile(r"\bsm_\d|\bsm_\b|compute_\d|nv_fatbin|zebin|ocloc|spir64_gen|\bgfx\d|nvptx|cubin|\bpvc\b|levelzero|level zero", re.I)
+
+# Core modules that still name one (the layering's second half: each should ask its backend).
+# The count is per module, so the list only shrinks.
+CORE_VENDOR_WORDS: dict[str, int] = {
+    "buildsteps/embed.py": 3,  # the SYCL image triples of the open toolchain's embedding
+    "buildsteps/manifest.py": 6,  # the manifest's ocloc_device/ocloc_options keys, the CUDA triple
+    "cli/check.py": 1,  # --device's examples
+    "cli/resolve.py": 3,  # --toolchain ocloc / --ocloc, literal so --help imports no backend
+    "formats/elf.py": 1,  # native image triples for the kernel count
+    "formats/offload.py": 1,  # LLVM OffloadBinary's image kind names
+    "inspector.py": 1,  # the "not an ELF, wheel, ar, zebin, ..." error line
+    "model.py": 2,  # ImageKind's values
+    "opencl.py": 2,  # the loader's fat-binary triple and its error line
+    "probe/override.py": 2,  # the example in AOTWHEEL_DEVICE's errors
+    "selftest.py": 1,  # the fat-binary triple
+    "variables.py": 10,  # the tools' variables and the default device list
+}
+
+
+def test_core_names_vendor_tokens_only_where_listed() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "python" / "aotwheel"
+    found: dict[str, int] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "backends" and len(rel.parts) > 2:  # a vendor's own package
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        prose: set[int] = set()
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body and \
+                    isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                prose.add(id(body[0].value))
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if kw.arg in ("help", "description", "epilog"):
+                        prose.update(id(c) for c in ast.walk(kw.value))
+        n = sum(1 for c in ast.walk(tree) if isinstance(c, ast.Constant) and isinstance(c.value, str) and id(c) not in prose
+                and VENDOR_WORD.search(c.value))
+        if n:
+            found[rel.as_posix()] = n
+    assert found == CORE_VENDOR_WORDS
