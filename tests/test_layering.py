@@ -9,8 +9,7 @@ fails here, not in a user's environment:
 - a vendor package never imports another vendor's package;
 - a vendor package imports only the lower core (data model, errors, settings, vendor-free
   formats, report, the build steps' cache and stores), never the CLI, the resolver or the run time
-  that call it.
-
+  that call it;
 - a core module names no vendor's token or format in its code (``CORE_VENDOR_WORDS`` lists the
   ones that still do, with counts).
 
