@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwhe
         del sys.path[0]
     sys.path.insert(0, str(_here.parents[2]))
 
-from aotwheel.buildsteps.edge import step_parser, write_if_changed
+from aotwheel.buildsteps.edge import run_step, step_parser, write_if_changed
 from aotwheel.errors import AotwheelError, run_command
 
 
@@ -160,9 +160,12 @@ def _no_steps(vendor: str) -> int:
 _DELEGATED = {"resolve": _resolve, "hook": _hook}
 
 
+_PROG = "python -m aotwheel.buildsteps"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``python -m aotwheel.buildsteps`` parser of the core's steps; ``only``: that step's alone."""
-    return step_parser("python -m aotwheel.buildsteps", __doc__, _STEPS, only)
+    return step_parser(_PROG, __doc__, _STEPS, only)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -176,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         module = build_module(argv[0])  # a vendor's steps: its package's ``build`` module, by name
         if module is not None:
             return _vendor_main(argv[0], module, argv[1:])
-    args = build_parser(argv[0] if argv and argv[0] in _STEPS else None).parse_args(argv)
-    return run_command(lambda: args.fn(args))
+    return run_step(_PROG, __doc__, _STEPS, argv)
 
 
 if __name__ == "__main__":

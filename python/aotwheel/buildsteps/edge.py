@@ -64,6 +64,15 @@ def _fixed_width(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, width=100)
 
 
+def run_step(prog: str, description: str | None, steps: dict, argv: list[str]) -> int:
+    """Parse ``argv`` with its step's parser alone (every step's for ``--help`` or an unknown
+    step) and run it; an :class:`~aotwheel.errors.AotwheelError` prints one line and returns 2."""
+    from aotwheel.errors import run_command
+
+    args = step_parser(prog, description, steps, argv[0] if argv and argv[0] in steps else None).parse_args(argv)
+    return run_command(lambda: args.fn(args))
+
+
 def step_parser(prog: str, description: str | None, steps: dict, only: str | None = None) -> argparse.ArgumentParser:
     """A parser with one subcommand per step of ``steps`` (name -> (add_arguments, run));
     ``only``: that step's alone (each build edge is a process of its own: it builds the one

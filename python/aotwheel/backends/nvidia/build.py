@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from aotwheel.buildsteps.edge import edge_arguments
-from aotwheel.errors import ToolchainError, run_command
+from aotwheel.errors import ToolchainError
 
 HEADER = Path(__file__).resolve().parents[3] / "csrc" / "aotwheel_portable.h"
 _TIMEOUT = 600
@@ -241,18 +241,12 @@ _STEPS = {
 }
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser of these steps; ``only``: that step's alone (one per edge process)."""
-    from aotwheel.buildsteps.edge import step_parser
-
-    return step_parser("python -m aotwheel.buildsteps nvidia", __doc__, _STEPS, only)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Run one step; errors print one line and return 2."""
-    argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv[0] if argv and argv[0] in _STEPS else None).parse_args(argv)
-    return run_command(lambda: args.fn(args))
+    """Run one step (parsed by its own parser alone: one per edge process); errors print one line
+    and return 2."""
+    from aotwheel.buildsteps.edge import run_step
+
+    return run_step("python -m aotwheel.buildsteps nvidia", __doc__, _STEPS, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

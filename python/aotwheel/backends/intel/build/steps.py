@@ -28,8 +28,8 @@ import os
 import sys
 from pathlib import Path
 
-from aotwheel.buildsteps.edge import edge_arguments, step_parser, write_if_changed
-from aotwheel.errors import AotwheelError, run_command
+from aotwheel.buildsteps.edge import edge_arguments, run_step, step_parser, write_if_changed
+from aotwheel.errors import AotwheelError
 
 
 def _load_toolchain(path: str) -> dict:
@@ -226,8 +226,8 @@ def cmd_shard(a: argparse.Namespace) -> int:
     """Write this shard's slice of a job list file (``<stem>\\t<device>\\t<path>`` lines) as
     ``<stem>\\t<group>|<group>...`` lines, each group comma-separated devices; sources with no job
     in this shard are absent. The same slice as ``configure --shard`` plans into the build plan."""
-    from aotwheel.backends.intel.build.groups import slice_groups
     from aotwheel.backends.intel.build.costs import read_job_list
+    from aotwheel.backends.intel.build.groups import slice_groups
     from aotwheel.buildsteps.shard import parse_shard
 
     shard = parse_shard(a.shard)
@@ -245,8 +245,8 @@ def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, byt
                   ocloc_version: str | None = None, options: str = "") -> None:
     """One source's fat binary from ``(device, ip, binary, provenance)`` in devlist order (+ the
     SPIR-V as generic_ir, laid out as this ocloc lays it out), and its member list for the manifest."""
-    from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.backends.intel.build.fatbin import build_fatbin, ir_options, member_name, spirv_ir_elf
+    from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.buildsteps.manifest import fatbin_info
 
     build_options = ir_options(ocloc_version, options)
@@ -274,9 +274,9 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
 
 def cmd_tgtsym(a: argparse.Namespace) -> int:
     """Write the .tgtsym names of all SPIR-V modules."""
+    from aotwheel.backends.intel.build.spirv import entry_points
     from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.buildsteps.embed import tgtsym
-    from aotwheel.backends.intel.build.spirv import entry_points
 
     triples = [t for t in a.triples.split(",") if t]
     entries = []
@@ -372,14 +372,15 @@ _STEPS = {
 }
 
 
+_PROG = "python -m aotwheel.buildsteps intel"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of these steps, one subcommand each; ``only``: that step's alone (each build
     edge is a process of its own: it builds the one parser it needs)."""
-    return step_parser("python -m aotwheel.buildsteps intel", __doc__, _STEPS, only)
+    return step_parser(_PROG, __doc__, _STEPS, only)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one step; errors print one line and return 2."""
-    argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv[0] if argv and argv[0] in _STEPS else None).parse_args(argv)
-    return run_command(lambda: args.fn(args))
+    return run_step(_PROG, __doc__, _STEPS, sys.argv[1:] if argv is None else argv)
