@@ -165,9 +165,9 @@ def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequenc
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True) -> CompileResult:
     """:func:`compile_spirv` with the per-device report (and binaries, for ``--format dir``)."""
-    from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
+    from aotwheel.buildsteps.cache import DeviceCodeCache
 
     if grf not in GRF_MODES:
         raise AotwheelError(f"grf must be one of {', '.join(GRF_MODES)}, not {grf!r}")
@@ -234,8 +234,8 @@ class _Job:
     def _one(self, ocloc_device: str, ip: str, grf: str) -> tuple[bytes, tuple[Spill, ...], bool]:
         """``(binary, spills, cache hit)``. The log is cached beside the binary so that a cache
         hit still knows about spills; a binary without its log is rebuilt."""
-        from aotwheel.buildsteps.cache import CacheKey
         from aotwheel.backends.intel.build.ocloc_job import compile_device_logged
+        from aotwheel.buildsteps.cache import CacheKey
 
         options = self._options(grf)
         # The same portable key (schema 2) as the CMake build's ocloc jobs: content, the device's

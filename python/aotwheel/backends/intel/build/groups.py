@@ -29,8 +29,8 @@ import os
 
 from aotwheel.backends.intel.build.costs import DEVICE_COST, job_cost
 from aotwheel.buildsteps.shard import Job, Shard, assign
-from aotwheel.variables import OCLOC_GROUPS
 from aotwheel.errors import AotwheelError
+from aotwheel.variables import OCLOC_GROUPS
 
 ENV = OCLOC_GROUPS.name
 # What one edge costs besides its devices' ocloc work, in job-cost units (source bytes x device

@@ -26,8 +26,8 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 
-from aotwheel.buildsteps.cache import pack_object, unpack_object
 from aotwheel.backends.intel.build.costs import DEVICE_COST
+from aotwheel.buildsteps.cache import pack_object, unpack_object
 from aotwheel.buildsteps.shard import Job
 
 TYPE_CHECKING = False

@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id, unpack_object
 from aotwheel.backends.intel.build.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
+from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id, unpack_object
 from aotwheel.buildsteps.values import Value
 from aotwheel.variables import REMOTE_CACHE
 

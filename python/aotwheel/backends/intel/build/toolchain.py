@@ -14,12 +14,12 @@ import os
 import shutil
 from pathlib import Path
 
-from aotwheel.variables import DEVLIST, OCLOC
-from aotwheel.buildsteps.cache import DeviceCodeCache
-from aotwheel.errors import ToolchainError
-from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
 from aotwheel.backends.intel.build.spirv import SpirvToolchain
+from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
+from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.buildsteps.values import Value
+from aotwheel.errors import ToolchainError
+from aotwheel.variables import DEVLIST, OCLOC
 
 
 class OpenToolchain(Value):
