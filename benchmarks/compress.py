@@ -48,6 +48,7 @@ if __package__ in (None, ""):
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))  # this checkout's aotwheel (its build steps build the wheels)
 from aotwheel.formats.zstd import IMAGE_LEVEL  # noqa: E402
+from benchmarks.project import PYPROJECT  # noqa: E402
 
 KERNELS = sorted((REPO / "csrc" / "kernels").glob("*.cl"))
 #: 8 distinct IPs Debian 12's ocloc 22.43 builds; the first N are the N-target build.
@@ -175,17 +176,6 @@ aotwheel_add_device_code(_kernels NAME kernels DEVICES ${{devices}} COMPRESS ${{
   SOURCES {sources})
 install(TARGETS _kernels LIBRARY DESTINATION aotbench)
 """
-_PYPROJECT = """[build-system]
-requires = ["scikit-build-core>=0.10"]
-build-backend = "scikit_build_core.build"
-[project]
-name = "aotbench"
-version = "0.1.0"
-requires-python = ">=3.10"
-[tool.scikit-build]
-wheel.packages = ["src/aotbench"]
-wheel.py-api = "cp310"
-"""
 
 # In a fresh process (no memo): per source, the device code read from the module (images(),
 # decompression when compressed: aotwheel.opencl.device_code), then load_program on it (JIT cache
@@ -239,7 +229,7 @@ def _bench_project(root: Path) -> Path:
     (proj / "src" / "aotbench" / "__init__.py").write_text("")
     shutil.copy(REPO / "csrc" / "_kernels.c", proj / "_kernels.c")
     (proj / "CMakeLists.txt").write_text(_CMAKELISTS.format(repo=REPO, sources=" ".join(str(k) for k in KERNELS)))
-    (proj / "pyproject.toml").write_text(_PYPROJECT)
+    (proj / "pyproject.toml").write_text(PYPROJECT)
     return proj
 
 

@@ -64,7 +64,8 @@ static struct PyModuleDef module = {{PyModuleDef_HEAD_INIT, "_bench", NULL, -1, 
 PyMODINIT_FUNC PyInit__bench(void) {{ return PyModule_Create(&module); }}
 """
 
-_PYPROJECT = """\
+# The pyproject.toml of every benchmark project (benchmarks/compress.py's too).
+PYPROJECT = """\
 [build-system]
 requires = ["scikit-build-core>=0.10"]
 build-backend = "scikit_build_core.build"
@@ -94,7 +95,7 @@ def write_project(root: Path, *, kernels: int, files: int, copies: int = 1) -> l
     texts = {
         root / "CMakeLists.txt": _CMAKE.format(config=(REPO / "cmake" / "aotwheel-config.cmake").as_posix(), name=NAME, sources=rel),
         root / "csrc" / "_bench.c": _C.format(name=NAME),
-        root / "pyproject.toml": _PYPROJECT,
+        root / "pyproject.toml": PYPROJECT,
         root / "src" / "aotbench" / "__init__.py": '"""Benchmark package (generated)."""\n',
     }
     for path, text in texts.items():
