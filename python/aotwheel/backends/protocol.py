@@ -216,7 +216,8 @@ class Backend(Protocol):
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         """The devices one ``AOTWHEEL_DEVICE`` / ``--device`` token names (``token`` lower-case,
         ``raw`` as typed, ``source`` the variable or flag for messages); raises
-        :class:`aotwheel.errors.DevlistError` naming the fix."""
+        :class:`aotwheel.errors.DevlistError` naming the fix (its grammar's ``USE_AOT_DEVLIST``
+        becomes ``source`` in the caller)."""
         ...
 
     def owns_token(self, token: str) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from aotwheel.errors import DevlistError
 from aotwheel.model import ProbedDevice, ProbeResult
-from aotwheel.variables import DEVICE
+from aotwheel.variables import DEVICE, DEVLIST
 
 ENV = DEVICE.name
 CPU_TOKEN = "cpu"
@@ -43,7 +43,11 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
         if low in _REJECTED:
             raise DevlistError(f"{source}: '{token}' does not name a device; use a device name, IP version or 'cpu', e.g. {ENV}=pvc", token)
         owner = backends.for_token(low) or backends.default()
-        for dev in owner.override_devices(low, token, source):
+        try:
+            named = owner.override_devices(low, token, source)
+        except DevlistError as exc:  # a backend's grammar speaks of USE_AOT_DEVLIST: name this input instead
+            raise DevlistError(str(exc).replace(DEVLIST.name, source, 1), exc.token, exc.suggestions) from None
+        for dev in named:
             if not any(d.vendor == dev.vendor and d.catalog == dev.catalog for d in devices):
                 devices.append(replace(dev, index=len(devices)))
     if not devices:

@@ -30,14 +30,10 @@ class NvidiaBackend:
         from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
         from aotwheel.errors import DevlistError
         from aotwheel.model import ProbedDevice
-        from aotwheel.variables import DEVLIST
 
         if not token.startswith(("sm_", "nvidia_gpu_sm_")):
             raise DevlistError(f"{source}: '{raw}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. AOTWHEEL_DEVICE=sm_90", raw)
-        try:
-            target = parse_cuda_target(token, supported=DEVICE_ARCHS)
-        except DevlistError as exc:
-            raise DevlistError(str(exc).replace(DEVLIST.name, source, 1), exc.token, exc.suggestions) from None
+        target = parse_cuda_target(token, supported=DEVICE_ARCHS)
         return [ProbedDevice(name=f"NVIDIA {target.name}", backend="override", kind="gpu", vendor=NVIDIA, catalog=target.name)]
 
     def owns_token(self, token: str) -> bool:
