@@ -31,8 +31,6 @@ from aotwheel.errors import AotwheelError
 from aotwheel.jitcache import JitCache, JITCacheWarning, JitKey
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from aotwheel.model import Verdict
 
 __all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "inflate", "jit_key", "JITCacheWarning"]
