@@ -13,7 +13,7 @@ import json
 import pytest
 
 from aotwheel.acceptable import Acceptable, Offered, first_acceptable
-from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict, VerdictKind
+from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict, VerdictKind
 
 
 def test_the_first_rank_the_binary_has_wins_whatever_the_binary_order() -> None:

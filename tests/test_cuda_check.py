@@ -131,7 +131,7 @@ def test_cli_exit_status_and_json(libs: dict[str, Path]) -> None:
 
 
 def test_jit_message_names_the_rebuild() -> None:
-    from aotwheel.model import Verdict
+    from aotwheel.results import Verdict
 
     v = Verdict("NVIDIA H100", "cc 9.0", "jit", "compute_80", "r", "ptx-jit", "/x/lib.so", "gpu", ("sm_80", "compute_80"), "nvidia",
                 version=(9, 0))  # as rules.decide_cuda writes it: the compute capability as numbers beside ip's text

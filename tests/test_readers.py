@@ -10,19 +10,18 @@ import json
 import shutil
 import subprocess
 import textwrap
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from aotwheel.backends import readers
-from aotwheel.backends.protocol import ReadSpec
+from aotwheel.backends import ReadSpec, readers
 from aotwheel.errors import InspectError
 from aotwheel.inspector import inspect
 from aotwheel.model import Image, ImageKind
+from aotwheel.records import asdict
 
 _READER = '''
-from aotwheel.backends.protocol import ReadSpec
+from aotwheel.backends import ReadSpec
 from aotwheel.model import ImageKind, Target
 
 READS = ReadSpec(magic=(b"XDEVCODE",), sections=(".xdev_code",))

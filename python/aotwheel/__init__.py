@@ -31,7 +31,7 @@ _LAZY = {
     "UnsupportedDeviceError": "aotwheel.runtime",
     "detect_devices": "aotwheel.probe",
     "ProbedDevice": "aotwheel.probe",
-    "Verdict": "aotwheel.model",
+    "Verdict": "aotwheel.results",
     "Target": "aotwheel.model",
     "compile_spirv": "aotwheel.backends.intel.build.compile",
 }

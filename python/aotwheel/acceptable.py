@@ -8,7 +8,7 @@ then SPIR-V; NVIDIA's exact cubin, then same-major and family cubins, then PTX; 
 for the device's target id, then a generic processor's, then AMD SPIR-V), and names the images of
 one binary (:class:`Offered`); :func:`first_acceptable` walks the order and returns the
 :class:`Picked` image, with every image the driver matched and then refused. The backend words
-the :class:`aotwheel.model.Verdict` from that pick: the verdict kind and the rule key are the
+the :class:`aotwheel.results.Verdict` from that pick: the verdict kind and the rule key are the
 :class:`Acceptable`'s, unsupported when nothing was picked.
 
 Imports the standard library and :mod:`aotwheel.model` only, and names no vendor: the order is
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aotwheel.model import UNSUPPORTED, VerdictKind
+from aotwheel.results import UNSUPPORTED, VerdictKind
 
 
 @dataclass(frozen=True)

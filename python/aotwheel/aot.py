@@ -27,7 +27,7 @@ from typing import Any
 
 from aotwheel import backends, runtime
 from aotwheel.inspector import inspect
-from aotwheel.model import Verdict
+from aotwheel.results import Verdict
 
 #: Raised when a function or keyword is added; ``_aot.py`` files say which version they need.
 API_VERSION = 1

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # not typing's: every command imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class AotwheelError(Exception):

@@ -11,20 +11,9 @@ and hashes every image.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import gc
-import hashlib
 import mmap
 import os
-import re
-import shutil
-import tempfile
-import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
@@ -32,16 +21,28 @@ from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
 from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
 from aotwheel.model import IR_KINDS, Image, ImageKind
+from aotwheel.records import record
 from aotwheel.report import FileReport, Report
 
+# Inspecting one library (``aotwheel inspect lib.so``) imports none of typing, dataclasses, re,
+# pathlib, zipfile, hashlib, tempfile or shutil: together they cost several times the command's
+# start-up goal (benchmarks/cli_startup.py). Wheels, directories, names and --deep import theirs.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
+    import zipfile
+    from collections.abc import Iterator
+    from contextlib import AbstractContextManager
+    from pathlib import Path
+    from typing import Any
+
     from aotwheel.backends.protocol import Reader
     from aotwheel.formats.elf import HostImage, TableScan
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
 _CANDIDATE_SUFFIXES = r"\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar"  # file names a wheel or directory walk reads (and the readers' suffixes)
-_DIST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a pip distribution name (PEP 508)
-_MODULE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_DIST_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"  # a pip distribution name (PEP 508)
+_MODULE_PATTERN = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"
 _WHEEL_SEP = "!"
 _LEAF_KINDS = frozenset(IR_KINDS)  # kinds the default mode notes without walking into
 _MAX_WHEEL_MEMBER = 16 << 30
@@ -59,9 +60,9 @@ def inspect(path: str | os.PathLike[str], *, deep: bool = False) -> Report:
     Raises :class:`InspectError` (one line naming the file and offset) for corrupt input.
     """
     text = os.fspath(path)
-    target = Path(text)
-    if not target.exists():
-        if _WHEEL_SEP in text and Path(text.split(_WHEEL_SEP, 1)[0]).is_file():
+    target = text
+    if not os.path.exists(target):
+        if _WHEEL_SEP in text and os.path.isfile(text.split(_WHEEL_SEP, 1)[0]):
             with _open_member(text) as region:
                 return Report(text, [_inspect_region(region, text, deep)])
         located = _locate_module(text)
@@ -71,32 +72,38 @@ def inspect(path: str | os.PathLike[str], *, deep: bool = False) -> Report:
                 raise InspectError(f"{text}: no such file, directory, installed module or distribution; "
                                    "pass a .so, .whl, device binary, importable name or pip package name")
             return Report(text, [r for p in files if (r := _inspect_or_error(p, str(p), deep))])
-        target = located
-    if target.is_dir():
-        return Report(text, [r for p in _candidates(target) if (r := _inspect_or_error(p, str(p), deep))])
-    if zipfile.is_zipfile(target) and target.suffix in (".whl", ".zip"):
-        return Report(text, list(_inspect_wheel(target, deep)))
+        target = str(located)
+    if os.path.isdir(target):
+        from pathlib import Path
+
+        return Report(text, [r for p in _candidates(Path(target)) if (r := _inspect_or_error(p, str(p), deep))])
+    if os.path.splitext(target)[1] in (".whl", ".zip"):
+        import zipfile
+        from pathlib import Path
+
+        if zipfile.is_zipfile(target):
+            return Report(text, list(_inspect_wheel(Path(target), deep)))
     with _mapped(target) as region, _cyclic_gc_paused():
-        return Report(text, [_inspect_region(region, str(target), deep)])
+        return Report(text, [_inspect_region(region, target, deep)])
 
 
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
+class _cyclic_gc_paused:  # lower case: used as a function, `with _cyclic_gc_paused():`
     """Pause the cyclic collector while one binary is walked (issue 6, P4).
 
     A large SYCL library yields ~14,000 image records; their allocation alone triggered cyclic
     collections costing ~8 ms of a ~53 ms inspect (measured on mkl-dpcpp's 650 MB library). The
     records hold no reference cycles, so reference counting frees them all the same; the caller's
-    collector state is restored on exit, and left alone if it was already off.
+    collector state is restored on exit, and left alone if it was already off. (A class, not a
+    contextlib generator: contextlib costs 2 ms of ``aotwheel inspect``'s start-up.)
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+
+    def __enter__(self) -> None:
+        self.was_on = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.was_on:
+            gc.enable()
 
 
 def image_bytes(path: str | os.PathLike[str], image: Image) -> bytes:
@@ -141,39 +148,61 @@ _generic_ir_spirv = embedded_spirv  # the name aotwheel.opencl imports
 # Opening inputs
 
 
-@contextlib.contextmanager
-def _mapped(path: Path) -> Iterator[Region]:
-    label = str(path)
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise InspectError(f"{label}: cannot open ({exc.strerror}); check the path and permissions") from None
-    with fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            raise InspectError(f"{label}: empty file at offset 0x0; rebuild or re-download it")
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+class _mapped:  # lower case: used as a function, `with _mapped(path) as region:`
+    """The whole file at ``path`` as a :class:`Region` of a read-only map, for the block."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = path
+
+    def __enter__(self) -> Region:
+        from aotwheel.formats.fastscan import mapped_file
+
+        label = os.fspath(self.path)
+        try:
+            fh = open(self.path, "rb")
+        except OSError as exc:
+            raise InspectError(f"{label}: cannot open ({exc.strerror}); check the path and permissions") from None
+        try:
+            if os.fstat(fh.fileno()).st_size == 0:
+                raise InspectError(f"{label}: empty file at offset 0x0; rebuild or re-download it")
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except BaseException:
+            fh.close()
+            raise
         if hasattr(mm, "madvise") and hasattr(mmap, "MADV_RANDOM"):
             # Headers are scattered through big binaries; default readahead would pull in
             # most of the file around each of them.
             mm.madvise(mmap.MADV_RANDOM)
         if hasattr(os, "posix_fadvise"):  # the same for the C scanners' pread on the descriptor
             os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
-        from aotwheel.formats.fastscan import mapped_file
+        self.fh, self.mm = fh, mm
+        self.registered = mapped_file(mm, fh.fileno())  # the C scanners pread headers from it
+        self.registered.__enter__()
+        return Region(mm, label)
 
+    def __exit__(self, *exc: object) -> None:
         try:
-            with mapped_file(mm, fh.fileno()):  # the C scanners pread headers from it
-                yield Region(mm, label)
-        finally:
+            self.registered.__exit__(*exc)
             try:
-                mm.close()
+                self.mm.close()
             except BufferError:
                 pass  # a memoryview still exported; the map is freed with its last view
+        finally:
+            self.fh.close()
 
 
-@contextlib.contextmanager
-def _open_member(spec: str) -> Iterator[Region]:
+def _open_member(spec: str) -> AbstractContextManager[Region]:
     """``wheel.whl!pkg/lib.so``: extract that member to a temporary file and map it."""
+    import contextlib  # here: wheels only (see _cyclic_gc_paused)
+
+    return contextlib.contextmanager(_member_region)(spec)
+
+
+def _member_region(spec: str) -> Iterator[Region]:
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
     wheel, member = spec.split(_WHEEL_SEP, 1)
     with tempfile.TemporaryDirectory(prefix="aotwheel-inspect-") as tmp:
         dest = Path(tmp, "member")
@@ -188,14 +217,9 @@ def _open_member(spec: str) -> Iterator[Region]:
             yield Region(region.buf, spec)
 
 
-@contextlib.contextmanager
-def _open_any(spec: str) -> Iterator[Region]:
-    if not Path(spec).exists() and _WHEEL_SEP in spec:
-        with _open_member(spec) as region:
-            yield region
-    else:
-        with _mapped(Path(spec)) as region:
-            yield region
+def _open_any(spec: str) -> AbstractContextManager[Region]:
+    """A file, or a wheel's member named ``wheel.whl!member``, as a :class:`Region`."""
+    return _open_member(spec) if not os.path.exists(spec) and _WHEEL_SEP in spec else _mapped(spec)
 
 
 def _zip_errors() -> tuple[type[BaseException], ...]:
@@ -203,6 +227,7 @@ def _zip_errors() -> tuple[type[BaseException], ...]:
     lzma; bz2 raises OSError), NotImplementedError (unknown method or version), RuntimeError
     (encrypted member), ValueError/UnicodeDecodeError (names), EOFError, IndexError."""
     import lzma
+    import zipfile
     import zlib
 
     return (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError,
@@ -218,6 +243,8 @@ def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path) -> None:
     where = f"{zf.filename}!{_printable(info.filename)}"
     if info.file_size > _MAX_WHEEL_MEMBER:
         raise InspectError(f"{where}: member claims {info.file_size} bytes, above the 16 GiB limit")
+    import shutil
+
     try:
         with zf.open(info) as src, open(dest, "wb") as out:
             shutil.copyfileobj(src, out, 1 << 20)
@@ -226,6 +253,10 @@ def _extract(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: Path) -> None:
 
 
 def _inspect_wheel(wheel: Path, deep: bool) -> Iterator[FileReport]:
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
     try:
         zf = zipfile.ZipFile(wheel)
     except _zip_errors() as exc:
@@ -280,9 +311,12 @@ def _candidates(root: Path) -> list[Path]:
 def _distribution_files(name: str) -> list[Path] | None:
     """Binaries an installed distribution's RECORD lists (``onemkl-sycl-blas`` keeps its library in
     ``<prefix>/lib``, outside any importable package); ``None`` if no such distribution."""
-    if not _DIST_RE.fullmatch(name):
-        return None
+    import re
     from importlib import metadata
+    from pathlib import Path
+
+    if not re.fullmatch(_DIST_PATTERN, name):
+        return None
 
     try:
         dist = metadata.distribution(name)
@@ -299,9 +333,12 @@ def _distribution_files(name: str) -> list[Path] | None:
 
 def _locate_module(name: str) -> Path | None:
     """Find an installed module or package without importing (and so without running) it."""
-    if not _MODULE_RE.fullmatch(name):
-        return None
+    import re
     from importlib.machinery import PathFinder
+    from pathlib import Path
+
+    if not re.fullmatch(_MODULE_PATTERN, name):
+        return None
 
     spec = None
     search: list[str] | None = None
@@ -321,7 +358,7 @@ def _locate_module(name: str) -> Path | None:
 # Walking one binary
 
 
-@dataclass(frozen=True)
+@record
 class _Readers:
     """Who reads what, from every registered reader's ``READS`` (built once per set of readers)."""
 
@@ -330,7 +367,16 @@ class _Readers:
     by_image_kind: dict[str, Reader]
     host: tuple[Reader, ...]  # in registry order: their images follow in that order
     ir_by_arch: dict[str, ImageKind]  # an offload triple's first component -> the IR its images are
-    candidate: re.Pattern[str]  # file names a wheel or directory walk reads
+    suffixes: tuple[str, ...]  # file name endings the readers add to the walks' (_CANDIDATE_SUFFIXES)
+
+    def __init__(self, magic: tuple[tuple[bytes, Reader], ...], by_file_kind: dict[str, tuple[Reader, ...]], by_image_kind: dict[str, Reader],
+                 host: tuple[Reader, ...], ir_by_arch: dict[str, ImageKind], suffixes: tuple[str, ...]) -> None:
+        self.magic = magic
+        self.by_file_kind = by_file_kind
+        self.by_image_kind = by_image_kind
+        self.host = host
+        self.ir_by_arch = ir_by_arch
+        self.suffixes = suffixes
 
     def ir_of(self, triple: str | None) -> ImageKind | None:
         """The IR kind images for ``triple`` hold by what the compiler put there (SYCL spir64: SPIR-V)."""
@@ -338,14 +384,26 @@ class _Readers:
 
 
 def _candidate_re() -> re.Pattern[str]:
-    return _readers().candidate
+    """File names a wheel or directory walk reads."""
+    import re
+
+    suffixes = _readers().suffixes
+    return re.compile(f"({'|'.join([_CANDIDATE_SUFFIXES, *(re.escape(x) for x in suffixes)])})$")
 
 
 def _readers() -> _Readers:
-    return _readers_of(_registry.all_readers())  # type: ignore[arg-type]
+    readers: tuple[Reader, ...] = _registry.all_readers()  # type: ignore[assignment]
+    known = _READERS.get(readers)
+    if known is None:
+        if len(_READERS) >= 4:  # registered readers change only in tests
+            _READERS.clear()
+        known = _READERS[readers] = _readers_of(readers)
+    return known
 
 
-@functools.lru_cache(maxsize=4)
+_READERS: dict[tuple[Reader, ...], _Readers] = {}
+
+
 def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
     by_file_kind: dict[str, tuple[Reader, ...]] = {}
     by_image_kind: dict[str, Reader] = {}
@@ -357,19 +415,25 @@ def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
     return _Readers(magic=tuple((m, r) for r in readers for m in r.READS.magic), by_file_kind=by_file_kind,
                     by_image_kind=by_image_kind, host=tuple(r for r in readers if r.READS.sections),
                     ir_by_arch={arch: ImageKind(kind) for r in readers for arch, kind in r.READS.ir_triples},
-                    candidate=re.compile(f"({'|'.join([_CANDIDATE_SUFFIXES, *(re.escape(x) for r in readers for x in r.READS.suffixes)])})$"))
+                    suffixes=tuple(x for r in readers for x in r.READS.suffixes))
 
 
-@dataclass
+@record
 class _Walk:
     """One binary being read (an :class:`aotwheel.backends.protocol.ImageWalk` for the readers)."""
 
     report: FileReport
     deep: bool
-    readers: _Readers = field(default_factory=_readers)
+    readers: _Readers
     # Per-walk answers that repeat across images, kept by the readers (a library of a thousand fat
     # binary members has a handful of distinct ones); and the walk's zstd decompression context.
-    memo: dict[Any, Any] = field(default_factory=dict)
+    memo: dict[Any, Any]
+
+    def __init__(self, report: FileReport, deep: bool, readers: _Readers | None = None, memo: dict[Any, Any] | None = None) -> None:
+        self.report = report
+        self.deep = deep
+        self.readers = _readers() if readers is None else readers
+        self.memo = {} if memo is None else memo
     max_depth = _MAX_DEPTH
 
     def add_ir(self, kind: str) -> None:
@@ -615,6 +679,8 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
             img.listed_size, img.size = region.size, stored
             region = region.sub(0, stored, "zstd frame")
     if walk.deep:
+        import hashlib
+
         img.sha256 = hashlib.sha256(region.view(0, region.size, "image")).hexdigest()
     if kind == _ZSTD:
         img.decompressed_size = zstd.content_size(region)

@@ -1,77 +1,99 @@
-"""The vendor-neutral model every layer speaks: targets, images, devices and verdicts.
+"""The vendor-neutral model every layer speaks: what a binary carries (image kinds, images,
+native targets); :mod:`aotwheel.results` holds what is decided about devices (verdicts, probed
+devices, selftest results).
 
 The resolver, the inspector, the probes, the run-time check and the CLI exchange these types;
 what differs between vendors (token grammar, how a binary is read, the driver's loading rules)
-lives behind :class:`aotwheel.backends.Backend`. Standard library only: build steps import it.
+lives behind :class:`aotwheel.backends.Backend`. Standard library only, and what ``aotwheel
+inspect`` builds is made without ``dataclasses`` or ``typing`` (:mod:`aotwheel.records`: they
+cost more than the command's whole start-up goal).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from enum import Enum
-from typing import Any, Protocol
+from aotwheel.records import record
 
-
-class VerdictKind(str, Enum):
-    """What happens to a binary's device code on a device. A ``str``: compares, hashes, formats,
-    prints (``repr`` too: ``[v.verdict for v in check()]`` shows ``['native']``) and serialises as
-    its value, so JSON and messages read as they did when verdicts were plain strings."""
-
-    NATIVE = "native"  # a native image is loaded as is
-    JIT = "jit"  # an IR image (SPIR-V, PTX) is compiled at first use
-    UNSUPPORTED = "unsupported"  # nothing the driver can load
-    UNKNOWN = "unknown"  # depends on what no one reported (the device's IP, a feature setting)
-
-    def __str__(self) -> str:  # as enum.StrEnum (3.11+): "native", not "VerdictKind.NATIVE"
-        return str.__str__(self)
-
-    def __format__(self, spec: str) -> str:
-        return str.__format__(self, spec)
-
-    def __repr__(self) -> str:
-        return str.__repr__(self)
-
-
-NATIVE, JIT, UNSUPPORTED, UNKNOWN = VerdictKind.NATIVE, VerdictKind.JIT, VerdictKind.UNSUPPORTED, VerdictKind.UNKNOWN
+TYPE_CHECKING = False  # not typing's (see above)
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 INTEL, NVIDIA, AMD = "intel", "nvidia", "amd"
 
 
-class ImageKind(str, Enum):
+class ImageKind(str):
     """What a blob of device code (or a whole input file) is, as LLVM's ``OffloadBinary`` names
     its ``ImageKind``: :func:`aotwheel.formats.sniff.sniff` says it from the magic, the backends
-    from their containers. A ``str`` enum, so that the report JSON keeps the plain value
-    (``"spirv"``) and text output formats it as that value; the C scanner stores the equal plain
-    ``str`` in the images it makes, which compares, hashes and serialises the same."""
+    from their containers.
 
-    def __str__(self) -> str:  # "spirv", not "ImageKind.SPIRV"
+    A closed set of ``str`` constants (``ImageKind.SPIRV == "spirv"``): the report JSON keeps the
+    plain value and text output formats it as that value; the C scanner stores the equal plain
+    ``str`` in the images it makes, which compares, hashes and serialises the same.
+    ``ImageKind("spirv")`` is ``ImageKind.SPIRV`` (``ValueError`` for a value that is no kind).
+    Not an ``enum.Enum``: importing :mod:`enum` (with functools and collections) costs 3 ms of
+    ``aotwheel inspect``'s start-up, whose goal leaves it 4.5 ms in all."""
+
+    __slots__ = ()
+
+    SPIRV: ClassVar[ImageKind]  # Khronos SPIR-V module
+    LLVMBC: ClassVar[ImageKind]  # LLVM bitcode
+    ZSTD: ClassVar[ImageKind]  # one zstd frame (its content is another kind)
+    AR: ClassVar[ImageKind]  # Unix ar archive: an ocloc fat binary or a static library
+    OFFLOAD: ClassVar[ImageKind]  # LLVM OffloadBinary
+    BUNDLE: ClassVar[ImageKind]  # clang offload bundle (plain or CCOB-compressed)
+    ELF: ClassVar[ImageKind]  # a host ELF (shared library, executable, object)
+    ZEBIN: ClassVar[ImageKind]  # Intel GPU native binary
+    LEGACY: ClassVar[ImageKind]  # Intel GPU patch-token binary
+    CPU_AOT: ClassVar[ImageKind]  # Intel CPU AOT image (x86-64 OpenCL executable)
+    IR_ELF: ClassVar[ImageKind]  # Intel IR-only ELF (SPIR-V or LLVM IR inside)
+    FATBIN: ClassVar[ImageKind]  # NVIDIA fat binary (a whole file)
+    CUBIN: ClassVar[ImageKind]  # NVIDIA native binary (fat binary entry)
+    PTX: ClassVar[ImageKind]  # NVIDIA PTX (fat binary entry)
+    CODE_OBJECT: ClassVar[ImageKind]  # AMD HSA code object (offload bundle entry)
+    UNKNOWN: ClassVar[ImageKind]
+
+    def __new__(cls, value: str) -> ImageKind:
+        try:
+            return _KINDS[value]
+        except (KeyError, TypeError):
+            raise ValueError(f"{value!r} is not a valid ImageKind") from None
+
+    @property
+    def value(self) -> str:
+        """The plain string, as an enum member's ``value``."""
         return str.__str__(self)
 
-    def __format__(self, spec: str) -> str:  # f"{kind}" is "spirv" on 3.10 to 3.13 alike
-        return str.__format__(self, spec)
+    @property
+    def name(self) -> str:
+        """The constant's name (``SPIRV``), as an enum member's ``name``."""
+        return _NAMES[self]
 
-    SPIRV = "spirv"  # Khronos SPIR-V module
-    LLVMBC = "llvmbc"  # LLVM bitcode
-    ZSTD = "zstd"  # one zstd frame (its content is another kind)
-    AR = "ar"  # Unix ar archive: an ocloc fat binary or a static library
-    OFFLOAD = "offload"  # LLVM OffloadBinary
-    BUNDLE = "bundle"  # clang offload bundle (plain or CCOB-compressed)
-    ELF = "elf"  # a host ELF (shared library, executable, object)
-    ZEBIN = "zebin"  # Intel GPU native binary
-    LEGACY = "legacy"  # Intel GPU patch-token binary
-    CPU_AOT = "cpu-aot"  # Intel CPU AOT image (x86-64 OpenCL executable)
-    IR_ELF = "ir-elf"  # Intel IR-only ELF (SPIR-V or LLVM IR inside)
-    FATBIN = "fatbin"  # NVIDIA fat binary (a whole file)
-    CUBIN = "cubin"  # NVIDIA native binary (fat binary entry)
-    PTX = "ptx"  # NVIDIA PTX (fat binary entry)
-    CODE_OBJECT = "code-object"  # AMD HSA code object (offload bundle entry)
-    UNKNOWN = "unknown"
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"<ImageKind.{_NAMES[self]}: {str.__repr__(self)}>"
+
+    def __reduce__(self) -> tuple[type[ImageKind], tuple[str]]:
+        return ImageKind, (str.__str__(self),)
+
+
+_NAMES: dict[str, str] = {}
+_KINDS: dict[str, ImageKind] = {}
+for _value in ("spirv", "llvmbc", "zstd", "ar", "offload", "bundle", "elf", "zebin", "legacy", "cpu-aot", "ir-elf", "fatbin", "cubin", "ptx",
+               "code-object", "unknown"):
+    _name = _value.upper().replace("-", "_")  # ImageKind.CPU_AOT == "cpu-aot"
+    _KINDS[_value] = _kind = str.__new__(ImageKind, _value)
+    _NAMES[_value] = _name
+    setattr(ImageKind, _name, _kind)
+del _name, _value, _kind
+if set(_NAMES.values()) != set(ImageKind.__annotations__):  # the declarations above and this table name the same kinds
+    raise RuntimeError("aotwheel.model: ImageKind's table and its declarations differ")
 
 
 IR_KINDS = (ImageKind.SPIRV, ImageKind.LLVMBC)  # vendor-neutral IR a driver JIT-compiles
 
 
-@dataclass(slots=True)  # no per-instance __dict__: large libraries carry 14k images
+@record(slots=True)  # no per-instance __dict__: large libraries carry 14k images
 class Image:
     """One embedded device image (or the whole file for raw inputs)."""
 
@@ -81,19 +103,40 @@ class Image:
     kind: ImageKind
     triple: str | None  # "spir64_gen", "spir64", "nvptx64", ... when known
     compressed: bool
-    section: str | None = None  # host section holding it
-    content: ImageKind | None = None  # kind of the decompressed bytes for zstd images
-    decompressed_size: int | None = None  # from the zstd frame header, or measured with deep
-    members: list[str] = field(default_factory=list)  # ar member names, padding excluded
-    sha256: str | None = None  # of the stored bytes; deep mode only
-    kernels: int | None = None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
-    listed_size: int | None = None  # the size the image table claims, when it differs from size
-    arch: str | None = None  # OffloadBinary "arch" string, or the CUDA target ("sm_90", "compute_90")
-    compile_options: str | None = None  # options the runtime passes when it builds this image
-    link_options: str | None = None  # (from the SYCL image descriptor; None when empty or not found)
+    section: str | None  # host section holding it
+    content: ImageKind | None  # kind of the decompressed bytes for zstd images
+    decompressed_size: int | None  # from the zstd frame header, or measured with deep
+    members: list[str]  # ar member names, padding excluded
+    sha256: str | None  # of the stored bytes; deep mode only
+    kernels: int | None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
+    listed_size: int | None  # the size the image table claims, when it differs from size
+    arch: str | None  # OffloadBinary "arch" string, or the CUDA target ("sm_90", "compute_90")
+    compile_options: str | None  # options the runtime passes when it builds this image
+    link_options: str | None  # (from the SYCL image descriptor; None when empty or not found)
+
+    def __init__(self, index: int, offset: int, size: int, kind: ImageKind, triple: str | None, compressed: bool, section: str | None = None,
+                 content: ImageKind | None = None, decompressed_size: int | None = None, members: list[str] | None = None, sha256: str | None = None,
+                 kernels: int | None = None, listed_size: int | None = None, arch: str | None = None, compile_options: str | None = None,
+                 link_options: str | None = None) -> None:
+        self.index = index
+        self.offset = offset
+        self.size = size
+        self.kind = kind
+        self.triple = triple
+        self.compressed = compressed
+        self.section = section
+        self.content = content
+        self.decompressed_size = decompressed_size
+        self.members = [] if members is None else members
+        self.sha256 = sha256
+        self.kernels = kernels
+        self.listed_size = listed_size
+        self.arch = arch
+        self.compile_options = compile_options
+        self.link_options = link_options
 
 
-@dataclass
+@record
 class Target:
     """A native device binary for one target, whatever the vendor.
 
@@ -109,158 +152,28 @@ class Target:
     format: ImageKind  # ZEBIN, LEGACY, CPU_AOT, CUBIN, CODE_OBJECT
     size: int
     image: int  # Image.index it came from
-    generic: str | None = None  # "bmg" for a `64.bmg` member
-    core: str | None = None  # gfx core family, e.g. "XE_HPC_CORE", when known
-    product: str | None = None  # zebin product family, e.g. "PVC", when known
-    rebuildable: bool = False  # carries its own SPIR-V the driver can rebuild from
-    vendor: str = ""  # the backend that reads and runs it (its reader always names itself)
-    arch: str | None = None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"
+    generic: str | None  # "bmg" for a `64.bmg` member
+    core: str | None  # gfx core family, e.g. "XE_HPC_CORE", when known
+    product: str | None  # zebin product family, e.g. "PVC", when known
+    rebuildable: bool  # carries its own SPIR-V the driver can rebuild from
+    vendor: str  # the backend that reads and runs it (its reader always names itself)
+    arch: str | None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"
+
+    def __init__(self, name: str | None, ip: str | None, member: str | None, format: ImageKind, size: int, image: int, generic: str | None = None,
+                 core: str | None = None, product: str | None = None, rebuildable: bool = False, vendor: str = "", arch: str | None = None) -> None:
+        self.name = name
+        self.ip = ip
+        self.member = member
+        self.format = format
+        self.size = size
+        self.image = image
+        self.generic = generic
+        self.core = core
+        self.product = product
+        self.rebuildable = rebuildable
+        self.vendor = vendor
+        self.arch = arch
 
 
 NativeTarget = Target  # the name the inspector's API used before the vendor-neutral model
 
-
-class Device(Protocol):
-    """What the rules need to know about a device (``aotwheel.probe.ProbedDevice`` is one)."""
-
-    name: str
-    kind: str  # "gpu" | "cpu"
-    vendor: str  # "intel" | "nvidia" | "any" (the CPU override) | ...
-    ip: str | None  # Intel IP version ("12.60.7")
-    catalog: str | None  # catalog name ("pvc") or CUDA arch ("sm_90")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What happens when ``binary`` runs on ``device``.
-
-    ``verdict`` is a :class:`VerdictKind` (``native`` | ``jit`` | ``unsupported`` | ``unknown``); ``image`` names the archive
-    member, ``generic_ir``/``spirv`` or bare image used; ``rule`` is one of the backend's rule keys (Intel's: ``aotwheel.backends.intel.rules.RULES``)
-    (``compat:<product>`` for a compatibility fallback); ``vendor`` names the backend
-    that owns the device and ``remedy`` its advice; ``reason`` is one readable sentence.
-    """
-
-    device: str
-    ip: str | None  # the device's identity as text: Intel's IP "12.60.7", NVIDIA's "cc 9.0"
-    verdict: VerdictKind
-    image: str | None
-    reason: str
-    rule: str
-    binary: str | None = None
-    kind: str = "gpu"
-    targets: tuple[str, ...] = ()  # native targets embedded in the binary (catalog names or IPs)
-    vendor: str = ""  # the backend whose rules decided (the device's vendor): "intel", "nvidia"
-    remedy: str = ""  # what to rebuild with so the device runs native code, from that backend
-    jit_kernels: int = 0  # a native verdict's kernels that only SPIR-V images carry: JIT-compiled all the same
-    unsupported_modules: tuple[str, ...] = ()  # modules of the binary that cannot load here (the rest can)
-    # The numbers ``ip`` was written from, for the backend's own reading (NVIDIA: the compute
-    # capability (9, 0)); None when the backend sets none. Not in :meth:`to_dict`: the JSON keeps ``ip``.
-    version: tuple[int, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.verdict, VerdictKind):  # a caller's plain "native"
-            object.__setattr__(self, "verdict", VerdictKind(self.verdict))
-
-    @property
-    def summary(self) -> str:
-        """``native``, ``native, 5 kernels JIT``, ``jit``, ``jit, 1 module unsupported``, ..."""
-        if self.verdict == NATIVE and self.jit_kernels:
-            return f"native, {self.jit_kernels} kernel{'s' if self.jit_kernels != 1 else ''} JIT"
-        if self.unsupported_modules:
-            n = len(self.unsupported_modules)
-            return f"{self.verdict}, {n} module{'s' if n != 1 else ''} unsupported"
-        return self.verdict.value
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["verdict"] = self.verdict.value
-        data["targets"] = list(self.targets)
-        data["unsupported_modules"] = list(self.unsupported_modules)
-        del data["version"]
-        return data
-
-
-@dataclass(frozen=True)
-class ProbedDevice:
-    """One device as a runtime reports it.
-
-    ``kind`` is ``"gpu"``, ``"cpu"`` or ``"other"``; ``ip`` is ``"maj.min.rev"`` when the runtime
-    can tell it (Level Zero, OpenCL with ``cl_intel_device_attribute_query``, torch.xpu), else
-    ``None``; ``catalog`` is the aotwheel catalog name for that IP.
-    """
-
-    name: str
-    backend: str  # the probe's name ("levelzero", "opencl", "cuda", ...) or "override"
-    kind: str = "gpu"
-    vendor: str = "intel"
-    ip: str | None = None
-    catalog: str | None = None
-    pci_id: int | None = None
-    platform: str | None = None
-    index: int = 0
-    spirv: bool | None = None  # accepts SPIR-V input (OpenCL il_version), when known
-    driver: str | None = None
-
-    @property
-    def label(self) -> str:
-        """Short human name: catalog name (or device name) plus the backend."""
-        base = self.catalog or self.name
-        return f"{base} [{self.backend}]" if self.backend != "override" else base
-
-    @property
-    def key(self) -> str:
-        """Identity used to warn once per device: kind + IP, else kind + name."""
-        return f"{self.kind}:{self.ip or self.name}"
-
-    def to_dict(self) -> dict[str, object]:
-        data = asdict(self)
-        data["pci_id"] = None if self.pci_id is None else "0x%04x" % self.pci_id
-        return data
-
-
-@dataclass
-class ProbeResult:
-    """What one backend found; ``reason`` says why it found nothing (or is empty)."""
-
-    backend: str
-    devices: list[ProbedDevice] = field(default_factory=list)
-    reason: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        return {"backend": self.backend, "devices": [d.to_dict() for d in self.devices], "reason": self.reason}
-
-
-# --- selftest results: every backend's selftest answers with these ----------------------------
-
-@dataclass
-class KernelResult:
-    """One kernel's run on one device against its NumPy reference."""
-
-    name: str
-    max_error: float | None  # relative to the reference's largest magnitude
-    tolerance: float
-    ok: bool
-    note: str = ""
-
-
-@dataclass
-class DeviceResult:
-    """One device's selftest: its verdict, program creation time and each kernel's result."""
-
-    device: str
-    kind: str
-    verdict: str
-    reason: str
-    build_ms: float = 0.0
-    kernels: list[KernelResult] = field(default_factory=list)
-    error: str = ""
-    program_from: str = ""  # aotwheel.opencl's source(s): "native", "jit", "jit-cache"
-
-    @property
-    def ok(self) -> bool:
-        return not self.error and bool(self.kernels) and all(k.ok for k in self.kernels)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "kind": self.kind, "verdict": self.verdict, "reason": self.reason,
-                "build_ms": round(self.build_ms, 1), "program_from": self.program_from, "error": self.error, "ok": self.ok,
-                "kernels": [k.__dict__ for k in self.kernels]}

@@ -31,7 +31,7 @@ from aotwheel.errors import AotwheelError
 from aotwheel.jitcache import JitCache, JITCacheWarning, JitKey
 
 if TYPE_CHECKING:
-    from aotwheel.model import Verdict
+    from aotwheel.results import Verdict
 
 __all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "inflate", "jit_key", "JITCacheWarning"]
 
@@ -178,7 +178,7 @@ def load_program(context: Any, device: Any, images: Images, *, options: str = ""
     import pyopencl as cl
 
     from aotwheel import backends
-    from aotwheel.model import NATIVE as NATIVE_VERDICT
+    from aotwheel.results import NATIVE as NATIVE_VERDICT
 
     code = device_code(images, source)
     vendor = backends.for_opencl()  # names the device and knows its driver's lookup rules

@@ -6,15 +6,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
-
 from aotwheel.model import Image, ImageKind, Target
+from aotwheel.records import asdict, record
+
+TYPE_CHECKING = False  # not typing's: inspecting a library imports this module (aotwheel.records says why)
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA = 2
 
 
-@dataclass
+@record
 class CudaModule:
     """NVIDIA images that load together: ``.nv_fatbin`` containers (the CUDA runtime registers each
     as one module) that carry the same targets. Listed only when a file's modules differ, so that
@@ -26,8 +28,18 @@ class CudaModule:
     targets: list[str]  # sm_XY[a|f] cubins and compute_XY PTX
     sources: list[str]  # source files nvcc named in the entries (up to 3)
     size: int  # stored bytes of the images
-    kernels: int | None = None  # entry kernels, from one cubin per container (inspect --deep reads them)
-    kernel_sample: list[str] = field(default_factory=list)  # up to 3 of their (mangled) names
+    kernels: int | None  # entry kernels, from one cubin per container (inspect --deep reads them)
+    kernel_sample: list[str]  # up to 3 of their (mangled) names
+
+    def __init__(self, section: str, containers: int, targets: list[str], sources: list[str], size: int, kernels: int | None = None,
+                 kernel_sample: list[str] | None = None) -> None:
+        self.section = section
+        self.containers = containers
+        self.targets = targets
+        self.sources = sources
+        self.size = size
+        self.kernels = kernels
+        self.kernel_sample = [] if kernel_sample is None else kernel_sample
 
     def label(self) -> str:
         """``../src/gbm/gbtree.cu and 40 more`` / ``ncclKernel_* (129 kernels)`` / ``cubins sm_50, sm_60``."""
@@ -38,7 +50,7 @@ class CudaModule:
             return f"{self.kernels} kernels such as {self.kernel_sample[0]}"
         return f"an unnamed module of {self.containers} container{'s' if self.containers != 1 else ''} ({self.size / (1 << 20):.1f} MiB)"
 
-@dataclass
+@record
 class FileReport:
     """What one binary carries."""
 
@@ -47,14 +59,31 @@ class FileReport:
     ir: list[str]  # JIT-able forms: "spirv", "llvmbc", "ptx compute_90"
     images: list[Image]
     kernels: int | None  # distinct kernel names when known
-    kind: str = ImageKind.UNKNOWN  # an ImageKind (ELF: a host binary), or "error" (unreadable)
-    kernels_by_triple: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    kind: str  # an ImageKind (ELF: a host binary), or "error" (unreadable)
+    kernels_by_triple: dict[str, int]
+    warnings: list[str]
     # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"; read by the _aot.py of wheels already published (keep)
-    cuda: list[str] = field(default_factory=list)
-    ir_kernels_missing_from: dict[str, int] = field(default_factory=dict)  # {"spir64_gen": 5}: kernels only SPIR-V serves there
-    cuda_modules: list[CudaModule] = field(default_factory=list)  # only when .nv_fatbin's modules carry different targets
-    error: str | None = None  # one-line reason this file could not be read (wheels/directories go on past it)
+    cuda: list[str]
+    ir_kernels_missing_from: dict[str, int]  # {"spir64_gen": 5}: kernels only SPIR-V serves there
+    cuda_modules: list[CudaModule]  # only when .nv_fatbin's modules carry different targets
+    error: str | None  # one-line reason this file could not be read (wheels/directories go on past it)
+
+    def __init__(self, path: str, native_targets: list[Target], ir: list[str], images: list[Image], kernels: int | None, kind: str = ImageKind.UNKNOWN,
+                 kernels_by_triple: dict[str, int] | None = None, warnings: list[str] | None = None, cuda: list[str] | None = None,
+                 ir_kernels_missing_from: dict[str, int] | None = None, cuda_modules: list[CudaModule] | None = None,
+                 error: str | None = None) -> None:
+        self.path = path
+        self.native_targets = native_targets
+        self.ir = ir
+        self.images = images
+        self.kernels = kernels
+        self.kind = kind
+        self.kernels_by_triple = {} if kernels_by_triple is None else kernels_by_triple
+        self.warnings = [] if warnings is None else warnings
+        self.cuda = [] if cuda is None else cuda
+        self.ir_kernels_missing_from = {} if ir_kernels_missing_from is None else ir_kernels_missing_from
+        self.cuda_modules = [] if cuda_modules is None else cuda_modules
+        self.error = error
 
     def target_names(self) -> list[str]:
         """Distinct native targets in order, every vendor: catalog names (else IP versions, else
@@ -65,12 +94,16 @@ class FileReport:
         return list(seen)
 
 
-@dataclass
+@record
 class Report:
     """``inspect()``'s answer: the input and one :class:`FileReport` per binary inside it."""
 
     path: str
     files: list[FileReport]
+
+    def __init__(self, path: str, files: list[FileReport]) -> None:
+        self.path = path
+        self.files = files
 
     @property
     def errors(self) -> list[FileReport]:
@@ -79,28 +112,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: the ``aotwheel inspect --json`` contract, schema 2 (docs/report-schema.md)."""
-        return {"schema": SCHEMA, "path": self.path, "files": [_plain(f) for f in self.files]}
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _plain(value: Any) -> Any:
-    """What ``dataclasses.asdict`` gives for the report's types (dataclasses, lists, dicts and
-    immutable leaves), without its deep copy of every leaf: 11k images of cuFFT took 1 s that way."""
-    cls = type(value)
-    if cls is list:
-        return [_plain(v) for v in value]
-    if cls is dict:
-        return {k: _plain(v) for k, v in value.items()}
-    if cls is tuple:
-        return tuple(_plain(v) for v in value)
-    if is_dataclass(value):
-        names = _FIELD_NAMES.get(cls)
-        if names is None:
-            names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(value))
-        return {n: _plain(getattr(value, n)) for n in names}
-    return value
+        return {"schema": SCHEMA, "path": self.path, "files": [asdict(f) for f in self.files]}
 
 
 IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode"}

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aotwheel.errors import AotwheelError
-from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
+from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
 from aotwheel.variables import JIT as JIT_VARIABLE
 
 POLICY_ENV = JIT_VARIABLE.name

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aotwheel.errors import AotwheelError
-from aotwheel.model import DeviceResult, KernelResult  # defined in the model (backends return them); still importable here
+from aotwheel.results import DeviceResult, KernelResult  # defined with the results (backends return them); still importable here
 
 DEFAULT_MODULE = "aotwheel._kernels"
 SEED = 20240601

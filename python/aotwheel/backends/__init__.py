@@ -13,18 +13,20 @@ uses the standard library only (build steps run it inside pip's isolated environ
 
 from __future__ import annotations
 
-import functools
-import importlib
+import sys
+
+from aotwheel.records import record
 
 # Not typing.TYPE_CHECKING: a build step imports this package (its parent) and must not pay for typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from types import ModuleType
     from typing import Any
 
     from aotwheel.backends.protocol import Backend, OpenClSupport, ProbeSpec
-    from aotwheel.model import Device
     from aotwheel.report import FileReport
+    from aotwheel.results import Device
 
 # name -> module defining BACKEND; order is the order backends are asked.
 _BUILTIN = {"intel": "aotwheel.backends.intel.backend", "nvidia": "aotwheel.backends.nvidia.backend", "amd": "aotwheel.backends.amd.backend"}
@@ -33,13 +35,27 @@ _BUILTIN = {"intel": "aotwheel.backends.intel.backend", "nvidia": "aotwheel.back
 def register(name: str, module: str) -> None:
     """Add (or replace) a backend: ``module`` must define ``BACKEND``; imported on first use."""
     _BUILTIN[name] = module
-    get.cache_clear()
+    _LOADED.pop(name, None)
 
 
-@functools.cache
+def load_module(name: str) -> ModuleType:
+    """The module called ``name``, imported if need be: ``importlib.import_module`` without
+    importing ``importlib`` (and ``warnings`` with it), which ``aotwheel inspect``'s start-up
+    cannot afford (aotwheel.records says why)."""
+    __import__(name)
+    return sys.modules[name]
+
+
+# name -> its backend object, once imported (a dict, not functools.cache: the inspector imports
+# this package, and functools with collections costs 2 ms of `aotwheel inspect`'s start-up).
+_LOADED: dict[str, Backend] = {}
+
+
 def get(name: str) -> Backend:
     """The backend called ``name`` (``KeyError`` for an unknown one), imported on first use."""
-    backend: Backend = importlib.import_module(_BUILTIN[name]).BACKEND
+    backend = _LOADED.get(name)
+    if backend is None:
+        backend = _LOADED[name] = load_module(_BUILTIN[name]).BACKEND
     return backend
 
 
@@ -98,7 +114,7 @@ def for_opencl() -> OpenClSupport:
 def variant_vocabularies() -> list[Any]:
     """Each backend's wheel-variant vocabulary (the module its optional ``variants`` attribute names;
     :mod:`aotwheel.variants` says what it holds), in registry order."""
-    return [importlib.import_module(m) for b in all_backends() if (m := getattr(b, "variants", None))]
+    return [load_module(m) for b in all_backends() if (m := getattr(b, "variants", None))]
 
 
 def vendors_in(file: FileReport) -> Sequence[str]:
@@ -118,3 +134,30 @@ def rebuild_devlist(file: FileReport, vendor: str, own: Sequence[str]) -> str:
             extra = getattr(b, "devlist_tokens", None)
             tokens += extra(file) if extra is not None else []
     return ",".join(dict.fromkeys(t for t in tokens if t))
+
+
+@record
+class ReadSpec:
+    """What of a binary a backend reads (a :class:`Reader` module's ``READS``).
+
+    :mod:`aotwheel.inspector` walks the vendor-free containers (wheels, host ELFs and their
+    ``.tgtimg`` tables and ``.llvm.offloading`` sections, static libraries, zstd frames,
+    OffloadBinaries) and hands the payloads claimed here to the reader's functions."""
+
+    magic: tuple[bytes, ...]  # whole files starting with one of these (kind "unknown" to sniff): read_file
+    file_kinds: tuple[str, ...]  # whole files of these sniffed kinds: read_file, which may decline
+    sections: tuple[str, ...]  # host ELF sections: read_host runs when one of them is present
+    image_kinds: tuple[str, ...]  # embedded images and archive members of these kinds: read_image
+    # (an offload triple's first component, the IR kind its images are): the inspector notes such
+    # images as that IR without decompressing them (SYCL: spir64 -> SPIR-V)
+    ir_triples: tuple[tuple[str, str], ...]
+    suffixes: tuple[str, ...]  # file names (besides .so, .a, .o, .spv, .bin, .ar) a wheel or directory walk reads
+
+    def __init__(self, magic: tuple[bytes, ...] = (), file_kinds: tuple[str, ...] = (), sections: tuple[str, ...] = (),
+                 image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = ()) -> None:
+        self.magic = magic
+        self.file_kinds = file_kinds
+        self.sections = sections
+        self.image_kinds = image_kinds
+        self.ir_triples = ir_triples
+        self.suffixes = suffixes

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from aotwheel.backends import ReadSpec as ReadSpec  # defined with the registry: the inspector imports no typing
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
-    from aotwheel.model import Device, Image, ImageKind, ProbedDevice, Verdict
+    from aotwheel.model import Image, ImageKind
     from aotwheel.report import FileReport
+    from aotwheel.results import Device, ProbedDevice, Verdict
 
 
 class ProbeSpec(NamedTuple):
@@ -130,23 +133,6 @@ class DevlistGrammar(Protocol):
         """This vendor's part of the list (``None``: it never has one); ``alone``: no other vendor
         builds anything (the default backend then keeps its IR for every device)."""
         ...
-
-
-class ReadSpec(NamedTuple):
-    """What of a binary a backend reads (a :class:`Reader` module's ``READS``).
-
-    :mod:`aotwheel.inspector` walks the vendor-free containers (wheels, host ELFs and their
-    ``.tgtimg`` tables and ``.llvm.offloading`` sections, static libraries, zstd frames,
-    OffloadBinaries) and hands the payloads claimed here to the reader's functions."""
-
-    magic: tuple[bytes, ...] = ()  # whole files starting with one of these (kind "unknown" to sniff): read_file
-    file_kinds: tuple[str, ...] = ()  # whole files of these sniffed kinds: read_file, which may decline
-    sections: tuple[str, ...] = ()  # host ELF sections: read_host runs when one of them is present
-    image_kinds: tuple[str, ...] = ()  # embedded images and archive members of these kinds: read_image
-    # (an offload triple's first component, the IR kind its images are): the inspector notes such
-    # images as that IR without decompressing them (SYCL: spir64 -> SPIR-V)
-    ir_triples: tuple[tuple[str, str], ...] = ()
-    suffixes: tuple[str, ...] = ()  # file names (besides .so, .a, .o, .spv, .bin, .ar) a wheel or directory walk reads
 
 
 class ImageWalk(Protocol):
@@ -284,7 +270,7 @@ class Backend(Protocol):
 
     def selftest(self, binary: str) -> list[Any]:
         """Run ``binary``'s kernels on this vendor's devices that OpenCL does not reach
-        (:class:`aotwheel.model.DeviceResult` each); ``[]`` when OpenCL covers them all."""
+        (:class:`aotwheel.results.DeviceResult` each); ``[]`` when OpenCL covers them all."""
         ...
 
 

@@ -8,8 +8,9 @@ binaries adds one line here beside its line in ``aotwheel.backends._BUILTIN``, u
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+TYPE_CHECKING = False  # not typing's: the inspector imports this module (aotwheel.records says why)
+if TYPE_CHECKING:
+    from types import ModuleType
 
 # name -> module defining READS (a ReadSpec) and the Reader functions. The order they are asked
 # in is the order of a host binary's images in its report: HIP bundles before CUDA fat binaries.
@@ -29,4 +30,6 @@ def names() -> tuple[str, ...]:
 
 def all_readers() -> tuple[ModuleType, ...]:
     """Every registered reader module (:class:`aotwheel.backends.protocol.Reader`), imported."""
-    return tuple(importlib.import_module(m) for m in _BUILTIN.values())
+    from aotwheel.backends import load_module
+
+    return tuple(load_module(m) for m in _BUILTIN.values())

@@ -10,14 +10,17 @@ from __future__ import annotations
 import bisect
 import struct
 import sys
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from itertools import compress
-from typing import Any
 
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
+from aotwheel.records import record
+
+# Not typing's, nor collections' Counter: aotwheel inspect's start-up (aotwheel.records says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+    from typing import Any
 
 R_X86_64_RELATIVE = 8
 _BUNDLE_PREFIX = "__CLANG_OFFLOAD_BUNDLE__"
@@ -40,7 +43,7 @@ _DESC_FORMATS = {0: "none", 1: "native", 2: "spirv", 3: "llvmbc", 4: "zstd"}
 _MAX_SMALL_SECTION = 256 << 20  # .tgtsym / relocation tables larger than this are not read
 
 
-@dataclass(frozen=True)
+@record
 class Section:
     name: str
     type: int | str
@@ -48,8 +51,15 @@ class Section:
     offset: int
     size: int
 
+    def __init__(self, name: str, type: int | str, addr: int, offset: int, size: int) -> None:
+        self.name = name
+        self.type = type
+        self.addr = addr
+        self.offset = offset
+        self.size = size
 
-@dataclass
+
+@record
 class ElfView:
     """Headers of one ELF inside a region: its sections and loadable segments."""
 
@@ -58,10 +68,20 @@ class ElfView:
     e_machine: int
     sections: list[Section]
     segments: list[tuple[int, int, int]]  # (p_vaddr, p_offset, p_filesz) of PT_LOAD
-    dynamic: dict[int, int] = field(default_factory=dict)  # first value of each .dynamic tag
-    _by_name: dict[str, Section] | None = field(default=None, repr=False)
-    _by_offset: tuple[list[int], list[Section]] | None = field(default=None, repr=False)
-    _last_at: Section | None = field(default=None, repr=False)
+    dynamic: dict[int, int]  # first value of each .dynamic tag
+
+    def __init__(self, region: Region, e_type: int, e_machine: int, sections: list[Section], segments: list[tuple[int, int, int]],
+                 dynamic: dict[int, int] | None = None) -> None:
+        self.region = region
+        self.e_type = e_type
+        self.e_machine = e_machine
+        self.sections = sections
+        self.segments = segments
+        self.dynamic = {} if dynamic is None else dynamic
+        # Lookups built on first use (not fields: no part of the view's value).
+        self._by_name: dict[str, Section] | None = None
+        self._by_offset: tuple[list[int], list[Section]] | None = None
+        self._last_at: Section | None = None
 
     def section(self, name: str) -> Section | None:
         if self._by_name is None:
@@ -218,7 +238,7 @@ def _dynamic_tags(region: Region, sections: list[Section], is64: bool, endian: s
     return tags
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class HostImage:
     """One ``.tgtimg`` entry resolved to file bytes (not frozen: a frozen init costs 4x, and large
     libraries list 14k of them)."""
@@ -229,10 +249,23 @@ class HostImage:
     section: str | None
     triple: str | None  # from the descriptor's DeviceTargetSpec, else the bundle section name
     desc_format: str | None  # the descriptor's Format field, when the descriptor was found
-    listed_size: int | None = None  # the table's size when it cannot be the stored size (see _bounded_image)
-    compile_options: str | None = None  # the descriptor's CompileOptions, when found and not empty
-    link_options: str | None = None  # the descriptor's LinkOptions, when found and not empty
-    entry: int = -1  # its position in the .tgtimg table
+    listed_size: int | None  # the table's size when it cannot be the stored size (see _bounded_image)
+    compile_options: str | None  # the descriptor's CompileOptions, when found and not empty
+    link_options: str | None  # the descriptor's LinkOptions, when found and not empty
+    entry: int  # its position in the .tgtimg table
+
+    def __init__(self, offset: int, size: int, vaddr: int, section: str | None, triple: str | None, desc_format: str | None,
+                 listed_size: int | None = None, compile_options: str | None = None, link_options: str | None = None, entry: int = -1) -> None:
+        self.offset = offset
+        self.size = size
+        self.vaddr = vaddr
+        self.section = section
+        self.triple = triple
+        self.desc_format = desc_format
+        self.listed_size = listed_size
+        self.compile_options = compile_options
+        self.link_options = link_options
+        self.entry = entry
 
 
 class TableScan:
@@ -249,18 +282,29 @@ class TableScan:
         return self._fs.table_leaves(buf, table, count, lo, *rest, start, base, index, image_cls, fd, HostImage)  # type: ignore[no-any-return]
 
 
-@dataclass
+@record
 class HostOffload:
     # In table order; with read_host(leaf_scan=True) only the entries ``scan`` leaves to Python.
-    images: list[HostImage] = field(default_factory=list)
-    scan: TableScan | None = None
-    kernels_by_triple: dict[str, int] = field(default_factory=dict)
-    kernels: int | None = None
-    offloading_sections: list[Section] = field(default_factory=list)  # .llvm.offloading (objects)
+    images: list[HostImage]
+    scan: TableScan | None
+    kernels_by_triple: dict[str, int]
+    kernels: int | None
+    offloading_sections: list[Section]  # .llvm.offloading (objects)
     # The raw ``.tgtsym`` section and its distinct name prefixes, for :func:`ir_only_kernels`
     # (split and compared only when a native image exists: mkl's 26k names carry no native code).
-    tgtsym_raw: bytes = field(default=b"", repr=False)
-    tgtsym_prefixes: list[bytes] = field(default_factory=list, repr=False)
+    tgtsym_raw: bytes
+    tgtsym_prefixes: list[bytes]
+
+    def __init__(self, images: list[HostImage] | None = None, scan: TableScan | None = None, kernels_by_triple: dict[str, int] | None = None,
+                 kernels: int | None = None, offloading_sections: list[Section] | None = None, tgtsym_raw: bytes = b"",
+                 tgtsym_prefixes: list[bytes] | None = None) -> None:
+        self.images = [] if images is None else images
+        self.scan = scan
+        self.kernels_by_triple = {} if kernels_by_triple is None else kernels_by_triple
+        self.kernels = kernels
+        self.offloading_sections = [] if offloading_sections is None else offloading_sections
+        self.tgtsym_raw = tgtsym_raw
+        self.tgtsym_prefixes = [] if tgtsym_prefixes is None else tgtsym_prefixes
 
     def ir_only_kernels(self) -> dict[str, int]:
         """For each native triple: how many kernels the IR triple (spir64) has that it lacks."""
@@ -313,18 +357,21 @@ def _count_tgtsym(entries: list[bytes]) -> tuple[dict[str, int], int, list[bytes
     distinct raw prefixes (``b"sycl-spir64-unknown-unknown"``). ``fastscan.tgtsym`` counts the same in C."""
     # C-speed passes over the split names (26k in mkl); no list of partition tuples is kept, as
     # 26k live tuples would cost more in garbage-collector passes than partitioning twice.
-    prefixes = Counter([e.partition(b".")[0] for e in entries])
+    prefixes: dict[bytes, int] = {}
+    for prefix in [e.partition(b".")[0] for e in entries]:
+        prefixes[prefix] = prefixes.get(prefix, 0) + 1
     distinct = len({e.partition(b".")[2] or (e if b"." not in e else b"") for e in entries})
     return _per_triple(list(prefixes.items())), distinct, list(prefixes)
 
 
 def _per_triple(per_prefix: list[tuple[bytes, int]]) -> dict[str, int]:
     """Names per triple from names per raw prefix (first-seen order; each prefix decoded once)."""
-    per: Counter[str] = Counter()
+    per: dict[str, int] = {}
     for prefix, n in per_prefix:
         triple = prefix.decode("utf-8", "replace")
-        per[triple[5:] if triple.startswith("sycl-") else triple] += n
-    return dict(per)
+        key = triple[5:] if triple.startswith("sycl-") else triple
+        per[key] = per.get(key, 0) + n
+    return per
 
 
 _IR_TRIPLE = "spir64"
@@ -518,10 +565,11 @@ def _rela_tables(view: ElfView) -> list[Section]:
     return [s for s in view.sections if s.type == "SHT_RELA" and not s.size % 24 and s.size <= _MAX_SMALL_SECTION]
 
 
-class SlotAddends(Mapping[int, int]):
+class SlotAddends:
     """The ``.tgtimg`` slots' RELATIVE addends as 16-byte records ``{u64 addend, u64 state}`` per
     slot (``fastscan.relative_records`` fills them; the C table walk reads them by index), looked
-    up by slot address like the dict the Python loop makes (state 0: no relocation)."""
+    up by slot address like the dict the Python loop makes (state 0: no relocation). A read-only
+    mapping (not a ``collections.abc.Mapping`` subclass: importing collections costs start-up)."""
 
     def __init__(self, records: bytearray, first: int, count: int) -> None:
         self.records, self._first, self._count = records, first, count
@@ -540,6 +588,28 @@ class SlotAddends(Mapping[int, int]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def keys(self) -> Iterator[int]:  # what dict(addends) asks of a mapping
+        return iter(self)
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        return ((addr, self[addr]) for addr in self)
+
+    def __eq__(self, other: object) -> bool:  # as a Mapping's: equal to any mapping of the same items
+        if not isinstance(other, (dict, SlotAddends)):
+            return NotImplemented
+        return dict(self.items()) == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __contains__(self, addr: object) -> bool:
+        return self.get(addr) is not None  # type: ignore[arg-type]
+
+    def get(self, addr: int, default: int | None = None) -> int | None:
+        try:
+            return self[addr]
+        except KeyError:
+            return default
 
 
 def _slot_relocs(view: ElfView, first: int, count: int) -> Mapping[int, int] | None:
@@ -651,12 +721,18 @@ def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -
     }
 
 
-@dataclass(frozen=True)
+@record
 class _Descriptor:
     triple: str | None
     format: str | None
     compile_options: str | None
     link_options: str | None
+
+    def __init__(self, triple: str | None, format: str | None, compile_options: str | None, link_options: str | None) -> None:
+        self.triple = triple
+        self.format = format
+        self.compile_options = compile_options
+        self.link_options = link_options
 
 
 def _cstring(view: ElfView, vaddr: int, limit: int = 64) -> str | None:

@@ -8,14 +8,16 @@ same either way (tests/test_fastscan.py compares both paths).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any
 
-from aotwheel.formats.region import Region
 from aotwheel.variables import NO_FASTSCAN, off
+
+TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotwheel.formats.region import Region
 
 ZebinFacts = tuple[int | None, int | None, int | None, str | None, bool]  # ip_u32, product, core, version, has_spirv
 # name, offset in the archive, size, and: zebin facts, generic_ir's IR payload head (b"": none), or None
@@ -28,14 +30,17 @@ _module: Any = False  # the module, None (not importable), or False: not tried y
 _FILES: dict[int, int] = {}
 
 
-@contextlib.contextmanager
-def mapped_file(buf: object, fd: int) -> Iterator[None]:
+class mapped_file:  # lower case: used as a function, `with mapped_file(buf, fd):`
     """Within the block, ``buf`` is a map of the whole file open as ``fd``."""
-    _FILES[id(buf)] = fd
-    try:
-        yield
-    finally:
-        del _FILES[id(buf)]
+
+    def __init__(self, buf: object, fd: int) -> None:
+        self.buf, self.fd = buf, fd
+
+    def __enter__(self) -> None:
+        _FILES[id(self.buf)] = self.fd
+
+    def __exit__(self, *exc: object) -> None:
+        del _FILES[id(self.buf)]
 
 
 def file_of(buf: object) -> int:

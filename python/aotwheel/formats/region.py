@@ -5,19 +5,22 @@ from __future__ import annotations
 import io
 import mmap
 import struct
-from dataclasses import dataclass
-from typing import Any
 
 from aotwheel.errors import InspectError
+from aotwheel.records import record
+
+TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
+if TYPE_CHECKING:
+    from typing import Any
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 
 _FIX = "the file is corrupt or truncated; rebuild or re-download it"
 
 
-@dataclass(frozen=True)
+@record
 class Region:
-    """``size`` bytes of ``buf`` starting at ``start``.
+    """``size`` bytes of ``buf`` starting at ``start`` (not to be changed once made).
 
     ``origin`` is the file offset of ``buf[0]`` and ``label`` names the file (and, for decompressed
     data, the image), so that every error can say exactly where the problem is.
@@ -25,15 +28,16 @@ class Region:
 
     buf: Buffer
     label: str
-    start: int = 0
-    size: int = -1
-    origin: int = 0
+    start: int
+    size: int
+    origin: int
 
-    def __post_init__(self) -> None:
-        if self.size < 0:
-            object.__setattr__(self, "size", len(self.buf) - self.start)
-        if self.start < 0 or self.start + self.size > len(self.buf):
-            raise InspectError(f"{self.label}: region at offset {self.origin + self.start:#x} runs past the end of the data; {_FIX}")
+    def __init__(self, buf: Buffer, label: str, start: int = 0, size: int = -1, origin: int = 0) -> None:
+        if size < 0:
+            size = len(buf) - start
+        if start < 0 or start + size > len(buf):
+            raise InspectError(f"{label}: region at offset {origin + start:#x} runs past the end of the data; {_FIX}")
+        self.buf, self.label, self.start, self.size, self.origin = buf, label, start, size, origin
 
     def __len__(self) -> int:
         return self.size

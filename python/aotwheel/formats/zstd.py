@@ -3,9 +3,11 @@ with a hard cap on the output size."""
 
 from __future__ import annotations
 
-from typing import IO, Any, cast
-
 from aotwheel.formats.region import Region
+
+TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_CAP = 2 << 30  # no real device image comes close; hostile frames stop here
 # Device code compresses a few times over; a frame claiming more than this ratio is a bomb.
@@ -40,7 +42,7 @@ def peek(region: Region, n: int = 64, dctx: Any = None) -> bytes:
 
     if dctx is None:
         dctx = zstandard.ZstdDecompressor()
-    reader = dctx.stream_reader(cast(IO[bytes], region.stream()), read_size=1 << 16)
+    reader = dctx.stream_reader(region.stream(), read_size=1 << 16)
     try:
         return bytes(reader.read(n))
     except zstandard.ZstdError as exc:
@@ -56,7 +58,7 @@ def decompress(region: Region, cap: int = DEFAULT_CAP) -> bytes:
     declared = content_size(region)
     if declared is not None and declared > cap:
         raise region.error(0, f"zstd frame declares {declared} bytes, above the {cap}-byte cap")
-    reader = zstandard.ZstdDecompressor().stream_reader(cast(IO[bytes], region.stream()), read_size=1 << 20)
+    reader = zstandard.ZstdDecompressor().stream_reader(region.stream(), read_size=1 << 20)
     chunks, total = [], 0
     try:
         while chunk := reader.read(1 << 22):

@@ -17,7 +17,7 @@ import functools
 import importlib
 import sys
 
-from aotwheel.model import ProbedDevice, ProbeResult  # re-exported: the probes' result types
+from aotwheel.results import ProbedDevice, ProbeResult  # re-exported: the probes' result types
 
 
 def probe_names() -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from aotwheel.errors import DevlistError
-from aotwheel.model import ProbedDevice, ProbeResult
+from aotwheel.results import ProbedDevice, ProbeResult
 from aotwheel.variables import DEVICE, DEVLIST
 
 ENV = DEVICE.name

@@ -6,12 +6,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.model import AMD, NATIVE, Verdict
+from aotwheel.model import AMD
+from aotwheel.results import NATIVE, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.protocol import DevlistPart
-    from aotwheel.model import Device, ProbedDevice
     from aotwheel.report import FileReport
+    from aotwheel.results import Device, ProbedDevice
 
 
 class AmdBackend:
@@ -22,7 +23,7 @@ class AmdBackend:
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.amd.targets import require_target_id
-        from aotwheel.model import ProbedDevice
+        from aotwheel.results import ProbedDevice
 
         tid = str(require_target_id(token))
         return [ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor=AMD, catalog=tid)]

@@ -7,14 +7,13 @@ code object (:mod:`.codeobject`), one native target named by its bundle entry's 
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-from aotwheel.backends.protocol import ReadSpec
+from aotwheel.backends import ReadSpec
 from aotwheel.model import AMD, Image, ImageKind, Target
 
+TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from aotwheel.backends.protocol import ImageWalk
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
@@ -55,6 +54,8 @@ def _walk_hip(walk: ImageWalk, region: Region, section: str | None) -> None:
                     decompressed_size=b.compressed.uncompressed_size if b.compressed else None,
                     members=[e.id for e in b.entries])
         if walk.deep:
+            import hashlib
+
             img.sha256 = hashlib.sha256(region.view(b.offset, b.stored_size, "offload bundle")).hexdigest()
         fr.images.append(img)
         for e in b.entries:

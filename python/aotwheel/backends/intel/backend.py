@@ -7,12 +7,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.protocol import ProbeSpec
-from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, ImageKind, ProbedDevice, Verdict
+from aotwheel.model import INTEL, ImageKind
+from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.intel.devlist import IntelGrammar, IntelPart
-    from aotwheel.model import Device
     from aotwheel.report import FileReport
+    from aotwheel.results import Device
 
 IR_FORMS = ("spirv", "llvmbc")  # what an OpenCL / Level Zero driver can JIT-compile
 
@@ -31,7 +32,7 @@ class IntelBackend:
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar
         from aotwheel.backends.intel.catalog import load_catalog
-        from aotwheel.model import ProbedDevice
+        from aotwheel.results import ProbedDevice
 
         _, targets = grammar.lookup(token, raw, (), load_catalog())
         return [ProbedDevice(name=d.name, backend="override", kind="gpu", ip=d.ip, catalog=d.name, spirv=True) for d in targets]

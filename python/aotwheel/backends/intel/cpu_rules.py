@@ -16,7 +16,8 @@ from typing import Any
 
 from aotwheel.acceptable import Acceptable, Offered, first_acceptable
 from aotwheel.backends.intel.options import SYCL, gpu_only_options, passed_options
-from aotwheel.model import INTEL, IR_KINDS, JIT, NATIVE, UNSUPPORTED, ImageKind, Verdict, VerdictKind
+from aotwheel.model import INTEL, IR_KINDS, ImageKind
+from aotwheel.results import JIT, NATIVE, UNSUPPORTED, Verdict, VerdictKind
 
 CPU_FORMAT = ImageKind.CPU_AOT
 SPIRV = "spirv"  # the image kind offered to the lookup for a spir64 SPIR-V (or LLVM IR) image

@@ -8,15 +8,16 @@ Every native binary becomes one :class:`aotwheel.model.Target` named from the ca
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from aotwheel.backends.protocol import ReadSpec
+from aotwheel.backends import ReadSpec
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
 from aotwheel.model import INTEL, Image, ImageKind, NativeTarget, Target
 
+TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from aotwheel.backends.protocol import ImageWalk
     from aotwheel.formats.elf import ElfView, HostOffload
 

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aotwheel.acceptable import Acceptable, Offered, first_acceptable
-from aotwheel.model import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
+from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
 
 POINTER_BITS = "64"
 Release = tuple[int, int]  # compute-runtime (year, week): 25.44.36015.5 -> (25, 44)

@@ -53,7 +53,7 @@ def native_ips(device: Any, candidates: list[str]) -> list[str]:
     """The IPs among ``candidates`` whose ``64.<ip>`` member the driver loads natively on ``device``
     (one member per fat binary, as compute-runtime's lookup would meet it): exact IP first."""
     from aotwheel.backends.intel.rules import decide
-    from aotwheel.model import NATIVE
+    from aotwheel.results import NATIVE
 
     native = [ip for ip in candidates if decide([_Member(ip)], [], device).verdict == NATIVE]
     own = getattr(device, "ip", None)

@@ -8,13 +8,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.protocol import ProbeSpec
-from aotwheel.model import NATIVE, NVIDIA, UNSUPPORTED, Verdict
+from aotwheel.model import NVIDIA
+from aotwheel.results import NATIVE, UNSUPPORTED, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.nvidia.devlist import NvidiaGrammar
     from aotwheel.backends.protocol import DevlistPart
-    from aotwheel.model import Device, ProbedDevice
     from aotwheel.report import FileReport
+    from aotwheel.results import Device, ProbedDevice
 
 PTX_PREFIX = "ptx "  # IR forms read "ptx compute_90"
 
@@ -29,7 +30,7 @@ class NvidiaBackend:
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
         from aotwheel.errors import DevlistError
-        from aotwheel.model import ProbedDevice
+        from aotwheel.results import ProbedDevice
 
         if not token.startswith(("sm_", "nvidia_gpu_sm_")):
             raise DevlistError(f"{source}: '{raw}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. AOTWHEEL_DEVICE=sm_90", raw)

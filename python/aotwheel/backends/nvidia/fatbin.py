@@ -26,10 +26,16 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from dataclasses import dataclass
-from typing import NamedTuple
 
 from aotwheel.formats.region import Region
+from aotwheel.records import record
+
+# Not typing's NamedTuple at run time: aotwheel inspect's start-up (aotwheel.records says why).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NamedTuple as TupleRecord
+else:
+    from aotwheel.records import TupleRecord
 
 MAGIC = 0xBA55ED50
 MAGIC_BYTES = MAGIC.to_bytes(4, "little")
@@ -73,7 +79,7 @@ CUDA_MARKERS = (".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module
 DEFAULT_CAP = 1 << 30  # largest decompressed payload entry_payload() will produce
 
 
-class FatbinEntry(NamedTuple):
+class FatbinEntry(TupleRecord):
     """One image in a fat binary: a cubin for ``sm_<arch>`` or PTX for ``compute_<arch>``.
 
     A named tuple, not a dataclass: cuFFT holds 11k of them, made from the C scanner's rows
@@ -125,7 +131,7 @@ class FatbinEntry(NamedTuple):
         }
 
 
-class FatbinContainer(NamedTuple):
+class FatbinContainer(TupleRecord):
     offset: int  # file offset of the container header
     version: int
     size: int  # fat_size: bytes of entries after the header
@@ -138,7 +144,7 @@ class FatbinContainer(NamedTuple):
         return self.section == "__nv_relfatbin"
 
 
-@dataclass(frozen=True)
+@record
 class Fatbin:
     """Every container and entry found; ``section`` names the ELF sections read (None for a raw file).
 
@@ -150,6 +156,11 @@ class Fatbin:
     path: str
     section: str | None
     containers: tuple[FatbinContainer, ...]
+
+    def __init__(self, path: str, section: str | None, containers: tuple[FatbinContainer, ...]) -> None:
+        self.path = path
+        self.section = section
+        self.containers = containers
 
     @property
     def entries(self) -> tuple[FatbinEntry, ...]:

@@ -143,7 +143,7 @@ def probe():  # type: ignore[no-untyped-def]
     """The CUDA devices as an :class:`aotwheel.probe.ProbeResult` (backend ``"cuda"``), for
     :func:`aotwheel.probe.run_backend`. ``catalog`` holds the ``sm_XY`` target; ``ip`` stays None
     because it is an Intel IP version."""
-    from aotwheel.model import ProbedDevice, ProbeResult
+    from aotwheel.results import ProbedDevice, ProbeResult
 
     found = probe_cuda()
     devices = [

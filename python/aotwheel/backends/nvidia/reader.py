@@ -7,15 +7,14 @@ per cubin/PTX entry; cubins are native targets, PTX an IR form ``ptx compute_XY`
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
-
-from aotwheel.backends.protocol import ReadSpec
+from aotwheel.backends import ReadSpec
 from aotwheel.model import NVIDIA, Image, ImageKind, Target
 from aotwheel.report import CudaModule
 
+TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from aotwheel.backends.nvidia.fatbin import FatbinContainer, FatbinEntry
     from aotwheel.backends.protocol import ImageWalk
     from aotwheel.formats.elf import ElfView, HostOffload
@@ -121,6 +120,8 @@ def _add_cuda(walk: ImageWalk, region: Region, groups: list[tuple[str | None, Se
                         e.decompressed_size or None, arch=target)
             images.append(img)
             if deep:
+                import hashlib
+
                 from aotwheel.backends.nvidia.fatbin import region_payload, stored_region
 
                 img.sha256 = hashlib.sha256(stored_region(region, e).view(0, stored, "payload")).hexdigest()

@@ -1,7 +1,7 @@
 """The run-time check for NVIDIA GPUs: native / JIT / unsupported for a binary's ``.nv_fatbin``.
 
 The same contract as :func:`aotwheel.runtime.check` for Intel devices -- one
-:class:`aotwheel.model.Verdict` per (NVIDIA GPU, file with CUDA images), the same
+:class:`aotwheel.results.Verdict` per (NVIDIA GPU, file with CUDA images), the same
 ``AOTWHEEL_JIT`` policy (``warn`` -> :class:`aotwheel.runtime.JITWarning` once per device and
 binary per process, ``error`` -> :class:`aotwheel.runtime.JITError`, ``ignore``) -- with NVIDIA's
 rules from :func:`aotwheel.backends.nvidia.targets.cuda_verdict`, called by the backend from
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, CudaTarget, cuda_verdict, parse_cuda_target, target_from_name
-from aotwheel.model import NVIDIA, Verdict
+from aotwheel.model import NVIDIA
+from aotwheel.results import Verdict
 
 if TYPE_CHECKING:
     from aotwheel.report import FileReport

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from aotwheel.acceptable import Acceptable
-    from aotwheel.model import VerdictKind
+    from aotwheel.results import VerdictKind
 
 PTX_TOKEN = "ptx"
 
@@ -290,7 +290,7 @@ def acceptable(device_cc: tuple[int, int], *, force_ptx_jit: bool = False) -> It
     ``compute_XYf`` on the same major from minor Y, ``compute_XY`` on any compute capability >=
     X.Y. ``force_ptx_jit`` models ``CUDA_FORCE_PTX_JIT=1``: cubins are skipped."""
     from aotwheel.acceptable import Acceptable
-    from aotwheel.model import JIT, NATIVE
+    from aotwheel.results import JIT, NATIVE
 
     major, minor = device_cc
     dev = cc_to_arch(device_cc)
@@ -312,7 +312,7 @@ def cuda_verdict(targets_in_binary: Iterable[CudaTarget], device_cc: tuple[int, 
     PTX, rule keys ``cubin-arch-specific`` / ``cubin-family`` / ``cubin-same-major`` /
     ``ptx-jit``), else ``unsupported`` (``no-match``)."""
     from aotwheel.acceptable import Offered, first_acceptable
-    from aotwheel.model import NATIVE, UNSUPPORTED
+    from aotwheel.results import NATIVE, UNSUPPORTED
 
     images = sorted(set(targets_in_binary))
     dev = cc_to_arch(device_cc)

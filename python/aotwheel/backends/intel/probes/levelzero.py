@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from aotwheel.model import ProbedDevice, ProbeResult
+from aotwheel.results import ProbedDevice, ProbeResult
 from aotwheel.variables import ZE_LOADER
 
 LIBRARY = "libze_loader.so.1"

@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from aotwheel.model import ProbedDevice, ProbeResult
+from aotwheel.results import ProbedDevice, ProbeResult
 
 CL_DEVICE_IP_VERSION_INTEL = 0x4250
 CL_DEVICE_ID_INTEL = 0x4251

@@ -4,7 +4,7 @@ JIT-only); Level Zero and OpenCL are asked first for that reason."""
 
 from __future__ import annotations
 
-from aotwheel.model import ProbedDevice, ProbeResult
+from aotwheel.results import ProbedDevice, ProbeResult
 
 
 def probe() -> ProbeResult:

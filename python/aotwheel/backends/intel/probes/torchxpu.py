@@ -8,7 +8,7 @@ intel/llvm has encoded Intel GPUs two ways: the IP version u32 itself (``intel_g
 
 from __future__ import annotations
 
-from aotwheel.model import ProbedDevice, ProbeResult
+from aotwheel.results import ProbedDevice, ProbeResult
 
 
 def ip_from_sycl_architecture(value: int) -> str | None:
