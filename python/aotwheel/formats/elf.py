@@ -7,7 +7,6 @@ headers, tables and small sections are touched -- never the images themselves.
 
 from __future__ import annotations
 
-import bisect
 import struct
 import sys
 from itertools import compress
@@ -82,6 +81,7 @@ class ElfView:
         self._by_name: dict[str, Section] | None = None
         self._by_offset: tuple[list[int], list[Section]] | None = None
         self._last_at: Section | None = None
+        self._bisect_right: Callable[[list[int], int], int]  # set with _by_offset
 
     def section(self, name: str) -> Section | None:
         if self._by_name is None:
@@ -117,14 +117,18 @@ class ElfView:
         starts, secs = self._by_offset
         if not starts:  # overlapping sections: only a scan in header order gives the same answer
             return next((s for s in secs if s.offset <= offset < s.offset + s.size), None)
-        i = bisect.bisect_right(starts, offset) - 1
+        i = self._bisect_right(starts, offset) - 1
         if i >= 0 and offset < secs[i].offset + secs[i].size:
             self._last_at = secs[i]
             return secs[i]
         return None
 
     def _offset_index(self) -> tuple[list[int], list[Section]]:
-        # Called once per image in big binaries (14k times): bisect instead of a scan.
+        # Called once per image in big binaries (14k times): bisect instead of a scan. Imported
+        # here, once per view: a CUDA or plain library never needs it (aotwheel inspect's start-up).
+        from bisect import bisect_right
+
+        self._bisect_right = bisect_right
         secs = [s for s in self.sections if s.type != "SHT_NOBITS" and s.size]
         ordered = sorted(secs, key=lambda s: s.offset)
         if any(a.offset + a.size > b.offset for a, b in zip(ordered, ordered[1:])):
@@ -627,13 +631,15 @@ def _slot_relocs(view: ElfView, first: int, count: int) -> Mapping[int, int] | N
 
     fs = fastscan.module() if end < 1 << 64 else None
     records, filled = bytearray(16 * count if fs is not None else 0), 0  # the C scanner's (the Python loop fills `found`)
+    from bisect import bisect_left  # here: SYCL libraries only (aotwheel inspect's start-up)
+
     for sec in _rela_tables(view):
         with view.data(sec) as mv, mv.cast("Q") as table:
             n = len(table) // 3
             if sec.name == ".rela.dyn" and 0 < relcount <= n:
                 n = relcount
             with table[0 : 3 * n : 3] as offsets:
-                lo, hi = bisect.bisect_left(offsets, first), bisect.bisect_left(offsets, end)
+                lo, hi = bisect_left(offsets, first), bisect_left(offsets, end)
             if fs is not None:  # the same loop in C (14k rows in mkl)
                 filled += fs.relative_records(view.region.buf, view.region.start + sec.offset, lo, hi, first, end, _TGTIMG_ENTRY, records)
                 continue
