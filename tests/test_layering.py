@@ -97,8 +97,6 @@ VENDOR_WORD = re.compile(r"\bsm_\d|\bsm_\b|compute_\d|nv_fatbin|zebin|ocloc|spir
 # Core modules that still name one (the layering's second half: each should ask its backend).
 # The count is per module, so the list only shrinks.
 CORE_VENDOR_WORDS: dict[str, int] = {
-    "buildsteps/embed.py": 3,  # the SYCL image triples of the open toolchain's embedding
-    "buildsteps/manifest.py": 6,  # the manifest's ocloc_device/ocloc_options keys, the CUDA triple
     "cli/check.py": 1,  # --device's examples
     "cli/resolve.py": 3,  # --toolchain ocloc / --ocloc, literal so --help imports no backend
     "formats/elf.py": 1,  # native image triples for the kernel count
