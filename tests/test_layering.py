@@ -103,9 +103,7 @@ CORE_VENDOR_WORDS: dict[str, int] = {
     "formats/offload.py": 1,  # LLVM OffloadBinary's image kind names
     "inspector.py": 1,  # the "not an ELF, wheel, ar, zebin, ..." error line
     "model.py": 2,  # ImageKind's values
-    "opencl.py": 2,  # the loader's fat-binary triple and its error line
     "probe/override.py": 2,  # the example in AOTWHEEL_DEVICE's errors
-    "selftest.py": 1,  # the fat-binary triple
     "variables.py": 10,  # the tools' variables and the default device list
 }
 

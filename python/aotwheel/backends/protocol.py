@@ -288,10 +288,23 @@ class Backend(Protocol):
         ...
 
 
+class OpenClImages(NamedTuple):
+    """Which of an aotwheel-built extension's embedded images (``images()``: triple, source, bytes)
+    an OpenCL backend's driver loads, and how its fat binary looks: what the OpenCL loader and the
+    selftest ask instead of naming a vendor's formats."""
+
+    native: str  # the triple of the fat binary of native images, which the driver picks a member of
+    ir: str  # the triple of the SPIR-V module the driver JIT-compiles
+    native_magic: bytes  # how a fat binary starts (a file or bytes handed to the loader)
+    native_name: str  # the fat binary in messages ("an ocloc fat binary")
+
+
 class OpenClSupport(Protocol):
     """What a backend whose driver loads OpenCL programs adds (optional; Intel's has it). The OpenCL
     loader (:mod:`aotwheel.opencl`) and the selftest ask it through
     :func:`aotwheel.backends.for_opencl`, for every OpenCL device, whatever its vendor."""
+
+    opencl_images: OpenClImages  # which embedded images and files are its fat binaries and SPIR-V
 
     def opencl_device(self, cl: Any, platform: Any, device: Any, index: int = 0) -> ProbedDevice:
         """A pyopencl ``device`` of ``platform`` as this backend's rules read it (kind, IP, driver)."""

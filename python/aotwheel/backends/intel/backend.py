@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.protocol import ProbeSpec
+from aotwheel.backends.protocol import OpenClImages, ProbeSpec
 from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, ImageKind, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
@@ -27,6 +27,9 @@ class IntelBackend:
     tools = ("ocloc",)  # aotwheel resolve --toolchain ocloc
     variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
     commands = {"compile": "aotwheel.backends.intel.commands"}
+    # The loader's view of an extension's images (the SYCL triples of the embedding, build/embed.py)
+    # and of a file it is handed: an ocloc fat binary is an ar archive.
+    opencl_images = OpenClImages(native="spir64_gen", ir="spir64", native_magic=b"!<arch>\n", native_name="an ocloc fat binary")
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar
