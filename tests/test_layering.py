@@ -84,7 +84,7 @@ def test_the_registry_names_every_vendor_package_and_imports_none_at_import_time
     assert {backends._BUILTIN[n].split(".")[2] for n in backends.names()} == set(VENDORS)
     # Every backend has its reader in its own package, under the same name.
     assert sorted(readers.names()) == sorted(backends.names())
-    assert {n: readers._BUILTIN[n].rsplit(".", 1)[0] for n in readers.names()} == {n: backends._BUILTIN[n].rsplit(".", 1)[0] for n in backends.names()}
+    assert {n: readers.modules()[n].rsplit(".", 1)[0] for n in readers.names()} == {n: backends._BUILTIN[n].rsplit(".", 1)[0] for n in backends.names()}
     code = "import sys, aotwheel.backends; print(sorted(m for m in sys.modules if m.startswith('aotwheel.backends.') or m == 'typing'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

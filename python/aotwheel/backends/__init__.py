@@ -52,6 +52,14 @@ def build_module(name: str) -> str | None:
     return module.rpartition(".")[0] + ".build" if module else None
 
 
+def reader_module(name: str) -> str | None:
+    """The module holding backend ``name``'s binary reader (its package's ``reader``, a
+    :class:`~aotwheel.backends.protocol.Reader`), not imported: :mod:`aotwheel.backends.readers`
+    imports it for the inspector, which never needs the backend object. ``None`` for a name no backend has."""
+    module = _BUILTIN.get(name)
+    return module.rpartition(".")[0] + ".reader" if module else None
+
+
 def names() -> tuple[str, ...]:
     """Registered backend names, in the order they are asked."""
     return tuple(_BUILTIN)

@@ -147,6 +147,9 @@ class ReadSpec(NamedTuple):
     # images as that IR without decompressing them (SYCL: spir64 -> SPIR-V)
     ir_triples: tuple[tuple[str, str], ...] = ()
     suffixes: tuple[str, ...] = ()  # file names (besides .so, .a, .o, .spv, .bin, .ar) a wheel or directory walk reads
+    # Readers are asked in ascending ``order``, ties in the backends' registry order: a host binary's
+    # images of several vendors follow that order in its report (HIP bundles before CUDA fat binaries).
+    order: int = 0
 
 
 class ImageWalk(Protocol):
@@ -176,8 +179,8 @@ class ImageWalk(Protocol):
 
 
 class Reader(Protocol):
-    """A backend's binary reader: a module (``aotwheel.backends.<vendor>.reader``) registered in
-    :mod:`aotwheel.backends.readers`. Its functions take the walk first."""
+    """A backend's binary reader: the module ``reader`` of its package (``aotwheel.backends.<vendor>.reader``),
+    which :mod:`aotwheel.backends.readers` finds through the backends' registry. Its functions take the walk first."""
 
     READS: ReadSpec
 
@@ -202,8 +205,8 @@ class Reader(Protocol):
 
 
 class Backend(Protocol):
-    """What the core needs from one vendor (its binary :class:`Reader` is a module of its own,
-    registered beside it in :mod:`aotwheel.backends.readers`: the inspector reaches it without
+    """What the core needs from one vendor (its binary :class:`Reader` is a module of its own, its
+    package's ``reader``, found by :mod:`aotwheel.backends.readers`: the inspector reaches it without
     this object, whose rules and self-tests use the inspector)."""
 
     name: str  # "intel", "nvidia": the ``vendor`` of its targets, devices and verdicts
