@@ -26,7 +26,7 @@ if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwhe
         del sys.path[0]
     sys.path.insert(0, str(_here.parents[2]))
 
-from aotwheel.buildsteps.edge import run_step, step_parser, write_if_changed
+from aotwheel.buildsteps.edge import run_step, step_parser
 from aotwheel.errors import AotwheelError, run_command
 
 

@@ -276,9 +276,9 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
 
 def cmd_tgtsym(a: argparse.Namespace) -> int:
     """Write the .tgtsym names of all SPIR-V modules."""
+    from aotwheel.backends.intel.build.embed import tgtsym
     from aotwheel.backends.intel.build.spirv import entry_points
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.backends.intel.build.embed import tgtsym
 
     triples = [t for t in a.triples.split(",") if t]
     entries = []
