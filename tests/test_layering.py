@@ -39,7 +39,6 @@ LOWER_CORE_PACKAGES = ("aotwheel.formats.", "aotwheel.buildsteps.")
 
 # Vendor modules that still import the upper core: module -> upper-core modules.
 VENDOR_TO_UPPER: dict[str, set[str]] = {
-    "aotwheel.backends.intel.build.compile": {"aotwheel.devlist"},
 }
 
 

@@ -103,6 +103,17 @@ def for_opencl() -> OpenClSupport:
     raise LookupError("no registered backend loads OpenCL programs")
 
 
+def spirv_compiler() -> str:
+    """The module of the backend that compiles SPIR-V ahead of time (its optional ``spirv_compiler``:
+    ``compile_spirv_report(spirv, devlist, *, resolve, ...)`` and ``aotwheel compile``'s options,
+    build and report, :mod:`aotwheel.cli.compile`): the first that has one."""
+    for b in all_backends():
+        module: str | None = getattr(b, "spirv_compiler", None)
+        if module:
+            return module
+    raise LookupError("no registered backend compiles SPIR-V")
+
+
 def variant_vocabularies() -> list[Any]:
     """Each backend's wheel-variant vocabulary (the module its optional ``variants`` attribute names;
     :mod:`aotwheel.variants` says what it holds), in registry order."""
