@@ -56,11 +56,13 @@ def cmd_manifest(a: argparse.Namespace) -> int:
         info = path + ".json" if Path(path + ".json").is_file() else ""
         stored = path + ".zst" if a.compress == "on" else ""  # what is embedded (the compress step's)
         images.append({"triple": triple, "source": source, "path": path, "info": info, "stored": stored})
+    from aotwheel import backends
+
     records: dict[str, list[dict]] = {}
     for spec in a.records or []:
         vendor, sep, list_file = spec.partition("=")
-        if not sep or not vendor:
-            raise AotwheelError(f"--records takes BACKEND=LIST, not {spec!r}")
+        if not sep or vendor not in backends.names():
+            raise AotwheelError(f"--records takes BACKEND=LIST with BACKEND one of {', '.join(backends.names())}, not {spec!r}")
         records.setdefault(vendor, []).extend(read_records(list_file))
     kernels = [k.decode() for k in Path(a.tgtsym).read_bytes().split(b"\0") if k] if a.tgtsym else []
     devlist = json.loads(Path(a.devlist).read_text())
