@@ -110,7 +110,7 @@ function(aotwheel_add_device_code target)
   _aotwheel_tgtsym_edge("${work}" tgtsym)
   set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
   list(TRANSFORM embedded PREPEND "--image;" OUTPUT_VARIABLE image_args)
-  _aotwheel_python(${fn} embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
+  _aotwheel_python(${fn} intel embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_aot.h"
                        --tgtsym "${tgtsym}" ${image_args})
   _aotwheel_manifest_edge("${target}" "${work}" manifest NAME "${ARG_NAME}" JIT_FALLBACK "${dev_JIT}" OPTIONS "${ARG_OPTIONS}"
                           COMPRESS "${compress}" TGTSYM "${tgtsym}" IMAGES ${images} DEPENDS ${fatbins} ${spvs} ${zsts})
@@ -434,7 +434,7 @@ function(_aotwheel_manifest_edge target work out)
     OUTPUT "${manifest}"
     COMMAND ${_AOTWHEEL_STEP_COMMAND} manifest --name "${arg_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
             --toolchain "${work}/toolchain.json" "--options=${arg_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${arg_TGTSYM}"
-            --cuda-images "${cuda_list}" --compress "$<IF:$<BOOL:${arg_COMPRESS}>,on,off>" ${image_args}
+            --records "nvidia=${cuda_list}" --compress "$<IF:$<BOOL:${arg_COMPRESS}>,on,off>" ${image_args}
     DEPENDS ${arg_DEPENDS} ${arg_TGTSYM} "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
             "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_FATBINS>" "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>"
     COMMENT "aotwheel: ${arg_NAME} manifest"

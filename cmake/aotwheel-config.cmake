@@ -28,12 +28,12 @@ endif()
 # PYTHONPATH after it). No `cmake -E env PYTHONPATH=...` process around it (7 ms of CPU per edge
 # with pip's cmake 4.4, median of 40), and nothing on PYTHONPATH for pip's isolated build
 # environment to trip over (its sitecustomize asserts its overlay is not on sys.path yet, issue 30).
-# Steps: the core's (embed, compress, manifest, hook, resolve, ...), and a vendor's as
+# Steps: the core's (compress, manifest, hook, resolve, ...), and a vendor's as
 # `<vendor> <step>` (python/aotwheel/buildsteps/__main__.py dispatches them to the backend).
 set(_AOTWHEEL_STEP_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/buildsteps/__main__.py")
 
 # _aotwheel_python(<fn> <step> [<arg>...] [OUTPUT <var>])
-# Runs one aotwheel step at configure time (`resolve`, `embed`, `nvidia configure`, ...). On failure
+# Runs one aotwheel step at configure time (`resolve`, `intel embed`, `nvidia configure`, ...). On failure
 # configure stops with one line, "<fn>: <message>", <fn> being the public function the user called
 # and <message> the step's own "aotwheel: error: <message>" line, which says what to do (this is the
 # one place that prefix is stripped). OUTPUT <var>: the step's stdout, trailing whitespace stripped.

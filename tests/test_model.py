@@ -260,7 +260,7 @@ def _import_graph() -> dict[str, set[str]]:
     from aotwheel.backends import readers
 
     edges["aotwheel.backends"] |= {backends._BUILTIN[n] for n in backends.names()}
-    edges["aotwheel.backends.readers"] |= {readers._BUILTIN[n] for n in readers.names()}
+    edges["aotwheel.backends.readers"] |= set(readers.modules().values())
     return edges
 
 

@@ -59,7 +59,7 @@ def xdev_reader(tmp_path, monkeypatch):
     """A fourth vendor's reader, registered under the name ``xdev`` for the test only."""
     (tmp_path / "xdev_reader.py").write_text(_READER)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(readers._BUILTIN, "xdev", "xdev_reader")
+    monkeypatch.setitem(readers._REGISTERED, "xdev", "xdev_reader")
     import xdev_reader
 
     xdev_reader.CALLS.clear()

@@ -33,7 +33,7 @@ _LAZY = {
     "ProbedDevice": "aotwheel.probe",
     "Verdict": "aotwheel.results",
     "Target": "aotwheel.model",
-    "compile_spirv": "aotwheel.backends.intel.build.compile",
+    "compile_spirv": "aotwheel.compile",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -31,6 +31,7 @@ from aotwheel.errors import AotwheelError
 from aotwheel.jitcache import JitCache, JITCacheWarning, JitKey
 
 if TYPE_CHECKING:
+    from aotwheel.backends.protocol import OpenClImages
     from aotwheel.results import Verdict
 
 __all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "inflate", "jit_key", "JITCacheWarning"]
@@ -42,7 +43,6 @@ JIT = "jit"            # built from SPIR-V now (and stored, when the cache is on
 
 Images = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, ModuleType, "DeviceCode"]
 _SPIRV_MAGICS = (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03")
-_AR_MAGIC = b"!<arch>\n"
 # Decompressed images of this process, by the sha256 of their stored frame: a program is created
 # from them once per device, and each frame is inflated at most once.
 _INFLATED: dict[str, bytes] = {}
@@ -50,7 +50,8 @@ _INFLATED: dict[str, bytes] = {}
 
 @dataclass(frozen=True)
 class DeviceCode:
-    """One program's device code: its SPIR-V and/or an ocloc fat binary."""
+    """One program's device code: its SPIR-V and/or a fat binary of native images (an ocloc fat
+    binary: which one is the OpenCL backend's word, ``backends.for_opencl().opencl_images``)."""
 
     label: str
     spirv: bytes | None
@@ -107,7 +108,15 @@ def _from_module(module: ModuleType, source: str | None) -> DeviceCode:
         raise AotwheelError(f"{module.__name__} carries {', '.join(sorted(by_source)) or 'no images'}; "
                             f"pass source= one of them")
     found = {t: inflate(d, f"{module.__name__}:{source} ({t})") for t, d in by_source[source].items()}
-    return DeviceCode(f"{module.__name__}:{source}", found.get("spir64"), found.get("spir64_gen"))
+    kinds = _images()
+    return DeviceCode(f"{module.__name__}:{source}", found.get(kinds.ir), found.get(kinds.native))
+
+
+def _images() -> OpenClImages:
+    """Which embedded images (by triple) and files are the OpenCL backend's fat binaries and SPIR-V."""
+    from aotwheel import backends
+
+    return backends.for_opencl().opencl_images
 
 
 def inflate(data: bytes, label: str) -> bytes:
@@ -129,9 +138,10 @@ def _from_bytes(data: bytes, label: str) -> DeviceCode:
     data = inflate(data, label)
     if data[:4] in _SPIRV_MAGICS:
         return DeviceCode(label, data, None)
-    if data[:8] == _AR_MAGIC:
+    kinds = _images()
+    if data.startswith(kinds.native_magic):
         return DeviceCode(label, _generic_ir(data), data)
-    raise AotwheelError(f"{label}: neither SPIR-V nor an ocloc fat binary; pass one of those")
+    raise AotwheelError(f"{label}: neither SPIR-V nor {kinds.native_name}; pass one of those")
 
 
 def _generic_ir(fatbinary: bytes) -> bytes | None:

@@ -131,14 +131,16 @@ def modules_from_extension(name: str = DEFAULT_MODULE) -> list[Module]:
         ext = importlib.import_module(name)
     except ImportError as exc:
         raise AotwheelError(f"cannot import {name} ({exc}); build aotwheel with its kernels (pip install .) or pass .spv files") from None
+    from aotwheel import backends
     from aotwheel.opencl import inflate  # images embedded with COMPRESS ON are zstd frames
 
+    kinds = backends.for_opencl().opencl_images  # which triples are SPIR-V and which the fat binary
     by_source: dict[str, Module] = {}
     for triple, source, data in ext.images():
         mod = by_source.setdefault(source, Module(source, None))
-        if triple == "spir64":
+        if triple == kinds.ir:
             mod.spirv = inflate(bytes(data), f"{name}:{source} ({triple})")
-        elif triple == "spir64_gen":
+        elif triple == kinds.native:
             mod.fatbinary = inflate(bytes(data), f"{name}:{source} ({triple})")
     return list(by_source.values())
 

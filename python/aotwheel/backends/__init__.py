@@ -68,6 +68,14 @@ def build_module(name: str) -> str | None:
     return module.rpartition(".")[0] + ".build" if module else None
 
 
+def reader_module(name: str) -> str | None:
+    """The module holding backend ``name``'s binary reader (its package's ``reader``, a
+    :class:`~aotwheel.backends.protocol.Reader`), not imported: :mod:`aotwheel.backends.readers`
+    imports it for the inspector, which never needs the backend object. ``None`` for a name no backend has."""
+    module = _BUILTIN.get(name)
+    return module.rpartition(".")[0] + ".reader" if module else None
+
+
 def names() -> tuple[str, ...]:
     """Registered backend names, in the order they are asked."""
     return tuple(_BUILTIN)
@@ -111,6 +119,17 @@ def for_opencl() -> OpenClSupport:
     raise LookupError("no registered backend loads OpenCL programs")
 
 
+def spirv_compiler() -> str:
+    """The module of the backend that compiles SPIR-V ahead of time (its optional ``spirv_compiler``:
+    ``compile_spirv_report(spirv, devlist, *, resolve, ...)`` and ``aotwheel compile``'s options,
+    build and report, :mod:`aotwheel.cli.compile`): the first that has one."""
+    for b in all_backends():
+        module: str | None = getattr(b, "spirv_compiler", None)
+        if module:
+            return module
+    raise LookupError("no registered backend compiles SPIR-V")
+
+
 def variant_vocabularies() -> list[Any]:
     """Each backend's wheel-variant vocabulary (the module its optional ``variants`` attribute names;
     :mod:`aotwheel.variants` says what it holds), in registry order."""
@@ -152,12 +171,17 @@ class ReadSpec:
     # images as that IR without decompressing them (SYCL: spir64 -> SPIR-V)
     ir_triples: tuple[tuple[str, str], ...]
     suffixes: tuple[str, ...]  # file names (besides .so, .a, .o, .spv, .bin, .ar) a wheel or directory walk reads
+    # Readers are asked in ascending ``order``, ties in the backends' registry order: a host binary's
+    # images of several vendors follow that order in its report (HIP bundles before CUDA fat binaries).
+    order: int
 
     def __init__(self, magic: tuple[bytes, ...] = (), file_kinds: tuple[str, ...] = (), sections: tuple[str, ...] = (),
-                 image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = ()) -> None:
+                 image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = (),
+                 order: int = 0) -> None:
         self.magic = magic
         self.file_kinds = file_kinds
         self.sections = sections
         self.image_kinds = image_kinds
         self.ir_triples = ir_triples
         self.suffixes = suffixes
+        self.order = order

@@ -162,8 +162,8 @@ class ImageWalk(Protocol):
 
 
 class Reader(Protocol):
-    """A backend's binary reader: a module (``aotwheel.backends.<vendor>.reader``) registered in
-    :mod:`aotwheel.backends.readers`. Its functions take the walk first."""
+    """A backend's binary reader: the module ``reader`` of its package (``aotwheel.backends.<vendor>.reader``),
+    which :mod:`aotwheel.backends.readers` finds through the backends' registry. Its functions take the walk first."""
 
     READS: ReadSpec
 
@@ -188,8 +188,8 @@ class Reader(Protocol):
 
 
 class Backend(Protocol):
-    """What the core needs from one vendor (its binary :class:`Reader` is a module of its own,
-    registered beside it in :mod:`aotwheel.backends.readers`: the inspector reaches it without
+    """What the core needs from one vendor (its binary :class:`Reader` is a module of its own, its
+    package's ``reader``, found by :mod:`aotwheel.backends.readers`: the inspector reaches it without
     this object, whose rules and self-tests use the inspector)."""
 
     name: str  # "intel", "nvidia": the ``vendor`` of its targets, devices and verdicts
@@ -274,10 +274,23 @@ class Backend(Protocol):
         ...
 
 
+class OpenClImages(NamedTuple):
+    """Which of an aotwheel-built extension's embedded images (``images()``: triple, source, bytes)
+    an OpenCL backend's driver loads, and how its fat binary looks: what the OpenCL loader and the
+    selftest ask instead of naming a vendor's formats."""
+
+    native: str  # the triple of the fat binary of native images, which the driver picks a member of
+    ir: str  # the triple of the SPIR-V module the driver JIT-compiles
+    native_magic: bytes  # how a fat binary starts (a file or bytes handed to the loader)
+    native_name: str  # the fat binary in messages ("an ocloc fat binary")
+
+
 class OpenClSupport(Protocol):
     """What a backend whose driver loads OpenCL programs adds (optional; Intel's has it). The OpenCL
     loader (:mod:`aotwheel.opencl`) and the selftest ask it through
     :func:`aotwheel.backends.for_opencl`, for every OpenCL device, whatever its vendor."""
+
+    opencl_images: OpenClImages  # which embedded images and files are its fat binaries and SPIR-V
 
     def opencl_device(self, cl: Any, platform: Any, device: Any, index: int = 0) -> ProbedDevice:
         """A pyopencl ``device`` of ``platform`` as this backend's rules read it (kind, IP, driver)."""

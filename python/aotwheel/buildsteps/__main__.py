@@ -2,8 +2,7 @@
 build edges (as ``python <...>/aotwheel/buildsteps/__main__.py <step> ...``, which needs no
 PYTHONPATH; cmake/aotwheel-config.cmake: ``_AOTWHEEL_STEP_COMMAND``, ``_aotwheel_python``).
 
-embed      write the C file + header that embed the images (configure time)
-compress   one image -> one zstd frame (COMPRESS ON): what embed then .incbin's
+compress   one image -> one zstd frame (COMPRESS ON): what a vendor's embed step then .incbin's
 manifest   write _aot_manifest.json (every target, whichever function built its images)
 cache      print the cache root and its hit/miss/store counters
 hook       write <package>/_aot.py (``python -m aotwheel.hook``)
@@ -27,25 +26,12 @@ if __package__ in (None, ""):  # run as a file (CMake's build edges): the aotwhe
         del sys.path[0]
     sys.path.insert(0, str(_here.parents[2]))
 
-from aotwheel.buildsteps.edge import run_step, step_parser, write_if_changed
+from aotwheel.buildsteps.edge import run_step, step_parser
 from aotwheel.errors import AotwheelError, run_command
 
 
 def _load_toolchain(path: str) -> dict:
     return json.loads(Path(path).read_text())
-
-
-def cmd_embed(a: argparse.Namespace) -> int:
-    """Write the embedding C/C++ file and its header (configure time)."""
-    from aotwheel.buildsteps.embed import EmbeddedImage, render_c, render_header
-
-    images = []
-    for spec in a.image or []:
-        triple, source, path = spec.split("=", 2)
-        images.append(EmbeddedImage(triple=triple, source=source, path=path))
-    write_if_changed(a.out_c, render_c(a.name, images, a.tgtsym))
-    write_if_changed(a.out_h, render_header(a.name))
-    return 0
 
 
 def cmd_compress(a: argparse.Namespace) -> int:
@@ -58,9 +44,10 @@ def cmd_compress(a: argparse.Namespace) -> int:
 
 
 def cmd_manifest(a: argparse.Namespace) -> int:
-    """Write _aot_manifest.json."""
+    """Write _aot_manifest.json: the core's keys and each backend's part (``manifest.vendor_parts``)."""
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.manifest import build_manifest, read_cuda_records, remote_outcomes
+    from aotwheel.buildsteps.manifest import build_manifest, read_records, remote_outcomes
+    from aotwheel.errors import AotwheelError
 
     images = []
     for spec in a.image or []:
@@ -69,13 +56,20 @@ def cmd_manifest(a: argparse.Namespace) -> int:
         info = path + ".json" if Path(path + ".json").is_file() else ""
         stored = path + ".zst" if a.compress == "on" else ""  # what is embedded (the compress step's)
         images.append({"triple": triple, "source": source, "path": path, "info": info, "stored": stored})
+    from aotwheel import backends
+
+    records: dict[str, list[dict]] = {}
+    for spec in a.records or []:
+        vendor, sep, list_file = spec.partition("=")
+        if not sep or vendor not in backends.names():
+            raise AotwheelError(f"--records takes BACKEND=LIST with BACKEND one of {', '.join(backends.names())}, not {spec!r}")
+        records.setdefault(vendor, []).extend(read_records(list_file))
     kernels = [k.decode() for k in Path(a.tgtsym).read_bytes().split(b"\0") if k] if a.tgtsym else []
     devlist = json.loads(Path(a.devlist).read_text())
     if a.jit_fallback is not None:
         devlist["jit_fallback"] = a.jit_fallback == "on"
-    doc = build_manifest(name=a.name, devlist=devlist,
-                         toolchain=_load_toolchain(a.toolchain), options=a.options, images=images,
-                         kernels=kernels, cuda_images=read_cuda_records(a.cuda_images) if a.cuda_images else [])
+    doc = build_manifest(name=a.name, devlist=devlist, toolchain=_load_toolchain(a.toolchain), options=a.options,
+                         images=images, kernels=kernels, records=records)
     doc["remote_cache"] = remote_outcomes(Path(a.output).parent)
     atomic_write(Path(a.output), (json.dumps(doc, indent=2) + "\n").encode())
     return 0
@@ -90,14 +84,6 @@ def cmd_cache(a: argparse.Namespace) -> int:
     return 0
 
 
-def _embed_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("--name", required=True)
-    s.add_argument("--out-c", required=True)
-    s.add_argument("--out-h", required=True)
-    s.add_argument("--tgtsym", required=True)
-    s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
-
-
 def _manifest_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--name", required=True)
     s.add_argument("--output", required=True)
@@ -107,7 +93,8 @@ def _manifest_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--tgtsym")
     s.add_argument("--jit-fallback", choices=("on", "off"), help="what was built (overrides the devlist JSON)")
     s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
-    s.add_argument("--cuda-images", metavar="LIST", help="file naming the CUDA image records, one a line")
+    s.add_argument("--records", action="append", metavar="BACKEND=LIST",
+                   help="a file naming that backend's image records (JSON files), one a line (repeatable)")
     s.add_argument("--compress", choices=("on", "off"), default="off",
                    help="on: each image is embedded as <path>.zst (the compress step's zstd frame)")
 
@@ -123,7 +110,6 @@ def _cache_arguments(s: argparse.ArgumentParser) -> None:
 
 
 _STEPS = {
-    "embed": (_embed_arguments, cmd_embed),
     "compress": (_compress_arguments, cmd_compress),
     "manifest": (_manifest_arguments, cmd_manifest),
     "cache": (_cache_arguments, cmd_cache),

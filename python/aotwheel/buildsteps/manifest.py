@@ -1,4 +1,8 @@
-"""``_aot_manifest.json``: what was built, for humans. The binary stays the run-time truth."""
+"""``_aot_manifest.json``: what was built, for humans. The binary stays the run-time truth.
+
+The core writes the vendor-free keys (schema, name, the devlist's input and JIT fallback, the
+toolchain, kernels, remote-cache outcomes); each backend's build module adds its own part
+(:func:`vendor_parts`): its devlist keys, its images, its fields."""
 
 from __future__ import annotations
 
@@ -7,9 +11,6 @@ import json
 from pathlib import Path
 
 SCHEMA = 1
-
-# The clang/SYCL triple of NVIDIA device code, for the ``triple`` field of CUDA fat binaries.
-CUDA_TRIPLE = "nvptx64-nvidia-cuda"
 
 
 def fatbin_info(natives: list[tuple[str, str, int]], generic_ir: int | None,
@@ -23,12 +24,10 @@ def fatbin_info(natives: list[tuple[str, str, int]], generic_ir: int | None,
     }
 
 
-def read_cuda_records(list_file: str) -> list[dict]:
-    """The CUDA image records named in ``list_file`` (one JSON path a line, empty lines skipped).
-
-    aotwheel_add_cuda_device_code() writes one record per call: ``{"images": [{"source", "fatbin",
-    "members": [{"target", "kind", "path"}]}]}``; CMake lists them for the manifest step.
-    """
+def read_records(list_file: str) -> list[dict]:
+    """The image records named in ``list_file`` (one JSON path a line, empty lines skipped), each
+    file ``{"images": [...]}`` as a backend's configure step wrote it (NVIDIA's: one per
+    aotwheel_add_cuda_device_code() call, listed by CMake for the manifest step)."""
     records: list[dict] = []
     for line in Path(list_file).read_text().splitlines():
         if line.strip():
@@ -36,31 +35,48 @@ def read_cuda_records(list_file: str) -> list[dict]:
     return records
 
 
-def _digest(path: str) -> tuple[int, str]:
+def digest(path: str) -> tuple[int, str]:
+    """``(size, sha256)`` of one file, as the manifest lists images."""
     data = Path(path).read_bytes()
     return len(data), hashlib.sha256(data).hexdigest()
 
 
-def _intel_image(img: dict) -> dict[str, object]:
-    size, sha = _digest(img["path"])
-    entry: dict[str, object] = {"triple": img["triple"], "vendor": "intel", "source": img["source"],
-                                "size": size, "sha256": sha}
-    if img.get("info"):
-        entry.update(json.loads(Path(img["info"]).read_text()))
-    if img.get("stored"):  # COMPRESS ON: size/sha256 are the image's; this is what is embedded
-        stored, stored_sha = _digest(img["stored"])
-        entry["compression"] = {"codec": "zstd", "size": stored, "sha256": stored_sha}
-    return entry
+def vendor_parts(*, devlist: dict, toolchain: dict, options: str, images: list[dict],
+                 records: dict[str, list[dict]]) -> list[dict]:
+    """Each backend's part of the manifest, in registry order: its build module's
+    ``manifest_part(devlist=, toolchain=, options=, images=, records=)`` (backends without build
+    steps, or without that function, have none). ``images`` are every image the call embeds
+    (``triple``, ``source``, ``path``, ``info``, ``stored``): each backend lists those it built;
+    ``records`` its own image records, by backend name. A part is a dict of ``devlist`` and
+    ``fields`` (``(after, key, value)``: keys placed after the core key ``after``), ``images``
+    (entries) and ``private`` (toolchain keys the manifest leaves out)."""
+    from aotwheel import backends
+
+    parts = []
+    for name in backends.names():
+        module = backends.build_module(name)
+        try:
+            steps = __import__(module, fromlist=["manifest_part"]) if module else None
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            steps = None
+        render = getattr(steps, "manifest_part", None)
+        if render is not None:
+            parts.append(render(devlist=devlist, toolchain=toolchain, options=options, images=images,
+                                records=records.get(name, [])))
+    return parts
 
 
-def _cuda_image(record: dict) -> dict[str, object]:
-    """One CUDA fat binary: cubins (native, ``device`` = sm_XY) and PTX (``device`` None, like
-    an Intel fat binary's generic IR member)."""
-    size, sha = _digest(record["fatbin"])
-    members = [{"device": m["target"] if m["kind"] == "cubin" else None, "name": m["target"], "kind": m["kind"],
-                "size": Path(m["path"]).stat().st_size} for m in record["members"]]
-    return {"triple": CUDA_TRIPLE, "vendor": "nvidia", "source": record["source"], "size": size, "sha256": sha,
-            "members": members}
+def _place(core: dict[str, object], extra: list[tuple[str, str, object]]) -> dict[str, object]:
+    """``core``'s keys with each ``(after, key, value)`` of ``extra`` placed after the key
+    ``after`` (at the end if there is none): the manifest's key order predates the backends."""
+    out: dict[str, object] = {}
+    for key, value in core.items():
+        out[key] = value
+        out.update({k: v for after, k, v in extra if after == key})
+    out.update({k: v for after, k, v in extra if after not in core})
+    return out
 
 
 def build_manifest(
@@ -71,29 +87,25 @@ def build_manifest(
     options: str,
     images: list[dict],
     kernels: list[str],
-    cuda_images: list[dict] | None = None,
+    records: dict[str, list[dict]] | None = None,
 ) -> dict[str, object]:
-    """Assemble the manifest. ``images`` entries carry triple, source, path and optional info;
-    ``cuda_images`` are the records of :func:`read_cuda_records`."""
+    """Assemble the manifest. ``images`` entries carry triple, source, path and optional info
+    and stored; ``records`` are the backends' image records (:func:`read_records`) by name."""
     from aotwheel import __version__
 
-    out_images = [_intel_image(img) for img in images] + [_cuda_image(r) for r in cuda_images or []]
-    return {
+    parts = vendor_parts(devlist=devlist, toolchain=toolchain, options=options, images=images, records=records or {})
+    private = {k for p in parts for k in p.get("private", ())}
+    core_devlist: dict[str, object] = {"input": devlist.get("input", ""), "jit_fallback": devlist.get("jit_fallback", True)}
+    doc: dict[str, object] = {
         "schema": SCHEMA,
         "generator": f"aotwheel {__version__}",
         "name": name,
-        "devlist": {
-            "input": devlist.get("input", ""),
-            "targets": [{"name": t["name"], "ip": t["ip"]} for t in devlist.get("targets", [])],
-            "jit_fallback": devlist.get("jit_fallback", True),
-            "ocloc_device": devlist.get("ocloc_device", ""),
-            "cuda": [t["name"] for t in (devlist.get("cuda") or {}).get("targets", [])],
-        },
-        "toolchain": {k: v for k, v in toolchain.items() if k != "ocloc_names"},
-        "ocloc_options": options,
-        "images": out_images,
+        "devlist": _place(core_devlist, [f for p in parts for f in p.get("devlist", ())]),
+        "toolchain": {k: v for k, v in toolchain.items() if k not in private},
+        "images": [entry for p in parts for entry in p.get("images", ())],
         "kernels": kernels,
     }
+    return _place(doc, [f for p in parts for f in p.get("fields", ())])
 
 
 _EVENTS_MARK = "cache-events-start"  # in the work dir: where events.log ended when configure began

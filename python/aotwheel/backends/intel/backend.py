@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.protocol import ProbeSpec
+from aotwheel.backends.protocol import OpenClImages, ProbeSpec
 from aotwheel.model import INTEL, ImageKind
 from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
@@ -27,7 +27,13 @@ class IntelBackend:
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
     tools = ("ocloc",)  # aotwheel resolve --toolchain ocloc
     variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
-    commands = {"compile": "aotwheel.backends.intel.commands"}
+    # ``aotwheel compile``: the core's command (it resolves the device list), with this backend's
+    # SPIR-V compiler (options, build, report), which aotwheel.compile_spirv uses too.
+    commands = {"compile": "aotwheel.cli.compile"}
+    spirv_compiler = "aotwheel.backends.intel.commands"
+    # The loader's view of an extension's images (the SYCL triples of the embedding, build/embed.py)
+    # and of a file it is handed: an ocloc fat binary is an ar archive.
+    opencl_images = OpenClImages(native="spir64_gen", ir="spir64", native_magic=b"!<arch>\n", native_name="an ocloc fat binary")
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar

@@ -1,7 +1,10 @@
 """``aotwheel compile``: any SPIR-V module -> an ocloc fat binary (or one binary per device).
 
-Intel's own command: the backend lists it in ``IntelBackend.commands`` and the CLI registers it
-from there (as cibuildwheel's platform modules bring their own steps)."""
+This backend's SPIR-V compiler (``IntelBackend.spirv_compiler``): the command's options, build and
+report. The command is registered by :mod:`aotwheel.cli.compile` (which the backend lists in
+``IntelBackend.commands``, as cibuildwheel's platform modules bring their own steps) and runs
+:func:`run` with the core's devlist resolver; :mod:`aotwheel.compile` calls
+:func:`compile_spirv_report` likewise."""
 
 from __future__ import annotations
 
@@ -9,16 +12,27 @@ import argparse
 import json
 import sys
 
+TYPE_CHECKING = False  # the command's start-up: no typing import
+if TYPE_CHECKING:
+    from typing import Any
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``aotwheel compile`` to the CLI."""
-    p = sub.add_parser(
-        "compile",
-        help="compile a SPIR-V module for a device list (Triton / Inductor kernels)",
-        description="Compile IN.spv for every device of DEVLIST with ocloc, one job per device in parallel, "
-        "through the device-code cache ($AOTWHEEL_CACHE_DIR). The output equals `ocloc compile -device a,b,...`: "
-        "a fat binary with one member per device and generic_ir (the SPIR-V) for JIT fallback.",
-    )
+    from aotwheel.backends.intel.build.compile import CompileResult, Resolver
+
+HELP = "compile a SPIR-V module for a device list (Triton / Inductor kernels)"
+DESCRIPTION = ("Compile IN.spv for every device of DEVLIST with ocloc, one job per device in parallel, "
+               "through the device-code cache ($AOTWHEEL_CACHE_DIR). The output equals `ocloc compile -device a,b,...`: "
+               "a fat binary with one member per device and generic_ir (the SPIR-V) for JIT fallback.")
+
+
+def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, **options: Any) -> CompileResult:
+    """Build ``spirv`` for ``devlist`` (:func:`aotwheel.backends.intel.build.compile.compile_spirv_report`)."""
+    from aotwheel.backends.intel.build.compile import compile_spirv_report as build
+
+    return build(spirv, devlist, resolve=resolve, **options)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``aotwheel compile``."""
     p.add_argument("input", metavar="IN.spv", help="SPIR-V module")
     p.add_argument("-d", "--devlist", default=None,
                    help="devices, USE_AOT_DEVLIST grammar (default, or when empty: $USE_AOT_DEVLIST, else "
@@ -39,16 +53,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-j", "--jobs", type=int, default=None,
                    help="parallel ocloc jobs (default: $AOTWHEEL_OCLOC_JOBS, else the CPU count)")
     p.add_argument("--json", action="store_true", help="print the per-device report as JSON")
-    p.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Compile, write the output only when every device built, print the report."""
+def run(args: argparse.Namespace, resolve: Resolver) -> int:
+    """Compile (the device list resolved by ``resolve``, the core's), write the output only when
+    every device built, print the report."""
     import os
     from pathlib import Path
 
     from aotwheel import config
-    from aotwheel.backends.intel.build.compile import compile_spirv_report, write_outputs
+    from aotwheel.backends.intel.build.compile import write_outputs
     from aotwheel.errors import AotwheelError
 
     jobs = args.jobs
@@ -65,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
     settings = config.read()
     devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
-    result = compile_spirv_report(spirv, devlist, options=args.options, jit_fallback=not args.no_jit,
+    result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
                                   grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults)
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))

@@ -233,6 +233,32 @@ def _embed_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("fatbins", nargs="*")
 
 
+# The clang/SYCL triple of NVIDIA device code, for the ``triple`` field of CUDA fat binaries.
+CUDA_TRIPLE = "nvptx64-nvidia-cuda"
+
+
+def manifest_part(*, devlist: dict, toolchain: dict, options: str, images: list[dict], records: list[dict]) -> dict:
+    """This backend's part of ``_aot_manifest.json`` (:func:`aotwheel.buildsteps.manifest.vendor_parts`):
+    ``cuda`` in the devlist (the listed target names) and one entry per fat binary of ``records``
+    (``{"source", "fatbin", "members": [{"target", "kind", "path"}]}``, :func:`.plan.image_record`'s)."""
+    return {
+        "devlist": [("jit_fallback", "cuda", [t["name"] for t in (devlist.get("cuda") or {}).get("targets", [])])],
+        "images": [_manifest_image(r) for r in records],
+    }
+
+
+def _manifest_image(record: dict) -> dict[str, object]:
+    """One CUDA fat binary: cubins (native, ``device`` = sm_XY) and PTX (``device`` None, like
+    an Intel fat binary's generic IR member)."""
+    from aotwheel.buildsteps.manifest import digest
+
+    size, sha = digest(record["fatbin"])
+    members = [{"device": m["target"] if m["kind"] == "cubin" else None, "name": m["target"], "kind": m["kind"],
+                "size": Path(m["path"]).stat().st_size} for m in record["members"]]
+    return {"triple": CUDA_TRIPLE, "vendor": "nvidia", "source": record["source"], "size": size, "sha256": sha,
+            "members": members}
+
+
 _STEPS = {
     "configure": (_configure_arguments, configure),
     "compile": (edge_arguments, compile_image),

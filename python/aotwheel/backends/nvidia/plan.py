@@ -73,7 +73,7 @@ def build_plan(*, name: str, work: Path, sources: list[str], targets: tuple[Cuda
 
 
 def image_record(plan: Plan) -> dict[str, object]:
-    """The manifest's record of the plan's images (``buildsteps.manifest.read_cuda_records``):
+    """The manifest's record of the plan's images (``buildsteps.manifest.read_records``):
     per source its fat binary and the cubins/PTX in it."""
     images = []
     for fatbin in (e for e in plan.edges if e.step == "fatbin"):

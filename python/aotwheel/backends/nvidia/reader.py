@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from aotwheel.formats.region import Region
 
 # Whole fat binary files (fatbin.MAGIC_BYTES), and CUDA host binaries (fatbin.CUDA_MARKERS).
-READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), sections=(".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"))
+# order=1: after the other readers, so a host binary's CUDA fat binaries follow its HIP bundles in a report.
+READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), sections=(".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"), order=1)
 _KINDS = {"cubin": ImageKind.CUBIN, "ptx": ImageKind.PTX, "unknown": ImageKind.UNKNOWN}  # fatbin.FatbinEntry.kind
 
 

@@ -1,4 +1,5 @@
-"""SPIR-V -> native device code outside CMake: ``aotwheel compile`` and :func:`compile_spirv`.
+"""SPIR-V -> native device code outside CMake: the build behind ``aotwheel compile`` and
+``aotwheel.compile_spirv`` (:mod:`aotwheel.compile`, which hands in the core's devlist resolver).
 
 For kernels generated at run time or export time (Triton, Inductor AOT): the same devlist
 resolver, device-code cache and per-device ocloc jobs as the CMake build, run in parallel, and
@@ -17,18 +18,17 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import AotwheelError, DevlistError, ToolchainError
 
 if TYPE_CHECKING:
     from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.buildsteps.tiers import Tiers
-    from aotwheel.devlist import DevList
 
 LARGE_GRF_OPTION = "-cl-intel-256-GRF-per-thread"
 GRF_MODES = ("small", "large", "auto")
@@ -42,7 +42,10 @@ _SPILL_LINE = re.compile(r"kernel\s+'?(?P<kernel>[^\s':]+)'?:?\s+compiled\s+SIMD
 _LOG_FLAG = "aotwheel-log"
 _JOB_FLAGS = ("-exclude_ir",)  # as ocloc_job: members carry no SPIR-V; generic_ir holds it once
 
-DevlistLike = Union[str, "DevList"]
+# The core's resolver, handed in by the caller (aotwheel.compile.resolve_devlist): a devlist text
+# (or a resolved list) and JIT fallback -> the resolved list (a DevList: parts, targets, names,
+# jit_fallback). The resolver sits above the backends, so this module never imports it.
+Resolver = Callable[[Any, bool], Any]
 
 
 @dataclass(frozen=True)
@@ -116,16 +119,9 @@ def check_spirv(spirv: bytes) -> None:
         raise AotwheelError(f"the input {what}; pass a SPIR-V module (llvm-spirv output, Triton's .spv)")
 
 
-def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
-    """The devlist to build: Intel devices only (SPIR-V has no NVIDIA path through ocloc)."""
-    from aotwheel.backends.intel.build.toolchain import catalog_for
-    from aotwheel.devlist import DevList, resolve
-
-    if isinstance(devlist, str) and not devlist.strip():  # empty = unset, as everywhere (config.devlist_choice)
-        from aotwheel.config import read
-
-        devlist = read().devlist
-    dl = devlist if isinstance(devlist, DevList) else resolve(devlist, jit_fallback=jit_fallback, catalog=catalog_for(devlist))
+def intel_devices(dl: Any) -> Any:
+    """``dl`` (a resolved device list) when it names Intel devices only: SPIR-V has no NVIDIA
+    path through ocloc."""
     from aotwheel.model import INTEL
 
     other = next((p for p in dl.parts if p.vendor != INTEL and p.listed), None)  # another vendor's targets
@@ -137,34 +133,11 @@ def resolve_devices(devlist: DevlistLike, jit_fallback: bool) -> DevList:
     return dl
 
 
-def compile_spirv(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] | str = (), jit_fallback: bool = True,
-                  grf: str = "small", jobs: int | None = None, cache: DeviceCodeCache | None = None,
-                  field_defaults: bool = True) -> bytes:
-    """Compile a SPIR-V module for every device of ``devlist`` and return an ocloc fat binary.
-
-    The result is what ``ocloc compile -file k.spv -spirv_input -device a,b,… -options …`` writes:
-    one ``64.<ip>`` member per device, in devlist order, plus ``generic_ir`` (the SPIR-V, for JIT on
-    other devices) unless ``jit_fallback`` is off or the devlist says ``no-jit``. ``options`` are
-    ocloc ``-options`` (a string or a sequence joined with spaces), added after the options IPEX
-    and torch-xpu-ops pass (``-cl-intel-enable-auto-large-GRF-mode
-    -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required``) unless
-    ``field_defaults`` is off: a kernel using double then builds for a device without fp64, with
-    its fp64 kernels poisoned there. ``grf`` is ``"small"``
-    (ocloc's default), ``"large"`` (``-cl-intel-256-GRF-per-thread``) or ``"auto"`` (large only
-    where the small build spilled). Builds run one ocloc per device, ``jobs`` at a time
-    (default: CPU count), through the device-code cache (``AOTWHEEL_CACHE_DIR``).
-
-    Raises :class:`~aotwheel.errors.AotwheelError` (one line) for bad SPIR-V, an unknown device,
-    a device this ocloc cannot build, or a failed build.
-    """
-    return compile_spirv_report(spirv, devlist, options=options, jit_fallback=jit_fallback, grf=grf,
-                                jobs=jobs, cache=cache, field_defaults=field_defaults).fatbinary
-
-
-def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] | str = (),
+def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True) -> CompileResult:
-    """:func:`compile_spirv` with the per-device report (and binaries, for ``--format dir``)."""
+    """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
+    ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -179,7 +152,7 @@ def compile_spirv_report(spirv: bytes, devlist: DevlistLike, *, options: Sequenc
     opts = with_field_options(opts, field_defaults)
     spirv = bytes(spirv)
     check_spirv(spirv)
-    dl = resolve_devices(devlist, jit_fallback)
+    dl = intel_devices(resolve(devlist, jit_fallback))
     keep_ir = jit_fallback and dl.jit_fallback
     if not dl.targets and not keep_ir:
         raise DevlistError("nothing to build: the device list names no device and JIT fallback is off; name devices (e.g. pvc)")

@@ -10,6 +10,8 @@ ocloc      one SPIR-V -> native binaries for a group of devices, through the dev
 fatbin     native binaries + SPIR-V -> ocloc-compatible ar (+ a sidecar JSON for the manifest),
            for sources whose devices are split over several ocloc edges
 tgtsym     SPIR-V modules -> the .tgtsym names file
+embed      write the C file + header that embed the images and .tgtsym icpx's way (configure
+           time; :mod:`.embed`)
 shard      AOTWHEEL_SHARD's slice of a job list file, by hand (configure plans it itself)
 
 CMake runs spirv, ocloc and fatbin as ``--plan <plan.json> --edge <id>``: the edge's entry holds
@@ -274,9 +276,9 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
 
 def cmd_tgtsym(a: argparse.Namespace) -> int:
     """Write the .tgtsym names of all SPIR-V modules."""
+    from aotwheel.backends.intel.build.embed import tgtsym
     from aotwheel.backends.intel.build.spirv import entry_points
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.embed import tgtsym
 
     triples = [t for t in a.triples.split(",") if t]
     entries = []
@@ -284,6 +286,19 @@ def cmd_tgtsym(a: argparse.Namespace) -> int:
         for spv in a.spirv:
             entries.append((triple, entry_points(Path(spv).read_bytes())))
     atomic_write(Path(a.output), tgtsym(entries))
+    return 0
+
+
+def cmd_embed(a: argparse.Namespace) -> int:
+    """Write the embedding C/C++ file and its header (configure time)."""
+    from aotwheel.backends.intel.build.embed import EmbeddedImage, render_c, render_header
+
+    images = []
+    for spec in a.image or []:
+        triple, source, path = spec.split("=", 2)
+        images.append(EmbeddedImage(triple=triple, source=source, path=path))
+    write_if_changed(a.out_c, render_c(a.name, images, a.tgtsym))
+    write_if_changed(a.out_h, render_header(a.name))
     return 0
 
 
@@ -362,6 +377,14 @@ def _tgtsym_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("spirv", nargs="*")
 
 
+def _embed_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--name", required=True)
+    s.add_argument("--out-c", required=True)
+    s.add_argument("--out-h", required=True)
+    s.add_argument("--tgtsym", required=True)
+    s.add_argument("--image", action="append", metavar="TRIPLE=SOURCE=PATH")
+
+
 _STEPS = {
     "configure": (_configure_arguments, cmd_configure),
     "spirv": (_spirv_arguments, cmd_spirv),
@@ -369,6 +392,7 @@ _STEPS = {
     "shard": (_shard_arguments, cmd_shard),
     "fatbin": (_fatbin_arguments, cmd_fatbin),
     "tgtsym": (_tgtsym_arguments, cmd_tgtsym),
+    "embed": (_embed_arguments, cmd_embed),
 }
 
 
