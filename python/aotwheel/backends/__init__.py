@@ -52,6 +52,26 @@ def build_module(name: str) -> str | None:
     return module.rpartition(".")[0] + ".build" if module else None
 
 
+def settings(name: str) -> Any | None:
+    """Backend ``name``'s settings module (its package's ``variables``: ``VARIABLES``, the
+    :class:`aotwheel.variables.Variable` s its tools and probes read, and, for the default backend,
+    ``DEFAULT_DEVLIST``), imported: it is standard library only, so asking costs no backend object.
+    ``None`` when the backend reads no variable of its own (its package has no such module)."""
+    module = _BUILTIN[name].rpartition(".")[0] + ".variables"
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+        return None
+
+
+def default_devlist() -> str:
+    """``USE_AOT_DEVLIST``'s default: the device list the default backend declares (its settings
+    module's ``DEFAULT_DEVLIST``)."""
+    return str(settings(next(iter(_BUILTIN))).DEFAULT_DEVLIST)  # type: ignore[union-attr]
+
+
 def names() -> tuple[str, ...]:
     """Registered backend names, in the order they are asked."""
     return tuple(_BUILTIN)

@@ -6,7 +6,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.protocol import ProbeSpec
+from aotwheel.backends.intel.variables import OCLOC
+from aotwheel.backends.protocol import DeviceWords, FormatOption, ProbeSpec, ToolOption
 from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, ImageKind, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
@@ -24,7 +25,10 @@ class IntelBackend:
               ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
               ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
-    tools = ("ocloc",)  # aotwheel resolve --toolchain ocloc
+    tools = (ToolOption("ocloc", f"ocloc to check against (default: ${OCLOC.name}, then PATH)"),)  # aotwheel resolve --toolchain ocloc
+    resolve_formats = (FormatOption("ocloc", "ocloc -device list", argument=True), FormatOption("names", "names"),
+                       FormatOption("ips", "IP versions"))
+    device_words = DeviceWords("catalog names, aliases, IP versions", ("bmg", "12.60.7", "acm-g11,cpu"), messages=("pvc", "12.60.7"))
     variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
     commands = {"compile": "aotwheel.backends.intel.commands"}
 
