@@ -260,7 +260,7 @@ def _import_graph() -> dict[str, set[str]]:
     from aotwheel.backends import readers
 
     edges["aotwheel.backends"] |= {backends._BUILTIN[n] for n in backends.names()}
-    edges["aotwheel.backends"] |= {m.__name__ for n in backends.names() if (m := backends.settings(n)) is not None}
+    edges["aotwheel.backends"] |= {backends.settings(n).__name__ for n in backends.names()}
     edges["aotwheel.backends.readers"] |= {readers._BUILTIN[n] for n in readers.names()}
     return edges
 

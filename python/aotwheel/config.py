@@ -50,13 +50,13 @@ from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers 
     off,
 )
 
-DEFAULT_DEVLIST = backends.default_devlist()  # the default backend's
+DEFAULT_DEVLIST = str(backends.default_settings().DEFAULT_DEVLIST)  # the default backend's
 JIT_POLICIES = ("warn", "error", "ignore")
 
 
 def backend_variables() -> tuple[Variable, ...]:
     """The variables every registered backend declares (its settings module's ``VARIABLES``), in registry order."""
-    return tuple(v for name in backends.names() if (module := backends.settings(name)) is not None for v in module.VARIABLES)
+    return tuple(v for name in backends.names() for v in backends.settings(name).VARIABLES)
 
 
 def all_variables() -> tuple[Variable, ...]:

@@ -52,24 +52,19 @@ def build_module(name: str) -> str | None:
     return module.rpartition(".")[0] + ".build" if module else None
 
 
-def settings(name: str) -> Any | None:
-    """Backend ``name``'s settings module (its package's ``variables``: ``VARIABLES``, the
-    :class:`aotwheel.variables.Variable` s its tools and probes read, and, for the default backend,
-    ``DEFAULT_DEVLIST``), imported: it is standard library only, so asking costs no backend object.
-    ``None`` when the backend reads no variable of its own (its package has no such module)."""
-    module = _BUILTIN[name].rpartition(".")[0] + ".variables"
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        return None
+def settings(name: str) -> Any:
+    """Backend ``name``'s settings module (its package's ``variables``), imported: standard library
+    only, so asking costs no backend object (a build step, ``--help``). It defines ``VARIABLES``
+    (the :class:`aotwheel.variables.Variable` s its tools and probes read), ``DEVICE_KINDS`` and
+    ``DEVICE_EXAMPLES`` (its ``AOTWHEEL_DEVICE`` / ``--device`` tokens, for help), and, for the
+    default backend, ``DEFAULT_DEVLIST`` and ``DEVICE_MESSAGE_EXAMPLES`` (the core's messages)."""
+    return importlib.import_module(_BUILTIN[name].rpartition(".")[0] + ".variables")
 
 
-def default_devlist() -> str:
-    """``USE_AOT_DEVLIST``'s default: the device list the default backend declares (its settings
-    module's ``DEFAULT_DEVLIST``)."""
-    return str(settings(next(iter(_BUILTIN))).DEFAULT_DEVLIST)  # type: ignore[union-attr]
+def default_settings() -> Any:
+    """The default backend's settings module (:func:`settings`): its ``DEFAULT_DEVLIST`` is
+    ``USE_AOT_DEVLIST``'s default, its ``DEVICE_MESSAGE_EXAMPLES`` the core's messages' examples."""
+    return settings(next(iter(_BUILTIN)))
 
 
 def names() -> tuple[str, ...]:

@@ -45,15 +45,6 @@ class FormatOption(NamedTuple):
     argument: bool = False  # a tool's argument: listed before the plain lists, as the core's -fsycl-targets is
 
 
-class DeviceWords(NamedTuple):
-    """What a backend's ``AOTWHEEL_DEVICE`` / ``--device`` tokens look like, for the core's help and messages."""
-
-    kinds: str  # --device's help names the grammar's tokens so ("catalog names, aliases, IP versions")
-    examples: tuple[str, ...]  # --device's help examples ("bmg", "12.60.7", "acm-g11,cpu")
-    # The override's error lines' examples, a device name first (the default backend's are read).
-    messages: tuple[str, ...] = ()
-
-
 class DevlistExamples(NamedTuple):
     """Names the resolver's messages offer as examples (the default backend's)."""
 
@@ -277,7 +268,6 @@ class Backend(Protocol):
 
     tools: tuple[ToolOption, ...]  # ``aotwheel resolve --toolchain`` words this backend checks (Intel's ocloc)
     resolve_formats: tuple[FormatOption, ...]  # ``aotwheel resolve --format`` values its part's formats() prints
-    device_words: DeviceWords  # its tokens, for ``--device``'s help and the override's messages
 
     def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
         """The toolchain facts this vendor's grammar needs to resolve ``text`` (Intel: the installed

@@ -18,18 +18,18 @@ if TYPE_CHECKING:
 
 
 def _device_help() -> str:
-    """``--device``'s help: every backend's tokens and examples (:attr:`Backend.device_words`), and ``cpu``."""
+    """``--device``'s help: every backend's tokens and examples (its settings module's, standard
+    library only: help imports no backend object), and ``cpu``."""
     from aotwheel import backends
-    from aotwheel.probe.override import CPU_TOKEN
     from aotwheel.variables import DEVICE
 
-    words = [b.device_words for b in backends.all_backends()]
-    return (f"devices to assume instead of probing: {', '.join(w.kinds for w in words)} or '{CPU_TOKEN}', "
-            f"comma-separated (same as ${DEVICE.name}; e.g. {', '.join(e for w in words for e in w.examples)})")
+    words = [backends.settings(name) for name in backends.names()]
+    return (f"devices to assume instead of probing: {', '.join(w.DEVICE_KINDS for w in words)} or 'cpu', "
+            f"comma-separated (same as ${DEVICE.name}; e.g. {', '.join(e for w in words for e in w.DEVICE_EXAMPLES)})")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    device_help = _device_help()  # imports the backend objects, which every one of these commands asks anyway
+    device_help = _device_help()
     p = sub.add_parser("devices", help="list the devices this machine has (Level Zero, OpenCL, SYCL, torch.xpu, CUDA)",
                        description="Probe every runtime for devices; runtimes that are missing say why.")
     p.add_argument("--json", action="store_true", help="print the probes' results as JSON")

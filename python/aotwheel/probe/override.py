@@ -60,7 +60,7 @@ def _examples() -> tuple[str, ...]:
     """The examples the messages offer: the default backend's (a device name first, then other token kinds)."""
     from aotwheel import backends
 
-    return backends.default().device_words.messages
+    return tuple(backends.default_settings().DEVICE_MESSAGE_EXAMPLES)
 
 
 def from_environment(env: Mapping[str, str] | None = None) -> list[ProbedDevice] | None:

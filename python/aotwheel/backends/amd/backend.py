@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.protocol import DeviceWords, FormatOption, ToolOption
+from aotwheel.backends.protocol import FormatOption, ToolOption
 from aotwheel.model import AMD, NATIVE, Verdict
 
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ class AmdBackend:
 
     tools: tuple[ToolOption, ...] = ()
     resolve_formats: tuple[FormatOption, ...] = ()
-    device_words = DeviceWords("AMD target ids (gfx90a, gfx90a:xnack-; AMD GPUs are never probed: no ROCm here)", ("gfx942",))
 
     def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
         return None

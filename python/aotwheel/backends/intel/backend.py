@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.intel.variables import OCLOC
-from aotwheel.backends.protocol import DeviceWords, FormatOption, ProbeSpec, ToolOption
+from aotwheel.backends.protocol import FormatOption, ProbeSpec, ToolOption
 from aotwheel.model import INTEL, NATIVE, UNSUPPORTED, ImageKind, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ class IntelBackend:
     tools = (ToolOption("ocloc", f"ocloc to check against (default: ${OCLOC.name}, then PATH)"),)  # aotwheel resolve --toolchain ocloc
     resolve_formats = (FormatOption("ocloc", "ocloc -device list", argument=True), FormatOption("names", "names"),
                        FormatOption("ips", "IP versions"))
-    device_words = DeviceWords("catalog names, aliases, IP versions", ("bmg", "12.60.7", "acm-g11,cpu"), messages=("pvc", "12.60.7"))
     variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
     commands = {"compile": "aotwheel.backends.intel.commands"}
 

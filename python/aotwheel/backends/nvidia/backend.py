@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.protocol import DeviceWords, FormatOption, ProbeSpec, ToolOption
+from aotwheel.backends.protocol import FormatOption, ProbeSpec, ToolOption
 from aotwheel.model import NATIVE, NVIDIA, UNSUPPORTED, Verdict
 
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ class NvidiaBackend:
 
     tools: tuple[ToolOption, ...] = ()  # nvcc is checked when a build configures, not by aotwheel resolve
     resolve_formats: tuple[FormatOption, ...] = ()
-    device_words = DeviceWords("NVIDIA sm_XY", ("sm_90",))
 
     def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
         return None  # the table of archs is aotwheel's (targets.NVCC13_ARCHS); nothing to ask a tool
