@@ -99,16 +99,12 @@ VENDOR_WORD = re.compile(r"\bsm_\d|\bsm_\b|compute_\d|nv_fatbin|zebin|ocloc|spir
 CORE_VENDOR_WORDS: dict[str, int] = {
     "buildsteps/embed.py": 3,  # the SYCL image triples of the open toolchain's embedding
     "buildsteps/manifest.py": 6,  # the manifest's ocloc_device/ocloc_options keys, the CUDA triple
-    "cli/check.py": 1,  # --device's examples
-    "cli/resolve.py": 3,  # --toolchain ocloc / --ocloc, literal so --help imports no backend
     "formats/elf.py": 1,  # native image triples for the kernel count
     "formats/offload.py": 1,  # LLVM OffloadBinary's image kind names
     "inspector.py": 1,  # the "not an ELF, wheel, ar, zebin, ..." error line
     "model.py": 2,  # ImageKind's values
     "opencl.py": 2,  # the loader's fat-binary triple and its error line
-    "probe/override.py": 2,  # the example in AOTWHEEL_DEVICE's errors
     "selftest.py": 1,  # the fat-binary triple
-    "variables.py": 10,  # the tools' variables and the default device list
 }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,23 @@ def test_every_variable_the_code_reads_is_declared() -> None:
         read |= set(re.findall(r"""(?:environ|env)(?:\.get\(|\[)\s*["']((?:AOTWHEEL|USE_AOT)_[A-Z0-9_]+)["']""",
                                path.read_text(encoding="utf-8")))
     assert read <= {v.name for v in config.all_variables()}
+
+
+def test_each_backends_settings_are_standard_library_only() -> None:
+    # Build steps import a backend's variables module once per ninja edge, and --device's help reads
+    # every backend's: neither may load typing, dataclasses, the data model or a backend object.
+    code = ("import sys\nfrom aotwheel import backends\nnames = [backends.settings(n).__name__ for n in backends.names()]\n"
+            "print(names, sorted(m for m in sys.modules if m in ('typing', 'dataclasses', 'aotwheel.model', 'aotwheel.config') "
+            "or m.endswith('.backend')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['aotwheel.backends.intel.variables', 'aotwheel.backends.nvidia.variables', 'aotwheel.backends.amd.variables'] []"
+    code = ("import sys\nfrom aotwheel.cli import main\ntry:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m in ('typing', 'dataclasses', 'aotwheel.model') or m.endswith('.backend')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "(same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90, gfx942)" in " ".join(out.split())
+    assert out.splitlines()[-1] == "[]"
+
+
+def test_the_default_device_list_is_the_default_backends() -> None:
+    assert config.DEFAULT_DEVLIST == "pvc,ats-m150" and config.read({}).devlist == "pvc,ats-m150"
+    assert config.read({variables.DEVLIST.name: " "}).devlist_source == "the default"
