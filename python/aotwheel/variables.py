@@ -2,8 +2,8 @@
 
 The core's names, defaults and the one vocabulary of switches (:func:`flag`) live here and nowhere
 else; each backend declares the variables of its own tools and probes as :class:`Variable` s in its
-package's ``variables`` module (``aotwheel.backends.intel.variables``), and its default device list
-if it is the default backend. :func:`aotwheel.config.all_variables` lists them all (through the
+package's ``variables`` module (``aotwheel.backends.intel.variables``), with its words in
+``AOTWHEEL_DEVICE`` and, for the default backend, the default device list. :func:`aotwheel.config.all_variables` lists them all (through the
 registry) and :mod:`aotwheel.config` builds the typed settings object from them. Standard library
 only, and no ``dataclasses`` or ``typing``: every build step (one process per ninja edge) imports
 this module.
