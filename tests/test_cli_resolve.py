@@ -122,6 +122,18 @@ def test_toolchain_check_missing_ocloc(tmp_path: Path) -> None:
     assert "Missing ocloc" in proc.stderr and "apt-get install intel-opencl-icd" in proc.stderr
 
 
+def test_help_lists_the_backends_formats_and_tools() -> None:
+    # --format's values and --toolchain's tools are declared by the backends (Intel's ocloc, names,
+    # ips) around the core's sycl-targets; the help reads as it always has.
+    text = " ".join(aotwheel("resolve", "--help").stdout.split())
+    assert "[--json | --format {ocloc,sycl-targets,names,ips} | --list]" in text
+    assert "[--toolchain {ocloc}] [--ocloc PATH]" in text
+    assert "print one value: ocloc -device list, -fsycl-targets, names or IP versions" in text
+    assert "--ocloc PATH ocloc to check against (default: $AOTWHEEL_OCLOC, then PATH)" in text
+    bad = aotwheel("resolve", "pvc", "--toolchain", "nvcc")
+    assert bad.returncode == 2 and "invalid choice: 'nvcc' (choose from 'ocloc')" in bad.stderr
+
+
 def test_python_api_is_lazy() -> None:
     code = "import sys, aotwheel; heavy = [m for m in ('elftools', 'zstandard', 'numpy', 'pyopencl', 'aotwheel.devlist') if m in sys.modules]; print(heavy)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

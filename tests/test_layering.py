@@ -96,14 +96,10 @@ VENDOR_WORD = re.compile(r"\bsm_\d|\bsm_\b|compute_\d|nv_fatbin|zebin|ocloc|spir
 # Core modules that still name one (the layering's second half: each should ask its backend).
 # The count is per module, so the list only shrinks.
 CORE_VENDOR_WORDS: dict[str, int] = {
-    "cli/check.py": 1,  # --device's examples
-    "cli/resolve.py": 3,  # --toolchain ocloc / --ocloc, literal so --help imports no backend
     "formats/elf.py": 1,  # native image triples for the kernel count
     "formats/offload.py": 1,  # LLVM OffloadBinary's image kind names
     "inspector.py": 1,  # the "not an ELF, wheel, ar, zebin, ..." error line
     "model.py": 2,  # ImageKind's values
-    "probe/override.py": 2,  # the example in AOTWHEEL_DEVICE's errors
-    "variables.py": 10,  # the tools' variables and the default device list
 }
 
 

@@ -208,7 +208,7 @@ def test_config_reads_a_passed_mapping_and_never_writes() -> None:
     assert dict(os.environ) == before
     with pytest.raises(AotwheelError, match="AOTWHEEL_JIT='loud'"):
         config.read({"AOTWHEEL_JIT": "loud"})
-    names = [v.name for v in config.VARIABLES]
+    names = [v.name for v in config.all_variables()]
     # aotwheel's own names, and PyTorch's TORCH_XPU_ARCH_LIST (read after USE_AOT_DEVLIST, never written)
     assert len(names) == len(set(names)) and all(n.startswith(("USE_AOT_", "AOTWHEEL_")) or n == "TORCH_XPU_ARCH_LIST" for n in names)
     assert config.read({"USE_AOT_DEVLIST": " ", "TORCH_XPU_ARCH_LIST": "pvc,bmg"}).devlist == "pvc,bmg"
@@ -260,6 +260,7 @@ def _import_graph() -> dict[str, set[str]]:
     from aotwheel.backends import readers
 
     edges["aotwheel.backends"] |= {backends._BUILTIN[n] for n in backends.names()}
+    edges["aotwheel.backends"] |= {backends.settings(n).__name__ for n in backends.names()}
     edges["aotwheel.backends.readers"] |= set(readers.modules().values())
     return edges
 

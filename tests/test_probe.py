@@ -169,6 +169,20 @@ def test_override_errors_name_the_token(monkeypatch, value, needle):
     assert needle in str(info.value) and "AOTWHEEL_DEVICE" in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("value, source, line", [
+    ("native", "AOTWHEEL_DEVICE", "AOTWHEEL_DEVICE: 'native' does not name a device; use a device name, IP version or 'cpu', e.g. AOTWHEEL_DEVICE=pvc"),
+    (", ,", "--device", "--device is empty; name a device (e.g. pvc, 12.60.7, cpu) or unset it"),
+])
+def test_override_error_lines_offer_the_default_backends_examples(value, source, line):
+    # The examples are the default backend's (Intel's settings module); the lines as users know them.
+    from aotwheel.errors import DevlistError
+    from aotwheel.probe.override import parse
+
+    with pytest.raises(DevlistError) as info:
+        parse(value, source=source)
+    assert str(info.value) == line
+
+
 def test_override_bypasses_probes(monkeypatch):
     import aotwheel.probe as probe
 

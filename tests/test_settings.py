@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,15 +55,21 @@ def test_the_settings_object_holds_every_declared_variable() -> None:
     missing = [v.name for v in variables.VARIABLES
                if v.name.removeprefix("AOTWHEEL_").removeprefix("USE_AOT_").lower() not in fields and v is not variables.TORCH_ARCH_LIST]
     assert missing == []  # TORCH_XPU_ARCH_LIST is read into devlist/devlist_source
+    # Each backend's variables (declared in its own package): read from the mapping, text as given, else the default.
+    declared = config.backend_variables()
+    assert declared and not set(declared) & set(variables.VARIABLES)
+    env = {v.name: f" value of {v.name} " for v in declared}
+    assert [config.read(env).value(v) for v in declared] == [f"value of {v.name}" for v in declared]
+    assert [config.read({v.name: " " for v in declared}).value(v) for v in declared] == [v.default for v in declared]
 
 
 def test_names_are_spelled_only_where_they_are_declared() -> None:
     # A variable's name as a whole string constant anywhere but variables.py is a second spelling
     # (os.environ.get("AOTWHEEL_X"), a message's .replace("USE_AOT_DEVLIST", ...)).
-    declared = {v.name for v in variables.VARIABLES}
+    declared = {v.name for v in config.all_variables()}  # the core's and every backend's
     spelled: dict[str, list[str]] = {}
     for path in sorted(SRC.rglob("*.py")):
-        if path.name == "variables.py":
+        if path.name == "variables.py":  # the core's declarations, or a backend's
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and NAME.match(node.value):
@@ -70,11 +78,8 @@ def test_names_are_spelled_only_where_they_are_declared() -> None:
         {p: names for p, names in KNOWN_SPELLINGS.items()}
 
 
-# Modules that still spell a variable's name (each should use aotwheel.variables).
+# Modules that still spell a variable's name (each should use aotwheel.variables or its backend's variables module).
 KNOWN_SPELLINGS: dict[str, list[str]] = {
-    "backends/intel/build/compile.py": ["USE_AOT_DEVLIST"],
-    "cli/check.py": ["AOTWHEEL_DEVICE"],
-    "cli/resolve.py": ["USE_AOT_DEVLIST", "TORCH_XPU_ARCH_LIST"],
 }
 
 
@@ -84,4 +89,24 @@ def test_every_variable_the_code_reads_is_declared() -> None:
     for path in SRC.rglob("*.py"):
         read |= set(re.findall(r"""(?:environ|env)(?:\.get\(|\[)\s*["']((?:AOTWHEEL|USE_AOT)_[A-Z0-9_]+)["']""",
                                path.read_text(encoding="utf-8")))
-    assert read <= {v.name for v in variables.VARIABLES}
+    assert read <= {v.name for v in config.all_variables()}
+
+
+def test_each_backends_settings_are_standard_library_only() -> None:
+    # Build steps import a backend's variables module once per ninja edge, and --device's help reads
+    # every backend's: neither may load typing, dataclasses, the data model or a backend object.
+    code = ("import sys\nfrom aotwheel import backends\nnames = [backends.settings(n).__name__ for n in backends.names()]\n"
+            "print(names, sorted(m for m in sys.modules if m in ('typing', 'dataclasses', 'aotwheel.model', 'aotwheel.config') "
+            "or m.endswith('.backend')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['aotwheel.backends.intel.variables', 'aotwheel.backends.nvidia.variables', 'aotwheel.backends.amd.variables'] []"
+    code = ("import sys\nfrom aotwheel.cli import main\ntry:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m in ('typing', 'dataclasses', 'aotwheel.model') or m.endswith('.backend')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "(same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90, gfx942)" in " ".join(out.split())
+    assert out.splitlines()[-1] == "[]"
+
+
+def test_the_default_device_list_is_the_default_backends() -> None:
+    assert config.DEFAULT_DEVLIST == "pvc,ats-m150" and config.read({}).devlist == "pvc,ats-m150"
+    assert config.read({variables.DEVLIST.name: " "}).devlist_source == "the default"

@@ -3,7 +3,8 @@
 An entry point (the CLI, ``aotwheel.check``, the setuptools command, a build step's main) reads a
 :class:`Config` from a mapping it is given (``os.environ`` by default) and hands it down; nothing
 here or downstream writes to ``os.environ``. The variables themselves (names, defaults, the one
-vocabulary of switches) are declared in :mod:`aotwheel.variables`, which build steps import alone.
+vocabulary of switches) are declared in :mod:`aotwheel.variables` (the core's) and in each backend's
+settings module (:func:`aotwheel.backends.settings`), which build steps import alone.
 
 CMake reads ``USE_AOT_DEVLIST`` / ``TORCH_XPU_ARCH_LIST`` / ``USE_AOT_JIT_FALLBACK`` /
 ``USE_AOT_FIELD_DEFAULTS`` as CMake variables at configure time and passes them to the Python
@@ -14,7 +15,7 @@ defaults here are the ones it must agree with.
 The device list comes from the first of these that is set and not empty (:func:`devlist_choice`):
 ``USE_AOT_DEVLIST`` (CMake variable, then environment), ``TORCH_XPU_ARCH_LIST`` (PyTorch's
 variable, read by torch-xpu-ops, IPEX and SyclExtension; CMake variable, then environment), then
-:data:`DEFAULT_DEVLIST`. An empty value counts as unset everywhere, as torch-xpu-ops and IPEX
+:data:`DEFAULT_DEVLIST` (the default backend's). An empty value counts as unset everywhere, as torch-xpu-ops and IPEX
 treat an empty ``TORCH_XPU_ARCH_LIST``; ``none`` is the way to ask for JIT only.
 """
 
@@ -22,13 +23,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from aotwheel import backends
 from aotwheel.errors import SettingError
 from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers know config by)
     BUILD_STEP_SETTINGS,
     CACHE_DIR,
-    CLANG,
     COMPRESS,
     DEVICE,
     DEVLIST,
@@ -36,12 +37,7 @@ from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers 
     JIT,
     JIT_CACHE_DIR,
     JIT_FALLBACK,
-    LLVM_SPIRV,
     NO_FASTSCAN,
-    NVCC,
-    OCLOC,
-    OCLOC_GROUPS,
-    OCLOC_JOBS,
     REMOTE_CACHE,
     REMOTE_CACHE_READONLY,
     REMOTE_CACHE_TIMEOUT,
@@ -49,14 +45,23 @@ from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers 
     SHARD,
     TORCH_ARCH_LIST,
     VARIABLES,
-    ZE_LOADER,
     Variable,
     flag,
     off,
 )
 
-DEFAULT_DEVLIST = str(DEVLIST.default)
+DEFAULT_DEVLIST = str(backends.default_settings().DEFAULT_DEVLIST)  # the default backend's
 JIT_POLICIES = ("warn", "error", "ignore")
+
+
+def backend_variables() -> tuple[Variable, ...]:
+    """The variables every registered backend declares (its settings module's ``VARIABLES``), in registry order."""
+    return tuple(v for name in backends.names() for v in backends.settings(name).VARIABLES)
+
+
+def all_variables() -> tuple[Variable, ...]:
+    """Every variable aotwheel reads: the core's (:data:`~aotwheel.variables.VARIABLES`), then the backends'."""
+    return (*VARIABLES, *backend_variables())
 
 
 def jit_policy(value: str | None) -> str:
@@ -83,8 +88,10 @@ def devlist_choice(env: Mapping[str, str], devlist: str | None = None,
 
 @dataclass(frozen=True)
 class Config:
-    """The values of every variable of :data:`~aotwheel.variables.VARIABLES`; empty strings count
-    as unset (``USE_AOT_DEVLIST= cmd``). Switches are booleans, the rest text (``None``: unset)."""
+    """The values of every variable of :func:`all_variables`; empty strings count as unset
+    (``USE_AOT_DEVLIST= cmd``). The core's switches are booleans, the rest text (``None``: unset);
+    the backends' variables are text in :attr:`backend_values` (:meth:`value`), each backend
+    reading its own words."""
 
     devlist: str = DEFAULT_DEVLIST
     devlist_given: bool = False  # USE_AOT_DEVLIST was set (not the default)
@@ -95,20 +102,19 @@ class Config:
     jit: str = "warn"
     device: str | None = None
     cache_dir: str | None = None
-    ocloc: str | None = None
-    clang: str | None = None
-    llvm_spirv: str | None = None
-    nvcc: str | None = None
-    ocloc_jobs: str | None = None
-    ocloc_groups: str | None = None
     remote_cache: str | None = None
     remote_cache_readonly: bool = False
     remote_cache_token: str | None = None
     remote_cache_timeout: str | None = None
     shard: str | None = None
-    ze_loader: str | None = None
     jit_cache_dir: str | None = None
     no_fastscan: bool = False
+    # The backends' variables by name (their tools, probes, scale-out), defaults applied.
+    backend_values: Mapping[str, str | None] = field(default_factory=lambda: {v.name: v.default for v in backend_variables()})
+
+    def value(self, var: Variable) -> str | None:
+        """A backend variable's text (``None``: unset and no default); ``KeyError`` for a variable no backend declares."""
+        return self.backend_values[var.name]
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, str]) -> Config:
@@ -132,20 +138,14 @@ class Config:
             jit=jit_policy(get(JIT)),
             device=get(DEVICE),
             cache_dir=get(CACHE_DIR),
-            ocloc=get(OCLOC),
-            clang=get(CLANG),
-            llvm_spirv=get(LLVM_SPIRV),
-            nvcc=get(NVCC),
-            ocloc_jobs=get(OCLOC_JOBS),
-            ocloc_groups=get(OCLOC_GROUPS),
             remote_cache=get(REMOTE_CACHE),
             remote_cache_readonly=switch(REMOTE_CACHE_READONLY),
             remote_cache_token=get(REMOTE_CACHE_TOKEN),
             remote_cache_timeout=get(REMOTE_CACHE_TIMEOUT),
             shard=get(SHARD),
-            ze_loader=get(ZE_LOADER),
             jit_cache_dir=get(JIT_CACHE_DIR),
             no_fastscan=not off(env.get(NO_FASTSCAN.name)),
+            backend_values={v.name: get(v) for v in backend_variables()},
         )
 
 

@@ -1,8 +1,12 @@
-"""Every ``USE_AOT_*`` / ``AOTWHEEL_*`` variable aotwheel reads, its default, and how its value is read.
+"""The core's ``USE_AOT_*`` / ``AOTWHEEL_*`` variables, their defaults, and how a value is read.
 
-The names, defaults and the one vocabulary of switches (:func:`flag`) live here and nowhere else;
-:mod:`aotwheel.config` builds the typed settings object from them. Standard library only, and no
-``dataclasses`` or ``typing``: every build step (one process per ninja edge) imports this module.
+The core's names, defaults and the one vocabulary of switches (:func:`flag`) live here and nowhere
+else; each backend declares the variables of its own tools and probes as :class:`Variable` s in its
+package's ``variables`` module (``aotwheel.backends.intel.variables``), with its words in
+``AOTWHEEL_DEVICE`` and, for the default backend, the default device list. :func:`aotwheel.config.all_variables` lists them all (through the
+registry) and :mod:`aotwheel.config` builds the typed settings object from them. Standard library
+only, and no ``dataclasses`` or ``typing``: every build step (one process per ninja edge) imports
+this module.
 """
 
 from __future__ import annotations
@@ -23,24 +27,18 @@ class Variable:
 
 
 # Build: the device list and how it is built (CMake variables first, then the environment).
-DEVLIST = Variable("USE_AOT_DEVLIST", "pvc,ats-m150", "devices to compile native code for (aotwheel resolve --list)")
+# USE_AOT_DEVLIST's default is the default backend's DEFAULT_DEVLIST (aotwheel.config.DEFAULT_DEVLIST).
+DEVLIST = Variable("USE_AOT_DEVLIST", None, "devices to compile native code for (aotwheel resolve --list)")
 TORCH_ARCH_LIST = Variable("TORCH_XPU_ARCH_LIST", None,
                            "PyTorch's device list: used when USE_AOT_DEVLIST is unset or empty")
 FIELD_DEFAULTS = Variable("USE_AOT_FIELD_DEFAULTS", "ON",
-                          "pass the ocloc/icpx options IPEX and torch-xpu-ops pass (fp64 poisoning, auto large GRF, > 4 GB buffers; ON/OFF)")
+                          "pass the device compilers' options IPEX and torch-xpu-ops pass (fp64 poisoning, auto large GRF, > 4 GB buffers; ON/OFF)")
 JIT_FALLBACK = Variable("USE_AOT_JIT_FALLBACK", "ON", "keep SPIR-V / PTX for devices without native code (ON/OFF)")
 COMPRESS = Variable("USE_AOT_COMPRESS", "ON",
                     "embed device images zstd-compressed: the open toolchain's, one frame per image, and icpx's "
                     "--offload-compress (ON/OFF; CMake variable, then environment; a call's COMPRESS wins)")
-# Build: tools, caches and scale-out.
+# Build: caches and scale-out (the tools' variables are their backends').
 CACHE_DIR = Variable("AOTWHEEL_CACHE_DIR", None, "build cache folder ('off' disables it)")
-OCLOC = Variable("AOTWHEEL_OCLOC", None, "the ocloc to build with")
-CLANG = Variable("AOTWHEEL_CLANG", None, "the clang that compiles kernels to SPIR-V")
-LLVM_SPIRV = Variable("AOTWHEEL_LLVM_SPIRV", None, "the llvm-spirv translator")
-NVCC = Variable("AOTWHEEL_NVCC", None, "the nvcc to build with")
-OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake and aotwheel compile)")
-OCLOC_GROUPS = Variable("AOTWHEEL_OCLOC_GROUPS", None,
-                        "ocloc edges per kernel source in a CMake build (default: planned for the cores; read at configure time)")
 REMOTE_CACHE = Variable("AOTWHEEL_REMOTE_CACHE", None,
                         "remote device-code stores behind the local cache, '|'-separated: http(s):// (WebDAV) or redis://")
 REMOTE_CACHE_READONLY = Variable("AOTWHEEL_REMOTE_CACHE_READONLY", "OFF", "read the remote stores but never write them (ON/OFF)")
@@ -49,18 +47,17 @@ REMOTE_CACHE_TIMEOUT = Variable("AOTWHEEL_REMOTE_CACHE_TIMEOUT", None, "remote t
 SHARD = Variable("AOTWHEEL_SHARD", None, "build only slice i of n of the device jobs ('i/n'), to warm the remote cache")
 # Run time.
 JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
-DEVICE = Variable("AOTWHEEL_DEVICE", None, "devices to assume instead of probing: pvc, 12.60.7, sm_90, cpu")
-ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
+DEVICE = Variable("AOTWHEEL_DEVICE", None, "devices to assume instead of probing: any backend's device names, or cpu (aotwheel check --help)")
 JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
                          "per-user cache of JIT results for aotwheel.opencl ('off' disables it; default ~/.cache/aotwheel/jit)")
 NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", "OFF",
                        "ON: inspect with the pure-Python readers only, not the C scanner aotwheel._fastscan (same answers)")
 
+# The core's variables (aotwheel.config.all_variables adds every registered backend's).
 VARIABLES: tuple[Variable, ...] = (
-    DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, COMPRESS,
-    CACHE_DIR, OCLOC, CLANG, LLVM_SPIRV, NVCC, OCLOC_JOBS, OCLOC_GROUPS,
+    DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, COMPRESS, CACHE_DIR,
     REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, SHARD,
-    JIT, DEVICE, ZE_LOADER, JIT_CACHE_DIR, NO_FASTSCAN,
+    JIT, DEVICE, JIT_CACHE_DIR, NO_FASTSCAN,
 )
 # What CMake hands the build steps in their settings file (read at configure time, fixed for the build).
 BUILD_STEP_SETTINGS: tuple[Variable, ...] = (REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, SHARD)

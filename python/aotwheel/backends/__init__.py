@@ -76,6 +76,21 @@ def reader_module(name: str) -> str | None:
     return module.rpartition(".")[0] + ".reader" if module else None
 
 
+def settings(name: str) -> Any:
+    """Backend ``name``'s settings module (its package's ``variables``), imported: standard library
+    only, so asking costs no backend object (a build step, ``--help``). It defines ``VARIABLES``
+    (the :class:`aotwheel.variables.Variable` s its tools and probes read), ``DEVICE_KINDS`` and
+    ``DEVICE_EXAMPLES`` (its ``AOTWHEEL_DEVICE`` / ``--device`` tokens, for help), and, for the
+    default backend, ``DEFAULT_DEVLIST`` and ``DEVICE_MESSAGE_EXAMPLES`` (the core's messages)."""
+    return load_module(_BUILTIN[name].rpartition(".")[0] + ".variables")
+
+
+def default_settings() -> Any:
+    """The default backend's settings module (:func:`settings`): its ``DEFAULT_DEVLIST`` is
+    ``USE_AOT_DEVLIST``'s default, its ``DEVICE_MESSAGE_EXAMPLES`` the core's messages' examples."""
+    return settings(next(iter(_BUILTIN)))
+
+
 def names() -> tuple[str, ...]:
     """Registered backend names, in the order they are asked."""
     return tuple(_BUILTIN)

@@ -32,6 +32,22 @@ class ProbeSpec(NamedTuple):
     native: bool = False  # the vendor's own driver: its GPUs replace other runtimes' views of them
 
 
+class ToolOption(NamedTuple):
+    """A tool of a backend that ``aotwheel resolve --toolchain WORD`` checks; the CLI also gives it
+    a ``--WORD PATH`` option."""
+
+    word: str  # "ocloc": the --toolchain choice and the option's name
+    help: str  # the --WORD PATH option's help (where the tool is found otherwise)
+
+
+class FormatOption(NamedTuple):
+    """One ``aotwheel resolve --format`` value: a key of a backend's :meth:`DevlistPart.formats`."""
+
+    word: str  # "ocloc", "names": the --format choice
+    phrase: str  # what --format's help calls it ("ocloc -device list")
+    argument: bool = False  # a tool's argument: listed before the plain lists, as the core's -fsycl-targets is
+
+
 class DevlistExamples(NamedTuple):
     """Names the resolver's messages offer as examples (the default backend's)."""
 
@@ -236,7 +252,8 @@ class Backend(Protocol):
         runtime installed from PyPI); called by the CLI before it probes."""
         ...
 
-    tools: tuple[str, ...]  # ``aotwheel resolve --toolchain`` words this backend checks ("ocloc")
+    tools: tuple[ToolOption, ...]  # ``aotwheel resolve --toolchain`` words this backend checks (Intel's ocloc)
+    resolve_formats: tuple[FormatOption, ...]  # ``aotwheel resolve --format`` values its part's formats() prints
 
     def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
         """The toolchain facts this vendor's grammar needs to resolve ``text`` (Intel: the installed

@@ -16,16 +16,24 @@ TYPE_CHECKING = False  # not typing's: this module is imported for every `aotwhe
 if TYPE_CHECKING:
     from aotwheel.runtime import Checked
 
-DEVICE_HELP = ("devices to assume instead of probing: catalog names, aliases, IP versions, NVIDIA sm_XY, AMD target ids "
-               "(gfx90a, gfx90a:xnack-; AMD GPUs are never probed: no ROCm here) or 'cpu', "
-               "comma-separated (same as $AOTWHEEL_DEVICE; e.g. bmg, 12.60.7, acm-g11,cpu, sm_90, gfx942)")
+
+def _device_help() -> str:
+    """``--device``'s help: every backend's tokens and examples (its settings module's, standard
+    library only: help imports no backend object), and ``cpu``."""
+    from aotwheel import backends
+    from aotwheel.variables import DEVICE
+
+    words = [backends.settings(name) for name in backends.names()]
+    return (f"devices to assume instead of probing: {', '.join(w.DEVICE_KINDS for w in words)} or 'cpu', "
+            f"comma-separated (same as ${DEVICE.name}; e.g. {', '.join(e for w in words for e in w.DEVICE_EXAMPLES)})")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    device_help = _device_help()
     p = sub.add_parser("devices", help="list the devices this machine has (Level Zero, OpenCL, SYCL, torch.xpu, CUDA)",
                        description="Probe every runtime for devices; runtimes that are missing say why.")
     p.add_argument("--json", action="store_true", help="print the probes' results as JSON")
-    p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
+    p.add_argument("--device", metavar="LIST", help=device_help)
     p.set_defaults(handler=run_devices)
 
     p = sub.add_parser("check", help="native, JIT or unsupported: a binary's device code on this machine's devices",
@@ -36,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "binary", metavar="BINARY", help="a .so, wheel, directory, fat binary, .bin or .spv; or a module or package name such as aotwheel._kernels or dpnp"
     )
-    p.add_argument("--device", metavar="LIST", help=DEVICE_HELP)
+    p.add_argument("--device", metavar="LIST", help=device_help)
     p.add_argument("--json", action="store_true", help='print {"verdicts": [...]} as JSON')
     p.add_argument("--jit", choices=("warn", "error", "ignore"), help="JIT policy (default: $AOTWHEEL_JIT, else warn)")
     p.add_argument("--strict-compat", action="store_true",
@@ -64,6 +72,7 @@ def _prepare(args: argparse.Namespace) -> None:
 def run_devices(args: argparse.Namespace) -> int:
     from aotwheel.probe import merge, probe_all
     from aotwheel.probe.override import from_environment, parse
+    from aotwheel.variables import DEVICE
 
     _prepare(args)
     forced = parse(args.device, source="--device") if args.device else from_environment()
@@ -74,7 +83,7 @@ def run_devices(args: argparse.Namespace) -> int:
                           "probes": [r.to_dict() for r in results]}, indent=2))
         return 0
     if forced is not None:
-        print(f"{'--device' if args.device else 'AOTWHEEL_DEVICE'} override (probes not used):")
+        print(f"{'--device' if args.device else DEVICE.name} override (probes not used):")
     for d in devices:
         extra = ", ".join(x for x in (f"IP {d.ip}" if d.ip else "IP unknown", d.catalog or "", d.vendor) if x)
         print(f"  {d.kind:<5} {d.name} [{d.backend}] ({extra})")

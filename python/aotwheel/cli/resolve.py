@@ -5,12 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 
-FORMATS = ("ocloc", "sycl-targets", "names", "ips")  # sycl-targets: every vendor's; the rest a backend's (DevlistPart.formats)
-TOOLS = ("ocloc",)  # Backend.tools words; each also has a --<tool> PATH option
+SYCL_TARGETS = "sycl-targets"  # --format's one vendor-neutral value (every vendor's -fsycl-targets entries); the rest are the backends'
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    # The backends' --format values and tools (Backend.resolve_formats / Backend.tools): building
+    # this parser imports the backend objects, which `aotwheel resolve` itself needs anyway.
+    from aotwheel import backends
+    from aotwheel.backends.protocol import FormatOption
     from aotwheel.config import DEFAULT_DEVLIST
+
+    everyone = backends.all_backends()
+    declared = [f for b in everyone for f in b.resolve_formats]
+    # A tool's argument first (a backend's tool, then -fsycl-targets), then the plain lists.
+    formats = [*(f for f in declared if f.argument), FormatOption(SYCL_TARGETS, "-fsycl-targets", argument=True),
+               *(f for f in declared if not f.argument)]
+    phrases = [f.phrase for f in formats]
+    tools = [t for b in everyone for t in b.tools]
 
     p = sub.add_parser(
         "resolve",
@@ -28,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--devlist-from", dest="devlist_from", metavar="LABEL", help=argparse.SUPPRESS)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the full result as JSON")
-    out.add_argument("--format", choices=FORMATS, help="print one value: ocloc -device list, -fsycl-targets, names or IP versions")
+    out.add_argument("--format", choices=[f.word for f in formats], help=f"print one value: {_one_of(phrases)}")
     out.add_argument("--list", action="store_true", help="list every known device, alias and family")
     jit = p.add_mutually_exclusive_group()
     jit.add_argument("--jit-fallback", dest="jit_fallback", action="store_const", const=True, help="keep SPIR-V for JIT (default; env USE_AOT_JIT_FALLBACK)")
@@ -38,20 +49,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="report the options IPEX/torch-xpu-ops pass as in use (default; env USE_AOT_FIELD_DEFAULTS)")
     field.add_argument("--no-field-defaults", dest="field_defaults", action="store_const", const=False,
                        help="report no field-default options (USE_AOT_FIELD_DEFAULTS=OFF)")
-    # The backends' tools (Intel's ocloc), spelled here so that building the parser imports no backend.
-    p.add_argument("--toolchain", choices=TOOLS, help="also check that the installed tool can build every target")
-    p.add_argument("--ocloc", metavar="PATH", help="ocloc to check against (default: $AOTWHEEL_OCLOC, then PATH)")
-    p.set_defaults(handler=run)
+    if tools:
+        p.add_argument("--toolchain", choices=[t.word for t in tools], help="also check that the installed tool can build every target")
+    for tool in tools:
+        p.add_argument(f"--{tool.word}", dest=tool.word, metavar="PATH", help=tool.help)
+    p.set_defaults(handler=run, toolchain=None)
+
+
+def _one_of(words: list[str]) -> str:
+    """``a, b or c``."""
+    return f"{', '.join(words[:-1])} or {words[-1]}" if len(words) > 1 else "".join(words)
 
 
 def run(args: argparse.Namespace) -> int:
     import os
 
     from aotwheel import backends
-    from aotwheel.config import devlist_choice, read
+    from aotwheel.config import DEVLIST, TORCH_ARCH_LIST, devlist_choice, read
     from aotwheel.devlist import describe, resolve
 
-    tools = {tool: getattr(args, tool, None) for tool in TOOLS}
+    tools = {t.word: getattr(args, t.word, None) for b in backends.all_backends() for t in b.tools}  # --<tool> PATH
     if args.list:
         lines = [line for b in backends.all_backends() for line in b.devlist_listing(tools)]
         print("\n".join([*lines, "keywords: none (JIT-only), native (devices on this machine), no-jit (drop SPIR-V)"]))
@@ -62,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
         text, source = explicit, "the command line"
     else:  # CMake's variables (empty = unset), then the environment's chain
         text, source = devlist_choice(os.environ, explicit, args.torch_option)
-        source = {"USE_AOT_DEVLIST": args.devlist_from or "--devlist",
-                  "TORCH_XPU_ARCH_LIST": "TORCH_XPU_ARCH_LIST (CMake variable)"}.get(source, source)
+        source = {DEVLIST.name: args.devlist_from or "--devlist",
+                  TORCH_ARCH_LIST.name: f"{TORCH_ARCH_LIST.name} (CMake variable)"}.get(source, source)
     given = source != "the default"  # the user named these devices (a vendor without a build step then stops configure)
     jit_fallback = config.jit_fallback if args.jit_fallback is None else args.jit_fallback
     field_on = config.field_defaults if args.field_defaults is None else args.field_defaults
@@ -75,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.toolchain:
         for b in backends.all_backends():
             part = devlist.part(b.name)
-            if args.toolchain in b.tools and part is not None:
+            if any(t.word == args.toolchain for t in b.tools) and part is not None:
                 b.check_toolchain(part, args.toolchain, tools.get(args.toolchain))
 
     reports = [p.report(field_on) for p in devlist.parts]
@@ -88,12 +105,12 @@ def run(args: argparse.Namespace) -> int:
         compress = (args.compress_option or "").strip() or os.environ.get(COMPRESS.name, "").strip() or str(COMPRESS.default)
         extra = {k: v for fields, _ in reports for k, v in fields.items()}  # the backends' (Intel: fp64, field defaults)
         print(json.dumps({**devlist.to_dict(), "given": given, "source": source, **extra, "compress": compress}, indent=2))
-    elif args.format == "sycl-targets":
+    elif args.format == SYCL_TARGETS:
         print(devlist.sycl_targets)
     elif args.format:
         print(next((v for p in devlist.parts if (v := p.formats().get(args.format)) is not None), ""))
     else:
-        print(f"USE_AOT_DEVLIST={text.strip()}" + ("" if source == "the command line" else f"  # from {source}"))
+        print(f"{DEVLIST.name}={text.strip()}" + ("" if source == "the command line" else f"  # from {source}"))
         print(describe(devlist))
         for _, lines in reports:
             for line in lines:

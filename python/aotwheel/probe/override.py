@@ -41,7 +41,8 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
                 devices.append(ProbedDevice(name="cpu", backend="override", kind="cpu", vendor="any", spirv=True))
             continue
         if low in _REJECTED:
-            raise DevlistError(f"{source}: '{token}' does not name a device; use a device name, IP version or 'cpu', e.g. {ENV}=pvc", token)
+            raise DevlistError(f"{source}: '{token}' does not name a device; use a device name, IP version or '{CPU_TOKEN}', "
+                               f"e.g. {ENV}={_examples()[0]}", token)
         owner = backends.for_token(low) or backends.default()
         try:
             named = owner.override_devices(low, token, source)
@@ -51,8 +52,15 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
             if not any(d.vendor == dev.vendor and d.catalog == dev.catalog for d in devices):
                 devices.append(replace(dev, index=len(devices)))
     if not devices:
-        raise DevlistError(f"{source} is empty; name a device (e.g. pvc, 12.60.7, cpu) or unset it")
+        raise DevlistError(f"{source} is empty; name a device (e.g. {', '.join((*_examples(), CPU_TOKEN))}) or unset it")
     return devices
+
+
+def _examples() -> tuple[str, ...]:
+    """The examples the messages offer: the default backend's (a device name first, then other token kinds)."""
+    from aotwheel import backends
+
+    return tuple(backends.default_settings().DEVICE_MESSAGE_EXAMPLES)
 
 
 def from_environment(env: Mapping[str, str] | None = None) -> list[ProbedDevice] | None:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aotwheel.backends.protocol import FormatOption, ToolOption
 from aotwheel.model import AMD
 from aotwheel.results import NATIVE, Verdict
 
@@ -32,7 +33,8 @@ class AmdBackend:
         # Every gfx* token, valid or not, so that a typo gets this backend's message.
         return token.startswith("gfx")
 
-    tools: tuple[str, ...] = ()
+    tools: tuple[ToolOption, ...] = ()
+    resolve_formats: tuple[FormatOption, ...] = ()
 
     def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
         return None

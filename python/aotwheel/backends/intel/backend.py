@@ -6,7 +6,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.protocol import OpenClImages, ProbeSpec
+from aotwheel.backends.intel.variables import OCLOC
+from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
 from aotwheel.model import INTEL, ImageKind
 from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
@@ -25,7 +26,9 @@ class IntelBackend:
               ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
               ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
               ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
-    tools = ("ocloc",)  # aotwheel resolve --toolchain ocloc
+    tools = (ToolOption("ocloc", f"ocloc to check against (default: ${OCLOC.name}, then PATH)"),)  # aotwheel resolve --toolchain ocloc
+    resolve_formats = (FormatOption("ocloc", "ocloc -device list", argument=True), FormatOption("names", "names"),
+                       FormatOption("ips", "IP versions"))
     variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
     # ``aotwheel compile``: the core's command (it resolves the device list), with this backend's
     # SPIR-V compiler (options, build, report), which aotwheel.compile_spirv uses too.

@@ -63,11 +63,12 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
 
     from aotwheel import config
     from aotwheel.backends.intel.build.compile import write_outputs
+    from aotwheel.backends.intel.variables import OCLOC_JOBS
     from aotwheel.errors import AotwheelError
 
     jobs = args.jobs
-    if jobs is None and os.environ.get(config.OCLOC_JOBS.name, "").strip():
-        text = os.environ[config.OCLOC_JOBS.name].strip()
+    if jobs is None and os.environ.get(OCLOC_JOBS.name, "").strip():
+        text = os.environ[OCLOC_JOBS.name].strip()
         if not text.isdigit():
             raise AotwheelError(f"AOTWHEEL_OCLOC_JOBS={text!r} is not a number of jobs; set it to 1 or more, or unset it")
         jobs = int(text)

@@ -11,8 +11,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.errors import ToolchainError
-from aotwheel.variables import DEVLIST, OCLOC
+from aotwheel.variables import DEVLIST
 
 INSTALL_HINT = ("Try: apt-get install intel-opencl-icd (Debian 12; on Debian sid/testing: apt-get install intel-ocloc "
                 "libigc2 libigdfcl2) or install the oneAPI Base Toolkit")

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from aotwheel.backends.protocol import ProbeSpec
+from aotwheel.backends.protocol import FormatOption, ProbeSpec, ToolOption
 from aotwheel.model import NVIDIA
 from aotwheel.results import NATIVE, UNSUPPORTED, Verdict
 
@@ -42,7 +42,8 @@ class NvidiaBackend:
 
         return is_cuda_token(token)
 
-    tools: tuple[str, ...] = ()  # nvcc is checked when a build configures, not by aotwheel resolve
+    tools: tuple[ToolOption, ...] = ()  # nvcc is checked when a build configures, not by aotwheel resolve
+    resolve_formats: tuple[FormatOption, ...] = ()
 
     def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
         return None  # the table of archs is aotwheel's (targets.NVCC13_ARCHS); nothing to ask a tool

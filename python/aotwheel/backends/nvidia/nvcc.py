@@ -13,8 +13,8 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aotwheel.backends.nvidia.variables import NVCC
 from aotwheel.errors import ToolchainError
-from aotwheel.variables import NVCC
 
 INSTALL_HINT = ("pip install 'aotwheel[cuda]' (NVIDIA's nvcc from PyPI), install the CUDA Toolkit "
                 "(https://developer.nvidia.com/cuda-downloads) or set AOTWHEEL_NVCC=/path/to/nvcc")

@@ -225,8 +225,10 @@ class _Job:
         try:
             data, text = compile_device_logged(ocloc=self.ocloc, spirv=self.spv_path, device=ocloc_device, options=options)
         except ToolchainError as exc:
+            from aotwheel.variables import DEVLIST
+
             raise ToolchainError(str(exc).replace("input.spv", "the SPIR-V").replace(
-                "USE_AOT_DEVLIST", "the device list")) from None
+                DEVLIST.name, "the device list")) from None
         self.tiers.store(key, data, label, writable)
         self.tiers.store(log_key, text.encode(), label, log_writable)
         return data, parse_spills(text), False

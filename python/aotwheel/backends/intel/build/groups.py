@@ -28,9 +28,9 @@ import heapq
 import os
 
 from aotwheel.backends.intel.build.costs import DEVICE_COST, job_cost
+from aotwheel.backends.intel.variables import OCLOC_GROUPS
 from aotwheel.buildsteps.shard import Job, Shard, assign
 from aotwheel.errors import AotwheelError
-from aotwheel.variables import OCLOC_GROUPS
 
 ENV = OCLOC_GROUPS.name
 # What one edge costs besides its devices' ocloc work, in job-cost units (source bytes x device

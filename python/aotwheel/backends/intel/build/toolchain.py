@@ -16,10 +16,11 @@ from pathlib import Path
 
 from aotwheel.backends.intel.build.spirv import SpirvToolchain
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
+from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.buildsteps.values import Value
 from aotwheel.errors import ToolchainError
-from aotwheel.variables import DEVLIST, OCLOC
+from aotwheel.variables import DEVLIST
 
 
 class OpenToolchain(Value):

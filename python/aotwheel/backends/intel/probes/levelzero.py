@@ -10,8 +10,8 @@ from __future__ import annotations
 import ctypes
 import os
 
+from aotwheel.backends.intel.variables import ZE_LOADER
 from aotwheel.results import ProbedDevice, ProbeResult
-from aotwheel.variables import ZE_LOADER
 
 LIBRARY = "libze_loader.so.1"
 ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES = 0x3

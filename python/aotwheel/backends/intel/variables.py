@@ -1,0 +1,30 @@
+"""The Intel backend's settings: the variables it reads (its tools, build scale-out and probe), its
+words in the core's ``AOTWHEEL_DEVICE``, and the device list a build uses when none is named (this
+backend is the default one).
+
+Declared here, beside the modules that read them; :func:`aotwheel.config.all_variables` lists them
+with the core's through the registry. Standard library only: build steps (one process per ninja
+edge) import this module.
+"""
+
+from __future__ import annotations
+
+from aotwheel.variables import Variable
+
+# USE_AOT_DEVLIST's default: the default backend's (aotwheel.backends.default_settings).
+DEFAULT_DEVLIST = "pvc,ats-m150"
+# AOTWHEEL_DEVICE / --device: what its tokens are and examples (--device's help), and the examples
+# of the override's error lines (a device name first; the default backend's are read).
+DEVICE_KINDS = "catalog names, aliases, IP versions"
+DEVICE_EXAMPLES = ("bmg", "12.60.7", "acm-g11,cpu")
+DEVICE_MESSAGE_EXAMPLES = ("pvc", "12.60.7")
+
+OCLOC = Variable("AOTWHEEL_OCLOC", None, "the ocloc to build with")
+CLANG = Variable("AOTWHEEL_CLANG", None, "the clang that compiles kernels to SPIR-V")
+LLVM_SPIRV = Variable("AOTWHEEL_LLVM_SPIRV", None, "the llvm-spirv translator")
+OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake and aotwheel compile)")
+OCLOC_GROUPS = Variable("AOTWHEEL_OCLOC_GROUPS", None,
+                        "ocloc edges per kernel source in a CMake build (default: planned for the cores; read at configure time)")
+ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
+
+VARIABLES: tuple[Variable, ...] = (OCLOC, CLANG, LLVM_SPIRV, OCLOC_JOBS, OCLOC_GROUPS, ZE_LOADER)
