@@ -142,6 +142,20 @@ def test_each_command_imports_only_its_own_module():
     assert "aotwheel.backends.intel.commands" in compile_ and not (OTHER_COMMANDS - {"aotwheel.backends.intel.commands"}) & compile_
 
 
+def test_inspecting_a_library_imports_none_of_the_modules_that_cost_its_start_up():
+    # Issue 29: `aotwheel inspect` of a small library within 1.5 x `python -c pass` (measured by
+    # benchmarks/cli_startup.py). Each of these cost 1 to 11 ms to import, against a 4.5 ms budget:
+    # typing, dataclasses (inspect, ast, dis, tokenize), enum (functools, collections), re, argparse
+    # (re, gettext, locale), pathlib, zipfile, hashlib, json, contextlib, importlib.
+    heavy = {"typing", "dataclasses", "inspect", "ast", "enum", "re", "argparse", "gettext", "locale", "pathlib", "zipfile", "hashlib",
+             "json", "tempfile", "shutil", "contextlib", "functools", "collections", "importlib", "importlib.util"}
+    for argv in (("inspect", str(SMALL_LIB)), ("inspect", "--all", str(SMALL_LIB))):
+        loaded = _cli_modules(*argv)
+        assert "aotwheel.inspector" in loaded and not heavy & loaded, sorted(heavy & loaded)
+    # ... nor the data model of what the inspector never decides (verdicts, probed devices)
+    assert not {"aotwheel.results", "aotwheel.backends.protocol", "aotwheel.config"} & _cli_modules("inspect", str(SMALL_LIB))
+
+
 def test_help_still_lists_every_command():
     proc = subprocess.run([sys.executable, "-m", "aotwheel", "--help"], capture_output=True, text=True, check=True)
     rows = proc.stdout.split("\n  COMMAND\n", 1)[1].split("\n\n")[0].splitlines()
