@@ -5,10 +5,12 @@
 
 Side by side in one run, interleaved (one sample of each command per round, so that a change of
 machine load hits every row alike), after one warm-up round: ``python -c pass``, ``python -c
-"import aotwheel"``, ``python -m aotwheel inspect LIB``, ``python -m aotwheel --version``,
-``python -m aotwheel check --device pvc LIB``, and the standard-library floor of such a command
-(``python -c "import runpy, argparse, dataclasses, typing"``), where LIB is a small library of
-the repository (``tests/data/cuda-h100/libkern_sm_90.so``, 44 KB). Per row: median, min and max
+"import aotwheel"``, ``aotwheel inspect LIB`` (the console script pip installs beside PY: what
+users type), the same as ``python -m aotwheel inspect LIB`` (``-m`` adds runpy and its imports,
+about 0.45 × ``python -c pass`` for any package), ``aotwheel --version``, ``aotwheel check
+--device pvc LIB``, and the standard-library floor of a command parsed by argparse and reported
+through dataclasses (``python -c "import runpy, argparse, dataclasses, typing"``), where LIB is a
+small library of the repository (``tests/data/cuda-h100/libkern_sm_90.so``, 44 KB). Per row: median, min and max
 wall time, the median CPU time (user + system; it moves less than the wall time when other
 processes share the cores), and the modules the command imports (from ``-X importtime``: their
 count, the aotwheel ones, and the cumulative import time of ``aotwheel`` itself). ``--compare
@@ -41,12 +43,16 @@ IMPORT_GOAL_MS = 5.0
 
 def commands(python: str, lib: Path) -> dict[str, list[str]]:
     """The rows, by label: argument lists (no shell)."""
+    script = Path(python).parent / "aotwheel"  # pip's console script for this interpreter
+    if not script.is_file():
+        raise SystemExit(f"{script}: no aotwheel console script beside {python}; install aotwheel into that environment (pip install .)")
     return {
         "python -c pass": [python, "-c", "pass"],
         "import aotwheel": [python, "-c", "import aotwheel"],
-        "aotwheel inspect LIB": [python, "-m", "aotwheel", "inspect", str(lib)],
-        "aotwheel --version": [python, "-m", "aotwheel", "--version"],
-        "aotwheel check --device pvc LIB": [python, "-m", "aotwheel", "check", "--device", "pvc", str(lib)],
+        "aotwheel inspect LIB": [str(script), "inspect", str(lib)],
+        "python -m aotwheel inspect LIB": [python, "-m", "aotwheel", "inspect", str(lib)],
+        "aotwheel --version": [str(script), "--version"],
+        "aotwheel check --device pvc LIB": [str(script), "check", "--device", "pvc", str(lib)],
         # What no argparse CLI over dataclass reports avoids: `-m`'s runpy, argparse (re, gettext,
         # locale), dataclasses (inspect, ast, dis, tokenize), typing.
         "stdlib floor": [python, "-c", "import runpy, argparse, dataclasses, typing"],
@@ -69,7 +75,9 @@ def _wall(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
 def importtime(cmd: list[str], env: dict[str, str]) -> dict[str, object]:
     """Modules ``cmd`` imports (``-X importtime``): how many, which aotwheel ones, and the
     cumulative µs of the top-level ``aotwheel`` package."""
-    proc = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], capture_output=True, text=True, env=env, check=False)
+    python = cmd[0] if not cmd[0].endswith("/aotwheel") else str(Path(cmd[0]).parent / "python")  # a console script: its interpreter runs it
+    args = cmd[1:] if python == cmd[0] else cmd
+    proc = subprocess.run([python, "-X", "importtime", *args], capture_output=True, text=True, env=env, check=False)
     modules: list[str] = []
     aotwheel_us = None
     for line in proc.stderr.splitlines():
@@ -94,7 +102,8 @@ def run(python: str, runs: int, lib: Path, pythonpath: str | None = None, compar
     rows = {label: (cmd, env) for label, cmd in commands(python, lib).items()}
     if compare:  # the same aotwheel rows for another tree (e.g. the commit before), in the same rounds
         other = {**env, "PYTHONPATH": compare}
-        rows.update({f"{label} [{compare}]": (cmd, other) for label, cmd in commands(python, lib).items() if label.startswith(("import", "aotwheel"))})
+        rows.update({f"{label} [{compare}]": (cmd, other) for label, cmd in commands(python, lib).items()
+                     if label.startswith(("import", "aotwheel", "python -m"))})
     before = load1()
     for cmd, cmd_env in rows.values():  # warm-up: page cache, .pyc files
         _wall(cmd, cmd_env)

@@ -274,7 +274,7 @@ def test_benchmark_runner_saves_each_case_when_it_finishes(tmp_path):
 
 
 def test_cli_startup_rows_and_what_each_command_imports(tmp_path):
-    """benchmarks.cli_startup: the five rows side by side, each with the modules it imported (from
+    """benchmarks.cli_startup: the rows side by side, each with the modules it imported (from
     -X importtime); no timing asserted."""
     out = tmp_path / "startup.json"
     proc = subprocess.run([sys.executable, "-m", "benchmarks.cli_startup", "--runs", "1", "--out", str(out)],
@@ -282,11 +282,13 @@ def test_cli_startup_rows_and_what_each_command_imports(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     res = json.loads(out.read_text())
     rows = res["rows"]
-    assert list(rows) == ["python -c pass", "import aotwheel", "aotwheel inspect LIB", "aotwheel --version",
+    assert list(rows) == ["python -c pass", "import aotwheel", "aotwheel inspect LIB", "python -m aotwheel inspect LIB", "aotwheel --version",
                           "aotwheel check --device pvc LIB", "stdlib floor"]
     assert all(r["runs"] == 1 and r["min_ms"] <= r["median_ms"] <= r["max_ms"] for r in rows.values())
     assert rows["import aotwheel"]["aotwheel_modules"] == ["aotwheel"] and rows["python -c pass"]["aotwheel_modules"] == []
     assert "aotwheel.inspector" in rows["aotwheel inspect LIB"]["aotwheel_modules"]
+    # the console script and `python -m` run the same command (runpy runs aotwheel/__main__.py as __main__)
+    assert rows["python -m aotwheel inspect LIB"]["aotwheel_modules"] == rows["aotwheel inspect LIB"]["aotwheel_modules"]
     assert "aotwheel.devlist" not in rows["aotwheel inspect LIB"]["aotwheel_modules"]
     assert rows["aotwheel --version"]["aotwheel_modules"] == ["aotwheel", "aotwheel.cli", "aotwheel.errors"]
     assert set(res["goals"]) == {"inspect_over_pass", "import_aotwheel_ms"} and res["machine"]["cores"] >= 1
