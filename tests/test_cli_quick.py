@@ -57,3 +57,27 @@ def test_a_call_left_to_argparse_still_gets_its_answer() -> None:
     assert proc.returncode == 2 and "unrecognized arguments: --bogus" in proc.stderr
     proc = subprocess.run([*run, "-h"], capture_output=True, text=True)
     assert proc.returncode == 0 and "--deep" in proc.stdout and "PATH" in proc.stdout
+
+
+def test_version_without_argparse_prints_what_argparse_prints() -> None:
+    fast = subprocess.run([sys.executable, "-m", "aotwheel", "--version"], capture_output=True, text=True)
+    with pytest.raises(SystemExit) as stop:
+        import contextlib
+        import io
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            build_parser().parse_args(["--version"])
+    assert stop.value.code == 0 and fast.returncode == 0 and fast.stdout == out.getvalue() and fast.stdout.startswith("aotwheel ")
+
+
+@pytest.mark.parametrize("extra", [[], ["--deep"], ["--json"], ["--all"]], ids=lambda e: " ".join(e) or "plain")
+def test_the_quick_commands_emit_no_python_warning(extra: list[str]) -> None:
+    # Why the quick path installs no formatter for warnings: with every warning an error, inspect
+    # of a CUDA library, an ocloc fat binary and a bare zebin still succeeds and prints no warning.
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "tests" / "data"
+    for path in (data / "cuda-h100" / "libkern_sm_90.so", data / "ocloc-26.27" / "bmg+ptl+dg2.ar", data / "ocloc-26.27" / "ptl-h.bin"):
+        proc = subprocess.run([sys.executable, "-W", "error", "-m", "aotwheel", "inspect", str(path), *extra], capture_output=True, text=True)
+        assert proc.returncode == 0 and proc.stderr == "", (path, proc.stderr[-2000:])
