@@ -54,12 +54,13 @@ def _make(cls: type[T], slots: bool) -> type[T]:
     if slots:  # a new class, as dataclass(slots=True) makes: __slots__ must exist when a class is made
         ns = {k: v for k, v in cls.__dict__.items() if k not in names and k not in ("__dict__", "__weakref__")}
         ns["__slots__"] = names
-        cls = type(cls)(cls.__name__, cls.__bases__, ns)
+        metaclass: Any = type(cls)
+        cls = metaclass(cls.__name__, cls.__bases__, ns)
     cls.__repr__ = _repr  # type: ignore[assignment,method-assign]
     cls.__eq__ = _eq  # type: ignore[assignment,method-assign]
     cls.__hash__ = None  # type: ignore[assignment]  # mutable and compared by value, as dataclass(eq=True)
-    cls.__match_args__ = names  # type: ignore[attr-defined]
-    cls.__record_fields__ = names  # type: ignore[attr-defined]
+    setattr(cls, "__match_args__", names)  # noqa: B010 -- (mypy refuses the assignment)
+    setattr(cls, "__record_fields__", names)  # noqa: B010
     return cls
 
 
@@ -71,7 +72,7 @@ def _repr(self: Any) -> str:
 def _eq(self: Any, other: object) -> bool:
     if other.__class__ is not self.__class__:
         return NotImplemented
-    names = type(self).__record_fields__  # lists compare as dataclass's tuples do (identity, then ==)
+    names: tuple[str, ...] = type(self).__record_fields__  # type: ignore[attr-defined]  # lists compare as dataclass's tuples do
     return [getattr(self, n) for n in names] == [getattr(other, n) for n in names]
 
 

@@ -136,13 +136,13 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"aotwheel {__version__}")
         return 0
-    args: QuickArgs | argparse.Namespace | None = quick_args(argv)
-    if args is not None:
+    quick = quick_args(argv)
+    if quick is not None:
         # A quick command (inspect: it reads bytes) emits no Python warning (tests/test_cli_quick.py
         # runs it with warnings as errors), so it needs no formatter for them: importing warnings
         # alone cost 0.17 ms of its start-up.
         try:
-            return run_command(lambda: args.handler(args))
+            return run_command(lambda: quick.handler(quick))
         except BrokenPipeError:
             return 1
     parser = build_parser(_command(argv))

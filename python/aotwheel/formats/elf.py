@@ -18,7 +18,7 @@ from aotwheel.records import record
 # Not typing's, nor collections' Counter: aotwheel inspect's start-up (aotwheel.records says why).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 R_X86_64_RELATIVE = 8
@@ -489,7 +489,7 @@ def _left_by(fast: Callable[[int], tuple[list[HostImage], int]], table: memoryvi
             i += 1
 
 
-def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: Mapping[int, int], defer: bool = False,
+def _fast_tgtimg(view: ElfView, tgtimg: Section, count: int, relocs: dict[int, int] | SlotAddends, defer: bool = False,
                  out: HostOffload | None = None) -> Callable[[int], tuple[list[HostImage], int]] | None:
     """``fastscan.tgtimg`` bound to this table (None: no extension, or overlapping sections, whose
     lookup only the scan in header order answers). ``defer``: it makes no HostImage for an entry
@@ -609,14 +609,14 @@ class SlotAddends:
     def __contains__(self, addr: object) -> bool:
         return self.get(addr) is not None  # type: ignore[arg-type]
 
-    def get(self, addr: int, default: int | None = None) -> int | None:
+    def get(self, addr: int, default: Any = None) -> Any:  # int, or default (dict.get's typing)
         try:
             return self[addr]
         except KeyError:
             return default
 
 
-def _slot_relocs(view: ElfView, first: int, count: int) -> Mapping[int, int] | None:
+def _slot_relocs(view: ElfView, first: int, count: int) -> dict[int, int] | SlotAddends | None:
     """RELATIVE addends for the ``count`` .tgtimg slots at ``first``, read by bisecting the sorted
     r_offsets (ld -z combreloc puts RELATIVE relocations first, sorted; DT_RELACOUNT says how many)
     instead of unpacking ~566k relocations. None when a slot is not found this way: then the caller

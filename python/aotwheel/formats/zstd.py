@@ -58,7 +58,7 @@ def decompress(region: Region, cap: int = DEFAULT_CAP) -> bytes:
     declared = content_size(region)
     if declared is not None and declared > cap:
         raise region.error(0, f"zstd frame declares {declared} bytes, above the {cap}-byte cap")
-    reader = zstandard.ZstdDecompressor().stream_reader(region.stream(), read_size=1 << 20)
+    reader = zstandard.ZstdDecompressor().stream_reader(region.stream(), read_size=1 << 20)  # type: ignore[arg-type]  # a binary stream
     chunks, total = [], 0
     try:
         while chunk := reader.read(1 << 22):
