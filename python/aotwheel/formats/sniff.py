@@ -49,18 +49,21 @@ def sniff(head: bytes, elf_kinds: ElfKinds | None = None) -> ImageKind:
 
 
 class ElfKinds:
-    """Which device formats are ELF files, by their header: a backend's rules
+    """Which device formats are ELF files, by their header: the backends' rules
     (:class:`aotwheel.backends.ReadSpec` ``elf_kinds``, ``(e_type, e_machine, kind)`` with
-    ``None`` for any), looked up in dicts built once. A rule naming both fields goes before one
-    naming ``e_type`` only, which goes before one naming ``e_machine`` only; among equals the
-    first given wins. An ELF no rule names is ``elf``."""
+    ``None`` for any). A rule naming both fields goes before one naming ``e_type`` only, which goes
+    before one naming ``e_machine`` only; among equals the first given wins. An ELF no rule names
+    is ``elf``. Built once per set of rules; each header's answer is kept (a library repeats a few),
+    so that naming an ELF costs one dict lookup: the inspector asks once per image."""
 
-    __slots__ = ("_both", "_by_type", "_by_machine")
+    __slots__ = ("_both", "_by_type", "_by_machine", "_seen")
 
     def __init__(self, rules: Iterable[tuple[int | None, int | None, ImageKind]]) -> None:
         self._both: dict[tuple[int, int], ImageKind] = {}
         self._by_type: dict[int, ImageKind] = {}
         self._by_machine: dict[int, ImageKind] = {}
+        # (EI_DATA, e_type, e_machine bytes) -> kind, for the headers seen
+        self._seen: dict[tuple[int, bytes], ImageKind] = {}
         for e_type, e_machine, kind in rules:
             if e_type is not None and e_machine is not None:
                 self._both.setdefault((e_type, e_machine), kind)
@@ -76,5 +79,12 @@ class ElfKinds:
 
     def kind(self, head: bytes) -> ImageKind:
         """The kind of the ELF whose first 20 or more bytes are ``head``."""
-        e_type, e_machine = struct.unpack_from("<HH" if head[5] == 1 else ">HH", head, 16)
-        return self._both.get((e_type, e_machine)) or self._by_type.get(e_type) or self._by_machine.get(e_machine) or _ELF
+        key = (head[5], head[16:20])
+        kind = self._seen.get(key)
+        if kind is None:
+            e_type, e_machine = struct.unpack_from("<HH" if head[5] == 1 else ">HH", head, 16)
+            kind = self._both.get((e_type, e_machine)) or self._by_type.get(e_type) or self._by_machine.get(e_machine) or _ELF
+            if len(self._seen) >= 64:  # a corrupt file may hold any number of distinct headers
+                self._seen.clear()
+            self._seen[key] = kind
+        return kind

@@ -32,10 +32,10 @@ ELF_KINDS: tuple[tuple[int | None, int | None, ImageKind], ...] = (
     (ET_ZEBIN_EXE, None, ZEBIN),
     (None, EM_INTELGT, ZEBIN),
 )
-_ELF_KINDS = ElfKinds(ELF_KINDS)
+ELF_LOOKUP = ElfKinds(ELF_KINDS)  # sniff's second argument for Intel's formats
 
 
 def sniff(head: bytes) -> ImageKind:
     """:func:`aotwheel.formats.sniff.sniff` that also names Intel's ELF-based formats (``zebin``,
     ``legacy``, ``cpu-aot``, ``ir-elf``): how the reader classifies an ocloc fat binary's members."""
-    return _sniff(head, _ELF_KINDS)
+    return _sniff(head, ELF_LOOKUP)

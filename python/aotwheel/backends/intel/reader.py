@@ -9,8 +9,7 @@ Every native binary becomes one :class:`aotwheel.model.Target` named from the ca
 from __future__ import annotations
 
 from aotwheel.backends import ReadSpec
-from aotwheel.backends.intel.kinds import CPU_AOT, ELF_KINDS, IR_ELF, LEGACY, ZEBIN
-from aotwheel.backends.intel.kinds import sniff as sniff_member
+from aotwheel.backends.intel.kinds import CPU_AOT, ELF_KINDS, ELF_LOOKUP, IR_ELF, LEGACY, ZEBIN
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
 from aotwheel.model import INTEL, Image, ImageKind, NativeTarget, Target
@@ -127,7 +126,7 @@ def _walk_fat_binary(walk: ImageWalk, region: Region, img: Image, depth: int) ->
             walk.note_ir(sniff(facts))
             continue
         body = region.sub(offset, size, f"ar member {name!r}")
-        kind = sniff_member(body.head(64))
+        kind = sniff(body.head(64), ELF_LOOKUP)  # Intel's ELF formats by its own rules
         if name == "generic_ir":
             walk.walk_content(body, kind, img, depth + 1)
         elif kind == _ZEBIN or kind == _LEGACY:
