@@ -312,7 +312,7 @@ static inline int fs_starts(const uint8_t *tab, size_t tab_n, uint32_t at, const
     return at <= tab_n && n <= tab_n - at && memcmp(tab + at, s, n) == 0;
 }
 
-/* read_zebin_summary's notes and has_spirv for what sniff() calls a zebin (e_machine EM_INTELGT or
+/* read_zebin_summary's notes and has_spirv for what Intel's ELF_KINDS (backends/intel/kinds.py) call a zebin (e_machine EM_INTELGT or
  * e_type 0xFF12, not 0xFF02/0xFF04); FS_DOUBT wherever the Python summary would hand over to
  * read_zebin/read_notes, or decode non-ASCII, or for any other layout. */
 static inline int fs_zebin_summary(const fs_src *s, fs_zebin *z) {

@@ -421,8 +421,8 @@ def parse_zebin(data: bytes, scratch: Path) -> None:
 
 
 def parse_legacy(data: bytes, scratch: Path) -> None:
+    from aotwheel.backends.intel.kinds import sniff
     from aotwheel.backends.intel.legacy import ir_payload, read_legacy
-    from aotwheel.formats.sniff import sniff
 
     region = _region(data)
     # An 0xFF02 object (generic_ir) has no patch-token program: only its IR payload is read.

@@ -22,12 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aotwheel.backends.intel.kinds import sniff
 from aotwheel.errors import InspectError
 from aotwheel.formats import fastscan
 from aotwheel.formats.ar import read_ar
 from aotwheel.formats.elf import _count_tgtsym, _per_triple, _tgtsym_names
 from aotwheel.formats.region import Region
-from aotwheel.formats.sniff import sniff
 from aotwheel.inspector import inspect
 
 import _fuzz_util as fu

@@ -10,10 +10,10 @@ import re
 import pytest
 
 from aotwheel.backends.intel import gfx, legacy
+from aotwheel.backends.intel.kinds import sniff
 from aotwheel.formats import ar
 from aotwheel.formats import spirv as spirv_fmt
 from aotwheel.formats.region import Region
-from aotwheel.formats.sniff import sniff
 
 from _inspect_util import KERNEL_NAMES, ar_names, ocloc_fat, ocloc_single, run, spirv
 from conftest import CLANG, LLVM_SPIRV, require_legacy_ocloc  # noqa: F401

@@ -96,10 +96,6 @@ VENDOR_WORD = re.compile(r"\bsm_\d|\bsm_\b|compute_\d|nv_fatbin|zebin|ocloc|spir
 # Core modules that still name one (the layering's second half: each should ask its backend).
 # The count is per module, so the list only shrinks.
 CORE_VENDOR_WORDS: dict[str, int] = {
-    "formats/elf.py": 1,  # native image triples for the kernel count
-    "formats/offload.py": 1,  # LLVM OffloadBinary's image kind names
-    "inspector.py": 1,  # the "not an ELF, wheel, ar, zebin, ..." error line
-    "model.py": 2,  # ImageKind's values
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 import subprocess
 import textwrap
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from aotwheel.backends import ReadSpec, readers
+from aotwheel.backends.intel import kinds as intel_kinds
 from aotwheel.errors import InspectError
 from aotwheel.inspector import inspect
 from aotwheel.model import Image, ImageKind
@@ -24,7 +26,9 @@ _READER = '''
 from aotwheel.backends import ReadSpec
 from aotwheel.model import ImageKind, Target
 
-READS = ReadSpec(magic=(b"XDEVCODE",), sections=(".xdev_code",))
+XDEV_ELF = ImageKind.declare("xdev-elf")  # its ELF-based format: e_machine 0x7de7
+READS = ReadSpec(magic=(b"XDEVCODE",), sections=(".xdev_code",), file_kinds=(XDEV_ELF,), image_kinds=(XDEV_ELF,),
+                 elf_kinds=((None, 0x7DE7, XDEV_ELF),), formats=("xdev binary",))
 CALLS = []
 
 
@@ -35,7 +39,7 @@ def _target(walk, region, section):
 
 
 def read_file(walk, region, kind):
-    walk.report.kind = "xdev"
+    walk.report.kind = "xdev" if kind == ImageKind.UNKNOWN else kind
     _target(walk, region, None)
     return True
 
@@ -46,7 +50,7 @@ def read_host(walk, region, view, host):
 
 
 def read_image(walk, region, kind, img, depth, member):
-    pass
+    CALLS.append(("image", kind, img.triple))
 
 
 def spirv_in(img, load, label):
@@ -121,7 +125,57 @@ def test_a_registered_reader_gets_a_host_binary_with_its_section_only(tmp_path, 
 
 
 def test_image_kinds_serialise_and_format_as_their_plain_values():
-    img = Image(0, 0, 1, ImageKind.CPU_AOT, None, False, content=ImageKind.SPIRV)
+    img = Image(0, 0, 1, intel_kinds.CPU_AOT, None, False, content=ImageKind.SPIRV)
     assert json.loads(json.dumps(asdict(img)))["kind"] == "cpu-aot"
     assert f"{img.kind} {img.content}" == "cpu-aot spirv"
-    assert img.kind == "cpu-aot" and ImageKind("zebin") is ImageKind.ZEBIN
+    assert img.kind == "cpu-aot" and ImageKind("zebin") is intel_kinds.ZEBIN
+
+
+def test_a_backend_declares_its_image_kinds_once_each():
+    from aotwheel.backends.nvidia import reader as nvidia_reader
+
+    assert ImageKind.declare("zebin") is intel_kinds.ZEBIN and ImageKind("cubin") is nvidia_reader.CUBIN
+    assert (intel_kinds.CPU_AOT.name, repr(intel_kinds.CPU_AOT)) == ("CPU_AOT", "<ImageKind.CPU_AOT: 'cpu-aot'>")
+    assert ImageKind.declare("spirv") is ImageKind.SPIRV  # the vendor-neutral kinds are declared too
+    with pytest.raises(ValueError, match="not a valid ImageKind"):
+        ImageKind("no-backend-declares-this")
+    for bad in ("Zebin", "two words", "", "x/y"):
+        with pytest.raises(ValueError, match="ImageKind.declare: .* is not a kind name"):
+            ImageKind.declare(bad)
+
+
+def _elf_header(e_type: int, e_machine: int) -> bytes:
+    """The first 64 bytes of a little-endian ELF64 file with these header fields."""
+    return (b"\x7fELF" + bytes((2, 1, 1)) + bytes(9) + struct.pack("<HHI", e_type, e_machine, 1)).ljust(64, b"\0")
+
+
+def test_a_registered_reader_names_its_elf_format_as_a_file_and_as_an_image(tmp_path, xdev_reader):
+    from _inspect_util import host_library
+
+    blob = tmp_path / "kernels.xbin"
+    blob.write_bytes(_elf_header(2, 0x7DE7))
+    fr = inspect(blob).files[0]
+    assert (fr.kind, [(t.name, t.vendor, t.size) for t in fr.native_targets]) == ("xdev-elf", [("xdev1", "xdev", 64)])
+    assert xdev_reader.CALLS == [None]
+    xdev_reader.CALLS.clear()
+    so = host_library(tmp_path, [("xdev64", _elf_header(2, 0x7DE7), 64), ("xdev64", _elf_header(2, 0x7DE8), 64)])
+    fr = inspect(so).files[0]
+    assert [(i.kind, i.triple) for i in fr.images] == [("xdev-elf", "xdev64"), ("elf", "xdev64")]
+    assert xdev_reader.CALLS == [("image", "xdev-elf", "xdev64")]  # not asked about the ELF its rule does not name
+
+
+def test_the_error_line_for_an_unknown_file_names_the_formats_the_readers_read(tmp_path, xdev_reader):
+    blob = tmp_path / "kernels.bad"
+    blob.write_bytes(b"NOTHING KNOWN" + bytes(51))
+    with pytest.raises(InspectError) as exc:
+        inspect(blob)
+    assert str(exc.value) == (f"{blob}: not an ELF, wheel, ar, zebin, xdev binary, SPIR-V, zstd image or offload bundle (magic 4e4f5448) "
+                              "at offset 0x0; pass a device binary")
+
+
+def test_the_error_line_for_an_unknown_file_names_the_builtin_formats(tmp_path):
+    blob = tmp_path / "kernels.bad"
+    blob.write_bytes(b"NOTHING KNOWN" + bytes(51))
+    with pytest.raises(InspectError) as exc:
+        inspect(blob)
+    assert str(exc.value) == f"{blob}: not an ELF, wheel, ar, zebin, SPIR-V, zstd image or offload bundle (magic 4e4f5448) at offset 0x0; pass a device binary"

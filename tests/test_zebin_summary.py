@@ -8,11 +8,11 @@ import random
 
 import pytest
 
+from aotwheel.backends.intel.kinds import sniff
 from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary
 from aotwheel.errors import InspectError
 from aotwheel.formats.ar import read_ar
 from aotwheel.formats.region import Region
-from aotwheel.formats.sniff import sniff
 from aotwheel.inspector import _mapped, inspect
 
 from _inspect_util import DATA

@@ -18,7 +18,7 @@ import os
 import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
-from aotwheel.formats.sniff import SPIRV_MAGIC, sniff
+from aotwheel.formats.sniff import SPIRV_MAGIC, ElfKinds, sniff
 from aotwheel.formats.zstd import frame_facts as zstd_frame_facts
 from aotwheel.model import IR_KINDS, Image, ImageKind
 from aotwheel.records import record
@@ -48,6 +48,9 @@ _LEAF_KINDS = frozenset(IR_KINDS)  # kinds the default mode notes without walkin
 _MAX_WHEEL_MEMBER = 16 << 30
 _SPIRV, _LLVMBC, _ZSTD, _OFFLOAD, _ELF, _AR, _UNKNOWN = (ImageKind.SPIRV, ImageKind.LLVMBC, ImageKind.ZSTD, ImageKind.OFFLOAD,
                                                          ImageKind.ELF, ImageKind.AR, ImageKind.UNKNOWN)
+# What an unreadable file is not, for its error line: the containers, then the readers' formats
+# (ReadSpec.formats), then the leaf formats.
+_NOT_CONTAINERS, _NOT_LEAVES = ("ELF", "wheel", "ar"), ("SPIR-V", "zstd image", "offload bundle")
 
 
 # --------------------------------------------------------------------------------------------
@@ -368,15 +371,22 @@ class _Readers:
     host: tuple[Reader, ...]  # in registry order: their images follow in that order
     ir_by_arch: dict[str, ImageKind]  # an offload triple's first component -> the IR its images are
     suffixes: tuple[str, ...]  # file name endings the readers add to the walks' (_CANDIDATE_SUFFIXES)
+    elf_kinds: ElfKinds | None  # the readers' ELF-based formats (sniff's second argument); None: they have none
+    offload_image_kinds: tuple[tuple[int, str], ...]  # OffloadBinary image kind numbers the readers name
+    formats: tuple[str, ...]  # the readers' formats, as the "not an ELF, ..." error line names them
 
     def __init__(self, magic: tuple[tuple[bytes, Reader], ...], by_file_kind: dict[str, tuple[Reader, ...]], by_image_kind: dict[str, Reader],
-                 host: tuple[Reader, ...], ir_by_arch: dict[str, ImageKind], suffixes: tuple[str, ...]) -> None:
+                 host: tuple[Reader, ...], ir_by_arch: dict[str, ImageKind], suffixes: tuple[str, ...], elf_kinds: ElfKinds | None = None,
+                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = ()) -> None:
         self.magic = magic
         self.by_file_kind = by_file_kind
         self.by_image_kind = by_image_kind
         self.host = host
         self.ir_by_arch = ir_by_arch
         self.suffixes = suffixes
+        self.elf_kinds = elf_kinds
+        self.offload_image_kinds = offload_image_kinds
+        self.formats = formats
 
     def ir_of(self, triple: str | None) -> ImageKind | None:
         """The IR kind images for ``triple`` hold by what the compiler put there (SYCL spir64: SPIR-V)."""
@@ -415,7 +425,10 @@ def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
     return _Readers(magic=tuple((m, r) for r in readers for m in r.READS.magic), by_file_kind=by_file_kind,
                     by_image_kind=by_image_kind, host=tuple(r for r in readers if r.READS.sections),
                     ir_by_arch={arch: ImageKind(kind) for r in readers for arch, kind in r.READS.ir_triples},
-                    suffixes=tuple(x for r in readers for x in r.READS.suffixes))
+                    suffixes=tuple(x for r in readers for x in r.READS.suffixes),
+                    elf_kinds=ElfKinds((t, m, ImageKind(kind)) for r in readers for t, m, kind in r.READS.elf_kinds) or None,
+                    offload_image_kinds=tuple(x for r in readers for x in r.READS.offload_image_kinds),
+                    formats=tuple(x for r in readers for x in r.READS.formats))
 
 
 @record
@@ -452,9 +465,10 @@ class _Walk:
 
 def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
     head = region.head(64)
-    kind = sniff(head)
+    readers = _readers()
+    kind = sniff(head, readers.elf_kinds)
     fr = FileReport(path=label, native_targets=[], ir=[], images=[], kernels=None, kind=kind)
-    walk = _Walk(fr, deep, _readers())
+    walk = _Walk(fr, deep, readers)
     if kind == _UNKNOWN:  # a vendor's own magic (formats.sniff knows the shared ones)
         for magic, reader in walk.readers.magic:
             if head.startswith(magic) and reader.read_file(walk, region, kind):
@@ -471,9 +485,8 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
         raise InspectError(f"{label}: a truncated zip (wheel): it starts as a zip archive but has no end-of-central-directory "
                            f"record ({region.size} bytes); download or build the wheel again")
     elif kind == _UNKNOWN:
-        raise InspectError(
-            f"{label}: not an ELF, wheel, ar, zebin, SPIR-V, zstd image or offload bundle (magic {region.head(4).hex()}) at offset 0x0; pass a device binary"
-        )
+        *formats, last = _NOT_CONTAINERS + walk.readers.formats + _NOT_LEAVES
+        raise InspectError(f"{label}: not an {', '.join(formats)} or {last} (magic {region.head(4).hex()}) at offset 0x0; pass a device binary")
     else:
         _add_image(walk, region, triple=None, section=None)
         if kind == _SPIRV:
@@ -549,7 +562,7 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
     # magic straight from the map and skip the sub-region and the walk (14k images in mkl).
     off, size = img.offset, img.size
     a = start + off
-    kind = _SPIRV if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]))
+    kind = _SPIRV if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]), walk.readers.elf_kinds)
     if kind in _LEAF_KINDS and not deep:
         leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
         images.append(leaf)
@@ -638,7 +651,7 @@ def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str
 def _walk_offloading(walk: _Walk, region: Region, section: str | None) -> None:
     from aotwheel.formats.offload import read_all
 
-    for entry in read_all(region):
+    for entry in read_all(region, walk.readers.offload_image_kinds):
         triple = entry.strings.get("triple")
         _add_image(
             walk,
@@ -656,8 +669,8 @@ def _walk_static_archive(walk: _Walk, region: Region) -> None:
 
     for m in read_ar(region):
         member = region.sub(m.offset, m.size, f"ar member {m.name!r}")
-        if sniff(member.head(64)) != _ELF:
-            continue
+        if sniff(member.head(64), walk.readers.elf_kinds) != _ELF:
+            continue  # only host objects hold .llvm.offloading (not a device binary a reader's elf_kinds names)
         for sec in open_elf(member).sections:
             if sec.name == ".llvm.offloading" and sec.size:
                 _walk_offloading(walk, member.sub(sec.offset, sec.size, "section '.llvm.offloading'"), f"{m.name}:{sec.name}")
@@ -666,7 +679,7 @@ def _walk_static_archive(walk: _Walk, region: Region) -> None:
 def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None) -> None:
     fr = walk.report
     index = len(fr.images)
-    kind = sniff(_head(region, 64))
+    kind = sniff(_head(region, 64), walk.readers.elf_kinds)
     img = Image(index, region.where(0), region.size, kind, triple, kind == _ZSTD, section)  # positional: 13k calls in an XPU env
     if offload_arch is not None:
         img.arch = offload_arch
@@ -697,7 +710,7 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
             import zstandard
 
             dctx = walk.memo["zstd-dctx"] = zstandard.ZstdDecompressor()
-        img.content = sniff(zstd.peek(region, 64, dctx))
+        img.content = sniff(zstd.peek(region, 64, dctx), walk.readers.elf_kinds)
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.
         if img.content in walk.readers.by_image_kind or img.content == _OFFLOAD or walk.deep:
             data = zstd.decompress(region)

@@ -25,10 +25,13 @@ class ImageKind(str):
     its ``ImageKind``: :func:`aotwheel.formats.sniff.sniff` says it from the magic, the backends
     from their containers.
 
-    A closed set of ``str`` constants (``ImageKind.SPIRV == "spirv"``): the report JSON keeps the
-    plain value and text output formats it as that value; the C scanner stores the equal plain
-    ``str`` in the images it makes, which compares, hashes and serialises the same.
-    ``ImageKind("spirv")`` is ``ImageKind.SPIRV`` (``ValueError`` for a value that is no kind).
+    ``str`` constants (``ImageKind.SPIRV == "spirv"``): the report JSON keeps the plain value and
+    text output formats it as that value; the C scanner stores the equal plain ``str`` in the
+    images it makes, which compares, hashes and serialises the same. An open vocabulary: the
+    attributes here are the vendor-neutral kinds, and each backend declares its own formats with
+    :meth:`declare` in its package (Intel's ``zebin`` in ``aotwheel.backends.intel.kinds``), which
+    the inspector imports with the readers. ``ImageKind("spirv")`` is ``ImageKind.SPIRV``, and a
+    declared vendor kind is found the same way (``ValueError`` for a value no one declared).
     Not an ``enum.Enum``: importing :mod:`enum` (with functools and collections) costs 3 ms of
     ``aotwheel inspect``'s start-up, whose goal leaves it 4.5 ms in all."""
 
@@ -40,15 +43,7 @@ class ImageKind(str):
     AR: ClassVar[ImageKind]  # Unix ar archive: an ocloc fat binary or a static library
     OFFLOAD: ClassVar[ImageKind]  # LLVM OffloadBinary
     BUNDLE: ClassVar[ImageKind]  # clang offload bundle (plain or CCOB-compressed)
-    ELF: ClassVar[ImageKind]  # a host ELF (shared library, executable, object)
-    ZEBIN: ClassVar[ImageKind]  # Intel GPU native binary
-    LEGACY: ClassVar[ImageKind]  # Intel GPU patch-token binary
-    CPU_AOT: ClassVar[ImageKind]  # Intel CPU AOT image (x86-64 OpenCL executable)
-    IR_ELF: ClassVar[ImageKind]  # Intel IR-only ELF (SPIR-V or LLVM IR inside)
-    FATBIN: ClassVar[ImageKind]  # NVIDIA fat binary (a whole file)
-    CUBIN: ClassVar[ImageKind]  # NVIDIA native binary (fat binary entry)
-    PTX: ClassVar[ImageKind]  # NVIDIA PTX (fat binary entry)
-    CODE_OBJECT: ClassVar[ImageKind]  # AMD HSA code object (offload bundle entry)
+    ELF: ClassVar[ImageKind]  # a host ELF (shared library, executable, object), or one no backend's ReadSpec.elf_kinds names
     UNKNOWN: ClassVar[ImageKind]
 
     def __new__(cls, value: str) -> ImageKind:
@@ -56,6 +51,21 @@ class ImageKind(str):
             return _KINDS[value]
         except (KeyError, TypeError):
             raise ValueError(f"{value!r} is not a valid ImageKind") from None
+
+    @classmethod
+    def declare(cls, value: str) -> ImageKind:
+        """The kind called ``value`` (lower case, words joined by ``-``: ``"cpu-aot"``), made on
+        its first declaration: a backend declares its formats with it (``ZEBIN =
+        ImageKind.declare("zebin")``); the same value always gives the same object, and
+        ``ImageKind(value)`` finds it from then on. Its ``name`` is the value in upper case with
+        ``_`` for ``-`` (``CPU_AOT``)."""
+        kind = _KINDS.get(value)
+        if kind is None:
+            if type(value) is not str or not value.islower() or not value.replace("-", "_").isidentifier():
+                raise ValueError(f"ImageKind.declare: {value!r} is not a kind name; use lower-case words joined by '-', as 'cpu-aot'")
+            kind = _KINDS[value] = str.__new__(cls, value)
+            _NAMES[value] = value.upper().replace("-", "_")
+        return kind
 
     @property
     def value(self) -> str:
@@ -77,15 +87,12 @@ class ImageKind(str):
         return ImageKind, (str.__str__(self),)
 
 
-_NAMES: dict[str, str] = {}
-_KINDS: dict[str, ImageKind] = {}
-for _value in ("spirv", "llvmbc", "zstd", "ar", "offload", "bundle", "elf", "zebin", "legacy", "cpu-aot", "ir-elf", "fatbin", "cubin", "ptx",
-               "code-object", "unknown"):
-    _name = _value.upper().replace("-", "_")  # ImageKind.CPU_AOT == "cpu-aot"
-    _KINDS[_value] = _kind = str.__new__(ImageKind, _value)
-    _NAMES[_value] = _name
-    setattr(ImageKind, _name, _kind)
-del _name, _value, _kind
+_NAMES: dict[str, str] = {}  # every declared kind's value -> its name
+_KINDS: dict[str, ImageKind] = {}  # every declared kind's value -> the kind
+for _value in ("spirv", "llvmbc", "zstd", "ar", "offload", "bundle", "elf", "unknown"):  # the vendor-neutral kinds
+    _kind = ImageKind.declare(_value)
+    setattr(ImageKind, _NAMES[_value], _kind)
+del _value, _kind
 if set(_NAMES.values()) != set(ImageKind.__annotations__):  # the declarations above and this table name the same kinds
     raise RuntimeError("aotwheel.model: ImageKind's table and its declarations differ")
 
@@ -149,7 +156,7 @@ class Target:
     name: str | None  # catalog name ("pvc") or CUDA arch ("sm_90"); None if unknown to the catalog
     ip: str | None  # "12.60.7"; None for NVIDIA
     member: str | None  # ar member name ("64.12.60.7", "64.bmg"), None for a bare binary
-    format: ImageKind  # ZEBIN, LEGACY, CPU_AOT, CUBIN, CODE_OBJECT
+    format: ImageKind  # a kind its backend declares: Intel's zebin, legacy, cpu-aot; NVIDIA's cubin; AMD's code-object
     size: int
     image: int  # Image.index it came from
     generic: str | None  # "bmg" for a `64.bmg` member

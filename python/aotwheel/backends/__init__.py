@@ -189,10 +189,19 @@ class ReadSpec:
     # Readers are asked in ascending ``order``, ties in the backends' registry order: a host binary's
     # images of several vendors follow that order in its report (HIP bundles before CUDA fat binaries).
     order: int
+    # Its ELF-based formats, (e_type, e_machine, kind) with None for any (formats.sniff.ElfKinds
+    # says which rule wins): the inspector names a sniffed ELF (a whole file, an image, a zstd
+    # frame's content) by them, and hands it to read_file / read_image by that kind.
+    elf_kinds: tuple[tuple[int | None, int | None, str], ...]
+    # LLVM OffloadBinary image kind numbers of its formats -> their names (OffloadEntry.image_kind).
+    offload_image_kinds: tuple[tuple[int, str], ...]
+    # What its whole files are called in the inspector's "not an ELF, wheel, ar, ..." error line.
+    formats: tuple[str, ...]
 
     def __init__(self, magic: tuple[bytes, ...] = (), file_kinds: tuple[str, ...] = (), sections: tuple[str, ...] = (),
                  image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = (),
-                 order: int = 0) -> None:
+                 order: int = 0, elf_kinds: tuple[tuple[int | None, int | None, str], ...] = (),
+                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = ()) -> None:
         self.magic = magic
         self.file_kinds = file_kinds
         self.sections = sections
@@ -200,3 +209,6 @@ class ReadSpec:
         self.ir_triples = ir_triples
         self.suffixes = suffixes
         self.order = order
+        self.elf_kinds = elf_kinds
+        self.offload_image_kinds = offload_image_kinds
+        self.formats = formats

@@ -179,7 +179,9 @@ class ImageWalk(Protocol):
 
 class Reader(Protocol):
     """A backend's binary reader: the module ``reader`` of its package (``aotwheel.backends.<vendor>.reader``),
-    which :mod:`aotwheel.backends.readers` finds through the backends' registry. Its functions take the walk first."""
+    which :mod:`aotwheel.backends.readers` finds through the backends' registry. Its functions take the walk first.
+    The kinds its spec names are the backend's own (``ImageKind.declare`` in its package, imported
+    by this module) or the vendor-neutral ones; an ELF its spec's ``elf_kinds`` names reaches it by that kind."""
 
     READS: ReadSpec
 

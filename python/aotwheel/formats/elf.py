@@ -310,11 +310,12 @@ class HostOffload:
         self.tgtsym_raw = tgtsym_raw
         self.tgtsym_prefixes = [] if tgtsym_prefixes is None else tgtsym_prefixes
 
-    def ir_only_kernels(self) -> dict[str, int]:
-        """For each native triple: how many kernels the IR triple (spir64) has that it lacks."""
+    def ir_only_kernels(self, ir_triple: str, native_triples: tuple[str, ...]) -> dict[str, int]:
+        """For each of ``native_triples`` present: how many kernels ``ir_triple`` has that it lacks
+        (the triples as ``kernels_by_triple`` names them; a backend's reader says which)."""
         if len(self.kernels_by_triple) <= 1:  # only then can a kernel lack a native image
             return {}
-        return _ir_only_kernels(_tgtsym_names(self.tgtsym_raw), self.tgtsym_prefixes)
+        return _ir_only_kernels(_tgtsym_names(self.tgtsym_raw), self.tgtsym_prefixes, ir_triple, native_triples)
 
 
 def read_host(view: ElfView, *, all_descriptors: bool = True, descriptors_up_to: int = 0, leaf_scan: bool = False) -> HostOffload:
@@ -378,26 +379,22 @@ def _per_triple(per_prefix: list[tuple[bytes, int]]) -> dict[str, int]:
     return per
 
 
-_IR_TRIPLE = "spir64"
-_NATIVE_TRIPLES = ("spir64_gen", "spir64_x86_64")
-
-
-def _ir_only_kernels(entries: list[bytes], prefixes: list[bytes]) -> dict[str, int]:
-    """``{native triple: kernels named under spir64 but not under it}`` from ``.tgtsym`` names
-    (a vllm-xpu-kernels build had 151 kernels only as spir64_gen images and 5 only as spir64).
+def _ir_only_kernels(entries: list[bytes], prefixes: list[bytes], ir_triple: str, native_triples: tuple[str, ...]) -> dict[str, int]:
+    """``{native triple: kernels named under ir_triple but not under it}`` from ``.tgtsym`` names
+    (a vllm-xpu-kernels build had 151 kernels only as native images and 5 only as IR).
     One C-speed comprehension per relevant prefix instead of a decode per name (26k in mkl)."""
     triples = {prefix: prefix.decode("utf-8", "replace").removeprefix("sycl-").removesuffix("-unknown-unknown") for prefix in prefixes}
-    if _IR_TRIPLE not in triples.values() or not set(_NATIVE_TRIPLES) & set(triples.values()):
+    if ir_triple not in triples.values() or not set(native_triples) & set(triples.values()):
         return {}  # no IR, or no native image that could lack a kernel
     names: dict[str, set[bytes]] = {}
     for prefix, triple in triples.items():
-        if triple != _IR_TRIPLE and triple not in _NATIVE_TRIPLES:
+        if triple != ir_triple and triple not in native_triples:
             continue
         head = prefix + b"."
         cut = len(head)
         names.setdefault(triple, set()).update(e[cut:] for e in entries if e.startswith(head))
-    ir = names.get(_IR_TRIPLE, set())
-    return {t: len(ir - names[t]) for t in _NATIVE_TRIPLES if t in names and ir}
+    ir = names.get(ir_triple, set())
+    return {t: len(ir - names[t]) for t in native_triples if t in names and ir}
 
 
 def _bundle_triple(sec: Section | None) -> str | None:

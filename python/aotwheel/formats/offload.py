@@ -8,9 +8,15 @@ from dataclasses import dataclass, field
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import OFFLOAD_MAGIC
 
+TYPE_CHECKING = False  # not typing's (aotwheel.records says why)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 _HEADER = "<4sIQQQ"  # magic, version, size, entry offset, entry size
 _ENTRY = "<HHIQQQQ"  # image kind, offload kind, flags, string offset, string count, image offset, image size
-IMAGE_KINDS = {0: "none", 1: "object", 2: "bitcode", 3: "cubin", 4: "fatbinary", 5: "ptx", 6: "spirv"}
+# LLVM's vendor-neutral image kinds; a vendor's (NVIDIA's 3, 4, 5) its reader declares
+# (ReadSpec.offload_image_kinds) and the inspector passes in.
+IMAGE_KINDS = {0: "none", 1: "object", 2: "bitcode", 6: "spirv"}
 OFFLOAD_KINDS = {0: "none", 1: "openmp", 2: "cuda", 4: "hip", 8: "sycl"}
 
 
@@ -24,8 +30,9 @@ class OffloadEntry:
     total_size: int = 0  # bytes this binary occupies (the next one may follow)
 
 
-def read_offload(region: Region) -> OffloadEntry:
-    """Parse one OffloadBinary at the start of ``region``."""
+def read_offload(region: Region, image_kinds: dict[int, str] | None = None) -> OffloadEntry:
+    """Parse one OffloadBinary at the start of ``region``; ``image_kinds`` names its image kind
+    number (default :data:`IMAGE_KINDS`; ``"kind N"`` for a number it lacks)."""
     magic, version, size, entry_off, entry_size = region.unpack(_HEADER, 0, "OffloadBinary header")
     if magic != OFFLOAD_MAGIC:
         raise region.error(0, "missing OffloadBinary magic 10 ff 10 ad")
@@ -40,14 +47,17 @@ def read_offload(region: Region) -> OffloadEntry:
     for i in range(nstr):
         k, v = body.unpack("<QQ", str_off + 16 * i, "OffloadBinary string entry")
         strings[_cstr(body, k)] = _cstr(body, v)
-    return OffloadEntry(IMAGE_KINDS.get(ik, f"kind {ik}"), OFFLOAD_KINDS.get(ok, f"kind {ok}"), strings, img_off, img_size, size)
+    image_kind = (IMAGE_KINDS if image_kinds is None else image_kinds).get(ik, f"kind {ik}")
+    return OffloadEntry(image_kind, OFFLOAD_KINDS.get(ok, f"kind {ok}"), strings, img_off, img_size, size)
 
 
-def read_all(region: Region) -> list[OffloadEntry]:
-    """Every OffloadBinary packed back to back (8-byte aligned) in a ``.llvm.offloading`` section."""
+def read_all(region: Region, image_kinds: Iterable[tuple[int, str]] = ()) -> list[OffloadEntry]:
+    """Every OffloadBinary packed back to back (8-byte aligned) in a ``.llvm.offloading`` section;
+    ``image_kinds`` adds the names of image kind numbers to :data:`IMAGE_KINDS` (the backends')."""
     out, pos = [], 0
+    names = {**IMAGE_KINDS, **dict(image_kinds)}
     while pos + 8 <= region.size and region.read(pos, 4, "OffloadBinary magic") == OFFLOAD_MAGIC:
-        entry = read_offload(region.sub(pos, region.size - pos, "OffloadBinary"))
+        entry = read_offload(region.sub(pos, region.size - pos, "OffloadBinary"), names)
         out.append(OffloadEntry(entry.image_kind, entry.offload_kind, entry.strings, pos + entry.image_offset, entry.image_size, entry.total_size))
         pos += (entry.total_size + 7) & ~7
         if entry.total_size == 0:

@@ -6,11 +6,14 @@ import struct
 
 from aotwheel.model import ImageKind
 
+TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 # Module constants: sniff runs once per image (14k in large libraries), an enum attribute costs more.
 _SPIRV, _LLVMBC, _ZSTD, _AR, _OFFLOAD, _BUNDLE = (ImageKind.SPIRV, ImageKind.LLVMBC, ImageKind.ZSTD, ImageKind.AR,
                                                   ImageKind.OFFLOAD, ImageKind.BUNDLE)
-_CPU_AOT, _LEGACY, _IR_ELF, _ZEBIN, _ELF, _UNKNOWN = (ImageKind.CPU_AOT, ImageKind.LEGACY, ImageKind.IR_ELF, ImageKind.ZEBIN,
-                                                      ImageKind.ELF, ImageKind.UNKNOWN)
+_ELF, _UNKNOWN = ImageKind.ELF, ImageKind.UNKNOWN
 
 SPIRV_MAGIC = b"\x03\x02\x23\x07"
 SPIRV_MAGIC_BE = b"\x07\x23\x02\x03"
@@ -22,17 +25,12 @@ BITCODE_MAGICS = (b"\xde\xc0\x17\x0b", b"BC\xc0\xde")
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
 
-EM_INTELGT = 205
-ET_OPENCL_OBJECTS = 0xFF02  # IR-only ELF (SPIR-V / LLVM IR)
-ET_OPENCL_EXECUTABLE = 0xFF04  # legacy patch-token GPU binary, or (x86-64) a CPU AOT image
-EM_X86_64 = 62
-ET_ZEBIN_EXE = 0xFF12
 
-
-def sniff(head: bytes) -> ImageKind:
-    """Classify by magic: ``spirv``, ``llvmbc``, ``zstd``, ``ar``, ``offload``, ``zebin``, ``legacy``,
-    ``cpu-aot`` (Intel CPU AOT image), ``ir-elf``, ``elf`` (a host ELF), ``bundle`` (clang offload
-    bundle, plain or ``CCOB``), or ``unknown``. ``head`` needs at least 20 bytes for ELFs."""
+def sniff(head: bytes, elf_kinds: ElfKinds | None = None) -> ImageKind:
+    """Classify by magic: ``spirv``, ``llvmbc``, ``zstd``, ``ar``, ``offload``, ``bundle`` (clang
+    offload bundle, plain or ``CCOB``), ``elf``, or ``unknown``. An ELF is ``elf`` unless
+    ``elf_kinds`` (the backends' rules, :class:`ElfKinds`) names its kind from its ``e_type`` and
+    ``e_machine``. ``head`` needs at least 20 bytes for ELFs."""
     if head[:4] in (SPIRV_MAGIC, SPIRV_MAGIC_BE):
         return _SPIRV
     if head[:4] in BITCODE_MAGICS:
@@ -46,13 +44,47 @@ def sniff(head: bytes) -> ImageKind:
     if head[:24] == BUNDLE_MAGIC or head[:4] == CCOB_MAGIC:
         return _BUNDLE
     if head[:4] == ELF_MAGIC and len(head) >= 20:
-        endian = "<" if head[5] == 1 else ">"
-        e_type, e_machine = struct.unpack_from(endian + "HH", head, 16)
-        if e_type == ET_OPENCL_EXECUTABLE:
-            return _CPU_AOT if e_machine == EM_X86_64 else _LEGACY
-        if e_type == ET_OPENCL_OBJECTS:
-            return _IR_ELF
-        if e_machine == EM_INTELGT or e_type == ET_ZEBIN_EXE:
-            return _ZEBIN
-        return _ELF
+        return _ELF if elf_kinds is None else elf_kinds.kind(head)
     return _UNKNOWN
+
+
+class ElfKinds:
+    """Which device formats are ELF files, by their header: the backends' rules
+    (:class:`aotwheel.backends.ReadSpec` ``elf_kinds``, ``(e_type, e_machine, kind)`` with
+    ``None`` for any). A rule naming both fields goes before one naming ``e_type`` only, which goes
+    before one naming ``e_machine`` only; among equals the first given wins. An ELF no rule names
+    is ``elf``. Built once per set of rules; each header's answer is kept (a library repeats a few),
+    so that naming an ELF costs one dict lookup: the inspector asks once per image."""
+
+    __slots__ = ("_both", "_by_type", "_by_machine", "_seen")
+
+    def __init__(self, rules: Iterable[tuple[int | None, int | None, ImageKind]]) -> None:
+        self._both: dict[tuple[int, int], ImageKind] = {}
+        self._by_type: dict[int, ImageKind] = {}
+        self._by_machine: dict[int, ImageKind] = {}
+        # (EI_DATA, e_type, e_machine bytes) -> kind, for the headers seen
+        self._seen: dict[tuple[int, bytes], ImageKind] = {}
+        for e_type, e_machine, kind in rules:
+            if e_type is not None and e_machine is not None:
+                self._both.setdefault((e_type, e_machine), kind)
+            elif e_type is not None:
+                self._by_type.setdefault(e_type, kind)
+            elif e_machine is not None:
+                self._by_machine.setdefault(e_machine, kind)
+            else:
+                raise ValueError(f"ElfKinds: the rule for {kind!r} names neither an e_type nor an e_machine")
+
+    def __bool__(self) -> bool:
+        return bool(self._both or self._by_type or self._by_machine)
+
+    def kind(self, head: bytes) -> ImageKind:
+        """The kind of the ELF whose first 20 or more bytes are ``head``."""
+        key = (head[5], head[16:20])
+        kind = self._seen.get(key)
+        if kind is None:
+            e_type, e_machine = struct.unpack_from("<HH" if head[5] == 1 else ">HH", head, 16)
+            kind = self._both.get((e_type, e_machine)) or self._by_type.get(e_type) or self._by_machine.get(e_machine) or _ELF
+            if len(self._seen) >= 64:  # a corrupt file may hold any number of distinct headers
+                self._seen.clear()
+            self._seen[key] = kind
+        return kind

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
 
+CODE_OBJECT = ImageKind.declare("code-object")  # an HSA code object (offload bundle entry)
+
 READS = ReadSpec(file_kinds=(ImageKind.BUNDLE,), sections=(".hip_fatbin",))  # HIP offload bundles, whole or in a host
 
 
@@ -72,7 +74,7 @@ def _walk_hip(walk: ImageWalk, region: Region, section: str | None) -> None:
                 said = {"+": "on", "-": "off"}.get(_feature_sign(e.target_id, feature) or "", "any")
                 if said != "any" and recorded not in (said, "unsupported"):
                     fr.warnings.append(f"image {img.index}: {e.id!r} says {feature} {said} but its code object says {recorded}")
-            fr.native_targets.append(Target(name=e.target_id or None, ip=None, member=e.id, format=ImageKind.CODE_OBJECT, size=e.size,
+            fr.native_targets.append(Target(name=e.target_id or None, ip=None, member=e.id, format=CODE_OBJECT, size=e.size,
                                             image=img.index, vendor=AMD, arch=e.target_id.split(":")[0] or None))
 
 

@@ -6,9 +6,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aotwheel.backends.intel.kinds import CPU_AOT
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
-from aotwheel.model import INTEL, ImageKind
+from aotwheel.model import INTEL
 from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ class IntelBackend:
 
             return self._finish(decide_cpu(file, device, binary=binary), file)
         # CPU AOT images never serve a GPU.
-        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != ImageKind.CPU_AOT]
+        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != CPU_AOT]
         ir = [k for k in file.ir if k in IR_FORMS]
         if not targets and not ir and any(t.vendor == INTEL for t in file.native_targets):
             label = str(getattr(device, "label", None) or getattr(device, "name", "device"))
@@ -131,7 +132,7 @@ class IntelBackend:
 
     def devlist_tokens(self, file: FileReport) -> list[str]:
         """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s Intel GPU images (names, else IPs)."""
-        names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != ImageKind.CPU_AOT]
+        names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != CPU_AOT]
         return list(dict.fromkeys(n for n in names if n))
 
     def covering_devlist(self, verdict: Verdict, file: FileReport | None = None) -> str | None:

@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from aotwheel.acceptable import Acceptable, Offered, first_acceptable
+from aotwheel.backends.intel.kinds import CPU_AOT
 from aotwheel.backends.intel.options import SYCL, gpu_only_options, passed_options
-from aotwheel.model import INTEL, IR_KINDS, ImageKind
+from aotwheel.model import INTEL, IR_KINDS
 from aotwheel.results import JIT, NATIVE, UNSUPPORTED, Verdict, VerdictKind
 
-CPU_FORMAT = ImageKind.CPU_AOT
+CPU_FORMAT = CPU_AOT
 SPIRV = "spirv"  # the image kind offered to the lookup for a spir64 SPIR-V (or LLVM IR) image
 RULES = {
     "cpu-aot": "a spir64_x86_64 image: compiled x86-64 code the CPU runtime loads as is",

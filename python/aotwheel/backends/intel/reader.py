@@ -9,6 +9,7 @@ Every native binary becomes one :class:`aotwheel.model.Target` named from the ca
 from __future__ import annotations
 
 from aotwheel.backends import ReadSpec
+from aotwheel.backends.intel.kinds import CPU_AOT, ELF_KINDS, ELF_LOOKUP, IR_ELF, LEGACY, ZEBIN
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
 from aotwheel.model import INTEL, Image, ImageKind, NativeTarget, Target
@@ -21,15 +22,18 @@ if TYPE_CHECKING:
     from aotwheel.backends.protocol import ImageWalk
     from aotwheel.formats.elf import ElfView, HostOffload
 
-# Whole ocloc fat binaries (an ar, when it is not a static library) and legacy binaries; embedded
-# fat binaries, zebin/legacy GPU binaries, CPU AOT images and IR-only ELFs; SYCL's spir64 images
-# are SPIR-V; a SYCL host's .tgtsym tells which kernels only the IR serves.
-READS = ReadSpec(file_kinds=(ImageKind.AR, ImageKind.LEGACY), sections=(".tgtsym",),
-                 image_kinds=(ImageKind.AR, ImageKind.ZEBIN, ImageKind.LEGACY, ImageKind.CPU_AOT, ImageKind.IR_ELF),
-                 ir_triples=(("spir64", ImageKind.SPIRV),), suffixes=(".zebin",))
 CPU_TRIPLE = "spir64_x86_64"  # the name a CPU AOT image's native target carries
+GPU_TRIPLE = "spir64_gen"  # SYCL's triple of ocloc's GPU images
+IR_TRIPLE = "spir64"  # SYCL's triple of SPIR-V images
+
+# Whole ocloc fat binaries (an ar, when it is not a static library) and legacy binaries; embedded
+# fat binaries, zebin/legacy GPU binaries, CPU AOT images and IR-only ELFs (the ELF files
+# kinds.ELF_KINDS names); SYCL's spir64 images are SPIR-V; a SYCL host's .tgtsym tells which
+# kernels only the IR serves.
+READS = ReadSpec(file_kinds=(ImageKind.AR, LEGACY), sections=(".tgtsym",), image_kinds=(ImageKind.AR, ZEBIN, LEGACY, CPU_AOT, IR_ELF),
+                 ir_triples=((IR_TRIPLE, ImageKind.SPIRV),), suffixes=(".zebin",), elf_kinds=ELF_KINDS, formats=("zebin",))
 _FASTSCAN = ("fastscan",)  # the walk's memo key of the C scanner module (or None)
-_ZEBIN, _LEGACY, _CPU_AOT, _IR_ELF, _AR = ImageKind.ZEBIN, ImageKind.LEGACY, ImageKind.CPU_AOT, ImageKind.IR_ELF, ImageKind.AR
+_ZEBIN, _LEGACY, _CPU_AOT, _IR_ELF, _AR = ZEBIN, LEGACY, CPU_AOT, IR_ELF, ImageKind.AR
 
 
 def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
@@ -48,7 +52,7 @@ def read_host(walk: ImageWalk, region: Region, view: ElfView, host: HostOffload)
     """A SYCL host binary (``.tgtsym``): the kernels that only its IR images serve."""
     fr = walk.report
     if any(t.vendor == INTEL for t in fr.native_targets):  # kernels only the IR serves matter only then
-        fr.ir_kernels_missing_from = host.ir_only_kernels()
+        fr.ir_kernels_missing_from = host.ir_only_kernels(IR_TRIPLE, (GPU_TRIPLE, CPU_TRIPLE))
 
 
 def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None) -> None:
@@ -122,7 +126,7 @@ def _walk_fat_binary(walk: ImageWalk, region: Region, img: Image, depth: int) ->
             walk.note_ir(sniff(facts))
             continue
         body = region.sub(offset, size, f"ar member {name!r}")
-        kind = sniff(body.head(64))
+        kind = sniff(body.head(64), ELF_LOOKUP)  # Intel's ELF formats by its own rules
         if name == "generic_ir":
             walk.walk_content(body, kind, img, depth + 1)
         elif kind == _ZEBIN or kind == _LEGACY:

@@ -20,15 +20,21 @@ if TYPE_CHECKING:
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
 
+FATBIN = ImageKind.declare("fatbin")  # a fat binary (a whole file)
+CUBIN = ImageKind.declare("cubin")  # a native binary (fat binary entry)
+PTX = ImageKind.declare("ptx")  # PTX (fat binary entry)
+
 # Whole fat binary files (fatbin.MAGIC_BYTES), and CUDA host binaries (fatbin.CUDA_MARKERS).
 # order=1: after the other readers, so a host binary's CUDA fat binaries follow its HIP bundles in a report.
-READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), sections=(".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"), order=1)
-_KINDS = {"cubin": ImageKind.CUBIN, "ptx": ImageKind.PTX, "unknown": ImageKind.UNKNOWN}  # fatbin.FatbinEntry.kind
+# LLVM's OffloadBinary numbers CUDA's images 3 (cubin), 4 (fatbinary), 5 (ptx).
+READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), sections=(".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"), order=1,
+                 offload_image_kinds=((3, CUBIN), (4, "fatbinary"), (5, PTX)))
+_KINDS = {"cubin": CUBIN, "ptx": PTX, "unknown": ImageKind.UNKNOWN}  # fatbin.FatbinEntry.kind
 
 
 def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
     """A raw fat binary file (its magic)."""
-    walk.report.kind = ImageKind.FATBIN
+    walk.report.kind = FATBIN
     _walk_cuda(walk, region, None)
     return True
 
@@ -129,5 +135,5 @@ def _add_cuda(walk: ImageWalk, region: Region, groups: list[tuple[str | None, Se
                 if kind in ("cubin", "ptx"):
                     region_payload(region, e)  # raises, one line, for a damaged or oversized entry
             if kind == "cubin":
-                natives.append(Target(target, None, None, ImageKind.CUBIN, stored, index, vendor=NVIDIA, arch=target))
+                natives.append(Target(target, None, None, CUBIN, stored, index, vendor=NVIDIA, arch=target))
             index += 1
