@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import mmap
 import struct
 
 from aotwheel.errors import InspectError
@@ -11,9 +10,11 @@ from aotwheel.records import record
 
 TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
 if TYPE_CHECKING:
+    import mmap
     from typing import Any
 
-Buffer = bytes | bytearray | memoryview | mmap.mmap
+    Buffer = bytes | bytearray | memoryview | mmap.mmap
+
 
 _FIX = "the file is corrupt or truncated; rebuild or re-download it"
 

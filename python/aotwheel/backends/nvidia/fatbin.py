@@ -23,7 +23,6 @@ when it is not built or ``AOTWHEEL_NO_FASTSCAN=1``, and answer the same (tests/t
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 
@@ -468,6 +467,8 @@ def read_fatbin(path: str | os.PathLike[str]) -> Fatbin | None:
     with open(name, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             return None
+        import mmap
+
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             region = Region(mm, name)
             return _read_region(region, name)
@@ -516,6 +517,8 @@ def entry_payload(path: str | os.PathLike[str], entry: FatbinEntry, *, decompres
     declares or produces more than ``cap`` bytes.
     """
     name = os.fspath(path)
+    import mmap
+
     with open(name, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         return region_payload(Region(mm, name), entry, decompress=decompress, cap=cap)
 
