@@ -199,8 +199,8 @@ def test_override_bypasses_probes(monkeypatch):
 def test_merge_lists_one_gpu_per_device_and_keeps_cpus():
     from aotwheel.probe import ProbedDevice, ProbeResult, merge
 
-    ze = ProbeResult("levelzero", [ProbedDevice("Arc A770", "levelzero", ip="12.55.8")])
-    ocl = ProbeResult("opencl", [ProbedDevice("Arc A770", "opencl", ip="12.55.8"),
+    ze = ProbeResult("levelzero", [ProbedDevice("Arc A770", "levelzero", vendor="intel", ip="12.55.8")])
+    ocl = ProbeResult("opencl", [ProbedDevice("Arc A770", "opencl", vendor="intel", ip="12.55.8"),
                                  ProbedDevice("Xeon", "opencl", kind="cpu", vendor="intel")])
     merged = merge([ze, ocl])
     assert [(d.backend, d.kind) for d in merged] == [("levelzero", "gpu"), ("opencl", "cpu")]

@@ -27,6 +27,7 @@ from aotwheel.backends import ReadSpec
 from aotwheel.model import ImageKind, Target
 
 XDEV_ELF = ImageKind.declare("xdev-elf")  # its ELF-based format: e_machine 0x7de7
+XDEV_IR = ImageKind.declare("xdev-ir", label="XDEV IR")  # an IR its driver JIT-compiles
 READS = ReadSpec(magic=(b"XDEVCODE",), sections=(".xdev_code",), file_kinds=(XDEV_ELF,), image_kinds=(XDEV_ELF,),
                  elf_kinds=((None, 0x7DE7, XDEV_ELF),), formats=("xdev binary",))
 CALLS = []
@@ -100,6 +101,27 @@ def test_a_registered_reader_gets_a_whole_file_by_its_magic(tmp_path, xdev_reade
     fr = inspect(blob).files[0]
     assert (fr.kind, [(t.name, t.vendor, t.size) for t in fr.native_targets]) == ("xdev", [("xdev1", "xdev", 64)])
     assert xdev_reader.CALLS == [None]
+
+
+def test_a_registered_readers_ir_label_and_ip_column_come_from_its_package(tmp_path, xdev_reader):
+    from aotwheel.backends import with_ip_versions
+    from aotwheel.cli.inspect import render
+    from aotwheel.model import ir_labels
+    from aotwheel.report import ir_name
+
+    assert ir_labels()["xdev-ir"] == "XDEV IR"
+    assert (ir_name("xdev-ir"), ir_name("xdev-ir v2"), ir_name("spirv"), ir_name("ptx compute_90")) == ("XDEV IR", "XDEV IR v2", "SPIR-V", "PTX compute_90")
+    assert "xdev" not in with_ip_versions() and "intel" in with_ip_versions()
+    blob = tmp_path / "kernels.xdev"
+    blob.write_bytes(b"XDEVCODE" + bytes(56))
+    rows = [line.split() for line in render(inspect(blob), show_all=True).splitlines()]
+    assert [r[:3] for r in rows if r[0] == "xdev1"] == [["xdev1", "-", "-"]]  # no IP versions: "-", not "?" (not read)
+    from aotwheel.model import Target
+    from aotwheel.report import FileReport, Report
+
+    cpu = Target(name="spir64_x86_64", ip=None, member=None, format=intel_kinds.CPU_AOT, size=10, image=0, vendor="intel")
+    rows = [line.split() for line in render(Report("lib.so", [FileReport("lib.so", [cpu], [], [], None)]), show_all=True).splitlines()]
+    assert [r[:3] for r in rows if r[0] == "spir64_x86_64"] == [["spir64_x86_64", "?", "-"]]  # Intel's targets have IP versions: not read
 
 
 def test_an_unclaimed_magic_is_an_error_naming_the_file(tmp_path):

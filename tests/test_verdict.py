@@ -135,7 +135,7 @@ def test_device_without_ip_is_unknown_unless_binary_is_jit_only():
     from aotwheel.backends.intel.rules import decide
     from aotwheel.probe import ProbedDevice
 
-    gpu = ProbedDevice("Some Intel GPU", "sycl")
+    gpu = ProbedDevice("Some Intel GPU", "sycl", vendor="intel")
     assert decide([_zebin("12.60.7", PVC_MEMBER, name="pvc")], ["spirv"], gpu).verdict == "unknown"
     assert decide([], ["spirv"], gpu).verdict == "jit"
     assert decide([], [], gpu).verdict == "unsupported"

@@ -83,7 +83,7 @@ def _unusable(why):
 
 
 def targets():
-    """Native targets embedded in the extension, every vendor's: Intel catalog names or IP versions, NVIDIA sm_XY."""
+    """Native targets embedded in the extension, every vendor's, as aotwheel.aot.targets() names them."""
     if "targets" not in _done:
         api, path = _api(), _path()
         _done["targets"] = api.targets(path) if api is not None and path else ()

@@ -159,7 +159,10 @@ class _mapped:  # lower case: used as a function, `with _mapped(path) as region:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
-        self.fh = self.mm = self.registered = None
+        # What a mapped file holds until __exit__ (an open file, its map, the C scanners' registration).
+        self.fh: Any = None
+        self.mm: Any = None
+        self.registered: Any = None
 
     def __enter__(self) -> Region:
         label = os.fspath(self.path)
@@ -197,9 +200,9 @@ class _mapped:  # lower case: used as a function, `with _mapped(path) as region:
         if self.fh is None:  # read whole: nothing held
             return
         try:
-            self.registered.__exit__(*exc)  # type: ignore[attr-defined]
+            self.registered.__exit__(*exc)
             try:
-                self.mm.close()  # type: ignore[attr-defined]
+                self.mm.close()
             except BufferError:
                 pass  # a memoryview still exported; the map is freed with its last view
         finally:

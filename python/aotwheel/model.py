@@ -17,8 +17,6 @@ TYPE_CHECKING = False  # not typing's (see above)
 if TYPE_CHECKING:
     from typing import ClassVar
 
-INTEL, NVIDIA, AMD = "intel", "nvidia", "amd"
-
 
 class ImageKind(str):
     """What a blob of device code (or a whole input file) is, as LLVM's ``OffloadBinary`` names
@@ -53,18 +51,24 @@ class ImageKind(str):
             raise ValueError(f"{value!r} is not a valid ImageKind") from None
 
     @classmethod
-    def declare(cls, value: str) -> ImageKind:
+    def declare(cls, value: str, *, label: str | None = None) -> ImageKind:
         """The kind called ``value`` (lower case, words joined by ``-``: ``"cpu-aot"``), made on
         its first declaration: a backend declares its formats with it (``ZEBIN =
         ImageKind.declare("zebin")``); the same value always gives the same object, and
         ``ImageKind(value)`` finds it from then on. Its ``name`` is the value in upper case with
-        ``_`` for ``-`` (``CPU_AOT``)."""
+        ``_`` for ``-`` (``CPU_AOT``).
+
+        ``label`` declares the kind an IR that a driver JIT-compiles, written that way in
+        ``aotwheel inspect``'s output (``"SPIR-V"``; a backend's own IR too: ``"PTX"``);
+        :func:`ir_labels` lists them."""
         kind = _KINDS.get(value)
         if kind is None:
             if type(value) is not str or not value.islower() or not value.replace("-", "_").isidentifier():
                 raise ValueError(f"ImageKind.declare: {value!r} is not a kind name; use lower-case words joined by '-', as 'cpu-aot'")
             kind = _KINDS[value] = str.__new__(cls, value)
             _NAMES[value] = value.upper().replace("-", "_")
+        if label is not None:
+            _LABELS[value] = label
         return kind
 
     @property
@@ -89,15 +93,25 @@ class ImageKind(str):
 
 _NAMES: dict[str, str] = {}  # every declared kind's value -> its name
 _KINDS: dict[str, ImageKind] = {}  # every declared kind's value -> the kind
-for _value in ("spirv", "llvmbc", "zstd", "ar", "offload", "bundle", "elf", "unknown"):  # the vendor-neutral kinds
-    _kind = ImageKind.declare(_value)
+_LABELS: dict[str, str] = {}  # IR kinds' values -> how people write them, in declaration order
+_NEUTRAL = (("spirv", "SPIR-V"), ("llvmbc", "LLVM bitcode"), ("zstd", None), ("ar", None), ("offload", None), ("bundle", None), ("elf", None),
+            ("unknown", None))
+for _value, _label in _NEUTRAL:  # the vendor-neutral kinds
+    _kind = ImageKind.declare(_value, label=_label)
     setattr(ImageKind, _NAMES[_value], _kind)
-del _value, _kind
+del _value, _label, _kind
 if set(_NAMES.values()) != set(ImageKind.__annotations__):  # the declarations above and this table name the same kinds
     raise RuntimeError("aotwheel.model: ImageKind's table and its declarations differ")
 
 
 IR_KINDS = (ImageKind.SPIRV, ImageKind.LLVMBC)  # vendor-neutral IR a driver JIT-compiles
+
+
+def ir_labels() -> dict[str, str]:
+    """Every IR kind declared so far (the vendor-neutral ones, then those of the backends whose
+    readers are imported) -> how people write it: ``{"spirv": "SPIR-V", "llvmbc": "LLVM bitcode",
+    "ptx": "PTX"}``, in declaration order."""
+    return dict(_LABELS)
 
 
 @record(slots=True)  # no per-instance __dict__: large libraries carry 14k images

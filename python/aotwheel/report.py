@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from aotwheel.model import Image, ImageKind, Target
+from aotwheel.model import Image, ImageKind, Target, ir_labels
 from aotwheel.records import asdict, record
 
 TYPE_CHECKING = False  # not typing's: inspecting a library imports this module (aotwheel.records says why)
@@ -115,22 +115,36 @@ class Report:
         return {"schema": SCHEMA, "path": self.path, "files": [asdict(f) for f in self.files]}
 
 
-IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode"}
+# IR kind -> what the summary adds after its name when a binary carries that IR only inside
+# another format's container (no image of its own): declared by the reader whose container it is.
+_CONTAINED_IR_NOTES: dict[str, str] = {}
+
+
+def note_contained_ir(kind: str, note: str) -> None:
+    """Declare what IR of ``kind`` found only inside a reader's containers serves: the summary line
+    writes ``SPIR-V (note)`` for a binary with no ``kind`` image of its own (Intel's reader: the
+    SPIR-V of a GPU fat binary's ``generic_ir`` member, which the runtime never hands to a CPU)."""
+    _CONTAINED_IR_NOTES[kind] = note
 
 
 def ir_name(form: str) -> str:
-    """How people write an IR form: ``SPIR-V``, ``PTX compute_90``."""
+    """How people write an IR form (``SPIR-V``, ``PTX compute_90``): the label its kind was
+    declared with (:meth:`aotwheel.model.ImageKind.declare`), then the target if any."""
     kind, _, arch = form.partition(" ")
-    return IR_NAMES.get(form) or (f"PTX {arch}" if kind == "ptx" and arch else form)
+    label = ir_labels().get(kind)
+    if label is None:
+        return form
+    return f"{label} {arch}" if arch else label if form == kind else form
 
 
 def summary(fr: FileReport) -> str:
     """One true line for every vendor: ``native: pvc, sm_90 · JIT fallback: SPIR-V, PTX compute_90 · 37 distinct kernel functions``."""
     parts = [f"native: {', '.join(fr.target_names()) or 'none'}"]
     names = [ir_name(k) for k in fr.ir]
-    if "spirv" in fr.ir and not any(ImageKind.SPIRV in (i.kind, i.content) for i in fr.images):
-        # Only a GPU fat binary's generic_ir: the runtime never hands it to a CPU (issue 14).
-        names[fr.ir.index("spirv")] += " (generic_ir: Intel GPUs only)"
+    for at, form in enumerate(fr.ir):
+        note = _CONTAINED_IR_NOTES.get(form)
+        if note is not None and not any(form in (i.kind, i.content) for i in fr.images):
+            names[at] += f" ({note})"  # e.g. only in a GPU fat binary: the runtime never hands it to a CPU (issue 14)
     parts.append(f"JIT fallback: {', '.join(names) or 'none'}")
     if fr.kernels is not None:
         parts.append(f"{fr.kernels} distinct kernel function{'s' if fr.kernels != 1 else ''}")

@@ -108,7 +108,7 @@ class ProbedDevice:
     name: str
     backend: str  # the probe's name ("levelzero", "opencl", "cuda", ...) or "override"
     kind: str = "gpu"
-    vendor: str = "intel"
+    vendor: str = ""  # the backend whose driver runs it (its probe names it); "" for none
     ip: str | None = None
     catalog: str | None = None
     pci_id: int | None = None

@@ -340,11 +340,12 @@ def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = N
 
 
 def _device_key(device: Any, verdict: Verdict) -> str:
-    """Identity to warn once per device: the probe's key, or the CUDA target for NVIDIA GPUs."""
-    key = getattr(device, "key", None) or verdict.device
-    if verdict.vendor == "nvidia":
-        key = f"{getattr(device, 'backend', 'cuda')}:{getattr(device, 'index', 0)}:{getattr(device, 'catalog', '')}"
-    return str(key)
+    """Identity to warn once per device: the verdict's backend's (:meth:`Backend.device_key`), else
+    the probe's key."""
+    from aotwheel import backends
+
+    own = backends.get(verdict.vendor).device_key(device) if verdict.vendor in backends.names() else None
+    return str(own if own is not None else getattr(device, "key", None) or verdict.device)
 
 
 def _matches(verdict: Verdict, device: Any) -> bool:

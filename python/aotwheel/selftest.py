@@ -240,7 +240,7 @@ def run(modules: list[Module]) -> list[DeviceResult]:
     else:
         why = "platforms without devices"
     if not pairs:
-        raise AotwheelError(f"no OpenCL device ({why}); install Intel's CPU runtime: pip install intel-opencl-rt tbb intel-cmplr-lib-rt")
+        raise AotwheelError(f"no OpenCL device ({why}); {vendor.opencl_runtime}")
     targets = {m.source: _fat_targets(m.fatbinary) for m in modules}
     results: list[DeviceResult] = []
     for index, (platform, cdev) in enumerate(pairs):

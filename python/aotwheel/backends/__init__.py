@@ -134,6 +134,14 @@ def for_opencl() -> OpenClSupport:
     raise LookupError("no registered backend loads OpenCL programs")
 
 
+def with_ip_versions() -> frozenset[str]:
+    """Backends whose native targets have IP versions (their reader's ``READS.ip_versions``):
+    ``aotwheel inspect``'s IP column says "?" for one it could not read, "-" for the others."""
+    from aotwheel.backends import readers
+
+    return frozenset(name for name, module in zip(readers.names(), readers.all_readers()) if module.READS.ip_versions)
+
+
 def spirv_compiler() -> str:
     """The module of the backend that compiles SPIR-V ahead of time (its optional ``spirv_compiler``:
     ``compile_spirv_report(spirv, devlist, *, resolve, ...)`` and ``aotwheel compile``'s options,
@@ -197,11 +205,14 @@ class ReadSpec:
     offload_image_kinds: tuple[tuple[int, str], ...]
     # What its whole files are called in the inspector's "not an ELF, wheel, ar, ..." error line.
     formats: tuple[str, ...]
+    # Its native targets have IP versions (Target.ip): ``aotwheel inspect``'s IP column shows "?"
+    # for one it could not read, and "-" (does not apply) for the other vendors' targets.
+    ip_versions: bool
 
     def __init__(self, magic: tuple[bytes, ...] = (), file_kinds: tuple[str, ...] = (), sections: tuple[str, ...] = (),
                  image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = (),
                  order: int = 0, elf_kinds: tuple[tuple[int | None, int | None, str], ...] = (),
-                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = ()) -> None:
+                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (), ip_versions: bool = False) -> None:
         self.magic = magic
         self.file_kinds = file_kinds
         self.sections = sections
@@ -212,3 +223,4 @@ class ReadSpec:
         self.elf_kinds = elf_kinds
         self.offload_image_kinds = offload_image_kinds
         self.formats = formats
+        self.ip_versions = ip_versions

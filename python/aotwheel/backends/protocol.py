@@ -249,6 +249,12 @@ class Backend(Protocol):
         """What to rebuild with so that the verdict's device runs native code (``""`` if nothing)."""
         ...
 
+    def device_key(self, device: Any) -> str | None:
+        """The identity under which the run-time check warns once about one of this vendor's
+        ``device`` (NVIDIA: the probe, the device index and its target), or ``None`` for the
+        device's own ``key`` (kind and IP version, else name)."""
+        ...
+
     def prepare_probes(self) -> None:
         """Make this vendor's probes see what the user's runtime sees (Intel: the CPU OpenCL
         runtime installed from PyPI); called by the CLI before it probes."""
@@ -310,6 +316,7 @@ class OpenClSupport(Protocol):
     :func:`aotwheel.backends.for_opencl`, for every OpenCL device, whatever its vendor."""
 
     opencl_images: OpenClImages  # which embedded images and files are its fat binaries and SPIR-V
+    opencl_runtime: str  # how to get an OpenCL device where there is none (the selftest's error line)
 
     def opencl_device(self, cl: Any, platform: Any, device: Any, index: int = 0) -> ProbedDevice:
         """A pyopencl ``device`` of ``platform`` as this backend's rules read it (kind, IP, driver)."""

@@ -99,10 +99,13 @@ def summary(fr: FileReport) -> str:
 
 
 def _table(fr: FileReport) -> list[str]:
+    from aotwheel.backends import with_ip_versions
+
     # Aggregate over images: a library often carries the same targets in hundreds of images.
     rows: dict[tuple[str, ...], list[int]] = {}
+    has_ip = with_ip_versions()  # an IP version not read: "?"; a vendor without them: "-"
     for t in fr.native_targets:
-        key = (t.name or "?", t.ip or ("?" if t.vendor == "intel" else "-"), t.member or "-", t.format, t.core or "")
+        key = (t.name or "?", t.ip or ("?" if t.vendor in has_ip else "-"), t.member or "-", t.format, t.core or "")
         agg = rows.setdefault(key, [0, 0])
         agg[0] += 1
         agg[1] += t.size
@@ -120,11 +123,12 @@ def _size(n: int) -> str:
     return str(n)
 
 
-_IR_NAMES = {"spirv": "SPIR-V", "llvmbc": "LLVM bitcode", "ptx": "PTX"}  # image kind -> what `inspect` prints
-
-
 def render(report: Report, *, show_all: bool = False) -> str:
     """Human output: a compact table and a summary line per binary with device code."""
+    from aotwheel.model import ir_labels
+    from aotwheel.report import ir_name
+
+    ir_kinds = ir_labels()  # the IR image kinds (the backends' too: the inspect that made the report imported their readers)
     out: list[str] = []
     quiet = [f for f in report.files if not f.images and not f.error]
     for fr in report.files:
@@ -134,13 +138,13 @@ def render(report: Report, *, show_all: bool = False) -> str:
         if not fr.images and not show_all:
             continue
         out.append(fr.path)
-        ir_forms = [next(k for k in _IR_NAMES if k in (i.kind, i.content)) for i in fr.images if set(_IR_NAMES) & {i.kind, i.content}]
+        ir_forms = [next(k for k in ir_kinds if k in (i.kind, i.content)) for i in fr.images if set(ir_kinds) & {i.kind, i.content}]
         ir_images = len(ir_forms)
         compressed = sum(1 for i in fr.images if i.compressed)
         # Say what each number counts: embedded images (native code vs IR for JIT), not kernels;
         # and name the IR forms these images hold, not every form there is.
         native_images = len(fr.images) - ir_images
-        forms = ", ".join(_IR_NAMES[k] for k in _IR_NAMES if k in ir_forms)
+        forms = ", ".join(ir_name(k) for k in ir_kinds if k in ir_forms)
         detail = (f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT"
                   + (f" ({forms})" if forms else ""))
         if compressed:

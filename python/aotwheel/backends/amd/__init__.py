@@ -8,5 +8,6 @@ probes AMD devices (no ROCm here); AMD devices are named with ``--device gfx90a`
 ``AOTWHEEL_DEVICE``.
 """
 
-# Empty on purpose, as every vendor package: importing one of its modules must not import
-# the backend object (``backend.BACKEND``) and the data model it needs.
+# Only this backend's name here, on purpose: build steps import sub-modules of this package once
+# per edge, and the backend object (``backend.BACKEND``) imports the data model they do not need.
+AMD = "amd"  # the registry's key, and the ``vendor`` of this backend's targets, devices and verdicts

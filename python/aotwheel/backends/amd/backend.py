@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aotwheel.backends.amd import AMD
 from aotwheel.backends.protocol import FormatOption, ToolOption
-from aotwheel.model import AMD
 from aotwheel.results import NATIVE, Verdict
 
 if TYPE_CHECKING:
@@ -79,6 +79,9 @@ class AmdBackend:
     def selftest(self, binary: str) -> list[Any]:
         """Nothing to run: aotwheel has no HIP runtime binding and no AMD GPU is reachable here."""
         return []
+
+    def device_key(self, device: Any) -> str | None:
+        return None  # the device's own key
 
     def remedy(self, verdict: Verdict) -> str:
         from aotwheel.backends.amd.targets import parse_target_id

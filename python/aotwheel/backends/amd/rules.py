@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from aotwheel.acceptable import Acceptable, Offered, first_acceptable
+from aotwheel.backends.amd import AMD
 from aotwheel.backends.amd.targets import FEATURES, GENERIC, TargetId, parse_target_id, runs_on
-from aotwheel.model import AMD
 from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
 
 SPIRV_IR = "amdgcnspirv"  # the IR form a bundle's spirv64-amd-amdhsa entry gives

@@ -9,5 +9,6 @@ Sub-packages: ``probes`` (Level Zero, OpenCL, SYCL, torch.xpu device probes) and
 open toolchain's build steps: clang -> SPIR-V, ocloc jobs, fat binaries, ``aotwheel compile``).
 """
 
-# Empty on purpose: build steps import sub-modules of this package once per edge, and
-# the backend object (``backend.BACKEND``) imports the data model they do not need.
+# Only this backend's name here, on purpose: build steps import sub-modules of this package once
+# per edge, and the backend object (``backend.BACKEND``) imports the data model they do not need.
+INTEL = "intel"  # the registry's key, and the ``vendor`` of this backend's targets, devices and verdicts

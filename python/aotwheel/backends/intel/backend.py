@@ -6,10 +6,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.kinds import CPU_AOT
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
-from aotwheel.model import INTEL
 from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class IntelBackend:
     # The loader's view of an extension's images (the SYCL triples of the embedding, build/embed.py)
     # and of a file it is handed: an ocloc fat binary is an ar archive.
     opencl_images = OpenClImages(native="spir64_gen", ir="spir64", native_magic=b"!<arch>\n", native_name="an ocloc fat binary")
+    opencl_runtime = "install Intel's CPU runtime: pip install intel-opencl-rt tbb intel-cmplr-lib-rt"
 
     def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         from aotwheel.backends.intel import grammar
@@ -45,7 +46,7 @@ class IntelBackend:
         from aotwheel.results import ProbedDevice
 
         _, targets = grammar.lookup(token, raw, (), load_catalog())
-        return [ProbedDevice(name=d.name, backend="override", kind="gpu", ip=d.ip, catalog=d.name, spirv=True) for d in targets]
+        return [ProbedDevice(name=d.name, backend="override", kind="gpu", vendor=INTEL, ip=d.ip, catalog=d.name, spirv=True) for d in targets]
 
     def owns_token(self, token: str) -> bool:
         from aotwheel.backends.intel.grammar import owns_token
@@ -151,6 +152,9 @@ class IntelBackend:
 
             return rebuild_devlist(file, INTEL, names)
         return ",".join(names)
+
+    def device_key(self, device: Any) -> str | None:
+        return None  # the device's own key
 
     def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
         devlist = self.covering_devlist(verdict, file)

@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from aotwheel.acceptable import Acceptable, Offered, first_acceptable
+from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.kinds import CPU_AOT
 from aotwheel.backends.intel.options import SYCL, gpu_only_options, passed_options
-from aotwheel.model import INTEL, IR_KINDS
+from aotwheel.model import IR_KINDS
 from aotwheel.results import JIT, NATIVE, UNSUPPORTED, Verdict, VerdictKind
 
 CPU_FORMAT = CPU_AOT

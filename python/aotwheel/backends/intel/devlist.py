@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from aotwheel.backends.intel import grammar
+from aotwheel.backends.intel import INTEL, grammar
 from aotwheel.backends.intel.catalog import Catalog, Device, load_catalog
 from aotwheel.backends.protocol import DevlistExamples
-from aotwheel.model import INTEL
 
 TOOL = "ocloc"  # aotwheel resolve --toolchain ocloc / --ocloc PATH
 EXAMPLES = DevlistExamples(device="pvc", devices="pvc,acm-g10", family="dg2", families="dg2 or xe-hpc")

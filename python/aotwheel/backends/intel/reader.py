@@ -9,10 +9,12 @@ Every native binary becomes one :class:`aotwheel.model.Target` named from the ca
 from __future__ import annotations
 
 from aotwheel.backends import ReadSpec
+from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.kinds import CPU_AOT, ELF_KINDS, ELF_LOOKUP, IR_ELF, LEGACY, ZEBIN
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
-from aotwheel.model import INTEL, Image, ImageKind, NativeTarget, Target
+from aotwheel.model import Image, ImageKind, NativeTarget, Target
+from aotwheel.report import note_contained_ir
 
 TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)
 if TYPE_CHECKING:
@@ -31,7 +33,11 @@ IR_TRIPLE = "spir64"  # SYCL's triple of SPIR-V images
 # kinds.ELF_KINDS names); SYCL's spir64 images are SPIR-V; a SYCL host's .tgtsym tells which
 # kernels only the IR serves.
 READS = ReadSpec(file_kinds=(ImageKind.AR, LEGACY), sections=(".tgtsym",), image_kinds=(ImageKind.AR, ZEBIN, LEGACY, CPU_AOT, IR_ELF),
-                 ir_triples=((IR_TRIPLE, ImageKind.SPIRV),), suffixes=(".zebin",), elf_kinds=ELF_KINDS, formats=("zebin",))
+                 ir_triples=((IR_TRIPLE, ImageKind.SPIRV),), suffixes=(".zebin",), elf_kinds=ELF_KINDS, formats=("zebin",),
+                 ip_versions=True)
+# SPIR-V that a binary carries only inside a GPU fat binary (its generic_ir member, or an IR-only
+# ELF): the runtime never hands it to a CPU (issue 14).
+note_contained_ir(ImageKind.SPIRV, "generic_ir: Intel GPUs only")
 _FASTSCAN = ("fastscan",)  # the walk's memo key of the C scanner module (or None)
 _ZEBIN, _LEGACY, _CPU_AOT, _IR_ELF, _AR = ZEBIN, LEGACY, CPU_AOT, IR_ELF, ImageKind.AR
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aotwheel.model import INTEL
+from aotwheel.backends.intel import INTEL
 
 NAMESPACE = "aotwheel_intel"
 FEATURE = "image"

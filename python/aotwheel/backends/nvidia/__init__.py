@@ -9,5 +9,6 @@ driver's loading rules), ``fatbin`` (the ``.nv_fatbin`` reader), ``nvcc`` (the t
 ``cmake/aotwheel-cuda.cmake`` runs.
 """
 
-# Empty on purpose: build steps import sub-modules of this package once per edge, and
-# the backend object (``backend.BACKEND``) imports the data model they do not need.
+# Only this backend's name here, on purpose: build steps import sub-modules of this package once
+# per edge, and the backend object (``backend.BACKEND``) imports the data model they do not need.
+NVIDIA = "nvidia"  # the registry's key, and the ``vendor`` of this backend's targets, devices and verdicts

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.backends.protocol import FormatOption, ProbeSpec, ToolOption
-from aotwheel.model import NVIDIA
 from aotwheel.results import NATIVE, UNSUPPORTED, Verdict
 
 if TYPE_CHECKING:
@@ -105,6 +105,10 @@ class NvidiaBackend:
         from aotwheel.backends import rebuild_devlist
 
         return f"rebuild with USE_AOT_DEVLIST={rebuild_devlist(file, NVIDIA, self.devlist_tokens(file, arch))}"
+
+    def device_key(self, device: Any) -> str | None:
+        """The CUDA target of the device the probe found at that index (two GPUs of one name can differ)."""
+        return f"{getattr(device, 'backend', 'cuda')}:{getattr(device, 'index', 0)}:{getattr(device, 'catalog', '')}"
 
     def remedy(self, verdict: Verdict) -> str:
         """From the verdict alone (no file at hand): its targets, the device's arch added."""

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.backends.nvidia import targets as cuda
 from aotwheel.errors import DevlistError
-from aotwheel.model import NVIDIA
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ per cubin/PTX entry; cubins are native targets, PTX an IR form ``ptx compute_XY`
 from __future__ import annotations
 
 from aotwheel.backends import ReadSpec
-from aotwheel.model import NVIDIA, Image, ImageKind, Target
+from aotwheel.backends.nvidia import NVIDIA
+from aotwheel.model import Image, ImageKind, Target
 from aotwheel.report import CudaModule
 
 TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 FATBIN = ImageKind.declare("fatbin")  # a fat binary (a whole file)
 CUBIN = ImageKind.declare("cubin")  # a native binary (fat binary entry)
-PTX = ImageKind.declare("ptx")  # PTX (fat binary entry)
+PTX = ImageKind.declare("ptx", label="PTX")  # PTX (fat binary entry): IR the driver JIT-compiles
 
 # Whole fat binary files (fatbin.MAGIC_BYTES), and CUDA host binaries (fatbin.CUDA_MARKERS).
 # order=1: after the other readers, so a host binary's CUDA fat binaries follow its HIP bundles in a report.

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, CudaTarget, cuda_verdict, parse_cuda_target, target_from_name
-from aotwheel.model import NVIDIA
 from aotwheel.results import Verdict
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from aotwheel.model import NVIDIA
+from aotwheel.backends.nvidia import NVIDIA
 
 NAMESPACE = "nvidia"
 FEATURE = "sm_arch"

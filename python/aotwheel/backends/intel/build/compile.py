@@ -122,7 +122,7 @@ def check_spirv(spirv: bytes) -> None:
 def intel_devices(dl: Any) -> Any:
     """``dl`` (a resolved device list) when it names Intel devices only: SPIR-V has no NVIDIA
     path through ocloc."""
-    from aotwheel.model import INTEL
+    from aotwheel.backends.intel import INTEL
 
     other = next((p for p in dl.parts if p.vendor != INTEL and p.listed), None)  # another vendor's targets
     if other is not None:

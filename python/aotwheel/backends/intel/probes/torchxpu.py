@@ -8,6 +8,7 @@ intel/llvm has encoded Intel GPUs two ways: the IP version u32 itself (``intel_g
 
 from __future__ import annotations
 
+from aotwheel.backends.intel import INTEL
 from aotwheel.results import ProbedDevice, ProbeResult
 
 
@@ -46,6 +47,6 @@ def probe() -> ProbeResult:
         arch = getattr(props, "architecture", None)
         ip = ip_from_sycl_architecture(int(arch)) if isinstance(arch, int) else None
         known = catalog.by_ip(ip) if ip else None
-        devices.append(ProbedDevice(name=str(props.name), backend="torchxpu", kind="gpu", ip=ip,
+        devices.append(ProbedDevice(name=str(props.name), backend="torchxpu", kind="gpu", vendor=INTEL, ip=ip,
                                     catalog=known.name if known else None, index=i, spirv=True))
     return ProbeResult("torchxpu", devices, "" if devices else "torch.xpu reports no device")
