@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from aotwheel.buildsteps.values import place
 from aotwheel.config import DEFAULT_DEVLIST
 from aotwheel.config import flag as env_flag
 from aotwheel.errors import DevlistError
@@ -137,16 +138,6 @@ class DevList:
         return place(core, [f for p in self.parts for f in p.fields()])
 
 
-def place(core: Mapping[str, object], extra: Sequence[tuple[str, str, object]]) -> dict[str, object]:
-    """``core``'s keys with each ``(after, key, value)`` of ``extra`` placed after the key
-    ``after`` (at the end if there is none): the JSON's key order predates the split into
-    backends, and CMake's input stays byte-identical."""
-    out: dict[str, object] = {}
-    for key, value in core.items():
-        out[key] = value
-        out.update({k: v for after, k, v in extra if after == key})
-    out.update({k: v for after, k, v in extra if after not in core})
-    return out
 
 
 Detector = Callable[[], Sequence[str]]

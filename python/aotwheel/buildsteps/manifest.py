@@ -10,6 +10,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from aotwheel.buildsteps.values import place
+
 SCHEMA = 1
 
 
@@ -68,17 +70,6 @@ def vendor_parts(*, devlist: dict, toolchain: dict, options: str, images: list[d
     return parts
 
 
-def _place(core: dict[str, object], extra: list[tuple[str, str, object]]) -> dict[str, object]:
-    """``core``'s keys with each ``(after, key, value)`` of ``extra`` placed after the key
-    ``after`` (at the end if there is none): the manifest's key order predates the backends."""
-    out: dict[str, object] = {}
-    for key, value in core.items():
-        out[key] = value
-        out.update({k: v for after, k, v in extra if after == key})
-    out.update({k: v for after, k, v in extra if after not in core})
-    return out
-
-
 def build_manifest(
     *,
     name: str,
@@ -100,12 +91,12 @@ def build_manifest(
         "schema": SCHEMA,
         "generator": f"aotwheel {__version__}",
         "name": name,
-        "devlist": _place(core_devlist, [f for p in parts for f in p.get("devlist", ())]),
+        "devlist": place(core_devlist, [f for p in parts for f in p.get("devlist", ())]),
         "toolchain": {k: v for k, v in toolchain.items() if k not in private},
         "images": [entry for p in parts for entry in p.get("images", ())],
         "kernels": kernels,
     }
-    return _place(doc, [f for p in parts for f in p.get("fields", ())])
+    return place(doc, [f for p in parts for f in p.get("fields", ())])
 
 
 _EVENTS_MARK = "cache-events-start"  # in the work dir: where events.log ended when configure began

@@ -4,9 +4,14 @@ Every SPIR-V and ocloc edge is a Python process of its own that mostly finds its
 cache; importing dataclasses (which imports inspect, ast and dis) was 15-30 ms of such a ~120 ms
 process. The classes on that path list their fields in ``__slots__`` and write their own typed
 ``__init__``; :class:`Value` gives them equality, hashing and a repr over those fields.
+:func:`place` orders the keys of the JSON that the backends add to (the resolver's, the manifest's).
 """
 
 from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: every build step imports this module
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 
 class Value:
@@ -36,3 +41,15 @@ class Value:
         """The fields by name, in declaration order."""
         names: tuple[str, ...] = self.__slots__  # type: ignore[assignment]
         return {n: getattr(self, n) for n in names}
+
+
+def place(core: Mapping[str, object], extra: Sequence[tuple[str, str, object]]) -> dict[str, object]:
+    """``core``'s keys with each ``(after, key, value)`` of ``extra`` placed after the key
+    ``after`` (at the end if there is none): the resolver's JSON (CMake's input) and the build
+    manifest kept the key order they had before the backends split them."""
+    out: dict[str, object] = {}
+    for key, value in core.items():
+        out[key] = value
+        out.update({k: v for after, k, v in extra if after == key})
+    out.update({k: v for after, k, v in extra if after not in core})
+    return out
