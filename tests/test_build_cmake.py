@@ -210,13 +210,21 @@ def _downstream(root: Path, sources: list[Path]) -> Path:
 
 
 def _ocloc_edges(build: Path) -> list[tuple[int, int, list[str]]]:
-    """The ocloc edges in .ninja_log: one row per output, so the rows of one edge (its group's
-    native images, same start and end) are merged."""
-    edges: dict[tuple[int, int], list[str]] = {}
+    """The ocloc edges the plans list (``plan.json``: each edge's native images), with the start and
+    end .ninja_log gives their outputs. (Merging .ninja_log rows by start and end instead merged two
+    edges of one source that ran side by side and ended in the same millisecond, seen on sid.)"""
+    edge_of: dict[str, str] = {}
+    for plan in build.rglob("plan.json"):
+        for e in json.loads(plan.read_text())["edges"]:
+            if e["step"] == "ocloc":
+                edge_of.update({Path(n["output"]).name: f"{plan}:{e['id']}" for n in e["data"]["natives"]})
+    edges: dict[str, tuple[int, int, list[str]]] = {}
     for start, end, name in _ninja_log(build):
-        if name.endswith(".bin"):
-            edges.setdefault((start, end), []).append(name)
-    return [(s, e, names) for (s, e), names in sorted(edges.items())]
+        if name in edge_of:
+            row = edges.setdefault(edge_of[name], (start, end, []))
+            assert (row[0], row[1]) == (start, end), f"{name}: its edge ran at {row[:2]}, this output at {(start, end)}"
+            row[2].append(name)
+    return sorted(edges.values())
 
 
 def _ninja_log(build: Path) -> list[tuple[int, int, str]]:
