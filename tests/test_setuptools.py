@@ -225,17 +225,9 @@ def test_setuptools_skips_a_cmake_shim_that_cannot_run(tmp_path: Path, monkeypat
 
 SETUP_PY_CP310 = SETUP_PY.replace('py_limited_api=True', 'py_limited_api="cp310"')
 
-# The CMakeLists a scikit-build-core user writes: the SABI component and version come from the
-# build backend (aotwheel.setuptools passes them as scikit-build-core does).
-STANDARD_CMAKELISTS = """cmake_minimum_required(VERSION 3.26)
-project(aotdemo LANGUAGES C)
-find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module ${SKBUILD_SABI_COMPONENT})
-Python_add_library(_demo MODULE USE_SABI ${SKBUILD_SABI_VERSION} WITH_SOABI csrc/_demo.c)
-find_package(aotwheel CONFIG REQUIRED)
-aotwheel_resolve_devlist(DEVS)
-aotwheel_add_device_code(_demo NAME demo SOURCES kernels/saxpy.cl DEVLIST DEVS DESTINATION aotdemo)
-install(TARGETS _demo LIBRARY DESTINATION aotdemo)
-"""
+# The CMakeLists a scikit-build-core user writes (the SABI component and version come from the
+# build backend; aotwheel.setuptools passes them as scikit-build-core does): the setuptools example's.
+STANDARD_CMAKELISTS = REPO / "examples" / "setuptools" / "CMakeLists.txt"
 
 
 @pytest.mark.parametrize("setup_py, tag", [(SETUP_PY, f"cp3{sys.version_info.minor}"), (SETUP_PY_CP310, "cp310")])
@@ -248,7 +240,7 @@ def test_setuptools_py_limited_api_tags_the_wheel_abi3_without_setup_cfg(tmp_pat
     project = _project(tmp_path)
     (project / "setup.cfg").unlink()
     (project / "setup.py").write_text(setup_py)
-    (project / "CMakeLists.txt").write_text(STANDARD_CMAKELISTS)
+    (project / "CMakeLists.txt").write_text(STANDARD_CMAKELISTS.read_text())
     out = tmp_path / "dist"
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", str(project), "--no-deps", "--no-build-isolation", "--no-cache-dir", "-w", str(out)],
