@@ -226,7 +226,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     older ones do (``rules.BREAKPOINTS``: the releases at which the lookup changed)."""
     from dataclasses import replace
 
-    from aotwheel.backends.intel.rules import BREAKPOINTS, decide, release_text
+    from aotwheel.backends.intel.rules import BREAKPOINTS, LEGACY_LAST, decide, release_text
 
     def at(release: tuple[int, int] | None) -> Verdict:
         return decide(targets, ir, device, binary=binary, release=release)
@@ -244,7 +244,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     release = driver_release(driver)
     if release is None:
         if since is None:
-            return newest
+            return _with_older_releases(newest, at(LEGACY_LAST))
         older = at((0, 0) if since == BREAKPOINTS[0] else BREAKPOINTS[BREAKPOINTS.index(since) - 1])
         return replace(newest, reason=f"{newest.reason}; this needs compute-runtime {need} or newer (the first release whose "
                                       f"lookup gives it); with an older or unknown driver: {older.verdict} ({older.reason})")
@@ -254,6 +254,19 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     if v.verdict == NATIVE and v.image == newest.image:
         return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
     return replace(v, reason=f"{v.reason}; driver {driver} predates {need}, the first release whose lookup runs it native ({newest.image})")
+
+
+def _with_older_releases(newest: Verdict, older: Verdict) -> Verdict:
+    """With no driver release known: the newest release's verdict, and what compute-runtime before
+    26.18 does where it differs (it still ran legacy patch-token images natively)."""
+    from dataclasses import replace
+
+    from aotwheel.backends.intel.rules import LEGACY_IGNORED_SINCE, release_text
+
+    if older.verdict == newest.verdict and older.image == newest.image:
+        return newest
+    return replace(newest, reason=f"{newest.reason}; that is compute-runtime {release_text(LEGACY_IGNORED_SINCE)} and newer: "
+                                  f"older drivers give {older.verdict} ({older.reason})")
 
 
 BACKEND = IntelBackend()
