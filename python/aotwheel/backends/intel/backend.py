@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.intel import INTEL
-from aotwheel.backends.intel.kinds import CPU_AOT
+from aotwheel.backends.intel.kinds import CPU_AOT, LEGACY
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
 from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
@@ -141,10 +141,12 @@ class IntelBackend:
         ``file``: other vendors' targets kept too)."""
         from aotwheel.backends.intel.catalog import load_catalog
 
-        dev = load_catalog().by_ip(verdict.ip) if verdict.ip else None
+        catalog = load_catalog()
+        dev = catalog.by_ip(verdict.ip) if verdict.ip else None
         if dev is None:
             return None
-        names = [n for n in verdict.targets if n]
+        # devlist tokens only: a target known by its core alone ("XE_HPC_CORE image") is no device name
+        names = [n for n in verdict.targets if n and (catalog.by_name(n) or catalog.by_ip(n))]
         if dev.name not in names:
             names.append(dev.name)
         if file is not None:
@@ -157,6 +159,13 @@ class IntelBackend:
         return None  # the device's own key
 
     def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
+        if verdict.kind == "gpu" and file is not None and verdict.verdict != NATIVE and \
+                any(t.vendor == INTEL and t.format == LEGACY for t in file.native_targets):
+            # The images are there but of a format newer drivers no longer run: rebuild them as zebin.
+            from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+            return (f"rebuild with zebin images (aotwheel's default: {IMAGE_FORMAT.name} unset; ocloc --format zebin): "
+                    "compute-runtime 26.18 and newer run no legacy patch-token image natively")
         devlist = self.covering_devlist(verdict, file)
         if devlist:
             from aotwheel.backends.intel.ocloc import build_note
@@ -181,7 +190,9 @@ class IntelBackend:
         embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
         line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
         devlist = self.covering_devlist(verdict)
-        if verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
+        if verdict.remedy.startswith("rebuild with zebin images"):  # _finish()'s, for legacy images
+            line += f"; {verdict.remedy}"
+        elif verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
             line += f"; {verdict.remedy} to ship native code for it"
         elif devlist:
             from aotwheel.backends.intel.ocloc import build_note
@@ -266,7 +277,7 @@ def _with_older_releases(newest: Verdict, older: Verdict) -> Verdict:
     if older.verdict == newest.verdict and older.image == newest.image:
         return newest
     return replace(newest, reason=f"{newest.reason}; that is compute-runtime {release_text(LEGACY_IGNORED_SINCE)} and newer: "
-                                  f"older drivers give {older.verdict} ({older.reason})")
+                                  f"older drivers give {older.verdict} ({older.reason.removeprefix('native: ')})")
 
 
 BACKEND = IntelBackend()

@@ -56,6 +56,13 @@ ABBREVIATION_PRODUCT: dict[str, str] = {
     "ptl": "PTL", "nvls": "NVL_XE3G", "nvlp": "NVL", "cri": "CRI",
 }
 
+# Product family -> the devlist word for the group it serves (a device name, or ocloc's generic name
+# where the family has several products): how a zebin that declares only its family is named.
+PRODUCT_TOKEN: dict[str, str] = {
+    "TIGERLAKE_LP": "tgllp", "ROCKETLAKE": "rkl", "ALDERLAKE_S": "adl-s", "ALDERLAKE_P": "adl-p", "ALDERLAKE_N": "adl-n",
+    "DG1": "dg1", "DG2": "dg2", "PVC": "pvc", "METEORLAKE": "mtl", "BMG": "bmg", "PTL": "ptl",
+}
+
 # Catalog release name -> the core family its binaries must declare (cross-check of ar members).
 RELEASE_CORE: dict[str, str] = {
     "gen12lp": "GEN12LP_CORE",

@@ -191,6 +191,11 @@ def _target_fields(memo: dict[Any, Any], kind: ImageKind, member: str | None, fa
             from aotwheel.backends.intel.gfx import PRODUCT_CORE
 
             core = PRODUCT_CORE.get(product)
+        if note_ip is None and name_ip is None and generic is None and product is not None:
+            # no IP anywhere: the product family is what the driver checks, named as a devlist word
+            from aotwheel.backends.intel.gfx import PRODUCT_TOKEN
+
+            generic = PRODUCT_TOKEN.get(product)
     problems = []
     if name_ip and note_ip and name_ip != note_ip:
         problems.append(f"member name says {name_ip} but the zebin note says {note_ip}")

@@ -387,7 +387,8 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
 
     product = product_abbreviation(device_ip)
     members = any(_member_name(t) for t in targets)
-    notes = [why if image.kind == BARE else f"{image.name} ({why})" for _, image, why in picked.refused]
+    # one note per image (filters 1 and 3 can match the same member)
+    notes = list(dict.fromkeys(why if image.kind == BARE else f"{image.name} ({why})" for _, image, why in picked.refused))
     # The first refused image that carries SPIR-V of its own is rebuilt from it, before generic_ir.
     own = next((image for _, image, _ in picked.refused if getattr(image.item, "rebuildable", False)), None)
     why_not = f"no image for {dev_name or product or dev_ip} ({dev_ip}) among {embedded}"
