@@ -118,6 +118,8 @@ def test_a_stepping_ip_resolves_as_its_own_target(ip: str, product: str) -> None
     assert (t.name, t.ip, t.shipping) == (ip, ip, False)
     assert product in t.description
     assert resolve(ip).ocloc_device == ip
+    # icpx's numeric arch spelling names the same target (-fsycl-targets=intel_gpu_20_1_4)
+    assert [(t.name, t.ip) for t in resolve("intel_gpu_" + ip.replace(".", "_")).targets] == [(ip, ip)]
 
 
 def test_sycl_targets_follow_fallback() -> None:

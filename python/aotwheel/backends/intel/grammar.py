@@ -16,6 +16,7 @@ KEYWORDS = ("none", "native", "no-jit")  # the core resolver's words, offered as
 _IP_SHAPE = re.compile(r"^\d+\.\d+\.\d+$")
 _DECIMAL_IP = re.compile(r"^\d{5,10}$")  # ocloc's decimal form of a u32 IP version (12.10.0 = 50495488)
 _PCI_ID = re.compile(r"^0x[0-9a-f]{1,4}$")
+_SYCL_IP = re.compile(r"^intel_gpu_(\d+)_(\d+)_(\d+)$")  # icpx's numeric arch spelling (intel_gpu_20_1_4)
 
 
 def owns_token(token: str, catalog: Catalog | None = None) -> bool:
@@ -25,7 +26,7 @@ def owns_token(token: str, catalog: Catalog | None = None) -> bool:
         low, _, high = token.partition(":")
         return all(not part or catalog.by_name(part) or catalog.group(part) for part in (low, high))
     return bool(catalog.by_name(token) or _IP_SHAPE.match(token) or catalog.group(token)
-                or _DECIMAL_IP.match(token) or _PCI_ID.match(token))
+                or _DECIMAL_IP.match(token) or _PCI_ID.match(token) or _SYCL_IP.match(token))
 
 
 def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, tuple[Device, ...]]:
@@ -40,6 +41,9 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
         else:
             kind = "alias"
         return kind, (dev,)
+    sycl = _SYCL_IP.match(token)
+    if sycl:  # a numeric SYCL arch the catalog does not list by that name: its IP
+        token = ".".join(sycl.groups())
     if _IP_SHAPE.match(token) or _DECIMAL_IP.match(token):
         ip = parse_ip(token) if _IP_SHAPE.match(token) else ip_from_u32(int(token))
         dev = catalog.by_ip(ip) if ip else None
