@@ -114,12 +114,16 @@ def test_sections_and_tgtimg_table(repo_build):
 
 
 def test_fat_binaries_hold_each_device_and_generic_ir(repo_build, tmp_path):
-    expected = ["pad_0", f"64.{ocloc_ip('pvc')}", "pad_1", f"64.{ocloc_ip('ats-m150')}", "pad_2", "generic_ir"]
-    assert expected[1:4:2] == ["64.12.60.7", "64.12.55.8"]  # docs/formats.md §2
+    expected = [f"64.{ocloc_ip('pvc')}", f"64.{ocloc_ip('ats-m150')}", "generic_ir"]
+    assert expected[:2] == ["64.12.60.7", "64.12.55.8"]  # docs/formats.md §2
     for n, img in enumerate(i for i in embedded_images(repo_build["so"]) if i.triple == "spir64_gen"):
         path = tmp_path / f"fat{n}.ar"
         path.write_bytes(img.image)
-        assert ar_members(path) == expected
+        members = ar_members(path)
+        # pad_N members (as many as the members' sizes need: zebins have any size) align each member's data
+        assert [m for m in members if not m.startswith("pad_")] == expected
+        assert [m for m in members if m.startswith("pad_")] == [f"pad_{i}" for i in range(len(members) - len(expected))]
+        assert members[0] == "pad_0"
 
 
 def test_native_images_are_real_device_code(repo_build, tmp_path):
