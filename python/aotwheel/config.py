@@ -40,6 +40,7 @@ from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers 
     NO_FASTSCAN,
     REMOTE_CACHE,
     REMOTE_CACHE_READONLY,
+    REMOTE_CACHE_SECRET,
     REMOTE_CACHE_TIMEOUT,
     REMOTE_CACHE_TOKEN,
     SHARD,
@@ -106,6 +107,7 @@ class Config:
     remote_cache_readonly: bool = False
     remote_cache_token: str | None = None
     remote_cache_timeout: str | None = None
+    remote_cache_secret: str | None = field(default=None, repr=False)  # signs remote objects: never shown
     shard: str | None = None
     jit_cache_dir: str | None = None
     no_fastscan: bool = False
@@ -142,6 +144,7 @@ class Config:
             remote_cache_readonly=switch(REMOTE_CACHE_READONLY),
             remote_cache_token=get(REMOTE_CACHE_TOKEN),
             remote_cache_timeout=get(REMOTE_CACHE_TIMEOUT),
+            remote_cache_secret=get(REMOTE_CACHE_SECRET),
             shard=get(SHARD),
             jit_cache_dir=get(JIT_CACHE_DIR),
             no_fastscan=not off(env.get(NO_FASTSCAN.name)),

@@ -43,7 +43,10 @@ REMOTE_CACHE = Variable("AOTWHEEL_REMOTE_CACHE", None,
                         "remote device-code stores behind the local cache, '|'-separated: http(s):// (WebDAV) or redis://")
 REMOTE_CACHE_READONLY = Variable("AOTWHEEL_REMOTE_CACHE_READONLY", "OFF", "read the remote stores but never write them (ON/OFF)")
 REMOTE_CACHE_TOKEN = Variable("AOTWHEEL_REMOTE_CACHE_TOKEN", None, "bearer token (HTTP) or password (Redis) for the remote stores")
-REMOTE_CACHE_TIMEOUT = Variable("AOTWHEEL_REMOTE_CACHE_TIMEOUT", None, "remote timeouts in seconds, 'connect[,read]' (e.g. 1,10)")
+REMOTE_CACHE_TIMEOUT = Variable("AOTWHEEL_REMOTE_CACHE_TIMEOUT", None,
+                                "remote time bounds in seconds, 'connect[,read[,request[,step]]]' (default 1,10,20,40)")
+REMOTE_CACHE_SECRET = Variable("AOTWHEEL_REMOTE_CACHE_SECRET", None,
+                               "shared secret (16+ characters) that signs remote objects (HMAC); unsigned or foreign objects are then misses")
 SHARD = Variable("AOTWHEEL_SHARD", None, "build only slice i of n of the device jobs ('i/n'), to warm the remote cache")
 # Run time.
 JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
@@ -56,11 +59,12 @@ NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", "OFF",
 # The core's variables (aotwheel.config.all_variables adds every registered backend's).
 VARIABLES: tuple[Variable, ...] = (
     DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, COMPRESS, CACHE_DIR,
-    REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, SHARD,
+    REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_SECRET, SHARD,
     JIT, DEVICE, JIT_CACHE_DIR, NO_FASTSCAN,
 )
 # What CMake hands the build steps in their settings file (read at configure time, fixed for the build).
-BUILD_STEP_SETTINGS: tuple[Variable, ...] = (REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, SHARD)
+BUILD_STEP_SETTINGS: tuple[Variable, ...] = (REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT,
+                                             REMOTE_CACHE_SECRET, SHARD)
 
 # The one vocabulary of switches, CMake's: ON/OFF, 1/0, yes/no, true/false, y/n (any case).
 TRUE_WORDS = ("1", "on", "yes", "true", "y")

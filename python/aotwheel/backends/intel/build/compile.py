@@ -170,8 +170,10 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     with tempfile.TemporaryDirectory(prefix="aotwheel-compile-") as tmp:
         spv_path = os.path.join(tmp, "input.spv")
         Path(spv_path).write_bytes(spirv)
-        tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly)  # remote stores as in a build
-        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers)
+        tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly,
+                      secret=remote.secret)  # remote stores as in a build
+        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers,
+                   spirv_size=len(spirv))
         workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
             futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
@@ -192,6 +194,7 @@ class _Job:
     ocloc_version: str
     options: str
     tiers: Tiers
+    spirv_size: int = 0
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         first = "large" if grf == "large" else "small"
@@ -207,7 +210,7 @@ class _Job:
     def _one(self, ocloc_device: str, ip: str, grf: str) -> tuple[bytes, tuple[Spill, ...], bool]:
         """``(binary, spills, cache hit)``. The log is cached beside the binary so that a cache
         hit still knows about spills; a binary without its log is rebuilt."""
-        from aotwheel.backends.intel.build.ocloc_job import compile_device_logged
+        from aotwheel.backends.intel.build.ocloc_job import LOG_LIMIT, compile_device_logged, image_limit
         from aotwheel.buildsteps.cache import CacheKey
 
         options = self._options(grf)
@@ -218,8 +221,10 @@ class _Job:
         key = CacheKey(**fields, flags=_JOB_FLAGS)  # type: ignore[arg-type]
         log_key = CacheKey(**fields, flags=_JOB_FLAGS + (_LOG_FLAG,))  # type: ignore[arg-type]
         label = f"compile:{self.sha[:12]}:{ocloc_device}"
-        data, _, writable = self.tiers.lookup(key, label)
-        log, _, log_writable = self.tiers.lookup(log_key, label) if data is not None else (None, "", [])
+        data, _, writable = self.tiers.lookup(key, label, limit=image_limit(self.spirv_size))
+        # The log is looked up only beside a binary; without one, it goes wherever the binary
+        # goes (the stores that missed it), so that a second machine compiles nothing.
+        log, _, log_writable = self.tiers.lookup(log_key, label, limit=LOG_LIMIT) if data is not None else (None, "", writable)
         if data is not None and log is not None:
             return data, parse_spills(log.decode(errors="replace")), True
         try:

@@ -112,7 +112,7 @@ def _measured(jobs: list, sources: dict[str, str], cost_prefix: str, settings_fi
     from aotwheel.buildsteps.remote import config_from
 
     cfg = config_from(os.environ, settings)
-    return history.with_measured(jobs, history.measured_costs(sources, cost_prefix, cfg.stores()))
+    return history.with_measured(jobs, history.measured_costs(sources, cost_prefix, cfg.stores(), cfg.secret))
 
 
 def _from_plan(a: argparse.Namespace, step: str) -> None:
@@ -213,7 +213,7 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
                 sha = file_sha256(a.source)
             except OSError:  # a hint only: a source gone since CMake ran records nothing
                 return
-            history.record(tiers.stores, a.cost_id, sha, history.split_cpu(cpu_s, devices))
+            history.record(tiers.stores, a.cost_id, sha, history.split_cpu(cpu_s, devices), tiers.secret)
     results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
                         options=a.options, tiers=tiers, on_compiled=on_compiled)
     out = {}
