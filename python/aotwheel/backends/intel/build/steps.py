@@ -118,23 +118,43 @@ def _measured(jobs: list, sources: dict[str, str], cost_prefix: str, settings_fi
 def _from_plan(a: argparse.Namespace, step: str) -> None:
     """Fill ``a`` from its edge of the build plan (``--plan``/``--edge``, as CMake runs the step):
     the arguments a by-hand run gives on the command line."""
-    from aotwheel.buildsteps.edge import load_edge
+    from aotwheel.buildsteps.edge import load_edge, plan_data
 
     plan, edge = load_edge(a.plan, a.edge, a.digest)
     if edge["step"] != step:
         raise AotwheelError(f"edge '{a.edge}' of {a.plan} is a {edge['step']} edge, not {step}; re-run CMake configure")
-    job = edge["data"]
     a.toolchain, a.settings, a.source = plan["toolchain"], plan["settings"], edge["source"]
+    plan_data(edge, a.plan, lambda job: _fill(a, step, edge, job))
+
+
+def _text(value: object) -> str:
+    """A plan's string field: one line, as a device name or a path is (a newline is damage)."""
+    if not isinstance(value, str) or "\n" in value or "\r" in value:
+        raise ValueError(f"{value!r} is not one line of text")
+    return value
+
+
+def _str(value: object) -> str:
+    """A plan's free text (options: the user's, newlines and all)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not text")
+    return value
+
+
+def _fill(a: argparse.Namespace, step: str, edge: dict, job: dict) -> None:
+    natives = [(_text(n["device"]), _text(n["ip"]), _text(n["output"])) for n in job.get("natives", ())]
     if step == "spirv":
-        a.output, a.depfile, a.clang_arg = edge["outputs"][0], edge["depfile"], job["clang_args"]
-        a.source_root, a.build_root = job["source_root"], job["build_root"]
+        a.output, a.depfile = edge["outputs"][0], edge["depfile"]
+        a.clang_arg = [_str(x) for x in job["clang_args"]]
+        a.source_root, a.build_root = _text(job["source_root"]), _text(job["build_root"])
     elif step == "ocloc":
-        a.spirv, a.options, a.cost_id, a.fatbin, a.info, a.ir = (job["spirv"], job["options"], job["cost_id"],
-                                                                  job["fatbin"], job["info"], job["ir"])
-        a.specs = [(n["device"], n["ip"], n["output"]) for n in job["natives"]]
+        a.spirv, a.options, a.cost_id, a.fatbin, a.info = (_text(job["spirv"]), _str(job["options"]),
+                                                           _text(job["cost_id"]), _text(job["fatbin"]), _text(job["info"]))
+        a.ir, a.specs = bool(job["ir"]), natives
     else:
-        a.output, a.info, a.spirv, a.options = job["output"], job["info"], job["spirv"], job["options"]
-        a.natives = [(n["device"], n["ip"], n["output"]) for n in job["natives"]]
+        a.output, a.info, a.spirv, a.options = (_text(job["output"]), _text(job["info"]), _text(job["spirv"]),
+                                                _str(job["options"]))
+        a.natives = natives
 
 
 def cmd_spirv(a: argparse.Namespace) -> int:
