@@ -9,7 +9,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from aotwheel.backends.intel.catalog import Catalog, Device, format_ip, ip_from_u32, load_catalog, parse_ip
+from aotwheel.backends.intel.catalog import IP_FIELD_MAX, Catalog, Device, format_ip, ip_from_u32, load_catalog, parse_ip, valid_u32_ip
 from aotwheel.errors import DevlistError
 
 KEYWORDS = ("none", "native", "no-jit")  # the core resolver's words, offered as suggestions too
@@ -41,6 +41,13 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
             kind = "alias"
         return kind, (dev,)
     if _IP_SHAPE.match(token) or _DECIMAL_IP.match(token):
+        if _DECIMAL_IP.match(token) and not valid_u32_ip(int(token)):
+            raise DevlistError(f"USE_AOT_DEVLIST: {raw} is not an IP version: a u32 holds arch:10 release:8 "
+                               f"reserved:8 revision:6 bits ({'over 32 bits' if int(token) > 0xFFFFFFFF else 'reserved bits set'}); "
+                               "name the device or its IP version (12.60.7)", raw, ())
+        if _IP_SHAPE.match(token) and parse_ip(token) is None:
+            raise DevlistError(f"USE_AOT_DEVLIST: {raw} is not an IP version: its fields hold at most "
+                               f"{'.'.join(map(str, IP_FIELD_MAX))}; name the device or its IP version (12.60.7)", raw, ())
         ip = parse_ip(token) if _IP_SHAPE.match(token) else ip_from_u32(int(token))
         dev = catalog.by_ip(ip) if ip else None
         if dev is None:
