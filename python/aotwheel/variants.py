@@ -64,7 +64,12 @@ class VariantPlugin:
             from aotwheel.probe import detect_devices
 
             values = cls.vocabulary.supported_values(detect_devices())
-        except Exception:  # a provider must never fail an install: no GPU knowledge -> JIT only
+        except Exception as exc:  # a provider must never fail an install: no GPU knowledge -> JIT only
+            import logging  # only here: a provider that works imports nothing more
+
+            # installers show their plugins' log (variantlib's logging), never an error: say why
+            logging.getLogger(__name__).warning("aotwheel variant provider %s: %s; offering %s only",
+                                                cls.namespace, str(exc)[:300], cls.vocabulary.JIT_VALUE)
             values = [cls.vocabulary.JIT_VALUE]
         return [FeatureConfig(cls.vocabulary.FEATURE, values)]
 

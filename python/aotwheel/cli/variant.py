@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     from aotwheel.errors import AotwheelError
 
     if not args.wheels:
+        from aotwheel.probe.override import from_environment
+
+        from_environment()  # a malformed AOTWHEEL_DEVICE: one error line, as `check` says it (the plugin stays silent)
         configs = variants.IntelGpuPlugin.get_supported_configs()
         if args.json:
             print(json.dumps({"namespace": variants.NAMESPACE, "configs": [asdict(c) for c in configs]}, indent=2))
