@@ -48,12 +48,18 @@ def _check_devlist(config_settings: dict[str, Any] | None) -> None:
 
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None) -> str:
     _check_devlist(config_settings)
-    return _skbuild.build_wheel(wheel_directory, config_settings, metadata_directory)
+    from aotwheel.pep517 import locked  # concurrent builds of this checkout take turns (build/{wheel_tag})
+
+    with locked():
+        return _skbuild.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
 def build_editable(wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None) -> str:
     _check_devlist(config_settings)
-    return _skbuild.build_editable(wheel_directory, config_settings, metadata_directory)
+    from aotwheel.pep517 import locked
+
+    with locked():
+        return _skbuild.build_editable(wheel_directory, config_settings, metadata_directory)
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
