@@ -18,7 +18,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from scikit_build_core import build as _skbuild
-from scikit_build_core.build import *  # noqa: F403 -- every hook scikit-build-core offers
+from scikit_build_core.build import (  # the hooks that need no lock, as they are
+    build_sdist,
+    get_requires_for_build_editable,
+    get_requires_for_build_sdist,
+    get_requires_for_build_wheel,
+    prepare_metadata_for_build_editable,
+    prepare_metadata_for_build_wheel,
+)
+
+__all__ = ["build_editable", "build_sdist", "build_wheel", "get_requires_for_build_editable",
+           "get_requires_for_build_sdist", "get_requires_for_build_wheel", "locked",
+           "prepare_metadata_for_build_editable", "prepare_metadata_for_build_wheel"]
 
 LOCK = os.path.join("build", ".aotwheel-build.lock")  # under the checkout (pip runs hooks there)
 
