@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from _store_server import MODES, StoreServer
 
-from _build_util import PYTHONPATH, REPO, compile_spirv, ocloc_logger, require
+from _build_util import PYTHONPATH, REPO, compile_runs, compile_spirv, ocloc_logger, require
 from conftest import CLANG, LLVM_SPIRV, start_nginx
 
 DEVICES = "pvc,acm-g10"
@@ -230,3 +230,75 @@ def test_no_answer_is_read_past_its_limit(tmp_path):
                 store.get(hashlib.sha256(b"k").hexdigest(), 1 << 20)
         finally:
             server.stop()
+
+
+# --- the CMake path (real CMake + ninja builds of tests/test_remote_build.py's project) ---------
+
+def _cmake_machine(project: Path, machine: Path, env: dict[str, str]) -> str:
+    from test_remote_build import _build
+
+    return _build(project, machine, {**env, "NINJA_STATUS": ""})
+
+
+@pytest.fixture
+def rc_project(tmp_path, builds) -> Path:
+    from test_remote_build import KERNELS, PROJECT, TOOLS
+
+    require(*TOOLS)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(PROJECT.format(sources=" ".join(str(k) for k in KERNELS)))
+    (src / "ext.c").write_text('#include "rc_aot.h"\nunsigned long n(void) { return aotwheel_rc_image_count; }\n')
+    return src
+
+
+def test_cmake_first_machine_pushes_all_a_second_needs_to_the_plain_store(rc_project, ocloc, tmp_path):
+    """Item 0 for the CMake path against the plain PUT/GET store (tests/test_remote_build.py has
+    nginx): everything machine 1 stored locally it stored remotely; machine 2 (fresh build tree and
+    local cache) runs no ocloc, no clang and misses nothing remotely."""
+    from test_remote_build import _images, spirv_tools
+
+    wrapper, log = ocloc
+    tools, clang_log, _ = spirv_tools(tmp_path / "spirv-bin")
+    server = StoreServer()
+    try:
+        from _build_util import build_env
+
+        env = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper), AOTWHEEL_REMOTE_CACHE=server.url(), **tools)
+        _cmake_machine(rc_project, tmp_path / "m1", env)
+        stored = {e[1] for e in _events(tmp_path / "m1") if e[0] == "store"}
+        pushed = {e[1] for e in _events(tmp_path / "m1") if e[0] == "remote-store"}
+        assert stored and stored <= pushed, stored - pushed
+        runs, clang_runs = len(logged_runs(log)), len(compile_runs(clang_log))
+        assert runs and clang_runs
+        out = _cmake_machine(rc_project, tmp_path / "m2", env)
+        assert "warning" not in out, out
+        assert len(logged_runs(log)) == runs and len(compile_runs(clang_log)) == clang_runs  # (--version: facts)
+        kinds = {e[0] for e in _events(tmp_path / "m2")}
+        assert "remote-miss" not in kinds and "spirv-compiled" not in kinds and "remote-store" not in kinds
+        assert _images(tmp_path / "m2") == _images(tmp_path / "m1")
+    finally:
+        server.stop()
+
+
+def test_cmake_build_against_a_dripping_server_warns_once_and_asks_it_once(rc_project, ocloc, tmp_path):
+    """A server that drips: configure's lookup fails at the request deadline and marks the store
+    down for the build; no later step asks it again (each would wait the deadline), one warning,
+    images equal to a build without a remote."""
+    from test_remote_build import _images
+
+    from _build_util import build_env
+
+    wrapper, _ = ocloc
+    plain = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))
+    _cmake_machine(rc_project, tmp_path / "ref", plain)
+    server = StoreServer("drip", interval=0.4)
+    try:
+        out = _cmake_machine(rc_project, tmp_path / "m", {**plain, "AOTWHEEL_REMOTE_CACHE": server.url(),
+                                                          "AOTWHEEL_REMOTE_CACHE_TIMEOUT": "1,1,2,4"})
+    finally:
+        server.stop()
+    warnings = [ln for ln in out.splitlines() if "aotwheel: warning:" in ln]
+    assert len(warnings) == 1 and "timed out" in warnings[0], out
+    assert server.methods.count("GET") == 1 and "PUT" not in server.methods, server.methods
+    assert _images(tmp_path / "m") == _images(tmp_path / "ref")
