@@ -525,8 +525,10 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     fr, buf, start = walk.report, region.buf, region.start
     from aotwheel.formats import fastscan
 
+    first = len(fr.images)
     if host.scan is not None:
         _walk_table(walk, region, host.scan, host.images)
+        _judge_leaves(walk, first)
     else:
         fs = None if walk.deep else fastscan.module()
         all_images = host.images
@@ -536,6 +538,8 @@ def _walk_host(walk: _Walk, region: Region) -> None:
             # C makes the same leaf Images as _walk_host_image up to each image it leaves to it.
             for img in chunk if fs is None else _left_by(fs, buf, start, region.where(0), chunk, fr.images, fr.ir):
                 _walk_host_image(walk, region, img)
+        if fs is not None:
+            _judge_leaves(walk, first)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
     for reader in walk.readers.host:  # the vendors' own sections (fat binaries, offload bundles)
@@ -570,7 +574,49 @@ def _walk_table(walk: _Walk, region: Region, scan: TableScan, hosts: list[HostIm
 
 
 def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
-    """One ``.tgtimg`` image (a HostImage) into the report."""
+    """One ``.tgtimg`` image (a HostImage) into the report; a damaged slot (:mod:`aotwheel.slots`)
+    is a warning naming it, and no target is read from it."""
+    count = len(walk.report.images)
+    try:
+        _walk_slot(walk, region, img)
+    except InspectError as exc:  # this image's bytes, not the file's: the other images still count
+        if len(walk.report.images) == count:
+            walk.report.images.append(Image(count, region.where(img.offset), img.size, _UNKNOWN, img.triple, False, img.section))
+        del walk.report.images[count + 1 :]
+        walk.report.native_targets[:] = [t for t in walk.report.native_targets if t.image < count]  # never a claim from it
+        _damaged(walk, walk.report.images[count], str(exc).removeprefix(f"{region.label}: ").split("; the file is corrupt")[0])
+
+
+def _slots():  # type: ignore[no-untyped-def]
+    import aotwheel.slots as slots  # at the first slot it judges, not at start-up
+
+    return slots
+
+
+def _slot_check(walk: _Walk, triple: str | None, content: str, size: int, trailing: int = 0) -> str | None:
+    """:func:`aotwheel.slots.slot_problem` for a slot of ``triple`` (None for slots it does not judge)."""
+    slots = _slots()
+    checked, ir = slots.family_ir(triple, walk.readers.ir_by_arch)
+    return slots.slot_problem(content, size, ir, trailing=trailing) if checked else None
+
+
+def _damaged(walk: _Walk, image: Image, problem: str) -> None:
+    walk.memo.setdefault("damaged", set()).add(image.index)
+    walk.report.warnings.append(_slots().damaged(image.index, image.triple, image.section, problem))
+
+
+def _judge_leaves(walk: _Walk, first: int) -> None:
+    """The plain leaves the C scanner made from the table (it reads magics, not slots): an IR
+    leaf in a native slot is damaged as :func:`_walk_slot` would say."""
+    judged = walk.memo.get("damaged", ())
+    for image in walk.report.images[first:]:
+        if image.kind in _LEAF_KINDS and image.index not in judged:
+            problem = _slot_check(walk, image.triple, image.kind, image.size)
+            if problem is not None:
+                _damaged(walk, image, problem)
+
+
+def _walk_slot(walk: _Walk, region: Region, img: HostImage) -> None:
     fr, buf, start, base, deep = walk.report, region.buf, region.start, region.where(0), walk.deep
     images, ir = fr.images, fr.ir
     # Most images of big libraries are SPIR-V, which the default mode only notes: read the
@@ -578,6 +624,11 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
     off, size = img.offset, img.size
     a = start + off
     kind = _SPIRV if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]), walk.readers.elf_kinds)
+    if kind in _LEAF_KINDS and (problem := _slot_check(walk, img.triple, kind, size)) is not None:
+        leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
+        images.append(leaf)
+        _damaged(walk, leaf, problem)
+        return
     if kind in _LEAF_KINDS and not deep:
         leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
         images.append(leaf)
@@ -595,6 +646,9 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
         stored, declared = facts
         leaf = Image(len(images), base + off, stored, kind, img.triple, True, img.section, content, declared)
         images.append(leaf)
+        if img.listed_size is None and stored != size:  # the table's size fits its section: all of it is the frame
+            _damaged(walk, leaf, _slots().slot_problem(content, size, content, trailing=size - stored) or "")
+            return
         if content not in ir:
             ir.append(content)
         if img.compile_options is not None or img.link_options is not None:
@@ -602,7 +656,8 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
         if img.listed_size is not None or stored != size:
             leaf.listed_size = size if img.listed_size is None else img.listed_size
     else:
-        _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
+        _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section,
+                   slot=True, exact=img.listed_size is None)
         added = images[-1]
         added.compile_options, added.link_options = img.compile_options, img.link_options
         if img.listed_size is not None:
@@ -702,7 +757,11 @@ def _walk_static_archive(walk: _Walk, region: Region) -> None:
                 _walk_offloading(walk, member.sub(sec.offset, sec.size, "section '.llvm.offloading'"), f"{m.name}:{sec.name}")
 
 
-def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None) -> None:
+def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None,
+               slot: bool = False, exact: bool = False) -> None:
+    """One image into the report. ``slot``: an image table's slot, judged by :mod:`aotwheel.slots`
+    before anything is read from it; ``exact``: the table's size is the slot's (a zstd frame must
+    fill it)."""
     fr = walk.report
     index = len(fr.images)
     kind = sniff(_head(region, 64), walk.readers.elf_kinds)
@@ -710,12 +769,18 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
     if offload_arch is not None:
         img.arch = offload_arch
     fr.images.append(img)
+    if slot and kind != _ZSTD and (problem := _slot_check(walk, triple, kind, region.size)) is not None:
+        _damaged(walk, img, problem)
+        return
     if kind == _ZSTD:
         from aotwheel.formats import zstd
 
         stored = zstd.frame_size(region)
         if stored != region.size:
             img.listed_size, img.size = region.size, stored
+            if slot and exact:
+                _damaged(walk, img, _slots().slot_problem(kind, region.size, None, trailing=region.size - stored) or "")
+                return
             region = region.sub(0, stored, "zstd frame")
     if walk.deep:
         import hashlib
@@ -737,6 +802,9 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
 
             dctx = walk.memo["zstd-dctx"] = zstandard.ZstdDecompressor()
         img.content = sniff(zstd.peek(region, 64, dctx), walk.readers.elf_kinds)
+        if slot and (problem := _slot_check(walk, triple, img.content, img.decompressed_size or 1)) is not None:
+            _damaged(walk, img, problem)
+            return
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.
         if img.content in walk.readers.by_image_kind or img.content == _OFFLOAD or walk.deep:
             data = zstd.decompress(region)

@@ -109,7 +109,30 @@ def _from_module(module: ModuleType, source: str | None) -> DeviceCode:
                             f"pass source= one of them")
     found = {t: inflate(d, f"{module.__name__}:{source} ({t})") for t, d in by_source[source].items()}
     kinds = _images()
-    return DeviceCode(f"{module.__name__}:{source}", found.get(kinds.ir), found.get(kinds.native))
+    label = f"{module.__name__}:{source}"
+    for index, (triple, data) in enumerate(found.items()):
+        _check_slot(label, index, triple, data, kinds)
+    return DeviceCode(label, found.get(kinds.ir), found.get(kinds.native))
+
+
+def _check_slot(label: str, index: int, triple: str, data: bytes, kinds: OpenClImages) -> None:
+    """The inspector's verdict on one slot (:mod:`aotwheel.slots`): a damaged or misplaced image is
+    one error naming it, never a fat binary handed to OpenCL as source."""
+    from aotwheel.formats.sniff import sniff
+    from aotwheel.model import ImageKind
+    from aotwheel.slots import damaged, slot_problem
+
+    if triple not in (kinds.ir, kinds.native):
+        return
+    if triple == kinds.native:  # what the driver reads: the backend's fat binary, nothing else
+        content = ImageKind.AR if data.startswith(kinds.native_magic) else sniff(data[:64]) if data else ImageKind.UNKNOWN
+        problem = slot_problem(content, len(data), None)
+        if problem is None and content != ImageKind.AR:
+            problem = f"it holds {content} where {kinds.native_name} belongs"
+    else:
+        problem = slot_problem(sniff(data[:64]) if data else ImageKind.UNKNOWN, len(data), ImageKind.SPIRV)
+    if problem is not None:
+        raise AotwheelError(f"{label}: {damaged(index, triple, None, problem)}")
 
 
 def _images() -> OpenClImages:
@@ -140,18 +163,22 @@ def _from_bytes(data: bytes, label: str) -> DeviceCode:
         return DeviceCode(label, data, None)
     kinds = _images()
     if data.startswith(kinds.native_magic):
-        return DeviceCode(label, _generic_ir(data), data)
+        return DeviceCode(label, _generic_ir(data, label), data)
     raise AotwheelError(f"{label}: neither SPIR-V nor {kinds.native_name}; pass one of those")
 
 
-def _generic_ir(fatbinary: bytes) -> bytes | None:
+def _generic_ir(fatbinary: bytes, label: str) -> bytes | None:
     """The SPIR-V in a fat binary's ``generic_ir`` member, if any (through the inspector)."""
+    from aotwheel.errors import InspectError
     from aotwheel.inspector import find_spirv
 
     with tempfile.TemporaryDirectory(prefix="aotwheel-opencl-") as tmp:
         path = os.path.join(tmp, "image.ar")
         Path(path).write_bytes(fatbinary)
-        return find_spirv(path)
+        try:
+            return find_spirv(path)
+        except InspectError as exc:  # name the image, not the temporary file it was read from
+            raise AotwheelError(f"{label}: {str(exc).replace(path + ': ', '').replace(path, 'it')}") from None
 
 
 def _native_targets(fatbinary: bytes | None) -> list[Any]:

@@ -143,7 +143,7 @@ def render(report: Report, *, show_all: bool = False) -> str:
         compressed = sum(1 for i in fr.images if i.compressed)
         # Say what each number counts: embedded images (native code vs IR for JIT), not kernels;
         # and name the IR forms these images hold, not every form there is.
-        native_images = len(fr.images) - ir_images
+        native_images = len({t.image for t in fr.native_targets})  # a damaged image holds none (aotwheel.slots)
         forms = ", ".join(ir_name(k) for k in ir_kinds if k in ir_forms)
         detail = (f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT"
                   + (f" ({forms})" if forms else ""))

@@ -375,11 +375,20 @@ def _checked_container(region: Region, off: int) -> int | None:
             buf, base + eo)
         if kind not in _KINDS or hsize < _ENTRY_SIZE or not 0 < arch <= _MAX_ARCH or eo + hsize + size > fat_size:
             return None
-        if flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD) and csize > size:
+        if flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD) and (csize > size or not _plausible(csize, _dsize)):
             return None
         eo += hsize + size
         count += 1
     return fat_size
+
+
+def _plausible(csize: int, dsize: int) -> bool:
+    """Whether a compressed entry's declared sizes can be true: a decompressed size within the
+    bound every compressed image reader here keeps (:func:`aotwheel.formats.zstd.output_cap`; LZ4
+    expands at most 255-fold), so a flipped header is damage without decompressing (--deep)."""
+    from aotwheel.formats.zstd import output_cap
+
+    return dsize <= output_cap(csize)
 
 
 def _skip_padding(region: Region, off: int) -> int:
@@ -409,6 +418,9 @@ def _entries(body: Region, container: int) -> tuple[FatbinEntry, ...]:
         compression = "zstd" if flags & FLAG_COMPRESSED_ZSTD else "lz4" if flags & FLAG_COMPRESSED_LZ4 else None
         if compression and csize > size:
             raise body.error(off, f"compressed size {csize} exceeds the stored payload ({size} bytes)")
+        if compression and not _plausible(csize, dsize):
+            raise body.error(off, f"entry header declares {dsize} decompressed bytes for {csize} compressed ones "
+                                  "(more than any compressor makes of them): the header is damaged")
         if kind == KIND_LTOIR:  # checked, not kept: nvJitLink input, never a module (12,728 in cuFFT)
             off += header_size + size
             continue
