@@ -39,3 +39,45 @@ def test_an_impossible_decompressed_size_is_damage_without_deep(declared, tmp_pa
         assert proc.returncode == 2 and len(lines) == 1 and "damaged" in lines[0] and str(declared) in lines[0], proc.stdout + proc.stderr
         assert f"{declared:,}" not in proc.stdout
     assert _cli("inspect", str(DATA)).returncode == 0
+
+
+def _entry(data: bytes, at: int) -> tuple[tuple[int, ...], bytes]:
+    """An entry header (the 14 fields docs/formats.md §5 lists) and its payload, read with struct."""
+    fields = struct.unpack_from("<HHIQIIHHIIIQQQ", data, at)
+    return fields, data[at + fields[2] : at + fields[2] + fields[3]]
+
+
+def _lz4_fatbin(cubin: bytes, arch: int) -> bytes:
+    """A raw fat binary (one container, one LZ4-compressed cubin entry, flag 0x2000), made here."""
+    import lz4.block
+
+    packed = lz4.block.compress(cubin, store_size=False)
+    size = len(packed) + (-len(packed)) % 8
+    header = struct.pack("<HHIQIIHHIIIQQQ", 2, 0x101, 64, size, len(packed), 0, 0, 8, arch, 0, 0, 0x2000 | 0x11, 0, len(cubin))
+    body = header + packed + bytes(size - len(packed))
+    return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+
+
+def test_deep_checks_what_an_lz4_cubin_decoded_to(tmp_path):
+    """LZ4 blocks carry no checksum: a damaged stream can decode, to bytes that are no cubin (only
+    the ELF magic was checked). Here the stream decodes whole to a cubin whose section header
+    table is garbage (what a scrambled stream decodes to past the scrambled bytes), or whose ELF
+    flags name another arch than the entry's."""
+    pytest.importorskip("lz4")
+    data = DATA.read_bytes()
+    first = 8216  # the first entry: an uncompressed sm_80 cubin (`cuobjdump -lelf` lists it first)
+    (kind, *_rest), cubin = _entry(data, first)
+    assert kind == 2 and cubin[:4] == b"\x7fELF"
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    garbled = bytearray(cubin)
+    garbled[shoff : shoff + 128] = bytes((b * 7 + 13) & 0xFF for b in garbled[shoff : shoff + 128])
+    cases = {"good": (cubin, 80), "garbled": (bytes(garbled), 80), "other-arch": (cubin, 90)}
+    for name, (payload, arch) in cases.items():
+        path = tmp_path / f"{name}.fatbin"
+        path.write_bytes(_lz4_fatbin(payload, arch))
+        proc = _cli("inspect", "--deep", str(path))
+        if name == "good":
+            assert proc.returncode == 0 and "sm_80" in proc.stdout, proc.stdout + proc.stderr
+            continue
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "not a well-formed cubin" in lines[0], proc.stdout + proc.stderr

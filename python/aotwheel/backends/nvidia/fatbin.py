@@ -573,10 +573,39 @@ def region_payload(region: Region, entry: FatbinEntry, *, decompress: bool = Tru
         data = data.rstrip(b"\0")
     if decompress and entry.kind == "cubin" and data[:4] != b"\x7fELF":
         raise stored.error(0, f"{what} is not an ELF cubin after {'decompression' if entry.compressed else 'reading'}")
+    if decompress and entry.kind == "cubin" and (problem := cubin_problem(data, entry.arch)) is not None:
+        # LZ4 has no checksum: a scrambled payload still decodes, so what it decoded to is checked
+        raise stored.error(0, f"{what} is not a well-formed cubin after {'decompression' if entry.compressed else 'reading'}: {problem}")
     return data
 
 
 STO_CUDA_ENTRY = 0x10  # st_other of a cubin symbol that is a kernel (__global__), not a device function
+
+
+EM_CUDA = 190
+
+
+def cubin_problem(data: bytes, arch: int) -> str | None:
+    """What makes ``data`` no cubin for ``arch`` (``None`` when it is one): an ELF64 little-endian
+    file of machine EM_CUDA whose flags name the arch (bits 0-7 before CUDA 12.8's ABI, 8-15 since)
+    and whose section headers, string table and sections all lie inside it."""
+    if len(data) < 64 or data[:6] != b"\x7fELF\x02\x01":
+        return "no ELF64 little-endian header"
+    (machine,) = struct.unpack_from("<H", data, 18)
+    (flags,) = struct.unpack_from("<I", data, 48)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    if machine != EM_CUDA:
+        return f"machine {machine}, not CUDA ({EM_CUDA})"
+    if arch not in (flags & 0xFF, (flags >> 8) & 0xFF):
+        return f"its ELF flags {flags:#x} name another arch than {arch}"
+    if shentsize != 64 or shnum == 0 or shoff + shnum * 64 > len(data) or shstrndx >= shnum:
+        return "its section header table is not inside it"
+    for i in range(shnum):
+        _name, sh_type, _flags, _addr, offset, size = struct.unpack_from("<IIQQQQ", data, shoff + i * 64)
+        if sh_type != 8 and offset + size > len(data):  # SHT_NOBITS occupies nothing
+            return f"section {i} ({size} bytes at {offset}) runs past its end ({len(data)} bytes)"
+    return None
 
 
 def cubin_kernels(data: bytes) -> list[str]:
