@@ -53,16 +53,18 @@ def _plan_problem(doc: object) -> str:
     """What is wrong with a plan document's shape, "" when nothing (the vendor's ``data`` is its own)."""
     if not isinstance(doc, dict):
         return f"a JSON {type(doc).__name__}, not an object"
-    for name, kind in _PLAN_FIELDS.items():
-        if not isinstance(doc.get(name), kind):
+    if not isinstance(doc.get("edges"), list):
+        return "'edges' is not a list"
+    for name, kind in _PLAN_FIELDS.items():  # what a plan holds has its type (a step reads only some)
+        if name in doc and not isinstance(doc[name], kind):
             return f"'{name}' is not a {kind.__name__}"
     for n, edge in enumerate(doc["edges"]):
-        if not isinstance(edge, dict):
-            return f"edge {n} is not an object"
+        if not isinstance(edge, dict) or not isinstance(edge.get("id"), str):
+            return f"edge {n} is not an object with an id"
         for name, kind in _EDGE_FIELDS.items():
-            if not isinstance(edge.get(name), kind):
+            if name in edge and not isinstance(edge[name], kind):
                 return f"edge {n}: '{name}' is not a {kind.__name__}"
-        if not all(isinstance(p, str) for p in edge["outputs"] + edge["inputs"]) or not edge["outputs"]:
+        if not all(isinstance(p, str) for p in edge.get("outputs", []) + edge.get("inputs", [])):
             return f"edge {n}: its outputs and inputs are not paths"
         if not isinstance(edge.get("data"), (dict, type(None))):
             return f"edge {n}: 'data' is not an object"
@@ -70,8 +72,9 @@ def _plan_problem(doc: object) -> str:
 
 
 def plan_data(edge: dict, plan: str, read):  # type: ignore[no-untyped-def]
-    """``read(edge["data"])``: a vendor step's reading of its own part of an edge, where a field
-    missing or of another type (a plan edited by hand) is one error line, not a traceback."""
+    """``read(edge["data"])``: a vendor step's reading of its edge (and of the plan's fields it
+    needs), where a field missing or of another type (a plan edited by hand) is one error line,
+    not a traceback."""
     from aotwheel.errors import AotwheelError
 
     try:

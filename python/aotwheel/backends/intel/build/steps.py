@@ -121,10 +121,9 @@ def _from_plan(a: argparse.Namespace, step: str) -> None:
     from aotwheel.buildsteps.edge import load_edge, plan_data
 
     plan, edge = load_edge(a.plan, a.edge, a.digest)
-    if edge["step"] != step:
-        raise AotwheelError(f"edge '{a.edge}' of {a.plan} is a {edge['step']} edge, not {step}; re-run CMake configure")
-    a.toolchain, a.settings, a.source = plan["toolchain"], plan["settings"], edge["source"]
-    plan_data(edge, a.plan, lambda job: _fill(a, step, edge, job))
+    if edge.get("step") != step:
+        raise AotwheelError(f"edge '{a.edge}' of {a.plan} is a {edge.get('step')} edge, not {step}; re-run CMake configure")
+    plan_data(edge, a.plan, lambda job: _fill(a, step, plan, edge, job))
 
 
 def _text(value: object) -> str:
@@ -141,7 +140,8 @@ def _str(value: object) -> str:
     return value
 
 
-def _fill(a: argparse.Namespace, step: str, edge: dict, job: dict) -> None:
+def _fill(a: argparse.Namespace, step: str, plan: dict, edge: dict, job: dict) -> None:
+    a.toolchain, a.settings, a.source = _str(plan["toolchain"]), _str(plan["settings"]), _text(edge["source"])
     natives = [(_text(n["device"]), _text(n["ip"]), _text(n["output"])) for n in job.get("natives", ())]
     if step == "spirv":
         a.output, a.depfile = edge["outputs"][0], edge["depfile"]
