@@ -528,7 +528,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     first = len(fr.images)
     if host.scan is not None:
         _walk_table(walk, region, host.scan, host.images)
-        _judge_leaves(walk, first)
+        _judge_leaves(walk, first, region, view)
     else:
         fs = None if walk.deep else fastscan.module()
         all_images = host.images
@@ -539,7 +539,7 @@ def _walk_host(walk: _Walk, region: Region) -> None:
             for img in chunk if fs is None else _left_by(fs, buf, start, region.where(0), chunk, fr.images, fr.ir):
                 _walk_host_image(walk, region, img)
         if fs is not None:
-            _judge_leaves(walk, first)
+            _judge_leaves(walk, first, region, view)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
     for reader in walk.readers.host:  # the vendors' own sections (fat binaries, offload bundles)
@@ -605,18 +605,29 @@ def _damaged(walk: _Walk, image: Image, problem: str) -> None:
     walk.report.warnings.append(_slots().damaged(image.index, image.triple, image.section, problem))
 
 
-def _judge_leaves(walk: _Walk, first: int) -> None:
-    """The plain leaves the C scanner made from the table (it reads magics, not slots): an IR
-    leaf in a native slot is damaged as :func:`_walk_slot` would say."""
-    judged = walk.memo.get("damaged", ())
+def _judge_leaves(walk: _Walk, first: int, region: Region, view: Any) -> None:
+    """The plain leaves the C scanner made from the table (it reads magics, not slots): judged as
+    :func:`_walk_slot` would judge them."""
+    walked = walk.memo.get("walked", ())
+    base = region.where(0)
     for image in walk.report.images[first:]:
-        if image.kind in _LEAF_KINDS and image.index not in judged:
+        if image.index in walked:  # judged by _walk_slot
+            continue
+        problem = None
+        if image.kind in _LEAF_KINDS:
             problem = _slot_check(walk, image.triple, image.kind, image.size)
-            if problem is not None:
-                _damaged(walk, image, problem)
+        elif (image.compressed and image.listed_size not in (None, image.decompressed_size) and image.content is not None
+              and (sec := view.section(image.section)) is not None
+              and image.offset - base + image.listed_size <= sec.offset + sec.size):
+            # listed inside its section (not cut at its end), neither the frame's size nor the
+            # decompressed one: the slot holds more than the frame
+            problem = _slot_check(walk, image.triple, image.content, image.listed_size or 0, (image.listed_size or 0) - image.size)
+        if problem is not None:
+            _damaged(walk, image, problem)
 
 
 def _walk_slot(walk: _Walk, region: Region, img: HostImage) -> None:
+    walk.memo.setdefault("walked", set()).add(len(walk.report.images))
     fr, buf, start, base, deep = walk.report, region.buf, region.start, region.where(0), walk.deep
     images, ir = fr.images, fr.ir
     # Most images of big libraries are SPIR-V, which the default mode only notes: read the
@@ -646,7 +657,7 @@ def _walk_slot(walk: _Walk, region: Region, img: HostImage) -> None:
         stored, declared = facts
         leaf = Image(len(images), base + off, stored, kind, img.triple, True, img.section, content, declared)
         images.append(leaf)
-        if img.listed_size is None and stored != size:  # the table's size fits its section: all of it is the frame
+        if img.listed_size is None and stored != size and size != declared:  # (onemkl lists the decompressed size)
             _damaged(walk, leaf, _slots().slot_problem(content, size, content, trailing=size - stored) or "")
             return
         if content not in ir:
@@ -778,7 +789,7 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
         stored = zstd.frame_size(region)
         if stored != region.size:
             img.listed_size, img.size = region.size, stored
-            if slot and exact:
+            if slot and exact and region.size != zstd.content_size(region):  # (onemkl lists the decompressed size)
                 _damaged(walk, img, _slots().slot_problem(kind, region.size, None, trailing=region.size - stored) or "")
                 return
             region = region.sub(0, stored, "zstd frame")
