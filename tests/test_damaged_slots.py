@@ -119,6 +119,8 @@ def test_a_damaged_native_slot_is_named_and_never_native(how, built, tmp_path):
         assert sum("(spir64_gen in " in w for w in warnings) == 1 and len(warnings) <= 2, proc.stdout
         assert "native: none" in proc.stdout and " 0 with native code" in proc.stdout, proc.stdout
     check = _cli("check", "--device", "pvc,acm-g10", str(so))
+    named = [ln for ln in check.stderr.splitlines() if ln.startswith("aotwheel: warning: ") and "(spir64_gen in " in ln]
+    assert len(named) == 1 and "damaged" in named[0], check.stderr
     verdicts = [ln for ln in check.stdout.splitlines() if ln.startswith(("pvc ", "acm-g10 "))]
     assert len(verdicts) == 2 and not any(": native" in v or " native " in v.split(" - ")[0] for v in verdicts), check.stdout
     clean = _cli("check", "--device", "pvc", str(built))

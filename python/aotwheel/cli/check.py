@@ -112,6 +112,10 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"aotwheel: error: {exc}", file=sys.stderr)
         return 1
     verdicts, elsewhere = checked.verdicts, checked.elsewhere
+    for fr in checked.files:  # a damaged image slot (aotwheel.slots): no verdict came from it; say why
+        for w in getattr(fr, "warnings", ()):
+            if " is damaged: " in w:
+                print(f"aotwheel: warning: {fr.path}: {w}", file=sys.stderr)
     cached = _cached_native_builds(checked)
     sycl = _sycl_cache_note(verdicts)
     if args.json:
