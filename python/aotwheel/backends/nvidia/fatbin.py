@@ -290,7 +290,10 @@ def _fast(region: Region, *, strict: bool, first_index: int) -> tuple[list[Fatbi
     triples, rejected matches; None without it, or where it doubts (parse_fatbin then raises)."""
     from aotwheel.formats import fastscan
 
-    return fastscan.fatbin(region, FatbinEntry, strict=strict, first_index=first_index)
+    found = fastscan.fatbin(region, FatbinEntry, strict=strict, first_index=first_index)
+    if found is not None and any(e.compression and not _plausible(e.compressed_size, e.decompressed_size) for e in found[0]):
+        return None  # a damaged header (C does not judge sizes): the Python loop's answer, an error or a rejected match
+    return found
 
 
 def _containers(entries: list[FatbinEntry], spans: bytes, section: str | None, first_index: int) -> list[FatbinContainer]:
@@ -375,7 +378,7 @@ def _checked_container(region: Region, off: int) -> int | None:
             buf, base + eo)
         if kind not in _KINDS or hsize < _ENTRY_SIZE or not 0 < arch <= _MAX_ARCH or eo + hsize + size > fat_size:
             return None
-        if flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD) and (csize > size or not _plausible(csize, _dsize)):
+        if flags & (FLAG_COMPRESSED_LZ4 | FLAG_COMPRESSED_ZSTD) and (csize > size or kind != KIND_LTOIR and not _plausible(csize, _dsize)):
             return None
         eo += hsize + size
         count += 1
@@ -418,7 +421,7 @@ def _entries(body: Region, container: int) -> tuple[FatbinEntry, ...]:
         compression = "zstd" if flags & FLAG_COMPRESSED_ZSTD else "lz4" if flags & FLAG_COMPRESSED_LZ4 else None
         if compression and csize > size:
             raise body.error(off, f"compressed size {csize} exceeds the stored payload ({size} bytes)")
-        if compression and not _plausible(csize, dsize):
+        if compression and kind != KIND_LTOIR and not _plausible(csize, dsize):
             raise body.error(off, f"entry header declares {dsize} decompressed bytes for {csize} compressed ones "
                                   "(more than any compressor makes of them): the header is damaged")
         if kind == KIND_LTOIR:  # checked, not kept: nvJitLink input, never a module (12,728 in cuFFT)
