@@ -159,11 +159,14 @@ def simulation_env(device: Simulated, scratch: str | os.PathLike[str], base: Map
 @dataclass(frozen=True)
 class Load:
     """One binary loaded through one API: ``native``, ``jit`` (rebuilt from IR, or IR given) or
-    ``fail``; ``kernels`` the kernels created from it; ``log`` the driver's build log or error."""
+    ``fail`` (nothing the driver could take); ``built`` whether the program then built and every
+    kernel was created (a JIT from IR the device's compiler refuses is still ``jit``: the driver
+    chose the IR, as a verdict says); ``kernels`` the kernels created; ``log`` the build log or error."""
 
     binary: str
     api: str
     outcome: str
+    built: bool = True
     kernels: tuple[str, ...] = ()
     log: str = ""
 
@@ -215,7 +218,8 @@ def judge(device: Simulated, binaries: Iterable[str | os.PathLike[str]], *, apis
     if answer is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         return Judgement(device, error=f"the simulated device did not start (exit {proc.returncode}): {' | '.join(tail)}")
-    loads = tuple(Load(ld["binary"], ld["api"], ld["outcome"], tuple(ld.get("kernels", ())), ld.get("log", "")) for ld in answer["loads"])
+    loads = tuple(Load(ld["binary"], ld["api"], ld["outcome"], bool(ld.get("built")), tuple(ld.get("kernels", ())), ld.get("log", ""))
+                  for ld in answer["loads"])
     ip = answer.get("ip")
     return Judgement(device, answer.get("driver"), ip if _valid_ip(ip) else None, answer.get("pci_id"), tuple(answer.get("apis", ())),
                      loads, answer.get("error", ""))
@@ -317,29 +321,30 @@ class _OpenCl:
         get(size.value, buf, None)
         return buf.value[:MAX_LOG].decode("utf-8", "replace").strip()
 
-    def load(self, data: bytes) -> tuple[str, tuple[str, ...], str]:
+    def load(self, data: bytes) -> tuple[str, bool, tuple[str, ...], str]:
         C = self.C
         buf = C.create_string_buffer(data, len(data))
         ptr, size, status, err = C.c_void_p(C.addressof(buf)), C.c_size_t(len(data)), C.c_int32(), C.c_int32()
         program = self.lib.clCreateProgramWithBinary(self.context, 1, C.byref(self.device), C.byref(size),
                                                      C.cast(C.byref(ptr), C.POINTER(C.c_char_p)), C.byref(status), C.byref(err))
         if not program:
-            return FAIL, (), f"clCreateProgramWithBinary failed ({err.value}, binary status {status.value})"
+            return FAIL, False, (), f"clCreateProgramWithBinary failed ({err.value}, binary status {status.value})"
         try:
             kind = C.c_uint32()
             self.lib.clGetProgramBuildInfo(program, self.device, CL_PROGRAM_BINARY_TYPE, 4, C.byref(kind), None)
             rc = self.lib.clBuildProgram(program, 1, C.byref(self.device), b"", None, None)
             log = self._program_text(program, CL_PROGRAM_BUILD_LOG, True)
+            rebuilt = RECOMPILED in log or kind.value != CL_PROGRAM_BINARY_TYPE_EXECUTABLE
+            outcome = JIT if rebuilt else NATIVE
             if rc != 0:
-                return FAIL, (), f"clBuildProgram failed ({rc}): {log}"
+                return (outcome if rebuilt else FAIL), False, (), f"clBuildProgram failed ({rc}): {log}"
             names = tuple(n for n in self._program_text(program, CL_PROGRAM_KERNEL_NAMES, False).split(";") if n)
             for name in names:  # every kernel must be creatable (no execution)
                 kernel = self.lib.clCreateKernel(program, name.encode(), C.byref(err))
                 if not kernel:
-                    return FAIL, names, f"clCreateKernel({name}) failed ({err.value})"
+                    return outcome, False, names, f"clCreateKernel({name}) failed ({err.value})"
                 self.lib.clReleaseKernel(kernel)
-            rebuilt = RECOMPILED in log or kind.value != CL_PROGRAM_BINARY_TYPE_EXECUTABLE
-            return (JIT if rebuilt else NATIVE), names, log
+            return outcome, True, names, log
         finally:
             self.lib.clReleaseProgram(program)
 
@@ -388,7 +393,7 @@ class _LevelZero:
         v = props.driverVersion
         return f"{v >> 24}.{(v >> 16) & 0xFF:02d}.{v & 0xFFFF}"
 
-    def load(self, data: bytes) -> tuple[str, tuple[str, ...], str]:
+    def load(self, data: bytes) -> tuple[str, bool, tuple[str, ...], str]:
         C = self.C
         ir = data[:4] in SPIRV_MAGIC
         buf = C.create_string_buffer(data, len(data))
@@ -403,8 +408,9 @@ class _LevelZero:
             self.lib.zeModuleBuildLogGetString(log_handle, C.byref(size), text)
             log = text.value[:MAX_LOG].decode("utf-8", "replace").strip()
             self.lib.zeModuleBuildLogDestroy(log_handle)
+        outcome = JIT if ir or RECOMPILED in log else NATIVE
         if rc != 0:
-            return FAIL, (), f"zeModuleCreate returned 0x{rc:08x}: {log}"
+            return (outcome if outcome == JIT else FAIL), False, (), f"zeModuleCreate returned 0x{rc:08x}: {log}"
         try:
             count = C.c_uint32()
             self.lib.zeModuleGetKernelNames(module, C.byref(count), None)
@@ -415,9 +421,9 @@ class _LevelZero:
                 kernel = C.c_void_p()
                 rc = self.lib.zeKernelCreate(module, C.byref(_KernelDesc(0x1D, None, 0, name.encode())), C.byref(kernel))
                 if rc != 0:
-                    return FAIL, names, f"zeKernelCreate({name}) returned 0x{rc:08x}"
+                    return outcome, False, names, f"zeKernelCreate({name}) returned 0x{rc:08x}"
                 self.lib.zeKernelDestroy(kernel)
-            return (JIT if ir or RECOMPILED in log else NATIVE), names, log
+            return outcome, True, names, log
         finally:
             self.lib.zeModuleDestroy(module)
 
@@ -450,8 +456,8 @@ def _worker(request: Mapping[str, object]) -> dict[str, object]:
             answer.setdefault("driver", runtime.version())
         for path in binaries:
             data = Path(path).read_bytes()
-            outcome, kernels, log = runtime.load(data)
-            loads.append({"binary": path, "api": api, "outcome": outcome, "kernels": list(kernels), "log": log})
+            outcome, built, kernels, log = runtime.load(data)
+            loads.append({"binary": path, "api": api, "outcome": outcome, "built": built, "kernels": list(kernels), "log": log})
     answer["loads"] = loads
     if errors and not answer["apis"]:
         answer["error"] = "; ".join(errors)
