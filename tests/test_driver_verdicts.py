@@ -14,6 +14,7 @@ third-party wheel (vllm-xpu-kernels, committed excerpt).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import sysconfig
 from collections import Counter
@@ -236,3 +237,69 @@ def test_unknown_binary_fails_on_the_driver(tmp_path: Path) -> None:
     j = simulate.judge(simulate.BY_NAME["pvc"], [junk])
     assert not j.error, j.error
     assert {ld.api: ld.outcome for ld in j.loads} == {api: simulate.FAIL for api in j.apis}
+
+
+@pytest.mark.parametrize("device", ["pvc", "acm-g10"])
+def test_check_probes_the_simulated_device(device: str, judged: list[simulate.Judgement], tmp_path: Path) -> None:
+    """``aotwheel check DIR`` with no ``--device``, run where the driver simulates a GPU: the probes
+    find that GPU (its IP, and the driver release from OpenCL's driver version) as on a real
+    machine, and each file's verdict equals what the driver did with it through that probe's API."""
+    import json
+
+    by_name = {j.device.name: j for j in judged}
+    judgement = by_name[device]
+    folder = DATA / "ocloc-22.43"
+    env = simulate.simulation_env(judgement.device, tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "check", "--json", str(folder)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    probed = subprocess.run([sys.executable, "-c", "import json; from aotwheel.probe import detect_devices; "
+                             "print(json.dumps([d.to_dict() for d in detect_devices()]))"],
+                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True)
+    gpus = [d for d in json.loads(probed.stdout) if d["kind"] == "gpu"]
+    assert [(d["catalog"], d["ip"], d["driver"]) for d in gpus] == [(device, judgement.device.ip, judgement.driver)], gpus
+    verdicts = json.loads(proc.stdout)["verdicts"]
+    assert verdicts, proc.stdout
+    checked = {Path(v["binary"]).name for v in verdicts}
+    assert checked == {"pvc.zebin", "acm-g10.zebin", "pvc+acm-g10.zebin.ar", "pvc.legacy"}, checked
+    wrong: list[str] = []
+    for v in verdicts:
+        api = v["device"].rsplit("[", 1)[-1].rstrip("]")
+        assert v["ip"] == judgement.device.ip and api in judgement.apis, v
+        driver = judgement.outcome(folder / Path(v["binary"]).name, api)
+        if AGREES.get(v["verdict"]) != driver:
+            wrong.append(f"{Path(v['binary']).name}: driver {driver} ({api}, {judgement.driver}), aotwheel check {v['verdict']} ({v['reason']})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_selftest_simulate_loads_every_image(judged: list[simulate.Judgement], shapes: list[Shape]) -> None:
+    """``aotwheel selftest --simulate pvc,acm-g10 EXT``: each embedded image is loaded by the driver
+    on each simulated device and API, every kernel created (none runs); the outcome per device is
+    the driver's for the same images (the differential test's judgement of the extension), and
+    aotwheel's own verdict is printed beside it."""
+    import json
+
+    extension = next((s for s in shapes if s.name.startswith("aotwheel._kernels")), None)
+    assert extension is not None, "aotwheel._kernels is not installed (ci/test.sh installs the wheel it builds)"
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "selftest", "--json", "--simulate", "pvc,acm-g10", str(extension.checked)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    results = json.loads(proc.stdout)["results"]
+    by_name = {j.device.name: j for j in judged}
+    seen = set()
+    for r in results:
+        name, api = r["device"].split(" [simulated ")[0], r["device"].split(" [simulated ")[1].split(",")[0]
+        seen.add((name, api))
+        expected = {by_name[name].outcome(p, api) for p in extension.loaded}
+        assert r["verdict"] == "/".join(sorted(expected)), r
+        assert r["ok"] and r["kernels"] and all(k["ok"] for k in r["kernels"]), r
+        assert {k["name"] for k in r["kernels"]} == {k for ld in by_name[name].loads if ld.api == api and Path(ld.binary) in extension.loaded
+                                                     for k in ld.kernels}, r
+    assert seen == {(d, api) for d in ("pvc", "acm-g10") for api in by_name[d].apis}, seen
+
+
+def test_selftest_simulate_names_unknown_devices() -> None:
+    """A misspelt device fails before any image is read: one line naming the known ones, exit 2."""
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "selftest", "--simulate", "pvx"], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "unknown device pvx" in proc.stderr and "bmg-g21" in proc.stderr, proc.stderr

@@ -35,6 +35,8 @@ class IntelBackend:
     # SPIR-V compiler (options, build, report), which aotwheel.compile_spirv uses too.
     commands = {"compile": "aotwheel.cli.compile"}
     spirv_compiler = "aotwheel.backends.intel.commands"
+    # ``aotwheel selftest --simulate``: compute-runtime's simulation mode loads the images (simulate.selftest).
+    simulator = "aotwheel.backends.intel.simulate"
     # The loader's view of an extension's images (the SYCL triples of the embedding, build/embed.py)
     # and of a file it is handed: an ocloc fat binary is an ar archive.
     opencl_images = OpenClImages(native="spir64_gen", ir="spir64", native_magic=b"!<arch>\n", native_name="an ocloc fat binary")

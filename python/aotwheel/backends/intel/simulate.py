@@ -241,6 +241,70 @@ def _last_json(text: str) -> dict | None:
     return None
 
 
+# --- aotwheel selftest --simulate ---------------------------------------------------------------
+
+
+def named_devices(text: str) -> list[Simulated]:
+    """The devices of a ``--simulate`` list: catalog names (``pvc,bmg-g21``), or ``all`` for every
+    device the installed driver simulates. Raises :class:`~aotwheel.errors.AotwheelError` for a
+    name the harness does not know, naming those it does."""
+    from aotwheel.errors import AotwheelError
+
+    words = [w.strip().lower() for w in text.replace(" ", ",").split(",") if w.strip()]
+    if words == ["all"]:
+        first = judge(BY_NAME["pvc"], [], apis=(OPENCL,))
+        if first.error:
+            raise AotwheelError(f"the Intel driver does not simulate a GPU here ({first.error}); install intel-opencl-icd")
+        return devices_for(first.release)
+    unknown = [w for w in words if w not in BY_NAME]
+    if unknown or not words:
+        raise AotwheelError(f"--simulate: unknown device {', '.join(unknown) or repr(text)}; use all or some of {', '.join(BY_NAME)}")
+    return [BY_NAME[w] for w in dict.fromkeys(words)]
+
+
+def selftest(modules: Sequence[object], devices: str | Sequence[Simulated]) -> list[object]:
+    """``aotwheel selftest --simulate``: every module's device code (its fat binary, else its
+    SPIR-V) loaded by the driver on each simulated device, through OpenCL and Level Zero, and
+    every kernel created (none runs). One result per device and API: the driver's native / jit /
+    fail, and aotwheel's own verdict for the same image and driver release beside it."""
+    from aotwheel.results import DeviceResult, KernelResult, ProbedDevice
+    from aotwheel.runtime import check
+
+    chosen = named_devices(devices) if isinstance(devices, str) else list(devices)
+    results: list[object] = []
+    with tempfile.TemporaryDirectory(prefix="aotwheel-selftest-sim-") as tmp:
+        files: list[tuple[str, Path]] = []
+        for n, mod in enumerate(modules):
+            data = getattr(mod, "fatbinary", None) or getattr(mod, "spirv", None)
+            if data:
+                files.append((str(getattr(mod, "source", n)), Path(tmp, f"module{n}.bin")))
+                files[-1][1].write_bytes(data)
+        for device in chosen:
+            j = judge(device, [f[1] for f in files])
+            if j.error:
+                results.append(DeviceResult(f"{device.name} [simulated]", "gpu", "fail", "", error=j.error))
+                continue
+            probed = ProbedDevice(name=device.name, backend="simulated", kind="gpu", vendor="intel", ip=device.ip, catalog=device.name,
+                                  spirv=True, driver=j.driver)
+            for api in j.apis:
+                res = DeviceResult(f"{device.name} [simulated {api}, driver {j.driver}]", "gpu", "", "")
+                outcomes, notes = [], []
+                for source, path in files:
+                    load = next(ld for ld in j.loads if ld.binary == str(path) and ld.api == api)
+                    outcomes.append(load.outcome)
+                    ours = check(str(path), [probed], policy="ignore")[0].verdict
+                    agrees = {"native": NATIVE, "jit": JIT, "unsupported": FAIL}.get(str(ours)) == load.outcome
+                    notes.append(f"{source}: driver {load.outcome}, aotwheel {ours}" + ("" if agrees else " (DISAGREE)"))
+                    if load.outcome == FAIL or not load.built:
+                        res.error = f"{source}: {load.log.splitlines()[0] if load.log else load.outcome}"
+                    res.kernels += [KernelResult(k, None, 0.0, load.built, "created, not run (simulation)") for k in load.kernels]
+                res.verdict = "/".join(sorted(set(outcomes)))
+                res.program_from = "simulated"
+                res.reason = "; ".join(notes)
+                results.append(res)
+    return results
+
+
 # --- the child process: talks to the drivers through ctypes -------------------------------------
 
 CL_DEVICE_TYPE_GPU = 4
