@@ -218,7 +218,7 @@ def test_sid_driver_runs_debian12_zebins_natively(judged: list[simulate.Judgemen
                 assert by_name[device].outcome(fixtures / name, api) == simulate.NATIVE, (device, name, api, by_name[device].driver)
     release = by_name["pvc"].release
     assert release is not None
-    legacy = by_name["pvc"].outcome(fixtures / "pvc.legacy")
+    legacy = by_name["pvc"].outcome(fixtures / "pvc-legacy.bin")
     assert legacy == (simulate.NATIVE if release < (26, 18) else simulate.JIT), (legacy, by_name["pvc"].driver)
 
 
@@ -261,7 +261,7 @@ def test_check_probes_the_simulated_device(device: str, judged: list[simulate.Ju
     verdicts = json.loads(proc.stdout)["verdicts"]
     assert verdicts, proc.stdout
     checked = {Path(v["binary"]).name for v in verdicts}
-    assert checked == {"pvc.zebin", "acm-g10.zebin", "pvc+acm-g10.zebin.ar", "pvc.legacy"}, checked
+    assert checked == {"pvc.zebin", "acm-g10.zebin", "pvc+acm-g10.zebin.ar", "pvc-legacy.bin"}, checked
     wrong: list[str] = []
     for v in verdicts:
         api = v["device"].rsplit("[", 1)[-1].rstrip("]")

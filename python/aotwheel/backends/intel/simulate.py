@@ -391,7 +391,9 @@ class _OpenCl:
         ptr, size, status, err = C.c_void_p(C.addressof(buf)), C.c_size_t(len(data)), C.c_int32(), C.c_int32()
         program = self.lib.clCreateProgramWithBinary(self.context, 1, C.byref(self.device), C.byref(size),
                                                      C.cast(C.byref(ptr), C.POINTER(C.c_char_p)), C.byref(status), C.byref(err))
-        if not program:
+        if not program or err.value != 0:  # 26.27 on cri hands back a program object along with CL_INVALID_BINARY
+            if program:
+                self.lib.clReleaseProgram(program)
             return FAIL, False, (), f"clCreateProgramWithBinary failed ({err.value}, binary status {status.value})"
         try:
             kind = C.c_uint32()
