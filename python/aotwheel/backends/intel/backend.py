@@ -102,8 +102,10 @@ class IntelBackend:
                                    "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
                                    device.kind, ("spir64_x86_64",)))
         if not compatibility:
-            return self._finish(decide(targets, ir, device, binary=binary, compatibility=False), file)
-        return self._finish(_per_driver_version(targets, ir, device, binary), file)
+            v = decide(targets, ir, device, binary=binary, compatibility=False)
+        else:
+            v = _per_driver_version(targets, ir, device, binary)
+        return self._finish(_opencl_bindless(v, targets, ir, device, file, binary), file)
 
     def prepare_probes(self) -> None:
         from aotwheel.backends.intel.probes.opencl import use_cpu_runtime_if_installed
@@ -218,6 +220,43 @@ def driver_release(text: str | None) -> tuple[int, int] | None:
     return (int(m[1]), int(m[2])) if m else None
 
 
+def _opencl_bindless(v: Verdict, targets: list[Any], ir: list[str], device: Any, file: FileReport, binary: str) -> Verdict:
+    """A native verdict for a device the OpenCL probe reports, whose chosen zebin has bindless
+    kernels: compute-runtime's OpenCL (24.22 and newer) rebuilds such a program from its IR, and
+    refuses it without (``addressing``); Level Zero runs it as it is."""
+    from aotwheel.backends.intel import addressing
+
+    if v.verdict != NATIVE or getattr(device, "backend", None) != "opencl":
+        return v
+    release = driver_release(getattr(device, "driver", None))
+    if release is not None and release < addressing.OPENCL_REBUILDS_SINCE:
+        return v
+    bare = [t for t in targets if not (t.member or "").rstrip("/")]
+    picked = next((t for t in targets if t.member and t.member.rstrip("/") == v.image), None) or (bare[0] if len(bare) == 1 else None)
+    if picked is None or picked.format != "zebin":
+        return v
+    try:
+        data = addressing.image_of(file.path or binary, file, picked)
+        bindless = data is not None and addressing.has_bindless_kernels(data, f"{binary} ({v.image})")
+    except Exception:  # an image the inspector read but this cannot: keep the lookup's verdict
+        return v
+    if not bindless:
+        return v
+    from dataclasses import replace
+
+    from aotwheel.results import JIT
+
+    since = f"{addressing.OPENCL_REBUILDS_SINCE[0]}.{addressing.OPENCL_REBUILDS_SINCE[1]:02d}"
+    why = (f"{v.image} has bindless kernels, which compute-runtime's OpenCL ({since} and newer) rebuilds from IR "
+           "(Level Zero runs them native; ocloc -stateful_address_mode bindful builds them without)")
+    if ir or picked.rebuildable:
+        source = "generic_ir" if picked.member else "its own SPIR-V"
+        return replace(v, verdict=JIT, image="generic_ir" if picked.member else "spirv", rule="opencl-bindless",
+                       reason=f"JIT: the lookup chose {v.image}, but {why}; the driver rebuilds {source} at first use")
+    return replace(v, verdict=UNSUPPORTED, image=None, rule="opencl-bindless",
+                   reason=f"unsupported: the lookup chose {v.image}, but {why}, and the binary keeps no IR: the OpenCL driver refuses it")
+
+
 def _by_compatibility(v: Verdict) -> bool:
     return v.rule.startswith("compat") or "compatibility mapping" in v.reason
 
@@ -254,6 +293,8 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     if since is None:
         return v
     if v.verdict == NATIVE and v.image == newest.image:
+        if not _by_compatibility(v):  # native by this release's own rule (22.43: product family only), not the mapping
+            return v
         return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
     return replace(v, reason=f"{v.reason}; driver {driver} predates {need}, the first release whose lookup runs it native ({newest.image})")
 
