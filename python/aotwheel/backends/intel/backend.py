@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.intel import INTEL
-from aotwheel.backends.intel.kinds import CPU_AOT
+from aotwheel.backends.intel.kinds import CPU_AOT, LEGACY
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
 from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
@@ -145,10 +145,12 @@ class IntelBackend:
         ``file``: other vendors' targets kept too)."""
         from aotwheel.backends.intel.catalog import load_catalog
 
-        dev = load_catalog().by_ip(verdict.ip) if verdict.ip else None
+        catalog = load_catalog()
+        dev = catalog.by_ip(verdict.ip) if verdict.ip else None
         if dev is None:
             return None
-        names = [n for n in verdict.targets if n]
+        # devlist tokens only: a target known by its core alone ("XE_HPC_CORE image") is no device name
+        names = [n for n in verdict.targets if n and (catalog.by_name(n) or catalog.by_ip(n))]
         if dev.name not in names:
             names.append(dev.name)
         if file is not None:
@@ -161,6 +163,13 @@ class IntelBackend:
         return None  # the device's own key
 
     def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
+        if verdict.kind == "gpu" and file is not None and verdict.verdict != NATIVE and \
+                any(t.vendor == INTEL and t.format == LEGACY for t in file.native_targets):
+            # The images are there but of a format newer drivers no longer run: rebuild them as zebin.
+            from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+            return (f"rebuild with zebin images (aotwheel's default: {IMAGE_FORMAT.name} unset; ocloc --format zebin): "
+                    "compute-runtime 26.18 and newer run no legacy patch-token image natively")
         devlist = self.covering_devlist(verdict, file)
         if devlist:
             from aotwheel.backends.intel.ocloc import build_note
@@ -185,7 +194,9 @@ class IntelBackend:
         embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
         line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
         devlist = self.covering_devlist(verdict)
-        if verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
+        if verdict.remedy.startswith("rebuild with zebin images"):  # _finish()'s, for legacy images
+            line += f"; {verdict.remedy}"
+        elif verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
             line += f"; {verdict.remedy} to ship native code for it"
         elif devlist:
             from aotwheel.backends.intel.ocloc import build_note
@@ -267,7 +278,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     older ones do (``rules.BREAKPOINTS``: the releases at which the lookup changed)."""
     from dataclasses import replace
 
-    from aotwheel.backends.intel.rules import BREAKPOINTS, decide, release_text
+    from aotwheel.backends.intel.rules import BREAKPOINTS, LEGACY_LAST, decide, release_text
 
     def at(release: tuple[int, int] | None) -> Verdict:
         return decide(targets, ir, device, binary=binary, release=release)
@@ -285,7 +296,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     release = driver_release(driver)
     if release is None:
         if since is None:
-            return newest
+            return _with_older_releases(newest, at(LEGACY_LAST))
         older = at((0, 0) if since == BREAKPOINTS[0] else BREAKPOINTS[BREAKPOINTS.index(since) - 1])
         return replace(newest, reason=f"{newest.reason}; this needs compute-runtime {need} or newer (the first release whose "
                                       f"lookup gives it); with an older or unknown driver: {older.verdict} ({older.reason})")
@@ -297,6 +308,19 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
             return v
         return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
     return replace(v, reason=f"{v.reason}; driver {driver} predates {need}, the first release whose lookup runs it native ({newest.image})")
+
+
+def _with_older_releases(newest: Verdict, older: Verdict) -> Verdict:
+    """With no driver release known: the newest release's verdict, and what compute-runtime before
+    26.18 does where it differs (it still ran legacy patch-token images natively)."""
+    from dataclasses import replace
+
+    from aotwheel.backends.intel.rules import LEGACY_IGNORED_SINCE, release_text
+
+    if older.verdict == newest.verdict and older.image == newest.image:
+        return newest
+    return replace(newest, reason=f"{newest.reason}; that is compute-runtime {release_text(LEGACY_IGNORED_SINCE)} and newer: "
+                                  f"older drivers give {older.verdict} ({older.reason.removeprefix('native: ')})")
 
 
 BACKEND = IntelBackend()
