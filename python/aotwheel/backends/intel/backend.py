@@ -297,7 +297,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     if release is None:
         if since is None:
             return _with_older_releases(newest, at(LEGACY_LAST))
-        older = at((0, 0) if since == BREAKPOINTS[0] else BREAKPOINTS[BREAKPOINTS.index(since) - 1])
+        older = at((since[0], since[1] - 1) if since[1] > 1 else (since[0] - 1, 53))  # the week before: the lookup just before it
         return replace(newest, reason=f"{newest.reason}; this needs compute-runtime {need} or newer (the first release whose "
                                       f"lookup gives it); with an older or unknown driver: {older.verdict} ({older.reason})")
     v = at(release)
