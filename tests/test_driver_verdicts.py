@@ -29,6 +29,8 @@ from aotwheel.results import JIT, NATIVE, UNSUPPORTED, ProbedDevice
 
 from conftest import CLANG, LLVM_SPIRV, TESTS, ocloc_device_words, ocloc_output, ocloc_writes_legacy_images, require, run_tool
 
+pytestmark = pytest.mark.usefixtures("simulated_driver")  # slow: the driver judges every device x shape
+
 DATA = TESTS / "data"
 KERNEL = DATA / "ocloc-22.43" / "k.cl"
 VLLM = DATA / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
