@@ -149,8 +149,15 @@ class IntelBackend:
         dev = catalog.by_ip(verdict.ip) if verdict.ip else None
         if dev is None:
             return None
-        # devlist tokens only: a target known by its core alone ("XE_HPC_CORE image") is no device name
-        names = [n for n in verdict.targets if n and (catalog.by_name(n) or catalog.by_ip(n))]
+        from aotwheel import backends
+
+        def token(name: str) -> bool:  # a devlist word: not a target known by its core alone ("XE_HPC_CORE image")
+            if catalog.by_name(name) or catalog.by_ip(name):
+                return True
+            owner = backends.for_token(name.lower())
+            return owner is not None and owner.name != INTEL  # another vendor's target (sm_90)
+
+        names = [n for n in verdict.targets if n and token(n)]
         if dev.name not in names:
             names.append(dev.name)
         if file is not None:

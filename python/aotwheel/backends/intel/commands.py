@@ -100,6 +100,8 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
             note += f"; small GRF spilled (~{worst} bytes), rebuilt with large GRF"
         if b.spills:
             note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
+        if b.poisoned:
+            note += f"; no fp64 here, poisoned (return without computing): {', '.join(b.poisoned)}"
         print(f"{b.device} ({b.ip}): {result.image_format}, {b.size} bytes, {b.grf} GRF, {note}")
     ir = " + generic_ir (JIT fallback)" if result.jit_fallback else ""
     print(f"wrote {', '.join(written)}{ir if args.format == 'fatbin' else ''}", file=sys.stdout)
