@@ -52,6 +52,7 @@ class Simulated:
     ip: str
     pci_id: int | None = None
     shape: str = "1x4x8"
+    revision: int | None = None  # OverrideRevision: 22.43 derives a DG2's IP from PCI id and revision (26.x takes the IP)
 
 
 def _ip_u32(ip: str) -> int:
@@ -67,9 +68,9 @@ DEVICES: tuple[Simulated, ...] = (
     Simulated("adl-p", "adlp", "12.3.0", 0x46A6),
     Simulated("adl-n", "adln", "12.4.0", 0x46D0),
     Simulated("dg1", "dg1", "12.10.0", 0x4905, "1x6x16"),
-    Simulated("acm-g10", "dg2", "12.55.8", 0x56A0),
-    Simulated("acm-g11", "dg2", "12.56.5", 0x56A5),
-    Simulated("acm-g12", "dg2", "12.57.0", 0x5696),
+    Simulated("acm-g10", "dg2", "12.55.8", 0x56A0, revision=8),  # C0
+    Simulated("acm-g11", "dg2", "12.56.5", 0x56A5, revision=5),  # B1
+    Simulated("acm-g12", "dg2", "12.57.0", 0x5696, revision=0),  # A0
     Simulated("pvc", "pvc", "12.60.7", 0x0BD5),
     Simulated("pvc-vg", "pvc", "12.61.7", 0x0BD4),
     Simulated("mtl-u", "mtl", "12.70.4", 0x7D40),
@@ -124,6 +125,8 @@ def environment(device: Simulated, scratch: str | os.PathLike[str]) -> dict[str,
     }
     if device.pci_id is not None:
         keys["ForceDeviceId"] = f"{device.pci_id:04x}"
+    if device.revision is not None:
+        keys["OverrideRevision"] = str(device.revision)
     return keys
 
 
