@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ DATA = TESTS / "data"
 KERNEL = DATA / "ocloc-26.27" / "k.cl"
 VLLM = DATA / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
 VLLM_IMAGE = 2  # the smallest of its five fat binaries (38 KB): one kernel, JIT-compiled in about a second
+TIMING: dict[str, str] = {}  # printed with the counts (a measurement, never asserted)
 AGREES = {NATIVE: simulate.NATIVE, JIT: simulate.JIT, UNSUPPORTED: simulate.FAIL}
 
 
@@ -155,8 +157,14 @@ def judged(shapes: list[Shape]) -> list[simulate.Judgement]:
     assert not first.error, f"the Intel driver does not simulate a GPU here ({first.error}); ci/setup.sh installs intel-opencl-icd"
     devices = simulate.devices_for(first.release)
     files = sorted({p for s in shapes for p in s.loaded})
-    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-        return list(pool.map(lambda d: simulate.judge(d, files), devices))
+    workers = max(1, min(4, os.cpu_count() or 1))
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        answers = list(pool.map(lambda d: simulate.judge(d, files), devices))
+    wall = time.perf_counter() - start
+    per = wall * workers / len(devices)
+    TIMING["harness"] = f"harness: {len(devices)} devices x {len(files)} files, {workers} at a time, {wall:.1f} s ({per:.1f} s a device)"
+    return answers
 
 
 def _aotwheel(shape: Shape, device: simulate.Simulated, api: str, driver: str | None) -> str:
@@ -196,7 +204,7 @@ def _compare(shapes: list[Shape], judged: list[simulate.Judgement], api: str, ca
     summary = (f"{api}: driver {', '.join(versions)}; {len(judged)} devices ({', '.join(j.device.name for j in judged)}) x {len(shapes)} shapes = "
                f"{sum(counts.values())} loads ({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}); {len(disagreements)} disagreements")
     with capsys.disabled():
-        print("\n" + summary)
+        print("\n" + summary + ("; " + TIMING["harness"] if "harness" in TIMING else ""))
     assert len(shapes) >= 8
     assert not disagreements, summary + "\n" + "\n".join(disagreements)
 
