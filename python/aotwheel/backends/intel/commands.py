@@ -86,7 +86,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
     result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
                                   grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults,
-                                  image_format="legacy" if args.legacy_images else None)
+                                  image_format="legacy" if args.legacy_images else None, format_source="--legacy-images")
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)
