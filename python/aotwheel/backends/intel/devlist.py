@@ -15,6 +15,10 @@ from aotwheel.backends.intel import INTEL, grammar
 from aotwheel.backends.intel.catalog import Catalog, Device, load_catalog
 from aotwheel.backends.protocol import DevlistExamples
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aotwheel.backends.intel.coverage import Coverage
+
 TOOL = "ocloc"  # aotwheel resolve --toolchain ocloc / --ocloc PATH
 EXAMPLES = DevlistExamples(device="pvc", devices="pvc,acm-g10", family="dg2", families="dg2 or xe-hpc")
 SPIRV_SYCL = "spir64"  # JIT from SPIR-V
@@ -30,6 +34,25 @@ class IntelPart:
     alone: bool  # no other vendor builds anything: SPIR-V serves every device
     catalog: Catalog | None = field(default=None, compare=False, repr=False)  # the table the tokens were read with
     vendor: str = INTEL
+    generic_named: tuple[str, ...] = ()  # generic names the list wrote (bmg): they ask for the shared image
+
+    def coverage(self, floor: str | None = None, acronyms: frozenset[str] | None = None) -> Coverage | None:
+        """The native-coverage plan (:mod:`.coverage`) for ``floor`` (``USE_AOT_MIN_DRIVER`` text; None or
+        auto: the default). ``acronyms``: the ocloc in use's -device words (None: the catalog's view of it:
+        the installed ocloc's table when one was read, else every catalog generic name). None without targets."""
+        if not self.targets:
+            return None
+        from aotwheel.backends.intel.coverage import parse_release, plan
+
+        cat = self.catalog or load_catalog()
+        if acronyms is not None:
+            generic = {g: root for g, root in cat.generic if g in acronyms}
+        elif cat.ocloc_version:
+            generic = {g: root for g, root in cat.generic if cat.source(g) != "catalog"}
+        else:
+            generic = dict(cat.generic)
+        return plan([(t.name, t.ip) for t in self.targets], floor=parse_release(floor), generic=generic,
+                    named_generic=self.generic_named, universe=[(d.name, d.ip) for d in cat.devices])
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -133,9 +156,12 @@ class IntelGrammar:
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or load_catalog()
         self._targets: dict[str, Device] = {}
+        self._generic: list[str] = []
 
     def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]]:
         kind, devices = grammar.lookup(token, raw, rest, self.catalog)
+        if kind == "generic" and token not in self._generic:
+            self._generic.append(token)
         for dev in devices:
             self._targets.setdefault(dev.name, dev)
         return kind, tuple(d.name for d in devices)
@@ -160,7 +186,7 @@ class IntelGrammar:
         return grammar.suggest(token, (), self.catalog)
 
     def finish(self, *, jit_fallback: bool, alone: bool) -> IntelPart:
-        return IntelPart(tuple(self._targets.values()), jit_fallback, alone, self.catalog)
+        return IntelPart(tuple(self._targets.values()), jit_fallback, alone, self.catalog, generic_named=tuple(self._generic))
 
 
 def table_for(text: str, tools: Mapping[str, str | None]) -> Catalog:
