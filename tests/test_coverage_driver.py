@@ -104,3 +104,41 @@ def test_one_image_per_device_is_native_only_on_its_own_device(spv: Path, tmp_pa
     compile_for(spv, ["bmg-g21", "lnl-m"], "26.05", tmp_path / "shared.ar")
     assert driver_verdict(tmp_path / "ip.ar", "bmg-g31", tmp_path) == "jit"
     assert driver_verdict(tmp_path / "shared.ar", "bmg-g31", tmp_path) == "native"
+
+
+PROJECT = """
+cmake_minimum_required(VERSION 3.21)
+project(coverage LANGUAGES C)
+add_library(myext MODULE ext.c)
+find_package(aotwheel CONFIG REQUIRED)
+aotwheel_resolve_devlist(DEVS)
+aotwheel_add_device_code(myext SOURCES {source} DEVLIST DEVS NAME dk DESTINATION pkg)
+"""
+
+
+def test_cmake_build_makes_the_planned_images_and_each_device_runs_natively(spv: Path, tmp_path: Path, builds: None) -> None:
+    """A CMake build of the Xe2+Xe3 list with USE_AOT_MIN_DRIVER=26.05: two ocloc images (bmg-g21's and
+    ptl-h's, members 64.bmg and 64.ptl), the manifest says which serves which device, and driver
+    26.27 runs all six natively from the embedded fat binary."""
+    from _build_util import ar_members, build_env, embedded_images, run
+
+    require("cmake", "ninja", "cc", "ar")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "saxpy.cl").write_text((spv.parent / "saxpy.cl").read_text())
+    (src / "CMakeLists.txt").write_text(PROJECT.format(source=src / "saxpy.cl"))
+    (src / "ext.c").write_text('#include "dk_aot.h"\nunsigned long count(void) { return aotwheel_dk_image_count; }\n')
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST=",".join(XE2 + XE3))
+    run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}",
+         f"-DPython_EXECUTABLE={sys.executable}", "-DUSE_AOT_MIN_DRIVER=26.05"], env=env)
+    run(["ninja", "-C", str(tmp_path / "b")], env=env)
+    built = sorted(p.name for p in (tmp_path / "b").rglob("saxpy.*.bin"))
+    assert built == ["saxpy.bmg-g21.bin", "saxpy.ptl-h.bin"], built
+    fat = tmp_path / "fat.ar"
+    fat.write_bytes(embedded_images(next((tmp_path / "b").glob("libmyext*.so")))[0].image)
+    assert [m for m in ar_members(fat) if not m.startswith("pad_")] == ["64.bmg", "64.ptl", "generic_ir"]
+    manifest = json.loads(next((tmp_path / "b").rglob("_aot_manifest.json")).read_text())
+    serves = {s["device"]: s["member"] for s in manifest["devlist"]["coverage"]["served"] if s["listed"]}
+    assert serves == {**dict.fromkeys(XE2, "64.bmg"), **dict.fromkeys(XE3, "64.ptl")}, manifest["devlist"]["coverage"]
+    for name in XE2 + XE3:
+        assert driver_verdict(fat, name, tmp_path) == "native", name

@@ -104,6 +104,7 @@ class Coverage:
     stated: bool  # the user stated the floor (else: the default)
     served: tuple[Served, ...]
     generic_names: bool  # the ocloc in use knows generic names (sharing was possible)
+    note: str = ""  # what the plan leaves on the table (an ocloc without generic names)
 
     @property
     def tokens(self) -> tuple[str, ...]:
@@ -116,7 +117,7 @@ class Coverage:
 
     def lines(self) -> list[str]:
         """``aotwheel resolve``'s coverage lines."""
-        floor = (f"driver {release_text(self.floor)} and newer" if self.floor != OLDEST else "every modelled driver release")
+        floor = f"driver {release_text(self.floor)} and newer" if self.floor != OLDEST else "any driver"
         why = "stated" if self.stated else "default: the release that first runs every listed device"
         out = [f"native coverage ({floor}; {why}): {len(self.images)} image{'s' * (len(self.images) != 1)} "
                f"for {sum(s.listed for s in self.served)} listed device{'s' * (sum(s.listed for s in self.served) != 1)}"]
@@ -131,8 +132,8 @@ class Coverage:
             if extra:
                 text += f"; also {', '.join(extra)}"
             out.append(text)
-        if not self.generic_names:
-            out.append("  (one image per device: the ocloc in use knows no generic names, so no image is shared)")
+        if self.note:
+            out.append(f"  ({self.note})")
         return out
 
     def to_dict(self) -> dict[str, object]:

@@ -29,8 +29,9 @@ class Native:
     """One device's native binary: ``ocloc -device <device>`` output, keyed by its IP version."""
 
     device: str  # canonical name, e.g. "pvc"
-    ip: str  # "12.60.7": the cache key's target and the fat binary's member name
+    ip: str  # "12.60.7": the cache key's target
     output: str  # <stem>.<device>.bin
+    member: str = ""  # its fat-binary member where the coverage plan names it (64.bmg); else 64.<ip>
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,11 @@ class FatbinJob:
 def build_plan(*, name: str, work: Path, sources: list[str], devices: list[tuple[str, str]],
                groups: dict[str, list[list[str]]], toolchain: str, settings: str = "", ir: bool = False,
                options: str = "", clang_args: tuple[str, ...] = (), source_root: str = "", build_root: str = "",
-               cost_prefix: str = "", note: str = "") -> Plan:
+               cost_prefix: str = "", note: str = "", members: dict[str, str] | None = None) -> Plan:
     """The edges of ``sources`` (absolute paths) for ``devices`` (``(name, ip)``, devlist order):
     ``groups`` holds per source stem its ocloc edges' devices (a source absent from it is another
-    shard's: no edge at all; with no device every source gets its SPIR-V edge alone)."""
+    shard's: no edge at all; with no device every source gets its SPIR-V edge alone). ``devices``
+    are the images to build (the coverage plan's, :mod:`..coverage`), ``members`` their member names."""
     stems = unique_stems(sources)
     ips = dict(devices)
     spirv_job = SpirvJob(clang_args=clang_args, source_root=source_root, build_root=build_root)
@@ -80,7 +82,7 @@ def build_plan(*, name: str, work: Path, sources: list[str], devices: list[tuple
         edges.append(Edge(id=f"{stem}.spirv", step="spirv", source=src, outputs=(spv,), inputs=common, depfile=f"{spv}.d",
                           comment=f"{base} -> SPIR-V", data=spirv_job))
         mine = {d for g in groups.get(stem, []) for d in g}
-        natives = {d: Native(d, ip, str(work / f"{stem}.{d}.bin")) for d, ip in devices if d in mine}
+        natives = {d: Native(d, ip, str(work / f"{stem}.{d}.bin"), (members or {}).get(d, "")) for d, ip in devices if d in mine}
         if natives:
             fatbin = str(work / f"{stem}.fatbin")
             split = len(groups[stem]) > 1
