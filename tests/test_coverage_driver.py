@@ -20,6 +20,7 @@ import pytest
 
 from aotwheel.backends.intel.catalog import load_catalog
 from aotwheel.backends.intel.rules import product_abbreviation
+
 from conftest import CLANG, LLVM_SPIRV, REPO, require, run_tool, unbuildable_devices
 
 XE2 = ["bmg-g21", "bmg-g31", "lnl-m"]

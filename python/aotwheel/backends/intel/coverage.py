@@ -157,11 +157,13 @@ class _Target:
     format: str = "zebin"
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Device:
+    """A device as :func:`rules.decide` reads one (:class:`aotwheel.results.Device`)."""
+
     name: str
-    ip: str
-    catalog: str
+    ip: str | None
+    catalog: str | None
     kind: str = "gpu"
     vendor: str = "intel"
 
@@ -225,12 +227,12 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
             alone = [d for d in listed
                      if any(d not in native_members(members, [(d, ips[d])], r) for r in releases)]
             members += [own[d] for d in alone]
-            served = {r: native_members(members, every, r) for r in releases}
-            if any(d not in served[r] for r in releases for d in listed):
+            runs = {r: native_members(members, every, r) for r in releases}
+            if any(d not in runs[r] for r in releases for d in listed):
                 continue  # a shared member shadows what a device would find otherwise
-            if any(set(baseline[r]) - set(served[r]) for r in releases):
+            if any(set(baseline[r]) - set(runs[r]) for r in releases):
                 continue  # less native coverage than one image per device somewhere
-            if any(not any(served[r].get(d) == m.member for r in releases for d in served[r]) for m in members):
+            if any(not any(runs[r].get(d) == m.member for r in releases for d in runs[r]) for m in members):
                 continue  # a member no device runs
             key = (len(members), -len(named & set(names)), len(names))
             if best is None or key < best[0]:
@@ -240,7 +242,7 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
     order = {d: i for i, d in enumerate(listed)}
     served_at = {r: native_members(members, every, r) for r in releases}
     served: list[Served] = []
-    for name, ip in every:
+    for name, _ in every:
         hits = [r for r in releases if name in served_at[r]]
         if not hits:
             continue

@@ -68,6 +68,7 @@ def build_plan(*, name: str, work: Path, sources: list[str], devices: list[tuple
     are the images to build (the coverage plan's, :mod:`..coverage`), ``members`` their member names."""
     stems = unique_stems(sources)
     ips = dict(devices)
+    member_of = members or {}
     spirv_job = SpirvJob(clang_args=clang_args, source_root=source_root, build_root=build_root)
     common = tuple(p for p in (toolchain, settings) if p)
     edges: list[Edge] = []
@@ -82,16 +83,16 @@ def build_plan(*, name: str, work: Path, sources: list[str], devices: list[tuple
         edges.append(Edge(id=f"{stem}.spirv", step="spirv", source=src, outputs=(spv,), inputs=common, depfile=f"{spv}.d",
                           comment=f"{base} -> SPIR-V", data=spirv_job))
         mine = {d for g in groups.get(stem, []) for d in g}
-        natives = {d: Native(d, ip, str(work / f"{stem}.{d}.bin"), (members or {}).get(d, "")) for d, ip in devices if d in mine}
+        natives = {d: Native(d, ip, str(work / f"{stem}.{d}.bin"), member_of.get(d, "")) for d, ip in devices if d in mine}
         if natives:
             fatbin = str(work / f"{stem}.fatbin")
             split = len(groups[stem]) > 1
             for k, group in enumerate(groups[stem], 1):
-                members = tuple(natives[d] for d in group)
-                job = OclocJob(spirv=spv, natives=members, options=options, cost_id=f"{cost_prefix}/{stem}")
-                outputs = tuple(n.output for n in members)
+                group_natives = tuple(natives[d] for d in group)
+                job = OclocJob(spirv=spv, natives=group_natives, options=options, cost_id=f"{cost_prefix}/{stem}")
+                outputs = tuple(n.output for n in group_natives)
                 if not split:  # one process for the source: no separate fatbin step
-                    job = OclocJob(spirv=spv, natives=members, options=options, cost_id=job.cost_id,
+                    job = OclocJob(spirv=spv, natives=group_natives, options=options, cost_id=job.cost_id,
                                    fatbin=fatbin, info=f"{fatbin}.json", ir=ir)
                     outputs += (fatbin, f"{fatbin}.json")
                 edges.append(Edge(id=f"{stem}.ocloc{k}", step="ocloc", source=src, outputs=outputs, inputs=(spv, *common),
