@@ -136,9 +136,6 @@ function(_aotwheel_resolve_args out)
       list(APPEND args --no-field-defaults)
     endif()
   endif()
-  if(DEFINED USE_AOT_MIN_DRIVER AND NOT USE_AOT_MIN_DRIVER STREQUAL "")  # the resolver reads it from its environment
-    set(ENV{USE_AOT_MIN_DRIVER} "${USE_AOT_MIN_DRIVER}")
-  endif()
   if(DEFINED USE_AOT_COMPRESS AND NOT USE_AOT_COMPRESS STREQUAL "")  # checked by aotwheel_add_device_code
     list(APPEND args "--compress=${USE_AOT_COMPRESS}")
   endif()

@@ -129,9 +129,9 @@ def test_cmake_build_makes_the_planned_images_and_each_device_runs_natively(spv:
     (src / "saxpy.cl").write_text((spv.parent / "saxpy.cl").read_text())
     (src / "CMakeLists.txt").write_text(PROJECT.format(source=src / "saxpy.cl"))
     (src / "ext.c").write_text('#include "dk_aot.h"\nunsigned long count(void) { return aotwheel_dk_image_count; }\n')
-    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST=",".join(XE2 + XE3))
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST=",".join(XE2 + XE3), USE_AOT_MIN_DRIVER="26.05")
     run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-Daotwheel_DIR={REPO / 'cmake'}",
-         f"-DPython_EXECUTABLE={sys.executable}", "-DUSE_AOT_MIN_DRIVER=26.05"], env=env)
+         f"-DPython_EXECUTABLE={sys.executable}"], env=env)
     run(["ninja", "-C", str(tmp_path / "b")], env=env)
     built = sorted(p.name for p in (tmp_path / "b").rglob("saxpy.*.bin"))
     assert built == ["saxpy.bmg-g21.bin", "saxpy.ptl-h.bin"], built
