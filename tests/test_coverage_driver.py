@@ -143,3 +143,17 @@ def test_cmake_build_makes_the_planned_images_and_each_device_runs_natively(spv:
     assert serves == {**dict.fromkeys(XE2, "64.bmg"), **dict.fromkeys(XE3, "64.ptl")}, manifest["devlist"]["coverage"]
     for name in XE2 + XE3:
         assert driver_verdict(fat, name, tmp_path) == "native", name
+
+
+def test_inspect_and_check_name_the_shared_image(spv: Path, tmp_path: Path) -> None:
+    """inspect says which devices 64.bmg serves and from which driver release; check explains a native
+    verdict reached through it; both agree with the driver (bmg-g31 runs it natively)."""
+    compile_for(spv, XE2, "26.05", tmp_path / "k.ar")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    shown = subprocess.run([sys.executable, "-m", "aotwheel", "inspect", str(tmp_path / "k.ar")], capture_output=True, text=True,
+                           env=env, check=True).stdout
+    assert "64.bmg serves bmg-g21, bmg-g31 (driver 25.27+), lnl-m (driver 25.44+) natively" in shown, shown
+    checked = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(tmp_path / "k.ar")], capture_output=True, text=True,
+                             env={**env, "AOTWHEEL_DEVICE": "bmg-g31"}, check=False).stdout
+    assert "bmg-g31 (20.2.0): native 64.bmg" in checked and "64.bmg is one image shared by the bmg devices (bmg-g21's build" in checked, checked
+    assert driver_verdict(tmp_path / "k.ar", "bmg-g31", tmp_path) == "native"

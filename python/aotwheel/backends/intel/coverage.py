@@ -259,3 +259,26 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
 def one_per_device(devices: Sequence[tuple[str, str]], floor: Release = OLDEST) -> Coverage:
     """The plan with no generic names: one ``64.<ip>`` image per listed device."""
     return plan(devices, floor=floor, generic={})
+
+
+def serves_lines(targets: Sequence[object]) -> list[str]:
+    """``aotwheel inspect``'s note per image that the driver runs natively on more devices than its
+    own: ``64.bmg serves bmg-g21, bmg-g31 (25.27+), lnl-m (25.44+) natively`` (the newest driver's
+    lookup over one binary's native ``targets``, with the first modelled release for each device)."""
+    from aotwheel.backends.intel.catalog import load_catalog
+
+    devices = [(d.name, d.ip) for d in load_catalog().devices]
+    releases = releases_from(OLDEST)
+    runs: dict[str, dict[str, Release]] = {}  # member -> device -> since
+    for name, ip in devices:
+        newest = rules.decide(targets, [], _Device(name, ip, name), release=None)
+        if newest.verdict != NATIVE or not newest.image:
+            continue
+        since = next((r for r in releases if rules.decide(targets, [], _Device(name, ip, name), release=r).image == newest.image), OLDEST)
+        runs.setdefault(newest.image, {})[name] = since
+    lines = []
+    for member, served in runs.items():
+        if len(served) > 1:
+            text = ", ".join(d if r == OLDEST else f"{d} (driver {release_text(r)}+)" for d, r in served.items())
+            lines.append(f"{member} serves {text} natively")
+    return lines
