@@ -157,3 +157,14 @@ def test_inspect_and_check_name_the_shared_image(spv: Path, tmp_path: Path) -> N
                              env={**env, "AOTWHEEL_DEVICE": "bmg-g31"}, check=False).stdout
     assert "bmg-g31 (20.2.0): native 64.bmg" in checked and "64.bmg is one image shared by the bmg devices (bmg-g21's build" in checked, checked
     assert driver_verdict(tmp_path / "k.ar", "bmg-g31", tmp_path) == "native"
+
+
+def test_readme_coverage_block(spv: Path) -> None:
+    """The README's native-coverage output is what `aotwheel resolve` prints for its list at 26.05."""
+    from _readme_util import block
+
+    shown = block("ocloc -device bmg,ptl").text
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "USE_AOT_MIN_DRIVER": "26.05"}
+    out = subprocess.run([sys.executable, "-m", "aotwheel", "resolve", ",".join(XE2 + XE3)], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert shown in out, out
