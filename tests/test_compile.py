@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_logger, require, run
-from conftest import CLANG, LLVM_SPIRV, ocloc_output, unbuildable_devices
+from conftest import CLANG, LLVM_SPIRV, ocloc_output, ocloc_zebin_args, unbuildable_devices
 
 KERNELS = REPO / "csrc" / "kernels"
 
@@ -71,7 +71,8 @@ def aotwheel(*args: str, cwd: Path, cache: Path, ocloc: Path | None = None) -> s
 
 def ocloc_fat(spv: Path, devices: str, cwd: Path, *extra: str) -> Path:
     # A multi-device compile writes the ar named by -output into the cwd.
-    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices, "-output", "ref", *extra], cwd=cwd)
+    # aotwheel writes zebin on every ocloc that offers --format zebin (22.43's own default is legacy).
+    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices, "-output", "ref", *ocloc_zebin_args(), *extra], cwd=cwd)
     return cwd / "ref"
 
 
@@ -146,17 +147,18 @@ def test_format_dir_writes_one_native_binary_per_device(spv, tmp_path):
     for device in ("pvc", "acm-g10"):
         single = tmp_path / f"single-{device}"
         run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "x",
-             "-out_dir", str(single), "-output_no_suffix", "-exclude_ir", "-options", FIELD])
+             "-out_dir", str(single), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args(), "-options", FIELD])
         assert (out / f"{device}.bin").read_bytes() == ocloc_output(single, "x").read_bytes()
 
 
 def test_grf_auto_rebuilds_the_spilling_device_with_large_grf(spilling_spv, tmp_path):
     # What ocloc itself says about this kernel, straight from ocloc:
     small = subprocess.run(["ocloc", "compile", "-file", str(spilling_spv), "-spirv_input", "-device", "pvc", "-output", "s",
-                            "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir"], capture_output=True, text=True)
+                            "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args()], capture_output=True, text=True)
     assert small.returncode == 0 and "spilled" in small.stdout + small.stderr
     large = subprocess.run(["ocloc", "compile", "-file", str(spilling_spv), "-spirv_input", "-device", "pvc", "-output", "l",
-                            "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", "-options", "-cl-intel-256-GRF-per-thread"],
+                            "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args(), "-options",
+                            "-cl-intel-256-GRF-per-thread"],
                            capture_output=True, text=True)
     assert large.returncode == 0 and "spilled" not in large.stdout + large.stderr
 
@@ -186,7 +188,7 @@ def test_field_defaults_pick_large_grf_for_the_spilling_kernel(spilling_spv, tmp
     # ocloc 22.43 itself, with the field's options: no spill warning (auto large GRF chose 256
     # registers), where the plain build above spills; aotwheel compile reports the same.
     ref = subprocess.run(["ocloc", "compile", "-file", str(spilling_spv), "-spirv_input", "-device", "pvc", "-output", "f",
-                          "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", "-options", FIELD],
+                          "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args(), "-options", FIELD],
                          capture_output=True, text=True)
     assert ref.returncode == 0 and "spilled" not in ref.stdout + ref.stderr
     out = tmp_path / "k.ar"

@@ -56,6 +56,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the oldest Intel driver (compute-runtime release, e.g. 26.05) every listed device must run natively "
                    "on: one image serves several devices where its rules allow (default: $USE_AOT_MIN_DRIVER, else auto: "
                    "the release that first runs every listed device)")
+    p.add_argument("--legacy-images", action="store_true",
+                   help="write legacy patch-token images instead of zebin (only an ocloc that still offers them, such as "
+                   "Debian 12's 22.43; compute-runtime 26.18 and newer JIT-compile them); env USE_AOT_IMAGE_FORMAT=legacy "
+                   "does the same")
     p.add_argument("-j", "--jobs", type=int, default=None,
                    help="parallel ocloc jobs (default: $AOTWHEEL_OCLOC_JOBS, else the CPU count)")
     p.add_argument("--json", action="store_true", help="print the per-device report as JSON")
@@ -91,7 +95,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     min_driver = args.min_driver if args.min_driver is not None else os.environ.get(MIN_DRIVER.name)
     result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
                                   grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults,
-                                  min_driver=min_driver)
+                                  image_format="legacy" if args.legacy_images else None, min_driver=min_driver)
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)
@@ -106,7 +110,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
         if b.spills:
             note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
         shared = f" as {b.member}, native on {', '.join(b.serves)}" if b.serves != (b.device,) else ""
-        print(f"{b.device} ({b.ip}){shared}: {b.size} bytes, {b.grf} GRF, {note}")
+        print(f"{b.device} ({b.ip}){shared}: {result.image_format}, {b.size} bytes, {b.grf} GRF, {note}")
     ir = " + generic_ir (JIT fallback)" if result.jit_fallback else ""
     print(f"wrote {', '.join(written)}{ir if args.format == 'fatbin' else ''}", file=sys.stdout)
     return 0

@@ -168,8 +168,8 @@ def _target(walk: ImageWalk, kind: ImageKind, facts: tuple[int | None, int | Non
     fields, problems = known
     for problem in problems:
         walk.report.warnings.append(f"{_where(image, member)}: {problem}")
-    device_name, ip, generic, core, product, rebuildable = fields
-    return NativeTarget(device_name, ip, member, kind, size, image, generic, core, product, rebuildable, INTEL)
+    device_name, ip, generic, core, product, rebuildable, declared = fields
+    return NativeTarget(device_name, ip, member, kind, size, image, generic, core, product, rebuildable, INTEL, declared)
 
 
 def _target_fields(memo: dict[Any, Any], kind: ImageKind, member: str | None, facts: tuple[int | None, int | None, int | None, object, bool]
@@ -187,6 +187,15 @@ def _target_fields(memo: dict[Any, Any], kind: ImageKind, member: str | None, fa
     core = _gfx_name(memo, "core", gfx_core)
     if kind == _ZEBIN:
         product = _gfx_name(memo, "product", product_family)
+        if core is None and product is not None:  # ocloc 22.43's zebins name their product, not their core
+            from aotwheel.backends.intel.gfx import PRODUCT_CORE
+
+            core = PRODUCT_CORE.get(product)
+        if note_ip is None and name_ip is None and generic is None and product is not None:
+            # no IP anywhere: the product family is what the driver checks, named as a devlist word
+            from aotwheel.backends.intel.gfx import PRODUCT_TOKEN
+
+            generic = PRODUCT_TOKEN.get(product)
     problems = []
     if name_ip and note_ip and name_ip != note_ip:
         problems.append(f"member name says {name_ip} but the zebin note says {note_ip}")
@@ -197,7 +206,9 @@ def _target_fields(memo: dict[Any, Any], kind: ImageKind, member: str | None, fa
     device_name, expected_core = known
     if expected_core and core and core != expected_core:
         problems.append(f"{device_name} binaries declare {expected_core} but this one declares {core}")
-    return (device_name, ip, generic, core, product, rebuildable), tuple(problems)
+    # ``arch``: the IP the image itself declares (its product-config note), which the driver checks
+    # it against; None when it declares none (legacy images, ocloc 22.43's zebins: product family).
+    return (device_name, ip, generic, core, product, rebuildable, note_ip), tuple(problems)
 
 
 def _where(image: int, member: str | None) -> str:

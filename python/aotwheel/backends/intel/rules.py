@@ -20,8 +20,14 @@ filter in order, the *first* archive member whose name *starts with*
 
 and keeps it only if the image validates for the device: a zebin with a product-config note
 (IP version) must equal the device's IP, or (since 24.45) be a key of ``AOT::compatibilityMapping``
-that lists the device's IP (``validateTargetDevice`` in ``zebin_decoder.cpp``); a legacy
-patch-token image only needs the same GPU core family (``device_binary_format_patchtokens.cpp``).
+that lists the device's IP (``validateTargetDevice`` in ``zebin_decoder.cpp``); a zebin without
+one (ocloc 22.43's ``--format zebin``) must name the device's product family (and its core, when
+it names one); a legacy patch-token image only needs the same GPU core family
+(``device_binary_format_patchtokens.cpp``) before 26.18, and from 26.18 on its device code is
+never used (``device_binary_format_ocl_elf.cpp`` ignores ``SHT_OPENCL_DEV_BINARY``: commits
+25918894bc, 6def991ebd). An image that does not validate but carries its own SPIR-V (a zebin's
+``.spv`` section, a legacy image's ``SPIRV Object``) is rebuilt from it (``unpackSingleZebin``;
+in an archive, the first matched member's, before ``generic_ir``): JIT.
 Since 25.44 the same filters then run for each product
 ``ProductConfigHelper::getCompatibilityFallbackProductAbbreviations(P)`` returns (it looks ``P`` up
 as the first ``AOT::deviceAcronyms`` key equal to ``P`` or starting with ``P-``, and names the
@@ -95,7 +101,10 @@ _COMPATIBILITY: dict[tuple[str, str], tuple[Release, Release | None]] = {
     ("30.0.4", "30.3.1"): ((26, 5), None), ("30.0.4", "30.4.4"): ((26, 5), None),         # -> WCL_A1, NVL_S_B0
     ("30.0.4", "30.5.4"): ((26, 14), None),                                                # -> NVL_U_B0
 }
+PRODUCT_CONFIG_SINCE: Release = (22, 53)  # validateTargetDevice compares the product-config note (7b8d1925a9); before: family and core
 MAPPING_SINCE: Release = (24, 45)   # validateTargetDevice consults the mapping (c65b45471b7f)
+LEGACY_IGNORED_SINCE: Release = (26, 18)  # a legacy image's device binary is ignored (25918894bc, 6def991ebd)
+LEGACY_LAST: Release = (26, 14)  # the last release before it that aotwheel models (its release tags: 26.14, then 26.18)
 FALLBACK_SINCE: Release = (25, 44)  # the ar lookup tries fallback products (4a9b918a856b)
 # Releases at which the modelled lookup changes, oldest first (for "native since" answers).
 BREAKPOINTS: tuple[Release, ...] = tuple(sorted(
@@ -115,11 +124,13 @@ RULES = {
     "compat": "compatibility fallback product",
     "single-binary": "the binary is one native image",
     "ir": "no usable native image; SPIR-V is rebuilt at first use",
+    "own-ir": "the matched image does not fit; the driver rebuilds the SPIR-V it carries at first use",
     "cpu-ir": "CPU OpenCL device; SPIR-V is compiled at first use",
     "non-intel": "non-Intel device; only SPIR-V can serve it",
     "no-ip": "the runtime does not report the device's IP version",
     "no-match": "no native image and no IR",
     "no-device": "no device was found to decide for (aotwheel.runtime.check)",
+    "opencl-bindless": "OpenCL rebuilds a program with bindless kernels from IR (backends.intel.addressing)",
 }
 
 
@@ -229,11 +240,36 @@ def _member_name(target: Any) -> str:
     return (getattr(target, "member", None) or "").rstrip("/")
 
 
+def _device_product(device_ip: str) -> str | None:
+    """The product family (``PVC``) a device of this IP reports (``gfx.ABBREVIATION_PRODUCT``)."""
+    from aotwheel.backends.intel.gfx import ABBREVIATION_PRODUCT
+
+    return ABBREVIATION_PRODUCT.get(product_abbreviation(device_ip) or "")
+
+
 def _validate(target: Any, device_ip: str, compatibility: bool, release: Release | None = None,
               device_name: str | None = None) -> tuple[bool, str]:
     """Whether the driver accepts this image on the device, and why."""
     fmt = (getattr(target, "format", None) or "zebin").lower()
-    t_ip = getattr(target, "ip", None)
+    if fmt == "legacy" and (release is None or release >= LEGACY_IGNORED_SINCE):
+        return False, (f"a legacy (patch-token) image, whose device code compute-runtime {release_text(LEGACY_IGNORED_SINCE)} "
+                       "and newer ignore")
+    # The IP the image declares (product-config note); a record without notes read (no product
+    # family either) stands for its IP.
+    product = getattr(target, "product", None)
+    t_ip = getattr(target, "arch", None) or (getattr(target, "ip", None) if product is None else None)
+    if fmt != "legacy" and not t_ip and product:
+        want = _device_product(device_ip)
+        if want == product:
+            return True, f"the zebin declares product family {product}, the device's (no product config: the driver checks the family)"
+        return False, f"the zebin declares product family {product}, not the device's {want or 'unknown'}"
+    if fmt != "legacy" and t_ip and release is not None and release < PRODUCT_CONFIG_SINCE:
+        # 22.43's validateTargetDevice reads the product family and core notes only: any DG2 image serves any DG2.
+        mine, theirs = product_abbreviation(t_ip), product_abbreviation(device_ip)
+        if mine and mine == theirs:
+            return True, (f"compute-runtime before {release_text(PRODUCT_CONFIG_SINCE)} validates a zebin by product family and core "
+                          f"only ({mine}), not by its product config {t_ip}")
+        return False, f"its product family {mine or t_ip} differs from the device's {theirs or device_ip}"
     if fmt != "legacy" and t_ip:
         if t_ip == device_ip:
             return True, f"its product config {t_ip} equals the device's"
@@ -360,12 +396,19 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
 
     product = product_abbreviation(device_ip)
     members = any(_member_name(t) for t in targets)
-    notes = [why if image.kind == BARE else f"{image.name} ({why})" for _, image, why in picked.refused]
+    # one note per image (filters 1 and 3 can match the same member)
+    notes = list(dict.fromkeys(why if image.kind == BARE else f"{image.name} ({why})" for _, image, why in picked.refused))
+    # The first refused image that carries SPIR-V of its own is rebuilt from it, before generic_ir.
+    own = next((image for _, image, _ in picked.refused if getattr(image.item, "rebuildable", False)), None)
     why_not = f"no image for {dev_name or product or dev_ip} ({dev_ip}) among {embedded}"
     if notes:
         why_not += "; rejected: " + "; ".join(notes)
     if product and members and not _fallbacks(product, release):
         why_not += "; " + _no_fallback_note(product, device_ip, release, dev_name)
+    if own is not None:
+        where = own.name or f"image {getattr(own.item, 'image', 0)}"
+        return make(JIT, f"{where} (its own SPIR-V)", "own-ir",
+                    f"JIT: {why_not}; the driver rebuilds the SPIR-V that {where} carries (its .spv / SPIRV Object section) at first use")
     if rank is not None:  # the IR rank
         return make(JIT, ir_image, "ir", f"JIT: {why_not}; the driver rebuilds {ir_image} (SPIR-V) at first use")
     return make(

@@ -94,6 +94,7 @@ class CompileResult:
     options: str = ""
     spirv: bytes | None = None  # kept for JIT fallback
     coverage: dict[str, object] | None = None  # the coverage plan (coverage.Coverage.to_dict)
+    image_format: str = "zebin"  # zebin, or legacy (patch-token) when asked for
 
     @property
     def builds(self) -> tuple[DeviceBuild, ...]:
@@ -101,7 +102,8 @@ class CompileResult:
 
     def to_dict(self) -> dict[str, object]:
         return {"spirv_sha256": self.spirv_sha256, "jit_fallback": self.jit_fallback, "ocloc": self.ocloc,
-                "ocloc_version": self.ocloc_version, "options": self.options, "size": len(self.fatbinary),
+                "ocloc_version": self.ocloc_version, "options": self.options, "image_format": self.image_format,
+                "size": len(self.fatbinary),
                 "devices": [b.to_dict() for b, _ in self.natives], "coverage": self.coverage}
 
 
@@ -140,9 +142,10 @@ def intel_devices(dl: Any) -> Any:
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True,
-                         min_driver: str | None = None) -> CompileResult:
+                         image_format: str | None = None, min_driver: str | None = None) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
     ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
+    ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin).
     ``min_driver``: the oldest driver release (``26.05``) every listed device runs natively on; its
     images are planned for it (:mod:`aotwheel.backends.intel.coverage`; None: the default floor)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
@@ -151,6 +154,15 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
 
     if grf not in GRF_MODES:
         raise AotwheelError(f"grf must be one of {', '.join(GRF_MODES)}, not {grf!r}")
+    from aotwheel.backends.intel.ocloc import image_format as read_format
+    from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+    if image_format is None:
+        from aotwheel import config
+
+        wanted = read_format(config.read().value(IMAGE_FORMAT), IMAGE_FORMAT.name)
+    else:
+        wanted = read_format(image_format, "image_format")
     from aotwheel.backends.intel.options import with_field_options
 
     opts = options if isinstance(options, str) else " ".join(options)
@@ -169,7 +181,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     cache = cache if cache is not None else DeviceCodeCache.from_env()
     sha = hashlib.sha256(spirv).hexdigest()
     if not dl.targets:
-        return CompileResult(build_fatbin([], spirv), (), keep_ir, sha, options=opts, spirv=spirv)
+        return CompileResult(build_fatbin([], spirv), (), keep_ir, sha, options=opts, spirv=spirv, image_format=wanted)
 
     from aotwheel.buildsteps.remote import config_from
     from aotwheel.buildsteps.tiers import Tiers
@@ -184,11 +196,16 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     spellings |= ocloc_spellings([i.device for i in coverage.images if i.device not in spellings], path, version, acronyms,
                                  hint="the device list")
     images = {i.device: i for i in coverage.images}
+    from aotwheel.backends.intel.build.toolchain import ocloc_format_args
+
+    format_args = ocloc_format_args(cache, path, version, wanted,
+                                    source=IMAGE_FORMAT.name if image_format is None else "image_format")
     with tempfile.TemporaryDirectory(prefix="aotwheel-compile-") as tmp:
         spv_path = os.path.join(tmp, "input.spv")
         Path(spv_path).write_bytes(spirv)
         tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly)  # remote stores as in a build
-        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers)
+        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers,
+                   format_args=format_args)
         workers = max(1, min(len(images), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
             futures = [pool.submit(job.build, i.device, i.ip, spellings[i.device], grf) for i in images.values()]
@@ -197,7 +214,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     from aotwheel.backends.intel.build.fatbin import ir_options
 
     fat = build_fatbin([(b.member.partition(".")[2], data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
-    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None, coverage.to_dict())
+    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None, wanted, coverage.to_dict())
 
 
 @dataclass(frozen=True)
@@ -210,6 +227,7 @@ class _Job:
     ocloc_version: str
     options: str
     tiers: Tiers
+    format_args: tuple[str, ...] = ()  # --format zebin / patchtokens, as this ocloc takes it
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         first = "large" if grf == "large" else "small"
@@ -233,15 +251,16 @@ class _Job:
         # IP and ocloc's identity, so both share local and remote entries.
         fields = dict(input_sha256=self.sha, target=ip, tool="ocloc", tool_version=self.ocloc_version,
                       tool_sha256=self.tiers.local.tool_sha256(self.ocloc), options=options)
-        key = CacheKey(**fields, flags=_JOB_FLAGS)  # type: ignore[arg-type]
-        log_key = CacheKey(**fields, flags=_JOB_FLAGS + (_LOG_FLAG,))  # type: ignore[arg-type]
+        key = CacheKey(**fields, flags=_JOB_FLAGS + self.format_args)  # type: ignore[arg-type]
+        log_key = CacheKey(**fields, flags=_JOB_FLAGS + self.format_args + (_LOG_FLAG,))  # type: ignore[arg-type]
         label = f"compile:{self.sha[:12]}:{ocloc_device}"
         data, _, writable = self.tiers.lookup(key, label)
         log, _, log_writable = self.tiers.lookup(log_key, label) if data is not None else (None, "", [])
         if data is not None and log is not None:
             return data, parse_spills(log.decode(errors="replace")), True
         try:
-            data, text = compile_device_logged(ocloc=self.ocloc, spirv=self.spv_path, device=ocloc_device, options=options)
+            data, text = compile_device_logged(ocloc=self.ocloc, spirv=self.spv_path, device=ocloc_device, options=options,
+                                               format_args=self.format_args)
         except ToolchainError as exc:
             from aotwheel.variables import DEVLIST
 
