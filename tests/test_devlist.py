@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from aotwheel.backends.intel.catalog import load_catalog
-
 from aotwheel.devlist import DEFAULT_DEVLIST, MAX_LENGTH, env_flag, resolve
 from aotwheel.errors import DevlistError
 

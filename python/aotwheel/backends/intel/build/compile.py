@@ -214,7 +214,8 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     from aotwheel.backends.intel.build.fatbin import ir_options
 
     fat = build_fatbin([(b.member.partition(".")[2], data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
-    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None, wanted, coverage.to_dict())
+    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None,
+                         image_format=wanted, coverage=coverage.to_dict())
 
 
 @dataclass(frozen=True)
