@@ -46,17 +46,6 @@ from benchmarks.timing import child_cpu  # noqa: E402
 DEVICES = ["bmg-g21", "bmg-g31", "lnl-m", "ptl-h", "ptl-u", "wcl"]
 PLANS = {"coverage": "26.05", "per_device": "24.45"}
 
-_PROBE = r"""
-import sys, pyopencl as cl
-gpu = [d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.GPU][0]
-try:
-    prg = cl.Program(cl.Context([gpu]), [gpu], [open(sys.argv[1], "rb").read()]).build()
-    print("jit" if "recompiled-from-ir" in prg.get_build_info(gpu, cl.program_build_info.LOG) else "native")
-except Exception as exc:
-    print("fail", type(exc).__name__)
-"""
-
-
 def _tools() -> tuple[str, str]:
     for major in range(19, 14, -1):
         if shutil.which(f"clang-{major}") and shutil.which(f"llvm-spirv-{major}"):
@@ -72,18 +61,11 @@ def _spirv(src: Path, work: Path) -> Path:
     return spv
 
 
-def _driver(binary: Path, device: str, work: Path) -> str:
-    from aotwheel.backends.intel.catalog import load_catalog
-    from aotwheel.backends.intel.rules import product_abbreviation
+def _driver(binary: Path, device: str) -> str:
+    from aotwheel.backends.intel.simulate import BY_NAME, OPENCL, judge
 
-    ip = load_catalog().by_name(device).ip
-    a, b, c = (int(p) for p in ip.split("."))
-    env = {k: v for k, v in os.environ.items() if k not in ("OCL_ICD_VENDORS", "OCL_ICD_FILENAMES")}
-    env.update(NEOReadDebugKeys="1", SetCommandStreamReceiver="1", UseAubStream="0", UseBindlessMode="0", HardwareInfoOverride="1x4x8",
-               ProductFamilyOverride=str(product_abbreviation(ip)), OverrideHwIpVersion=str((a << 22) | (b << 14) | c),
-               AUBDumpCaptureDirPath=str(work))
-    proc = subprocess.run([sys.executable, "-c", _PROBE, str(binary)], capture_output=True, text=True, env=env, cwd=work, check=False)
-    return (proc.stdout.strip().splitlines() or ["fail"])[-1]
+    answer = judge(BY_NAME[device], [binary], apis=(OPENCL,))
+    return answer.error or str(answer.outcome(binary))
 
 
 def compile_row(spvs: list[Path], floor: str, work: Path) -> dict:
@@ -107,7 +89,7 @@ def compile_row(spvs: list[Path], floor: str, work: Path) -> dict:
     return {"images": len(report["devices"]), "members": [d["member"] for d in report["devices"]],
             "ocloc_device": ",".join(d["ocloc_device"] for d in report["coverage"]["images"]),
             "compile_wall_s": round(wall, 2), "ocloc_cpu_s": round(cpu, 2), "fatbin_bytes": raw, "fatbin_zstd_bytes": packed,
-            "driver_26_27": {d: _driver(first, d, work) for d in DEVICES}}
+            "driver_26_27": {d: _driver(first, d) for d in DEVICES}}
 
 
 def wheel_row(project: Path, floor: str, work: Path) -> dict:

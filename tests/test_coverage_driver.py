@@ -1,7 +1,7 @@
 """Native coverage proven by the real Intel driver: ``aotwheel compile --min-driver`` output loaded
-by compute-runtime's OpenCL driver in simulation mode (no GPU: docs/reliability.md), one process per
-device with the product and IP version overridden. A build log saying ``-Wrecompiled-from-ir`` is JIT;
-anything else that builds is the native code.
+by compute-runtime's OpenCL driver in simulation mode (no GPU), one process per device with the
+product and IP version overridden (:mod:`aotwheel.backends.intel.simulate`). A build log saying
+``-Wrecompiled-from-ir`` is JIT; anything else that builds is the native code.
 
 Runs where the installed ocloc builds the Xe2 and Xe3 client devices (Debian sid's 26.x: CI's sid
 lane, whose ci/setup.sh installs the driver, intel-opencl-icd, beside it); Debian 12's ocloc 22.43
@@ -19,30 +19,12 @@ from pathlib import Path
 import pytest
 
 from aotwheel.backends.intel.catalog import load_catalog
-from aotwheel.backends.intel.rules import product_abbreviation
 
 from conftest import CLANG, LLVM_SPIRV, REPO, require, run_tool, unbuildable_devices
 
 XE2 = ["bmg-g21", "bmg-g31", "lnl-m"]
 XE3 = ["ptl-h", "ptl-u", "wcl"]
 CAT = load_catalog()
-
-# Loads one binary on the simulated device; prints native, jit or fail (and why).
-_PROBE = r"""
-import sys, pyopencl as cl
-data = open(sys.argv[1], "rb").read()
-gpus = [d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.GPU]
-if not gpus:
-    print("fail no simulated GPU device"); sys.exit()
-ctx = cl.Context(gpus[:1])
-try:
-    prg = cl.Program(ctx, gpus[:1], [data]).build()
-except Exception as exc:
-    print("fail", type(exc).__name__, str(exc).splitlines()[0][:200]); sys.exit()
-log = prg.get_build_info(gpus[0], cl.program_build_info.LOG)
-print("jit" if "recompiled-from-ir" in log else "native")
-"""
-
 
 @pytest.fixture(scope="module")
 def spv(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -59,19 +41,14 @@ def spv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def driver_verdict(binary: Path, device: str, tmp: Path) -> str:
-    """What the installed driver (simulating ``device``) does with ``binary``: native, jit or fail ..."""
-    a, b, c = (int(p) for p in CAT.by_name(device).ip.split("."))
-    env = {k: v for k, v in os.environ.items() if k not in ("OCL_ICD_VENDORS", "OCL_ICD_FILENAMES")}
-    env.update(NEOReadDebugKeys="1", SetCommandStreamReceiver="1", UseAubStream="0", UseBindlessMode="0",
-               HardwareInfoOverride="1x4x8", ProductFamilyOverride=str(product_abbreviation(CAT.by_name(device).ip)),
-               OverrideHwIpVersion=str((a << 22) | (b << 14) | c), AUBDumpCaptureDirPath=str(tmp))
-    proc = subprocess.run([sys.executable, "-c", _PROBE, str(binary)], capture_output=True, text=True, env=env, cwd=tmp,
-                          timeout=120, check=False)
-    lines = proc.stdout.strip().splitlines()
-    assert lines, f"the driver probe for {device} printed nothing: {proc.stderr[-2000:]}"
-    assert "no simulated GPU device" not in lines[-1], (
-        "no Intel GPU driver answered in simulation mode: install intel-opencl-icd (ci/setup.sh does)")
-    return lines[-1]
+    """What the installed driver, simulating ``device``, does with ``binary`` through OpenCL:
+    native, jit or fail (drv's harness, :func:`aotwheel.backends.intel.simulate.judge`)."""
+    from aotwheel.backends.intel.simulate import BY_NAME, OPENCL, judge
+
+    answer = judge(BY_NAME[device], [binary], apis=(OPENCL,))
+    assert not answer.error and OPENCL in answer.apis, (
+        f"no Intel GPU driver answered in simulation mode ({answer.error or 'no OpenCL'}): install intel-opencl-icd (ci/setup.sh does)")
+    return str(answer.outcome(binary))
 
 
 def compile_for(spv: Path, names: list[str], floor: str, out: Path) -> dict:

@@ -59,13 +59,17 @@ def release_text(release: Release) -> str:
     return "any" if release == OLDEST else rules.release_text(release)
 
 
-def default_floor(devices: Iterable[str]) -> Release:
-    """The release that first runs every listed device: the newest first-ocloc release among them
-    (devices older than every modelled release give :data:`OLDEST`)."""
+def first_release(device: str) -> Release:
+    """The release that first runs ``device`` (its first ocloc's; :data:`OLDEST` where that is
+    older than every modelled release): no claim about a driver before it holds."""
     from aotwheel.backends.intel.ocloc import FIRST_OCLOC  # a dict; ocloc's module imports subprocess
 
-    firsts = [parse_release(FIRST_OCLOC[d]) for d in devices if d in FIRST_OCLOC]
-    return max((r for r in firsts if r is not None), default=OLDEST)
+    return parse_release(FIRST_OCLOC.get(device)) or OLDEST
+
+
+def default_floor(devices: Iterable[str]) -> Release:
+    """The release that first runs every listed device: the newest :func:`first_release` among them."""
+    return max((first_release(d) for d in devices), default=OLDEST)
 
 
 @dataclass(frozen=True)
@@ -168,9 +172,14 @@ class _Device:
     vendor: str = "intel"
 
 
+# Every release at which the modelled lookup or validation changes: the mapping's and fallback's
+# (rules.BREAKPOINTS) and the validation's own (product config from 22.53, legacy images ignored from 26.18).
+CHANGES: tuple[Release, ...] = tuple(sorted({*rules.BREAKPOINTS, rules.PRODUCT_CONFIG_SINCE, rules.LEGACY_IGNORED_SINCE}))
+
+
 def releases_from(floor: Release) -> tuple[Release, ...]:
     """The floor and every modelled release after it at which the driver's lookup changes."""
-    return (floor, *(r for r in rules.BREAKPOINTS if r > floor))
+    return (floor, *(r for r in CHANGES if r > floor))
 
 
 def native_members(members: Sequence[_Target], devices: Sequence[tuple[str, str]], release: Release) -> dict[str, str]:
@@ -248,7 +257,8 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
             continue
         if name not in order and any(r not in hits for r in releases if r > hits[0]):
             continue  # served only for a while (a mapping a later release dropped): no claim
-        served.append(Served(name, ips[name], served_at[releases[-1]].get(name) or served_at[hits[0]][name], hits[0], name in order))
+        served.append(Served(name, ips[name], served_at[releases[-1]].get(name) or served_at[hits[0]][name],
+                             max(hits[0], first_release(name)), name in order))
     served.sort(key=lambda s: (not s.listed, order.get(s.device, 0)))
     images = tuple(Image(m.member, m.generic or m.name, m.name, m.ip,
                          tuple(s.device for s in served if s.listed and s.member == m.member)) for m in members)
@@ -275,7 +285,7 @@ def serves_lines(targets: Sequence[object]) -> list[str]:
         if newest.verdict != NATIVE or not newest.image:
             continue
         since = next((r for r in releases if rules.decide(targets, [], _Device(name, ip, name), release=r).image == newest.image), OLDEST)
-        runs.setdefault(newest.image, {})[name] = since
+        runs.setdefault(newest.image, {})[name] = max(since, first_release(name))  # not before the driver runs the device
     lines = []
     for member, served in runs.items():
         if len(served) > 1:
