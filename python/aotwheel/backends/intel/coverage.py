@@ -285,7 +285,9 @@ def serves_lines(targets: Sequence[object]) -> list[str]:
         if newest.verdict != NATIVE or not newest.image:
             continue
         since = next((r for r in releases if rules.decide(targets, [], _Device(name, ip, name), release=r).image == newest.image), OLDEST)
-        runs.setdefault(newest.image, {})[name] = max(since, first_release(name))  # not before the driver runs the device
+        own = any(getattr(t, "ip", None) == ip and (getattr(t, "member", None) or "").rstrip("/") == newest.image for t in targets)
+        # Not before the driver runs the device; its own image needs no release.
+        runs.setdefault(newest.image, {})[name] = OLDEST if own else max(since, first_release(name))
     lines = []
     for member, served in runs.items():
         if len(served) > 1:
