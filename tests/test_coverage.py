@@ -51,7 +51,7 @@ def native_set(members: list[Member], release: rules.Release) -> set[str]:
     return set(_native_set(tuple(members), release))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _native_set(members: tuple[Member, ...], release: rules.Release) -> frozenset[str]:
     return frozenset(d.name for d in CAT.devices
                      if rules.decide(list(members), ["spirv"], Gpu(d.name, d.ip, d.name), release=release).verdict == "native")
