@@ -193,7 +193,9 @@ def run_selftest(args: argparse.Namespace) -> int:
         simulator = backends.simulator()
         devices = simulator.named_devices(args.simulate)  # a bad name fails before any image is read
         modules = [m for s in args.sources for m in modules_from_path(s)] if args.sources else modules_from_extension()
-        results = simulator.selftest(modules, devices)
+        from aotwheel.runtime import check
+
+        results = simulator.selftest(modules, devices, lambda path, device: str(check(path, [device], policy="ignore")[0].verdict))
         print(json.dumps({"results": [r.to_dict() for r in results]}, indent=2) if args.json else format_results(results))
         return 0 if all(r.ok for r in results) else 1
     try:

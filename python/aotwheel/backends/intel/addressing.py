@@ -35,18 +35,35 @@ def has_bindless_kernels(zebin: bytes, label: str = "zebin") -> bool:
 
 def image_of(path: str, file: Any, target: Any) -> bytes | None:
     """The zebin ``target`` (a native target of the inspected ``file``) stands for: the bare image,
-    or its member of an ocloc fat binary; None when it cannot be found."""
+    or its member of an ocloc fat binary, read through the containers of layer 1 (a wheel member
+    ``wheel!member`` through zipfile); None when it cannot be found."""
     from aotwheel.formats.ar import read_ar
     from aotwheel.formats.region import Region
-    from aotwheel.inspector import image_bytes
 
     image = next((img for img in getattr(file, "images", ()) if img.index == getattr(target, "image", None)), None)
     if image is None:
         return None
-    data = image_bytes(path, image)
+    data = _stored(path, image.offset, image.size)
+    if image.compressed:
+        from aotwheel.formats import zstd
+
+        data = zstd.decompress(Region(data, f"{path} (image {image.index})"))
     member = (getattr(target, "member", None) or "").rstrip("/")
     if not member:
         return data
     region = Region(data, f"{path} (image {image.index})")
     found = next((m for m in read_ar(region) if m.name == member), None)
     return region.read(found.offset, found.size, member) if found is not None else None
+
+
+def _stored(path: str, offset: int, size: int) -> bytes:
+    outer, sep, member = path.partition("!")
+    if sep:
+        import zipfile
+
+        with zipfile.ZipFile(outer) as wheel, wheel.open(member) as fh:
+            fh.seek(offset)
+            return fh.read(size)
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        return fh.read(size)

@@ -159,8 +159,15 @@ class IntelBackend:
         dev = catalog.by_ip(verdict.ip) if verdict.ip else None
         if dev is None:
             return None
-        # devlist tokens only: a target known by its core alone ("XE_HPC_CORE image") is no device name
-        names = [n for n in verdict.targets if n and (catalog.by_name(n) or catalog.by_ip(n))]
+        from aotwheel import backends
+
+        def token(name: str) -> bool:  # a devlist word: not a target known by its core alone ("XE_HPC_CORE image")
+            if catalog.by_name(name) or catalog.by_ip(name):
+                return True
+            owner = backends.for_token(name.lower())
+            return owner is not None and owner.name != INTEL  # another vendor's target (sm_90)
+
+        names = [n for n in verdict.targets if n and token(n)]
         if dev.name not in names:
             names.append(dev.name)
         if file is not None:
@@ -321,7 +328,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     if release is None:
         if since is None:
             return _with_older_releases(newest, at(LEGACY_LAST))
-        older = at((0, 0) if since == BREAKPOINTS[0] else BREAKPOINTS[BREAKPOINTS.index(since) - 1])
+        older = at((since[0], since[1] - 1) if since[1] > 1 else (since[0] - 1, 53))  # the week before: the lookup just before it
         return replace(newest, reason=f"{newest.reason}; this needs compute-runtime {need} or newer (the first release whose "
                                       f"lookup gives it); with an older or unknown driver: {older.verdict} ({older.reason})")
     v = at(release)

@@ -109,6 +109,8 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
             note += f"; small GRF spilled (~{worst} bytes), rebuilt with large GRF"
         if b.spills:
             note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
+        if b.poisoned:
+            note += f"; no fp64 here, poisoned (return without computing): {', '.join(b.poisoned)}"
         shared = (f" as {b.member}, native on {', '.join(b.serves)}"
                   if b.serves != (b.device,) or b.member != f"64.{b.ip}" else "")
         print(f"{b.device} ({b.ip}){shared}: {result.image_format}, {b.size} bytes, {b.grf} GRF, {note}")

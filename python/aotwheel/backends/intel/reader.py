@@ -126,7 +126,10 @@ def _walk_fat_binary(walk: ImageWalk, region: Region, img: Image, depth: int) ->
             warnings.append(f"image {img.index}: ar member {name!r} appears more than once; the driver uses the first")
         members.append(name)
         if type(facts) is tuple:
-            targets.append(_target(walk, _ZEBIN, facts, size, img.index, name))
+            target = _target(walk, _ZEBIN, facts, size, img.index, name)
+            targets.append(target)
+            if _lacks_fp64(walk.memo, target):
+                _mark_poisoned(walk, target, region.sub(offset, size, f"ar member {name!r}"))
             continue
         if type(facts) is bytes:  # generic_ir's IR payload head: what read_image notes for an ir-elf
             walk.note_ir(sniff(facts))
@@ -153,7 +156,49 @@ def _native_target(walk: ImageWalk, region: Region, kind: ImageKind, image: int,
 
         info = read_legacy(region)
         facts = (None, None, info.gfx_core, None, info.has_spirv)  # no IP or product note
-    return _target(walk, kind, facts, region.size, image, member)
+    target = _target(walk, kind, facts, region.size, image, member)
+    if _lacks_fp64(walk.memo, target):
+        _mark_poisoned(walk, target, region)
+    return target
+
+
+def _lacks_fp64(memo: dict[Any, Any], target: NativeTarget) -> bool:
+    """Whether the image is for a device without fp64 (catalog ``no_fp64``), the only images
+    IGC poisons kernels in: by catalog name, else by the product family's devlist word."""
+    word = target.name or target.generic
+    if word is None:  # a bare legacy image names only its core: IGC poisons nothing where fp64 exists, so look
+        return target.format == _LEGACY
+    key = ("no-fp64", word)
+    if key not in memo:
+        from aotwheel.backends.intel.catalog import load_catalog
+
+        catalog = load_catalog()
+        dev = catalog.by_name(word) if word else None
+        memo[key] = dev is not None and not catalog.has_fp64(dev)
+    return bool(memo[key])
+
+
+def _mark_poisoned(walk: ImageWalk, target: NativeTarget, region: Region) -> None:
+    """Name the kernels IGC replaced by fp64 poison stubs in this image (kept on the target, and
+    one warning line: such a kernel returns without computing on that device)."""
+    from aotwheel.errors import InspectError
+
+    try:
+        if target.format == _ZEBIN:
+            from aotwheel.backends.intel.zebin import poisoned_kernels
+        else:
+            from aotwheel.backends.intel.legacy import poisoned_kernels
+        names = poisoned_kernels(region)
+    except InspectError as exc:
+        walk.report.warnings.append(f"{_where(target.image, target.member)}: kernels not read for fp64 poisoning: {exc}")
+        return
+    if names:
+        target.poisoned = names
+        device = target.name or target.generic or f"this {target.core or 'GPU'} device"
+        walk.report.warnings.append(
+            f"{_where(target.image, target.member)}: {device} has no fp64: kernel{'s' if len(names) != 1 else ''} "
+            f"{', '.join(names)} {'are' if len(names) != 1 else 'is'} poisoned there (-cl-poison-unsupported-fp64-kernels: "
+            "returns without computing)")
 
 
 def _target(walk: ImageWalk, kind: ImageKind, facts: tuple[int | None, int | None, int | None, object, bool], size: int, image: int,
@@ -246,7 +291,12 @@ def _catalog_entry(ip: str | None) -> tuple[str | None, str | None]:
     from aotwheel.backends.intel import gfx
     from aotwheel.backends.intel.catalog import load_catalog
 
-    device = load_catalog().by_ip(ip) if ip else None
+    catalog = load_catalog()
+    device = catalog.by_ip(ip) if ip else None
+    if device is None and ip:
+        from aotwheel.backends.intel.grammar import stepping
+
+        device = stepping(ip, catalog)  # another stepping of a product (64.20.1.4), named by its IP
     if device is None:
         return None, None
     return device.name, gfx.RELEASE_CORE.get(device.release)

@@ -62,7 +62,8 @@ _ABBREVIATION = {
     **dict.fromkeys(("12.55.0", "12.55.1", "12.55.4", "12.55.8", "12.56.0", "12.56.4", "12.56.5", "12.57.0"), "dg2"),
     **dict.fromkeys(("12.60.0", "12.60.1", "12.60.3", "12.60.5", "12.60.6", "12.60.7", "12.61.7"), "pvc"),
     **dict.fromkeys(("12.70.0", "12.70.4", "12.71.0", "12.71.4"), "mtl"), **dict.fromkeys(("12.74.0", "12.74.4"), "arl"),
-    **dict.fromkeys(("20.1.0", "20.2.0"), "bmg"), **dict.fromkeys(("20.4.0", "20.4.1", "20.4.4"), "lnl"),
+    **dict.fromkeys(("20.1.0", "20.1.1", "20.1.4", "20.2.0"), "bmg"),  # 20.1.1/20.1.4: BMG_G21_A1/B0_RESERVED
+    **dict.fromkeys(("20.4.0", "20.4.1", "20.4.4"), "lnl"),
     **dict.fromkeys(("30.0.0", "30.0.4", "30.1.0", "30.3.0", "30.3.1"), "ptl"),
     **dict.fromkeys(("30.4.0", "30.4.4", "30.5.0", "30.5.1", "30.5.4"), "nvls"),
     **dict.fromkeys(("35.10.0", "35.10.4"), "nvlp"), "35.11.0": "cri",
@@ -156,6 +157,11 @@ def _catalog_device(ip: str | None):
 def _core_of_ip(ip: str | None) -> str | None:
     dev = _catalog_device(ip)
     return _CORE.get(dev.release) if dev else None
+
+
+def product_configs() -> frozenset[str]:
+    """The IP versions compute-runtime's AOT tables name (every product config, steppings included)."""
+    return frozenset(_ABBREVIATION)
 
 
 def product_abbreviation(ip: str | None) -> str | None:
@@ -385,15 +391,42 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
     picked = first_acceptable(acceptable(device_ip, release), _offered(targets, ir), validate)
     rank, hit = picked.acceptable, picked.image
     if rank is not None and hit is not None and rank.verdict == NATIVE:
-        if hit.kind == BARE:
-            return make(NATIVE, f"image {getattr(hit.item, 'image', 0)} ({getattr(hit.item, 'format', 'zebin')})", rank.rule,
-                        f"native: {picked.why}")
-        if rank.rule.startswith("compat:"):
-            return make(NATIVE, hit.name, rank.rule,
-                        f"native: compatibility fallback {product_abbreviation(device_ip)} -> {rank.rule.removeprefix('compat:')} "
-                        f"(compute-runtime {release_text(FALLBACK_SINCE)} and newer) chose {hit.name}; {picked.why}")
-        return make(NATIVE, hit.name, rank.rule, f"native: member {hit.name} chosen by rule {rank.rule} ({RULES[rank.rule]}); {picked.why}")
+        return _poison_note(_native(picked, make, device_ip), hit.item, label)
+    return _not_native(picked, targets, release, device_ip, dev_name, dev_ip, embedded, make)
 
+
+def _poison_note(v: Verdict, image: Any, label: str) -> Verdict:
+    """A native verdict, naming the kernels the chosen image holds only as fp64 poison stubs."""
+    names = tuple(getattr(image, "poisoned", ()) or ())
+    if not names:
+        return v
+    from dataclasses import replace
+
+    many = len(names) != 1
+    return replace(v, reason=f"{v.reason}; kernel{'s' if many else ''} {', '.join(names)} {'are' if many else 'is'} poisoned in this "
+                             f"image ({label} has no fp64: -cl-poison-unsupported-fp64-kernels) and return{'' if many else 's'} "
+                             "without computing")
+
+
+def _native(picked: Any, make: Any, device_ip: str) -> Verdict:
+    """The native verdict for the image the lookup picked, worded by the rank that found it."""
+    rank, hit = picked.acceptable, picked.image
+    if hit.kind == BARE:
+        return make(NATIVE, f"image {getattr(hit.item, 'image', 0)} ({getattr(hit.item, 'format', 'zebin')})", rank.rule,
+                    f"native: {picked.why}")
+    if rank.rule.startswith("compat:"):
+        return make(NATIVE, hit.name, rank.rule,
+                    f"native: compatibility fallback {product_abbreviation(device_ip)} -> {rank.rule.removeprefix('compat:')} "
+                    f"(compute-runtime {release_text(FALLBACK_SINCE)} and newer) chose {hit.name}; {picked.why}")
+    return make(NATIVE, hit.name, rank.rule, f"native: member {hit.name} chosen by rule {rank.rule} ({RULES[rank.rule]}); {picked.why}")
+
+
+def _not_native(picked: Any, targets: Sequence[Any], release: Release | None, device_ip: str, dev_name: str | None, dev_ip: Any,
+                embedded: str, make: Any) -> Verdict:
+    """JIT (a refused image's own SPIR-V, else generic_ir / SPIR-V) or unsupported, saying why no
+    image served."""
+    rank = picked.acceptable
+    ir_image = "generic_ir" if any(_member_name(t) for t in targets) else "spirv"
     product = product_abbreviation(device_ip)
     members = any(_member_name(t) for t in targets)
     # one note per image (filters 1 and 3 can match the same member)

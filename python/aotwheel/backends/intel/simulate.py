@@ -26,8 +26,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 NATIVE, JIT, FAIL = "native", "jit", "fail"
@@ -52,6 +52,7 @@ class Simulated:
     ip: str
     pci_id: int | None = None
     shape: str = "1x4x8"
+    revision: int | None = None  # OverrideRevision: 22.43 derives a DG2's IP from PCI id and revision (26.x takes the IP)
 
 
 def _ip_u32(ip: str) -> int:
@@ -67,9 +68,9 @@ DEVICES: tuple[Simulated, ...] = (
     Simulated("adl-p", "adlp", "12.3.0", 0x46A6),
     Simulated("adl-n", "adln", "12.4.0", 0x46D0),
     Simulated("dg1", "dg1", "12.10.0", 0x4905, "1x6x16"),
-    Simulated("acm-g10", "dg2", "12.55.8", 0x56A0),
-    Simulated("acm-g11", "dg2", "12.56.5", 0x56A5),
-    Simulated("acm-g12", "dg2", "12.57.0", 0x5696),
+    Simulated("acm-g10", "dg2", "12.55.8", 0x56A0, revision=8),  # C0
+    Simulated("acm-g11", "dg2", "12.56.5", 0x56A5, revision=5),  # B1
+    Simulated("acm-g12", "dg2", "12.57.0", 0x5696, revision=0),  # A0
     Simulated("pvc", "pvc", "12.60.7", 0x0BD5),
     Simulated("pvc-vg", "pvc", "12.61.7", 0x0BD4),
     Simulated("mtl-u", "mtl", "12.70.4", 0x7D40),
@@ -124,6 +125,8 @@ def environment(device: Simulated, scratch: str | os.PathLike[str]) -> dict[str,
     }
     if device.pci_id is not None:
         keys["ForceDeviceId"] = f"{device.pci_id:04x}"
+    if device.revision is not None:
+        keys["OverrideRevision"] = str(device.revision)
     return keys
 
 
@@ -262,13 +265,13 @@ def named_devices(text: str) -> list[Simulated]:
     return [BY_NAME[w] for w in dict.fromkeys(words)]
 
 
-def selftest(modules: Sequence[object], devices: str | Sequence[Simulated]) -> list[object]:
+def selftest(modules: Sequence[object], devices: str | Sequence[Simulated], verdict: Callable[[str, object], str]) -> list[object]:
     """``aotwheel selftest --simulate``: every module's device code (its fat binary, else its
     SPIR-V) loaded by the driver on each simulated device, through OpenCL and Level Zero, and
     every kernel created (none runs). One result per device and API: the driver's native / jit /
-    fail, and aotwheel's own verdict for the same image and driver release beside it."""
+    fail, and beside it aotwheel's own verdict for the same file and driver release (``verdict(path,
+    probed_device)``, handed in by the command: the core's check, a layer above this package)."""
     from aotwheel.results import DeviceResult, KernelResult, ProbedDevice
-    from aotwheel.runtime import check
 
     chosen = named_devices(devices) if isinstance(devices, str) else list(devices)
     results: list[object] = []
@@ -284,7 +287,7 @@ def selftest(modules: Sequence[object], devices: str | Sequence[Simulated]) -> l
             if j.error:
                 results.append(DeviceResult(f"{device.name} [simulated]", "gpu", "fail", "", error=j.error))
                 continue
-            probed = ProbedDevice(name=device.name, backend="simulated", kind="gpu", vendor="intel", ip=device.ip, catalog=device.name,
+            probed = ProbedDevice(name=device.name, backend=OPENCL, kind="gpu", vendor="intel", ip=device.ip, catalog=device.name,
                                   spirv=True, driver=j.driver)
             for api in j.apis:
                 res = DeviceResult(f"{device.name} [simulated {api}, driver {j.driver}]", "gpu", "", "")
@@ -292,7 +295,7 @@ def selftest(modules: Sequence[object], devices: str | Sequence[Simulated]) -> l
                 for source, path in files:
                     load = next(ld for ld in j.loads if ld.binary == str(path) and ld.api == api)
                     outcomes.append(load.outcome)
-                    ours = check(str(path), [probed], policy="ignore")[0].verdict
+                    ours = verdict(str(path), replace(probed, backend=api))
                     agrees = {"native": NATIVE, "jit": JIT, "unsupported": FAIL}.get(str(ours)) == load.outcome
                     notes.append(f"{source}: driver {load.outcome}, aotwheel {ours}" + ("" if agrees else " (DISAGREE)"))
                     if load.outcome == FAIL or not load.built:

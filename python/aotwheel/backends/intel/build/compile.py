@@ -70,6 +70,7 @@ class DeviceBuild:
     cache_hit: bool
     spills: tuple[Spill, ...] = ()  # of the build that was kept
     retried_after_spills: tuple[Spill, ...] = ()  # of the small-GRF build that --grf auto replaced
+    poisoned: tuple[str, ...] = ()  # kernels IGC replaced by fp64 poison stubs (a device without fp64)
     member: str = ""  # its fat-binary member: 64.<ip>, or 64.<generic> for an image several devices share
     serves: tuple[str, ...] = ()  # the listed devices it serves natively (coverage.py)
 
@@ -78,7 +79,23 @@ class DeviceBuild:
                 "serves": list(self.serves), "grf": self.grf,
                 "size": self.size, "cache_hit": self.cache_hit,
                 "spills": [s.__dict__ for s in self.spills],
-                "retried_after_spills": [s.__dict__ for s in self.retried_after_spills]}
+                "retried_after_spills": [s.__dict__ for s in self.retried_after_spills],
+                "poisoned": list(self.poisoned)}
+
+
+def poisoned_kernels(binary: bytes, label: str) -> tuple[str, ...]:
+    """The kernels a built image holds only as fp64 poison stubs, read from the image itself (its
+    .ze_info, or a legacy image's patch tokens): what a cache hit reports as well as a fresh build."""
+    from aotwheel.backends.intel import legacy, zebin
+    from aotwheel.backends.intel.kinds import LEGACY, sniff
+    from aotwheel.errors import InspectError
+    from aotwheel.formats.region import Region
+
+    region = Region(binary, label)
+    try:
+        return (legacy if sniff(binary[:64]) == LEGACY else zebin).poisoned_kernels(region)
+    except InspectError:
+        return ()  # ocloc's own output; an image we cannot read has nothing to report here
 
 
 @dataclass(frozen=True)
@@ -234,9 +251,10 @@ class _Job:
         first = "large" if grf == "large" else "small"
         data, spills, hit = self._one(ocloc_device, ip, first)
         if grf != "auto" or not spills:
-            return DeviceBuild(device, ip, ocloc_device, first, len(data), hit, spills), data
+            return DeviceBuild(device, ip, ocloc_device, first, len(data), hit, spills, (), poisoned_kernels(data, device)), data
         data2, spills2, hit2 = self._one(ocloc_device, ip, "large")
-        return DeviceBuild(device, ip, ocloc_device, "large", len(data2), hit and hit2, spills2, spills), data2
+        return (DeviceBuild(device, ip, ocloc_device, "large", len(data2), hit and hit2, spills2, spills, poisoned_kernels(data2, device)),
+                data2)
 
     def _options(self, grf: str) -> str:
         return f"{self.options} {LARGE_GRF_OPTION}".strip() if grf == "large" else self.options

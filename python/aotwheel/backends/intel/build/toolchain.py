@@ -226,6 +226,8 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
         usable = [s for s in spellings if s.lower() in acronyms]
         if usable:
             names[name] = usable[0]
+        elif name.count(".") == 2 and name.replace(".", "").isdigit() and installed_catalog(path).source(name) != "catalog":
+            names[name] = name  # a stepping target (grammar.stepping), which this ocloc's device table lists by IP
         else:
             missing.append((name, dev.ip if dev else "?"))
     if missing:  # every target this ocloc cannot build, in one line
