@@ -75,20 +75,25 @@ def unbuildable_devices() -> list[str]:
     return [d.name for d in load_catalog().devices if d.name in FIRST_OCLOC and not ({d.name, *d.aliases} & words)]
 
 
-_ZEBIN: list[list[str]] = []
+_FORMATS: list[list[str]] = []
+
+
+def ocloc_formats() -> list[str]:
+    """The ``--format`` values the installed ocloc's ``compile --help`` lists (22.43: zebin,
+    patchtokens; 26.x: zebin). Asked of ocloc, once."""
+    import re
+
+    if not _FORMATS:
+        proc = subprocess.run(["ocloc", "compile", "--help"], capture_output=True, text=True, check=False)
+        _FORMATS.append(re.findall(r"^\s*--format\s+(\w+)\s+-", proc.stdout + proc.stderr, re.M))
+    return list(_FORMATS[0])
 
 
 def ocloc_zebin_args() -> list[str]:
-    """``["--format", "zebin"]`` when the installed ocloc's ``compile --help`` offers ``--format
-    zebin`` (22.43 and 26.x do), else ``[]``: what a reference ocloc run adds to equal aotwheel's
-    builds, which write zebin on every ocloc that can (docs/formats.md §10). Asked of ocloc, once."""
-    import re
-
-    if not _ZEBIN:
-        proc = subprocess.run(["ocloc", "compile", "--help"], capture_output=True, text=True, check=False)
-        offered = re.findall(r"^\s*--format\s+(\w+)\s+-", proc.stdout + proc.stderr, re.M)
-        _ZEBIN.append(["--format", "zebin"] if "zebin" in offered else [])
-    return list(_ZEBIN[0])
+    """``["--format", "zebin"]`` when the installed ocloc offers ``--format zebin`` (22.43 and 26.x
+    do), else ``[]``: what a reference ocloc run adds to equal aotwheel's builds, which write zebin
+    on every ocloc that can (docs/formats.md §10)."""
+    return ["--format", "zebin"] if "zebin" in ocloc_formats() else []
 
 
 _LEGACY: list[bool] = []

@@ -128,10 +128,11 @@ class IntelBackend:
         return opencl.describe(cl, platform, device, index)
 
     def opencl_verdict(self, targets: Sequence[Any], has_spirv: bool, device: Any) -> Verdict:
-        # The newest driver's lookup, as the loader always modelled it (the driver itself picks the member).
+        # The lookup of the device's driver release where OpenCL reports it (legacy images are native
+        # only before 26.18), else the newest's; the driver itself then picks the member.
         from aotwheel.backends.intel.rules import decide
 
-        return decide(targets, ["spirv"] if has_spirv else [], device)
+        return decide(targets, ["spirv"] if has_spirv else [], device, release=driver_release(getattr(device, "driver", None)))
 
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace

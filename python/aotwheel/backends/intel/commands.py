@@ -95,7 +95,8 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     min_driver = args.min_driver if args.min_driver is not None else os.environ.get(MIN_DRIVER.name)
     result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
                                   grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults,
-                                  image_format="legacy" if args.legacy_images else None, min_driver=min_driver)
+                                  image_format="legacy" if args.legacy_images else None, format_source="--legacy-images",
+                                  min_driver=min_driver)
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)

@@ -147,14 +147,16 @@ def format_args(wanted: str, formats: frozenset[str], version: str, path: str, *
     that offers it (so that Debian 12's 22.43, whose default is legacy, writes zebin too), ``--format
     patchtokens`` for legacy images where ocloc still offers them. An ocloc whose help lists no
     ``--format`` at all writes its own default (nothing to pass). Legacy images from an ocloc that
-    writes zebin only are one error line naming ``source``."""
+    writes zebin only are one error line naming ``source``, how they were asked for (a variable,
+    or an option such as ``--legacy-images``)."""
     word = OCLOC_FORMAT_WORD[wanted]
     if word in formats:
         return ("--format", word)
     if wanted == LEGACY and formats:
+        asked, undo = (source, f"drop {source}") if source.startswith("-") else (f"{source}=legacy", f"unset {source}")
         raise ToolchainError(
-            f"{source}=legacy: ocloc {version} at {path} writes zebin images only (its --format offers "
+            f"{asked}: ocloc {version} at {path} writes zebin images only (its --format offers "
             f"{', '.join(sorted(formats))}); legacy patch-token images need an ocloc that offers --format patchtokens, "
             f"such as Debian 12's 22.43 (AOTWHEEL_OCLOC), and compute-runtime 26.18 and newer JIT-compile them anyway: "
-            f"unset {source} to build zebin")
+            f"{undo} to build zebin")
     return ()

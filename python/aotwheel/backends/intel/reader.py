@@ -291,12 +291,7 @@ def _catalog_entry(ip: str | None) -> tuple[str | None, str | None]:
     from aotwheel.backends.intel import gfx
     from aotwheel.backends.intel.catalog import load_catalog
 
-    catalog = load_catalog()
-    device = catalog.by_ip(ip) if ip else None
-    if device is None and ip:
-        from aotwheel.backends.intel.grammar import stepping
-
-        device = stepping(ip, catalog)  # another stepping of a product (64.20.1.4), named by its IP
+    device = load_catalog().by_ip(ip) if ip else None
     if device is None:
         return None, None
     return device.name, gfx.RELEASE_CORE.get(device.release)

@@ -155,7 +155,9 @@ def simulation_env(device: Simulated, scratch: str | os.PathLike[str], base: Map
     if folder is not None:
         env["OCL_ICD_VENDORS"] = str(folder)
     env.pop("OCL_ICD_FILENAMES", None)
-    env.pop("AOTWHEEL_DEVICE", None)  # the probes must see the simulated device, not a named one
+    from aotwheel.variables import DEVICE
+
+    env.pop(DEVICE.name, None)  # the probes must see the simulated device, not a named one
     return env
 
 

@@ -159,10 +159,12 @@ def intel_devices(dl: Any) -> Any:
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True,
-                         image_format: str | None = None, min_driver: str | None = None) -> CompileResult:
+                         image_format: str | None = None, format_source: str = "image_format",
+                         min_driver: str | None = None) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
     ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
-    ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin).
+    ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin);
+    ``format_source`` names how it was asked for in an error line (``--legacy-images``).
     ``min_driver``: the oldest driver release (``26.05``) every listed device runs natively on; its
     images are planned for it (:mod:`aotwheel.backends.intel.coverage`; None: the default floor)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
@@ -179,7 +181,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
 
         wanted = read_format(config.read().value(IMAGE_FORMAT), IMAGE_FORMAT.name)
     else:
-        wanted = read_format(image_format, "image_format")
+        wanted = read_format(image_format, format_source)
     from aotwheel.backends.intel.options import with_field_options
 
     opts = options if isinstance(options, str) else " ".join(options)
@@ -216,7 +218,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     from aotwheel.backends.intel.build.toolchain import ocloc_format_args
 
     format_args = ocloc_format_args(cache, path, version, wanted,
-                                    source=IMAGE_FORMAT.name if image_format is None else "image_format")
+                                    source=IMAGE_FORMAT.name if image_format is None else format_source)
     with tempfile.TemporaryDirectory(prefix="aotwheel-compile-") as tmp:
         spv_path = os.path.join(tmp, "input.spv")
         Path(spv_path).write_bytes(spirv)
