@@ -82,7 +82,7 @@ def _images(devices: list[tuple[str, str]], a: argparse.Namespace) -> tuple[list
     one image per listed device."""
     if not a.devlist:
         return devices, {}
-    images = json.loads(Path(a.devlist).read_text()).get("coverage", {}).get("images")
+    images = (json.loads(Path(a.devlist).read_text()).get("coverage") or {}).get("images")
     if not images:
         return devices, {}
     return [(i["device"], i["ip"]) for i in images], {i["device"]: i["member"] for i in images}
