@@ -164,3 +164,30 @@ def test_release_spellings() -> None:
     assert coverage.parse_release("26.05") == (26, 5)
     assert coverage.parse_release("25.44.36015.5") == (25, 44)
     assert coverage.parse_release("auto") is None
+
+
+def test_the_installed_ocloc_decides_whether_images_are_shared(tmp_path) -> None:
+    """With the real ocloc: acm-g10/g11/g12 at 26.05 are one image, `64.dg2`, where the installed
+    ocloc knows the generic name dg2 (25.18+: the sid lane), and one image per device, as before,
+    where it does not (Debian 12's 22.43); either way the members are what that ocloc writes."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import CLANG, LLVM_SPIRV, REPO, ocloc_device_words, require, run_tool
+
+    require("ocloc", CLANG, LLVM_SPIRV)
+    (tmp_path / "k.cl").write_text("kernel void k(global float *x) { x[get_global_id(0)] *= 2.0f; }\n")
+    run_tool([CLANG, "-cl-std=CL2.0", "-target", "spir64", "-O2", "-emit-llvm", "-c", str(tmp_path / "k.cl"), "-o", str(tmp_path / "k.bc")])
+    run_tool([LLVM_SPIRV, str(tmp_path / "k.bc"), "-o", str(tmp_path / "k.spv")])
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "AOTWHEEL_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "compile", str(tmp_path / "k.spv"), "-d", "acm-g10,acm-g11,acm-g12",
+                           "--min-driver", "26.05", "--json", "-o", str(tmp_path / "k.ar")], capture_output=True, text=True, env=env,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    members = [d["member"] for d in json.loads(proc.stdout)["devices"]]
+    if "dg2" in ocloc_device_words():
+        assert members == ["64.dg2"]
+    else:
+        assert members == ["64.12.55.8", "64.12.56.5", "64.12.57.0"]
