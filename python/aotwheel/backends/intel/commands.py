@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "-cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required); "
                    "env USE_AOT_FIELD_DEFAULTS=OFF does the same")
     p.add_argument("--format", choices=("fatbin", "dir"), default="fatbin",
-                   help="fatbin: one ocloc-compatible ar; dir: <device>.bin per image, named by the device it is built for (+ generic_ir.spv with JIT fallback)")
+                   help="fatbin: one ocloc-compatible ar; dir: <device>.bin per image, named by the device it is built for "
+                   "(+ generic_ir.spv with JIT fallback)")
     p.add_argument("--grf", choices=("small", "large", "auto"), default="small",
                    help="register file: small (ocloc default), large (-cl-intel-256-GRF-per-thread), "
                    "auto (large where the small build spills)")
