@@ -222,6 +222,7 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
     own = {name: _Target(f"{rules.POINTER_BITS}.{ip}", ip, name) for name, ip in devices}
     shared = {g: _Target(f"{rules.POINTER_BITS}.{g}", ips[root], root, generic=g)
               for g, root in sorted((generic or {}).items()) if root in ips}
+    knows_generic = bool(shared)
     listed = [name for name, _ in devices]
     every = list(dict.fromkeys([*universe, *devices]))
     # A generic member that serves no listed device at any release cannot save an image: not tried.
@@ -263,12 +264,7 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
     images = tuple(Image(m.member, m.generic or m.name, m.name, m.ip,
                          tuple(s.device for s in served if s.listed and s.member == m.member)) for m in members)
     images = tuple(sorted(images, key=lambda i: min((order[d] for d in i.serves), default=len(order))))
-    return Coverage(images, floor, stated, tuple(served), bool(shared))
-
-
-def one_per_device(devices: Sequence[tuple[str, str]], floor: Release = OLDEST) -> Coverage:
-    """The plan with no generic names: one ``64.<ip>`` image per listed device."""
-    return plan(devices, floor=floor, generic={})
+    return Coverage(images, floor, stated, tuple(served), knows_generic)
 
 
 def serves_lines(targets: Sequence[object]) -> list[str]:
