@@ -43,6 +43,7 @@ COVERAGE: dict[str, str] = {
     "find_package(aotwheel CONFIG REQUIRED)   # installed: via the cmake.root entry point; in-tree: -Daotwheel_DIR=<repo>/cmake":
         "test_readme_blocks::test_cmake_resolve_block",
     "aotwheel/_kernels.abi3.so": "test_readme_blocks::test_compressed_inspect_output_block",
+    "ocloc -device bmg,ptl": "test_coverage_driver::test_readme_coverage_block",
     "find_package(aotwheel CONFIG REQUIRED)": "test_first_hour::test_readme_cmake_lines_are_the_examples",
     "cd examples/downstream": "test_readme_blocks::test_example_block",
     "cd examples/setuptools": "test_readme_blocks::test_setuptools_example_block",

@@ -115,6 +115,18 @@ def _table(fr: FileReport) -> list[str]:
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in lines]
 
 
+def _serves(fr: FileReport) -> list[str]:
+    """Each backend's note on images that serve more devices than their own (its optional ``serves``)."""
+    from aotwheel import backends
+
+    lines: list[str] = []
+    for vendor in dict.fromkeys(t.vendor for t in fr.native_targets):
+        serves = getattr(backends.get(vendor), "serves", None) if vendor in backends.names() else None
+        if serves is not None:
+            lines.extend(serves(fr))
+    return lines
+
+
 def _size(n: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
@@ -155,6 +167,7 @@ def render(report: Report, *, show_all: bool = False) -> str:
         out.append(detail)
         if fr.native_targets:
             out.extend(_table(fr))
+            out.extend(f"  {line}" for line in _serves(fr))
         out.append("  " + summary(fr))
         out.extend(f"  warning: {w}" for w in fr.warnings)
     if quiet and not show_all:

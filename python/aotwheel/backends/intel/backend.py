@@ -104,8 +104,18 @@ class IntelBackend:
         if not compatibility:
             v = decide(targets, ir, device, binary=binary, compatibility=False)
         else:
-            v = _per_driver_version(targets, ir, device, binary)
+            v = _shared(_per_driver_version(targets, ir, device, binary), targets)
         return self._finish(_opencl_bindless(v, targets, ir, device, file, binary), file)
+
+    def serves(self, file: FileReport) -> list[str]:
+        """``aotwheel inspect``'s per-image note: the devices an image serves natively besides its own
+        (a generic member such as 64.bmg, a plain zebin): :func:`.coverage.serves_lines`."""
+        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != CPU_AOT and t.ip]
+        if not any(t.generic or not t.member for t in targets):
+            return []  # 64.<ip> members serve their own device only
+        from aotwheel.backends.intel.coverage import serves_lines
+
+        return serves_lines(targets)
 
     def prepare_probes(self) -> None:
         from aotwheel.backends.intel.probes.opencl import use_cpu_runtime_if_installed
@@ -237,6 +247,20 @@ def driver_release(text: str | None) -> tuple[int, int] | None:
 
     m = re.match(r"\s*(\d{2})\.(\d{2})\.\d+", text or "")
     return (int(m[1]), int(m[2])) if m else None
+
+
+def _shared(v: Verdict, targets: list[Any]) -> Verdict:
+    """A native verdict through an image built for another device: say it is one shared image (a
+    generic member such as 64.bmg, which aotwheel's coverage plan writes for several devices)."""
+    if v.verdict != NATIVE:
+        return v
+    hit = next((t for t in targets if (t.member or "").rstrip("/") == v.image), None)
+    if hit is None or not hit.generic or not hit.name or hit.ip == v.ip:
+        return v
+    from dataclasses import replace
+
+    return replace(v, reason=f"{v.reason}; {v.image} is one image shared by the {hit.generic} devices ({hit.name}'s build: "
+                             f"aotwheel's native-coverage plan, USE_AOT_MIN_DRIVER, names it so that one build serves them)")
 
 
 def _opencl_bindless(v: Verdict, targets: list[Any], ir: list[str], device: Any, file: FileReport, binary: str) -> Verdict:

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 HELP = "compile a SPIR-V module for a device list (Triton / Inductor kernels)"
 DESCRIPTION = ("Compile IN.spv for every device of DEVLIST with ocloc, one job per device in parallel, "
                "through the device-code cache ($AOTWHEEL_CACHE_DIR). The output equals `ocloc compile -device a,b,...`: "
-               "a fat binary with one member per device and generic_ir (the SPIR-V) for JIT fallback.")
+               "a fat binary with one member per image and generic_ir (the SPIR-V) for JIT fallback; one image serves several "
+               "devices where the driver's compatibility rules let it from --min-driver on (members 64.bmg, 64.ptl, as "
+               "`ocloc -device bmg,ptl` names them), else one image per device (members 64.<ip>).")
 
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, **options: Any) -> CompileResult:
@@ -45,11 +47,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "-cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required); "
                    "env USE_AOT_FIELD_DEFAULTS=OFF does the same")
     p.add_argument("--format", choices=("fatbin", "dir"), default="fatbin",
-                   help="fatbin: one ocloc-compatible ar; dir: <device>.bin per device (+ generic_ir.spv with JIT fallback)")
+                   help="fatbin: one ocloc-compatible ar; dir: <device>.bin per image, named by the device it is built for "
+                   "(+ generic_ir.spv with JIT fallback)")
     p.add_argument("--grf", choices=("small", "large", "auto"), default="small",
                    help="register file: small (ocloc default), large (-cl-intel-256-GRF-per-thread), "
                    "auto (large where the small build spills)")
     p.add_argument("--no-jit", action="store_true", help="no generic_ir member (no JIT fallback)")
+    p.add_argument("--min-driver", default=None, metavar="YY.WW",
+                   help="the oldest Intel driver (compute-runtime release, e.g. 26.05) every listed device must run natively "
+                   "on: one image serves several devices where its rules allow (default: $USE_AOT_MIN_DRIVER, else auto: "
+                   "the release that first runs every listed device)")
     p.add_argument("--legacy-images", action="store_true",
                    help="write legacy patch-token images instead of zebin (only an ocloc that still offers them, such as "
                    "Debian 12's 22.43; compute-runtime 26.18 and newer JIT-compile them); env USE_AOT_IMAGE_FORMAT=legacy "
@@ -84,9 +91,13 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
     settings = config.read()
     devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
+    from aotwheel.backends.intel.variables import MIN_DRIVER
+
+    min_driver = args.min_driver if args.min_driver is not None else os.environ.get(MIN_DRIVER.name)
     result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
                                   grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults,
-                                  image_format="legacy" if args.legacy_images else None, format_source="--legacy-images")
+                                  image_format="legacy" if args.legacy_images else None, format_source="--legacy-images",
+                                  min_driver=min_driver)
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)
@@ -102,7 +113,9 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
             note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
         if b.poisoned:
             note += f"; no fp64 here, poisoned (return without computing): {', '.join(b.poisoned)}"
-        print(f"{b.device} ({b.ip}): {result.image_format}, {b.size} bytes, {b.grf} GRF, {note}")
+        shared = (f" as {b.member}, native on {', '.join(b.serves)}"
+                  if b.serves != (b.device,) or b.member != f"64.{b.ip}" else "")
+        print(f"{b.device} ({b.ip}){shared}: {result.image_format}, {b.size} bytes, {b.grf} GRF, {note}")
     ir = " + generic_ir (JIT fallback)" if result.jit_fallback else ""
     print(f"wrote {', '.join(written)}{ir if args.format == 'fatbin' else ''}", file=sys.stdout)
     return 0

@@ -20,7 +20,7 @@ import re
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,9 +71,12 @@ class DeviceBuild:
     spills: tuple[Spill, ...] = ()  # of the build that was kept
     retried_after_spills: tuple[Spill, ...] = ()  # of the small-GRF build that --grf auto replaced
     poisoned: tuple[str, ...] = ()  # kernels IGC replaced by fp64 poison stubs (a device without fp64)
+    member: str = ""  # its fat-binary member: 64.<ip>, or 64.<generic> for an image several devices share
+    serves: tuple[str, ...] = ()  # the listed devices it serves natively (coverage.py)
 
     def to_dict(self) -> dict[str, object]:
-        return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "grf": self.grf,
+        return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "member": self.member,
+                "serves": list(self.serves), "grf": self.grf,
                 "size": self.size, "cache_hit": self.cache_hit,
                 "spills": [s.__dict__ for s in self.spills],
                 "retried_after_spills": [s.__dict__ for s in self.retried_after_spills],
@@ -107,6 +110,7 @@ class CompileResult:
     ocloc_version: str = ""
     options: str = ""
     spirv: bytes | None = None  # kept for JIT fallback
+    coverage: dict[str, object] | None = None  # the coverage plan (coverage.Coverage.to_dict)
     image_format: str = "zebin"  # zebin, or legacy (patch-token) when asked for
 
     @property
@@ -117,7 +121,7 @@ class CompileResult:
         return {"spirv_sha256": self.spirv_sha256, "jit_fallback": self.jit_fallback, "ocloc": self.ocloc,
                 "ocloc_version": self.ocloc_version, "options": self.options, "image_format": self.image_format,
                 "size": len(self.fatbinary),
-                "devices": [b.to_dict() for b, _ in self.natives]}
+                "devices": [b.to_dict() for b, _ in self.natives], "coverage": self.coverage}
 
 
 def parse_spills(log: str) -> tuple[Spill, ...]:
@@ -155,11 +159,14 @@ def intel_devices(dl: Any) -> Any:
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True,
-                         image_format: str | None = None, format_source: str = "image_format") -> CompileResult:
+                         image_format: str | None = None, format_source: str = "image_format",
+                         min_driver: str | None = None) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
     ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
     ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin);
-    ``format_source`` names how it was asked for in an error line (``--legacy-images``)."""
+    ``format_source`` names how it was asked for in an error line (``--legacy-images``).
+    ``min_driver``: the oldest driver release (``26.05``) every listed device runs natively on; its
+    images are planned for it (:mod:`aotwheel.backends.intel.coverage`; None: the default floor)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -183,6 +190,9 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     opts = with_field_options(opts, field_defaults)
     spirv = bytes(spirv)
     check_spirv(spirv)
+    from aotwheel.backends.intel.coverage import parse_release
+
+    parse_release(min_driver, "--min-driver / USE_AOT_MIN_DRIVER")  # a bad floor fails before anything runs
     dl = intel_devices(resolve(devlist, jit_fallback))
     keep_ir = jit_fallback and dl.jit_fallback
     if not dl.targets and not keep_ir:
@@ -198,6 +208,13 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     remote = config_from(os.environ, None)
     path, version, acronyms = ocloc_facts(cache)
     spellings = ocloc_spellings(list(dl.names), path, version, acronyms, hint="the device list")
+    from aotwheel.backends.intel import INTEL
+
+    # The fewest images the driver runs natively on every listed device from min_driver on (coverage.py).
+    coverage = dl.part(INTEL).coverage(min_driver, acronyms)
+    spellings |= ocloc_spellings([i.device for i in coverage.images if i.device not in spellings], path, version, acronyms,
+                                 hint="the device list")
+    images = {i.device: i for i in coverage.images}
     from aotwheel.backends.intel.build.toolchain import ocloc_format_args
 
     format_args = ocloc_format_args(cache, path, version, wanted,
@@ -209,14 +226,16 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
                       secret=remote.secret)  # remote stores as in a build
         job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers,
                    format_args=format_args, spirv_size=len(spirv))
-        workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
+        workers = max(1, min(len(images), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
-            futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
-            natives = tuple(f.result() for f in futures)  # first failure (devlist order) raises
+            futures = [pool.submit(job.build, i.device, i.ip, spellings[i.device], grf) for i in images.values()]
+            natives = tuple((replace(b, member=images[b.device].member, serves=images[b.device].serves), data)
+                            for b, data in (f.result() for f in futures))  # first failure (plan order) raises
     from aotwheel.backends.intel.build.fatbin import ir_options
 
-    fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
-    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None, wanted)
+    fat = build_fatbin([(b.member.partition(".")[2], data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
+    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None,
+                         image_format=wanted, coverage=coverage.to_dict())
 
 
 @dataclass(frozen=True)
