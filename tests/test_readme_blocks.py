@@ -46,6 +46,8 @@ COVERAGE: dict[str, str] = {
     "find_package(aotwheel CONFIG REQUIRED)": "test_first_hour::test_readme_cmake_lines_are_the_examples",
     "cd examples/downstream": "test_readme_blocks::test_example_block",
     "cd examples/setuptools": "test_readme_blocks::test_setuptools_example_block",
+    'program = build_program(context, device, "aotdemo._demo")': "test_readme_blocks::test_run_your_kernel_lines_are_the_examples",
+    "pip install --find-links dist dist/aotdemo-0.1.0-*.whl   # + aotwheel, pyopencl, numpy": "test_readme_blocks::test_run_your_kernel_block",
     "pip install 'variantlib[cli]==0.2.2'": "test_readme_blocks::test_wheel_variants_block",
     "export AOTWHEEL_REMOTE_CACHE='http://cache:8080/aotwheel|redis://cache:6379/0'  # tried in order":
         "test_readme_blocks::test_scaling_out_block_on_a_standard_scikit_build_core_project",
@@ -251,6 +253,26 @@ def test_setuptools_example_block(user: User) -> None:
     with zipfile.ZipFile(wheel) as zf:
         assert "aotdemo/_demo.abi3.so" in zf.namelist() and "aotdemo/_aot_manifest.json" in zf.namelist()
     assert re.search(r"^  pvc +12\.60\.7 ", proc.stdout, re.M) and re.search(r"^  acm-g10 +12\.55\.8 ", proc.stdout, re.M), proc.stdout
+
+
+def test_run_your_kernel_lines_are_the_examples() -> None:
+    """The loader lines the README shows are the example package's own (both examples: one file)."""
+    shown = block('program = build_program(context, device, "aotdemo._demo")').text.splitlines()
+    for example in ("downstream", "setuptools"):
+        code = [line.strip() for line in (REPO / "examples" / example / "src" / "aotdemo" / "__init__.py").read_text().splitlines()]
+        for line in shown:
+            assert line.replace("program = ", "").strip() in " ".join(code), f"README line not in examples/{example}: {line}"
+
+
+def test_run_your_kernel_block(user: User) -> None:
+    """Issue 41 item 1: the downstream wheel installed as the README says (its dependencies from
+    its metadata, aotwheel from dist/) runs its kernel on the CPU OpenCL device activation exports."""
+    if not list((user.root / "dist").glob("aotdemo-0.1.0-*.whl")):  # the block before it leaves the wheel there
+        run_block(block("cd examples/downstream").text, user.root, user.env)
+    proc = run_block(block("pip install --find-links dist dist/aotdemo-0.1.0-*.whl   # + aotwheel, pyopencl, numpy").text,
+                     user.root, user.env)
+    assert proc.stdout.strip().splitlines()[-1] == "[1. 3. 5. 7.]", proc.stdout + proc.stderr[-2000:]
+    assert "prints `[1. 3. 5. 7.]`" in README
 
 
 def test_wheel_variants_block(user: User) -> None:

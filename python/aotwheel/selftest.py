@@ -132,17 +132,14 @@ def modules_from_extension(name: str = DEFAULT_MODULE) -> list[Module]:
     except ImportError as exc:
         raise AotwheelError(f"cannot import {name} ({exc}); build aotwheel with its kernels (pip install .) or pass .spv files") from None
     from aotwheel import backends
-    from aotwheel.opencl import inflate  # images embedded with COMPRESS ON are zstd frames
+    from aotwheel.opencl import by_source, inflate  # images embedded with COMPRESS ON are zstd frames
 
     kinds = backends.for_opencl().opencl_images  # which triples are SPIR-V and which the fat binary
-    by_source: dict[str, Module] = {}
-    for triple, source, data in ext.images():
-        mod = by_source.setdefault(source, Module(source, None))
-        if triple == kinds.ir:
-            mod.spirv = inflate(bytes(data), f"{name}:{source} ({triple})")
-        elif triple == kinds.native:
-            mod.fatbinary = inflate(bytes(data), f"{name}:{source} ({triple})")
-    return list(by_source.values())
+    mods: list[Module] = []
+    for source, images in by_source(ext.images(), name).items():
+        code = {t: inflate(bytes(d), f"{name}:{source} ({t})") for t, d in images.items()}
+        mods.append(Module(source, code.get(kinds.ir), code.get(kinds.native)))
+    return mods
 
 
 def modules_from_path(path: str) -> list[Module]:
