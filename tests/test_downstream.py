@@ -79,7 +79,7 @@ def test_downstream_default_devlist_against_installed_aotwheel(installed_aotwhee
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(unpacked)}, check=True)
     found = json.loads(run.stdout)
-    assert {s for _, s, _ in found} == {"saxpy"}  # (triple, source, bytes): the loader's contract, the source's stem
+    assert {s for _, s, _ in found} == {"saxpy.cl"}  # (triple, source, bytes): the loader's contract
     images = [(t, bytes.fromhex(h)) for t, _, h in found]
     assert [(t, unzstd(b)[:4]) for t, b in images] == [("spir64_gen", b"!<ar"), ("spir64", SPIRV_MAGIC)]
     assert images[0][1] == fat

@@ -92,7 +92,7 @@ def _images(site: Path) -> list[tuple[str, bytes]]:
     code = "import aotdemo, json; print(json.dumps([(t, s, b.hex()) for t, s, b in aotdemo.images()]))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)}, check=True)
     found = json.loads(proc.stdout)
-    assert {s for _, s, _ in found} == {"saxpy"}  # (triple, source, bytes): the loader's contract, the source's stem
+    assert {s for _, s, _ in found} == {"saxpy.cl"}  # (triple, source, bytes): the loader's contract
     return [(t, bytes.fromhex(h)) for t, _, h in found]
 
 

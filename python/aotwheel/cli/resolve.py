@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compress", dest="compress_option", help=argparse.SUPPRESS)  # CMake's USE_AOT_COMPRESS, passed on
     p.add_argument("--torch-xpu-arch-list", dest="torch_option", metavar="DEVLIST", help=argparse.SUPPRESS)
     p.add_argument("--devlist-from", dest="devlist_from", metavar="LABEL", help=argparse.SUPPRESS)
+    # Configure's check of variable names (aotwheel.varcheck): the environment's, and these CMake variables'.
+    p.add_argument("--check-variables", dest="check_variables", metavar="NAMES", help=argparse.SUPPRESS)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the full result as JSON")
     out.add_argument("--format", choices=[f.word for f in formats], help=f"print one value: {_one_of(phrases)}")
@@ -74,6 +76,13 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join([*lines, "keywords: none (JIT-only), native (devices on this machine), no-jit (drop SPIR-V)"]))
         return 0
     config = read()  # an empty variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`)
+    if args.check_variables is not None:
+        from aotwheel.config import all_variables
+        from aotwheel.varcheck import check
+
+        names = {n: "environment" for n in os.environ}
+        names.update({n: "CMake variable" for n in args.check_variables.split(",") if n})
+        check(names, (v.name for v in all_variables()), config.allow_undeclared)
     explicit = args.text if args.devlist_option is None else args.devlist_option
     if explicit is not None and args.devlist_option is None and explicit.strip():
         text, source = explicit, "the command line"
