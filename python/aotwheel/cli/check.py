@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from aotwheel.cli.options import devlist_option
+
 TYPE_CHECKING = False  # not typing's: this module is imported for every `aotwheel check`
 if TYPE_CHECKING:
     from aotwheel.runtime import Checked
@@ -33,18 +35,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("devices", help="list the devices this machine has (Level Zero, OpenCL, SYCL, torch.xpu, CUDA)",
                        description="Probe every runtime for devices; runtimes that are missing say why.")
     p.add_argument("--json", action="store_true", help="print the probes' results as JSON")
-    p.add_argument("--device", metavar="LIST", help=device_help)
+    devlist_option(p, help=device_help, old=("--device",), dest="device")
     p.set_defaults(handler=run_devices)
 
     p = sub.add_parser("check", help="native, JIT or unsupported: a binary's device code on this machine's devices",
-                       description="For each device here (or --device), say whether BINARY's device code runs native, "
+                       description="For each device here (or --devlist), say whether BINARY's device code runs native, "
                                    "is JIT-compiled (SPIR-V, PTX) at first use, or cannot run, and which rule decided it; "
                                    "every device of every vendor gets a verdict for every binary. Exit status 1 when a "
                                    "device is unsupported or --jit error meets a JIT verdict, 2 for bad input (an unreadable binary included).")
     p.add_argument(
         "binary", metavar="BINARY", help="a .so, wheel, directory, fat binary, .bin or .spv; or a module or package name such as aotwheel._kernels or dpnp"
     )
-    p.add_argument("--device", metavar="LIST", help=device_help)
+    devlist_option(p, help=device_help, old=("--device",), dest="device")
     p.add_argument("--json", action="store_true", help='print {"verdicts": [...]} as JSON')
     p.add_argument("--jit", choices=("warn", "error", "ignore"), help="JIT policy (default: $AOTWHEEL_JIT, else warn)")
     p.add_argument("--strict-compat", action="store_true",
@@ -75,7 +77,7 @@ def run_devices(args: argparse.Namespace) -> int:
     from aotwheel.variables import DEVICE
 
     _prepare(args)
-    forced = parse(args.device, source="--device") if args.device else from_environment()
+    forced = parse(args.device, source=args.device_option) if args.device else from_environment()
     results = probe_all(heavy=True)
     devices = forced if forced is not None else merge(results)
     if args.json:
@@ -83,7 +85,7 @@ def run_devices(args: argparse.Namespace) -> int:
                           "probes": [r.to_dict() for r in results]}, indent=2))
         return 0
     if forced is not None:
-        print(f"{'--device' if args.device else DEVICE.name} override (probes not used):")
+        print(f"{args.device_option if args.device else DEVICE.name} override (probes not used):")
     for d in devices:
         extra = ", ".join(x for x in (f"IP {d.ip}" if d.ip else "IP unknown", d.catalog or "", d.vendor) if x)
         print(f"  {d.kind:<5} {d.name} [{d.backend}] ({extra})")
@@ -101,7 +103,7 @@ def run_check(args: argparse.Namespace) -> int:
 
     # The devices first: a typo fails before the binary is read, in the flag's own words; named
     # devices (--device or AOTWHEEL_DEVICE) leave every runtime unprobed.
-    forced = parse(args.device, source="--device") if args.device else from_environment()
+    forced = parse(args.device, source=args.device_option) if args.device else from_environment()
     if forced is None:
         _prepare(args)
     try:

@@ -49,7 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grf", choices=("small", "large", "auto"), default="small",
                    help="register file: small (ocloc default), large (-cl-intel-256-GRF-per-thread), "
                    "auto (large where the small build spills)")
-    p.add_argument("--no-jit", action="store_true", help="no generic_ir member (no JIT fallback)")
+    # --no-jit-fallback as `aotwheel resolve` spells it; --no-jit, the older spelling, stays hidden.
+    p.add_argument("--no-jit-fallback", dest="no_jit", action="store_true", help="no generic_ir member (no JIT fallback)")
+    p.add_argument("--no-jit", dest="no_jit", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("-j", "--jobs", type=int, default=None,
                    help="parallel ocloc jobs (default: $AOTWHEEL_OCLOC_JOBS, else the CPU count)")
     p.add_argument("--json", action="store_true", help="print the per-device report as JSON")
