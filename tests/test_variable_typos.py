@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, require
-
 from aotwheel.config import all_variables
 from aotwheel.errors import SettingError
 from aotwheel.varcheck import check, edits
+
+from conftest import REPO, require
 
 DECLARED = [v.name for v in all_variables()]
 

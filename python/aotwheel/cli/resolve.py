@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from aotwheel import backends
     from aotwheel.config import DEVLIST, TORCH_ARCH_LIST, devlist_choice, read
     from aotwheel.devlist import describe, resolve
+    from aotwheel.errors import DevlistError
 
     tools = {t.word: getattr(args, t.word, None) for b in backends.all_backends() for t in b.tools}  # --<tool> PATH
     if args.list:
@@ -96,8 +97,15 @@ def run(args: argparse.Namespace) -> int:
 
     # Each backend's toolchain facts, as far as its grammar needs them for this text (Intel asks
     # the installed ocloc only for names whose meaning it can change: no ocloc runs for pvc or sm_90).
-    tables = {b.name: t for b in backends.all_backends() if (t := b.devlist_table(text, tools)) is not None}
-    devlist = resolve(text, jit_fallback=jit_fallback, tables=tables)
+    # Printed for a person (no --json / --format): the installed tools' view, whose notes say what they cannot build.
+    person = not args.json and not args.format
+    tables = {b.name: t for b in backends.all_backends() if (t := b.devlist_table(text, tools, installed=person)) is not None}
+    try:
+        devlist = resolve(text, jit_fallback=jit_fallback, tables=tables)
+    except DevlistError as exc:  # the grammar speaks of USE_AOT_DEVLIST: name the variable the list came from
+        if source.startswith(TORCH_ARCH_LIST.name):
+            raise DevlistError(str(exc).replace(DEVLIST.name, source, 1), exc.token, exc.suggestions) from None
+        raise
     if args.toolchain:
         for b in backends.all_backends():
             part = devlist.part(b.name)

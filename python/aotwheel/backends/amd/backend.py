@@ -36,7 +36,7 @@ class AmdBackend:
     tools: tuple[ToolOption, ...] = ()
     resolve_formats: tuple[FormatOption, ...] = ()
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         return None
 
     def devlist_grammar(self, table: object | None = None) -> AmdGrammar:

@@ -53,10 +53,10 @@ class IntelBackend:
 
         return owns_token(token)
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         from aotwheel.backends.intel.devlist import table_for
 
-        return table_for(text, tools)
+        return table_for(text, tools, installed=installed)
 
     def devlist_grammar(self, table: object | None = None) -> IntelGrammar:
         from aotwheel.backends.intel.devlist import IntelGrammar

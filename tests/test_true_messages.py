@@ -1,0 +1,69 @@
+"""Every message issue 41 found untrue now tells the truth (item 3), each run as a user runs it:
+a real `aotwheel` process against the installed tools."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, require, unbuildable_devices
+
+
+def aotwheel(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "TORCH_XPU_", "AOTWHEEL_DEVICE", "AOTWHEEL_JIT"))}
+    clean["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "python"), os.environ.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "aotwheel", *args], capture_output=True, text=True, env={**clean, **env}, timeout=120)
+
+
+def _unbuildable() -> list[str]:
+    require("ocloc")
+    names = unbuildable_devices()
+    if "bmg-g21" not in names:
+        pytest.skip("the installed ocloc builds bmg-g21 (newer than Debian 12's 22.43)")
+    return names
+
+
+@pytest.mark.parametrize("text", ["bmg-g21", "bmg", "ptl", "lnl-m", "pvc,bmg-g21"])
+def test_resolve_of_a_device_this_ocloc_cannot_build_prints_the_note(text: str) -> None:
+    unbuildable = _unbuildable()
+    proc = aotwheel("resolve", text)
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stdout.splitlines() if line.startswith("note: the installed ocloc ")]
+    assert len(notes) == 1, proc.stdout
+    named = notes[0].split(" does not know ", 1)[1].split(" (", 1)[0].split(", ")
+    assert named and set(named) <= set(unbuildable) and "pvc" not in named, notes[0]
+    assert "a build stops at configure" in notes[0]
+
+
+def test_resolve_of_devices_this_ocloc_builds_has_no_note() -> None:
+    require("ocloc")
+    proc = aotwheel("resolve", "pvc,acm-g10")
+    assert proc.returncode == 0 and "note: the installed ocloc" not in proc.stdout, proc.stdout
+
+
+def test_build_toolchain_with_a_typo_is_a_typo_error_not_a_toolchain_one() -> None:
+    require("ocloc")
+    for option in ("--devlist", "--devices"):  # the one name, and the older spelling kept as an alias
+        proc = aotwheel("build", "toolchain", option, "pvcc")
+        assert proc.returncode == 2
+        assert proc.stderr.splitlines() == [f"aotwheel: error: {option}: unknown device 'pvcc'; did you mean pvc or pvc-vg?"], proc.stderr
+
+
+def test_build_toolchain_of_a_device_this_ocloc_cannot_build_says_which_ocloc_does() -> None:
+    _unbuildable()
+    proc = aotwheel("build", "toolchain", "--devlist", "pvc,bmg-g21")
+    assert proc.returncode == 2 and "cannot build bmg-g21" in proc.stderr and "24.31" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("args", "env", "named"), [
+    ((), {"TORCH_XPU_ARCH_LIST": "pcv"}, "TORCH_XPU_ARCH_LIST (environment)"),
+    (("--torch-xpu-arch-list=pcv",), {}, "TORCH_XPU_ARCH_LIST (CMake variable)"),  # as CMake's aotwheel_resolve_devlist passes it
+    ((), {"USE_AOT_DEVLIST": "pcv", "TORCH_XPU_ARCH_LIST": "pvc"}, "USE_AOT_DEVLIST"),
+])
+def test_a_typo_names_the_variable_the_list_came_from(args: tuple[str, ...], env: dict[str, str], named: str) -> None:
+    proc = aotwheel("resolve", *args, **env)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"aotwheel: error: {named}: unknown device 'pcv'; did you mean pvc?"], proc.stderr
