@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from conftest import REPO
-
 from aotwheel.cli import build_parser
+
+from conftest import REPO
 
 COMMANDS = [("check", ["check", "aotwheel._kernels"], "device", ["--device"]),
             ("devices", ["devices"], "device", ["--device"]),

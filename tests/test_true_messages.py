@@ -67,3 +67,61 @@ def test_a_typo_names_the_variable_the_list_came_from(args: tuple[str, ...], env
     proc = aotwheel("resolve", *args, **env)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"aotwheel: error: {named}: unknown device 'pcv'; did you mean pvc?"], proc.stderr
+
+
+def test_check_jit_error_names_the_flag_not_the_variable(tmp_path: Path) -> None:
+    from _build_util import compile_spirv
+    from conftest import CLANG, LLVM_SPIRV
+
+    require(CLANG, LLVM_SPIRV)
+    spv = tmp_path / "k.spv"
+    compile_spirv(REPO / "csrc" / "kernels" / "elementwise.cl", spv)
+    flag = aotwheel("check", str(spv), "--devlist", "acm-g11", "--jit", "error")
+    assert flag.returncode == 1 and flag.stderr.startswith("aotwheel: error: "), flag.stderr
+    assert "AOTWHEEL_JIT=error is set" not in flag.stderr and flag.stderr.rstrip().endswith(
+        "; --jit error was given: drop it (or give warn or ignore) to allow the JIT"), flag.stderr
+    variable = aotwheel("check", str(spv), "--devlist", "acm-g11", AOTWHEEL_JIT="error")
+    assert variable.returncode == 1 and "AOTWHEEL_JIT=error is set: set AOTWHEEL_JIT=warn" in variable.stderr, variable.stderr
+
+
+# One process of a package: check() at first kernel use, recording what it is told.
+_CHECK_CHILD = r"""
+import json, sys, warnings
+import aotwheel
+from aotwheel.runtime import JITCacheNotice, JITWarning
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    verdicts = aotwheel.check(sys.argv[1])
+print(json.dumps({"verdicts": [v.verdict for v in verdicts if v.kind == "cpu"],
+                  "jit_warnings": [str(w.message) for w in caught if issubclass(w.category, JITWarning)],
+                  "notices": [str(w.message) for w in caught if issubclass(w.category, JITCacheNotice)]}))
+"""
+
+
+def test_a_process_served_by_the_jit_cache_is_told_so_not_warned_of_a_jit(tmp_path: Path) -> None:
+    import json
+
+    from _build_util import compile_spirv
+    from _check_util import opencl_cpu_env, run_python
+    from conftest import CLANG, LLVM_SPIRV
+
+    require(CLANG, LLVM_SPIRV)
+    spv = tmp_path / "k.spv"
+    compile_spirv(REPO / "csrc" / "kernels" / "elementwise.cl", spv)
+    env = {**opencl_cpu_env(), "AOTWHEEL_JIT_CACHE_DIR": str(tmp_path / "jit")}
+    env = {k: v for k, v in env.items() if k not in ("AOTWHEEL_JIT", "AOTWHEEL_DEVICE")}
+
+    def child() -> dict:
+        proc = subprocess.run([sys.executable, "-c", _CHECK_CHILD, str(spv)], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    first = child()  # nothing cached: the CPU will JIT-compile the SPIR-V, and is warned so
+    assert first["verdicts"] == ["jit"] and len(first["jit_warnings"]) == 1 and not first["notices"], first
+    load = run_python("import pyopencl as cl\nfrom aotwheel.opencl import load_program\n"
+                      "d = next(d for p in cl.get_platforms() for d in p.get_devices() if d.type & cl.device_type.CPU)\n"
+                      f"print(load_program(cl.Context([d]), d, {str(spv)!r}).source)", env)
+    assert load.returncode == 0 and load.stdout.strip() == "jit", load.stderr
+    second = child()  # the loader will create the program from the cached native build: told so, no JITWarning
+    assert second["verdicts"] == ["jit"] and second["jit_warnings"] == [], second
+    assert len(second["notices"]) == 1 and "from the JIT cache" in second["notices"][0] and "nothing is compiled now" in second["notices"][0]

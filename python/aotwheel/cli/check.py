@@ -107,7 +107,8 @@ def run_check(args: argparse.Namespace) -> int:
     if forced is None:
         _prepare(args)
     try:
-        checked = evaluate(args.binary, forced, policy=args.jit, compatibility=not args.strict_compat)
+        checked = evaluate(args.binary, forced, policy=args.jit, compatibility=not args.strict_compat,
+                           policy_given=f"--jit {args.jit}" if args.jit else None)
     except JITError as exc:  # the policy rejects a verdict: exit 1, not the bad-input 2
         if args.json:
             print(json.dumps({"binary": args.binary, "error": str(exc)}, indent=2))
