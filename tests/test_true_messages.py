@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +126,48 @@ def test_a_process_served_by_the_jit_cache_is_told_so_not_warned_of_a_jit(tmp_pa
     second = child()  # the loader will create the program from the cached native build: told so, no JITWarning
     assert second["verdicts"] == ["jit"] and second["jit_warnings"] == [], second
     assert len(second["notices"]) == 1 and "from the JIT cache" in second["notices"][0] and "nothing is compiled now" in second["notices"][0]
+
+
+def test_a_look_alike_letter_suggests_the_name_it_spells_first() -> None:
+    for typed, meant in (("acm-g1O", "acm-g10"), ("acm-gl1", "acm-g11"), ("acm-g1o", "acm-g10")):
+        proc = aotwheel("resolve", typed)
+        assert proc.returncode == 2
+        assert proc.stderr.startswith(f"aotwheel: error: USE_AOT_DEVLIST: unknown device '{typed}'; did you mean {meant} or "), proc.stderr
+
+
+def test_an_amd_device_on_a_cuda_library_gets_no_mixed_offload_arch() -> None:
+    lib = REPO / "tests" / "data" / "cuda-h100" / "libkern_sm_90.so"  # nvcc's sm_90 cubin (tests/data/cuda-h100/README.md)
+    proc = aotwheel("check", str(lib), "--devlist", "gfx90a")
+    assert proc.returncode == 1, proc.stderr
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("gfx90a")]
+    assert "sm_90" not in line.split("; ", 1)[1] and "--offload-arch=gfx90a " in line, line
+    assert "it carries no HIP code" in line, line
+
+
+def test_the_cpu_remedy_of_an_open_toolchain_build_names_no_icpx_flag(tmp_path: Path) -> None:
+    from _build_util import compile_spirv
+    from conftest import CLANG, LLVM_SPIRV
+
+    require(CLANG, LLVM_SPIRV, "ocloc")
+    spv = tmp_path / "k.spv"
+    compile_spirv(REPO / "csrc" / "kernels" / "elementwise.cl", spv)
+    made = subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc,acm-g10", "-output", "k.ar"],
+                          cwd=tmp_path, capture_output=True, text=True, check=False)  # what aotwheel's open toolchain runs
+    assert made.returncode == 0, made.stdout
+    fat = tmp_path / "k.ar"
+    for binary in (spv, fat):  # SPIR-V: the CPU JITs it; the GPU-only fat binary's generic_ir is no CPU's
+        proc = aotwheel("check", str(binary), "--devlist", "cpu", AOTWHEEL_JIT="ignore")
+        (line,) = [line for line in proc.stdout.splitlines() if line.startswith("cpu")]
+        assert "-fsycl-targets" not in line and ("open toolchain builds no native CPU code" in line or "keep JIT fallback on" in line), line
+    warned = aotwheel("check", str(spv), "--devlist", "cpu")
+    assert "warning:" in warned.stderr and "-fsycl-targets" not in warned.stderr and "open toolchain builds no native CPU code" in warned.stderr
+
+
+def test_the_cpu_remedy_of_a_sycl_library_still_names_icpx_s_cpu_target(tmp_path: Path) -> None:
+    import zstandard
+
+    lib = tmp_path / "libmhc_kernels_xe_2.so"  # vLLM's, built by icpx; links libsycl.so.9
+    src = REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
+    lib.write_bytes(zstandard.ZstdDecompressor().decompress(src.read_bytes(), max_output_size=8 << 20))
+    proc = aotwheel("check", str(lib), "--devlist", "cpu")
+    assert "-fsycl-targets=spir64_x86_64" in proc.stdout, proc.stdout
