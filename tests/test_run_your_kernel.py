@@ -103,6 +103,16 @@ def test_example_kernel_runs_through_the_loader_by_module_name_and_path(example:
     # The fat binary holds pvc and acm-g10 only: the CPU gets the SPIR-V, compiled now (cache off).
     assert {run["source"] for label, run in found.items() if label != "package"} == {"jit"}, found
 
+    # `aotwheel selftest` of the user's module (by name and by path): the program loads and its one
+    # kernel is created on the CPU; no NumPy reference is asked for (aotwheel's saxpy takes 4 arguments).
+    so = next((unpacked / "aotdemo").glob("_demo*.so"))
+    for source in ("aotdemo._demo", str(so)):
+        proc = subprocess.run([sys.executable, "-m", "aotwheel", "selftest", source], capture_output=True, text=True, env=env,
+                              timeout=600, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "MISMATCH" not in proc.stdout and "Traceback" not in proc.stderr, proc.stdout
+        assert any(line.split()[:3] == ["saxpy", "ok", "-"] and "created" in line for line in proc.stdout.splitlines()), proc.stdout
+
 
 def test_downstream_wheel_runs_in_a_venv_of_only_it_and_its_dependencies(installed_aotwheel: Path, aotwheel_wheel: Path,
                                                                           tmp_path: Path) -> None:

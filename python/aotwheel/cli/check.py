@@ -53,12 +53,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="model a driver without compatibility mode (a product-config mismatch is never accepted)")
     p.set_defaults(handler=run_check)
 
-    p = sub.add_parser("selftest", help="run aotwheel's own kernels on every OpenCL and CUDA device and compare with NumPy",
-                       description="Build aotwheel's kernels (native on Intel GPUs, SPIR-V JIT elsewhere; cubin or PTX on "
-                                   "NVIDIA GPUs) on every device found, run each against a NumPy reference and print "
-                                   "verdict, build time and max error. Exit status 1 when a kernel fails.")
+    p = sub.add_parser("selftest", help="load device code on every OpenCL and CUDA device; run aotwheel's own kernels against NumPy",
+                       description="Create the programs of aotwheel's kernels, or of SOURCE (native on Intel GPUs, SPIR-V JIT "
+                                   "elsewhere; cubin or PTX on NVIDIA GPUs), and every kernel in them, on every device found; run "
+                                   "aotwheel's own kernels against a NumPy reference and print verdict, build time and max error "
+                                   "(a kernel of yours is checked by being created). Exit status 1 when a kernel fails.")
     p.add_argument("sources", nargs="*", metavar="SOURCE",
-                   help="device code to test instead of aotwheel._kernels: .spv files or binaries with SPIR-V")
+                   help="device code to test instead of aotwheel._kernels: .spv files, binaries with SPIR-V (your extension's .so) "
+                   "or module names; each kernel is created, and aotwheel's own are also run")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(handler=run_selftest)
 
