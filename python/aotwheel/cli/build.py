@@ -18,6 +18,10 @@ from aotwheel.cli.options import devlist_option
 from aotwheel.errors import AotwheelError
 from aotwheel.variables import SHARD
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aotwheel.buildsteps.progress import Progress
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``aotwheel build {toolchain,cache,warm}`` to the CLI."""
@@ -173,7 +177,6 @@ def warm(source: Path, *, shard: str | None, devlist: str | None, build_dir: str
     """Configure ``source`` and build only its device code (target ``aotwheel_device_code``)."""
     # Here, not at the top: every `aotwheel` command (CMake's resolver among them) imports this module.
     import shutil
-    import subprocess
     import tempfile
 
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -199,12 +202,13 @@ def warm(source: Path, *, shard: str | None, devlist: str | None, build_dir: str
     try:
         for cmd in (["cmake", "-G", "Ninja", "-S", str(source), "-B", str(build), *defs],
                     ["cmake", "--build", str(build), "--target", "aotwheel_device_code"]):
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-                raise AotwheelError(f"'{' '.join(cmd[:2])} …' failed (exit {proc.returncode}; its log is above); "
+            progress = None if cmd[1] == "-G" or as_json else _ocloc_progress(build)
+            returncode, output = _stream(cmd, env, progress)
+            if returncode != 0:
+                sys.stderr.write(output[-8000:])
+                raise AotwheelError(f"'{' '.join(cmd[:2])} …' failed (exit {returncode}; its log is above); "
                                     "fix the project's configure/device-code build first")
-            for line in (proc.stdout + proc.stderr).splitlines():  # the cache's one-line warnings
+            for line in output.splitlines():  # the cache's one-line warnings
                 if line.startswith("aotwheel: warning:"):
                     print(line, file=sys.stderr)
     finally:
@@ -221,6 +225,44 @@ def warm(source: Path, *, shard: str | None, devlist: str | None, build_dir: str
         print(f"  {job['what']}: {job['outcome']}" + (f" ({job['bytes']} bytes)" if job["bytes"] else ""))
     _print({k: v for k, v in doc.items() if k not in ("shard", "jobs")}, False)
     return 0
+
+
+def _ocloc_progress(build: Path) -> Progress | None:
+    """A progress counter over the device jobs of every build plan configure wrote in ``build``."""
+    from aotwheel.buildsteps.progress import Progress
+
+    total = 0
+    for plan in build.rglob("plan.json"):
+        try:
+            doc = json.loads(plan.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for edge in doc.get("edges", []):
+            data = edge.get("data") or {}
+            if edge.get("pool") and isinstance(data, dict) and isinstance(data.get("natives"), list):  # a device-compiler edge
+                total += len(data["natives"])
+    return Progress(total, sys.stdout) if total else None
+
+
+def _stream(cmd: list[str], env: dict[str, str], progress: Progress | None) -> tuple[int, str]:
+    """Run ``cmd``, its output kept; each device an edge reports finished goes to ``progress`` at once
+    (the build step of a device-code edge prints ``<x>.spv -device <d>: <how> (<n> bytes) in <t> s``)."""
+    import re
+    import subprocess
+
+    done = re.compile(r"^aotwheel: \S+ -device (\S+): .* in (\d+(?:\.\d+)?) s$")
+    lines: list[str] = []
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            m = done.match(line.rstrip("\n")) if progress is not None else None
+            if m and progress is not None:
+                progress.done(m[1], float(m[2]))
+        returncode = proc.wait()
+    if progress is not None:
+        progress.close()
+    return returncode, "".join(lines)
 
 
 def _events_size(cache: object) -> int:

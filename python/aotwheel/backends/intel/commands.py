@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # the command's start-up: no typing import
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotwheel.backends.intel.build.compile import CompileResult, Resolver
+    from aotwheel.backends.intel.build.compile import CompileResult, DeviceBuild, Resolver
 
 HELP = "compile a SPIR-V module for a device list (Triton / Inductor kernels)"
 DESCRIPTION = ("Compile IN.spv for every device of DEVLIST with ocloc, one job per device in parallel, "
@@ -57,6 +57,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the per-device report as JSON")
 
 
+def _report(b: DeviceBuild) -> str:
+    """One device's line of the report: size, GRF, where it came from, spills."""
+    note = "cache hit" if b.cache_hit else "compiled"
+    if b.retried_after_spills:
+        worst = max(s.spill_bytes for s in b.retried_after_spills)
+        note += f"; small GRF spilled (~{worst} bytes), rebuilt with large GRF"
+    if b.spills:
+        note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
+    return f"{b.size} bytes, {b.grf} GRF, {note}"
+
+
+def _counting(resolve: Resolver, total: list[int]) -> Resolver:
+    """``resolve``, keeping the number of devices of the list it resolved in ``total[0]``."""
+    def counted(text: Any, jit_fallback: bool = True) -> Any:
+        dl = resolve(text, jit_fallback)
+        total[0] = len(getattr(dl, "targets", ()) or ())
+        return dl
+    return counted
+
+
 def run(args: argparse.Namespace, resolve: Resolver) -> int:
     """Compile (the device list resolved by ``resolve``, the core's), write the output only when
     every device built, print the report."""
@@ -80,24 +100,40 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
         spirv = Path(args.input).read_bytes()
     except OSError as exc:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
+    from aotwheel.buildsteps.progress import Progress
+
     settings = config.read()
     devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
-    result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
-                                  grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults)
+    # Each device as it finishes: on a terminal one live line (stdout's, or stderr's under --json),
+    # erased before the report; in a log its report line, numbered, at once (the report is those lines).
+    live = sys.stderr if args.json else sys.stdout
+    log = not args.json and not live.isatty()
+    progress: Progress | None = None
+
+    def finished(build: DeviceBuild, seconds: float) -> None:
+        nonlocal progress
+        if progress is None:
+            progress = Progress(total[0], sys.stdout if log else live)
+        if log:
+            print(progress.line(f"{build.device} ({build.ip})", seconds, _report(build)), flush=True)
+        elif progress.live:
+            progress.done(build.device, seconds)
+
+    total = [0]
+    result = compile_spirv_report(spirv, devlist, resolve=_counting(resolve, total), options=args.options, jit_fallback=not args.no_jit,
+                                  grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults,
+                                  progress=finished)
+    if progress is not None:
+        progress.close()
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)
     if args.json:
         print(json.dumps({**result.to_dict(), "format": args.format, "written": written}, indent=2))
         return 0
-    for b in result.builds:
-        note = "cache hit" if b.cache_hit else "compiled"
-        if b.retried_after_spills:
-            worst = max(s.spill_bytes for s in b.retried_after_spills)
-            note += f"; small GRF spilled (~{worst} bytes), rebuilt with large GRF"
-        if b.spills:
-            note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
-        print(f"{b.device} ({b.ip}): {b.size} bytes, {b.grf} GRF, {note}")
+    if not log:
+        for b in result.builds:
+            print(f"{b.device} ({b.ip}): {_report(b)}")
     ir = " + generic_ir (JIT fallback)" if result.jit_fallback else ""
     print(f"wrote {', '.join(written)}{ir if args.format == 'fatbin' else ''}", file=sys.stdout)
     return 0

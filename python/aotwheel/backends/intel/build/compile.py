@@ -18,8 +18,9 @@ import hashlib
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -135,9 +136,11 @@ def intel_devices(dl: Any) -> Any:
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
-                         cache: DeviceCodeCache | None = None, field_defaults: bool = True) -> CompileResult:
+                         cache: DeviceCodeCache | None = None, field_defaults: bool = True,
+                         progress: Callable[[DeviceBuild, float], None] | None = None) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
-    ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out."""
+    ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
+    ``progress(build, seconds)`` is called as each device finishes (in this thread)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -174,8 +177,16 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
         job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers)
         workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
-            futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
-            natives = tuple(f.result() for f in futures)  # first failure (devlist order) raises
+            futures = [pool.submit(job.timed, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
+            for done in as_completed(futures):  # said as each device finishes
+                if done.exception() is not None:
+                    for f in futures:
+                        f.cancel()  # not started yet: nothing more to wait for
+                    break
+                if progress is not None:
+                    (build, _), seconds = done.result()
+                    progress(build, seconds)
+            natives = tuple(f.result()[0] for f in futures if not f.cancelled())  # first failure (devlist order) raises
     from aotwheel.backends.intel.build.fatbin import ir_options
 
     fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
@@ -192,6 +203,11 @@ class _Job:
     ocloc_version: str
     options: str
     tiers: Tiers
+
+    def timed(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[tuple[DeviceBuild, bytes], float]:
+        """:meth:`build` and the seconds it took."""
+        began = time.monotonic()
+        return self.build(device, ip, ocloc_device, grf), time.monotonic() - began
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         first = "large" if grf == "large" else "small"
