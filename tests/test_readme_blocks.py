@@ -1,7 +1,7 @@
 """Every fenced block of README.md, walked as written by a user (issue 30, Deliver 3).
 
-The user: a clone of this checkout after `bash ci/main.sh` — aotwheel's wheel in `dist/`, and a
-`.venv` made fresh here as ci/setup.sh and ci/main.sh make it (``python3 -m venv``, ci/setup.sh's
+The user: a clone of this checkout after `bash ci/main.sh` and `bash ci/test.sh` — aotwheel's wheel
+in `dist/`, and a `.venv` made fresh here as `ci/setup.sh --test` and ci/main.sh make it (``python3 -m venv``, ci/setup.sh's
 pip line, Intel's CPU OpenCL runtime through ci/install-opencl-cpu.sh, aotwheel installed from
 the wheel); pip reads the same indexes and cache as ci/setup.sh, so it downloads nothing ci/setup.sh
 already fetched. Each block runs through ``bash -exc`` in the clone (or where the README's previous
