@@ -24,7 +24,7 @@ rm -f "$root/etc/apt/sources.list"
 cp -L /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/" 2>/dev/null || true
 [[ -f /etc/apt/sources.list ]] && cp -L /etc/apt/sources.list "$root/etc/apt/sources.list"
 cp -RL /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
-[[ -f /etc/ssl/certs/ca-certificates.crt ]] && cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+[[ -f /etc/ssl/certs/ca-certificates.crt ]] && mkdir -p "$root/etc/ssl/certs" && cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
 for f in /etc/pip.conf /root/.config/pip /root/.pip; do
   [[ -e "$f" ]] || continue
   mkdir -p "$root$(dirname "$f")" && cp -RL "$f" "$root$(dirname "$f")/"
