@@ -278,15 +278,19 @@ def test_run_your_kernel_block(user: User) -> None:
 def test_wheel_variants_block(user: User) -> None:
     """`aotwheel variant` over matrix wheels (wheelhouse/<variant>/*.whl, ci/matrix.py's layout; the
     example's, built here with pip's cache), then variantlib's index JSON and this machine's answer."""
-    for slug, devlist in (("pvc", "pvc"), ("pvc_ats-m150", "pvc,ats-m150")):  # with .venv's build tools: not the block under test
+    for slug, devlist in (("pvc", "pvc"), ("pvc_ats-m150", "pvc,ats-m150"), ("none", "none")):  # with .venv's build tools: not the block under test
         _run(user, [str(user.python), "-m", "pip", "wheel", "examples/downstream", "--no-deps", "--no-build-isolation",
                     "-w", f"wheelhouse/{slug}"], USE_AOT_DEVLIST=devlist)
     proc = run_block(block("pip install 'variantlib[cli]==0.2.2'").text, user.root, user.env)
     variants = user.root / "dist" / "variants"
     names = sorted(p.name for p in variants.glob("*.whl"))
-    assert len(names) == 2 and names[0].endswith("-pvc.whl") and names[1].endswith("-pvc_acm_g10.whl"), names
+    assert len(names) == 3 and names[0].endswith("-null.whl") and names[1].endswith("-pvc.whl") and names[2].endswith("-pvc_acm_g10.whl"), names
     index = json.loads((variants / "aotdemo-0.1.0-variants.json").read_text())
-    assert set(index["variants"]) == {"pvc", "pvc_acm_g10"}, index
+    assert set(index["variants"]) == {"null", "pvc", "pvc_acm_g10"}, index
+    # the picker: no Intel GPU here, so the JIT-only wheel, installed into the venv
+    assert f"{variants / names[0]}" in proc.stdout.splitlines() or str(Path("dist/variants") / names[0]) in proc.stdout, proc.stdout
+    shown = _run(user, [str(user.python), "-c", "import aotdemo._demo, aotwheel; print(aotwheel.inspect(aotdemo._demo.__file__).files[0].native_targets)"])
+    assert shown.stdout.strip() == "[]", shown.stdout
     assert "spirv" in proc.stdout.splitlines()[-1], proc.stdout  # no Intel GPU here: the JIT wheel's property only
 
 
