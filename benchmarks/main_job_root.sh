@@ -34,7 +34,8 @@ while read -r path; do
   path=${path#file://}; path=${path%/}
   [[ "$(basename "$path")" == simple ]] && path=$(dirname "$path")
   [[ -d "$path" && "$path" == /opt/* ]] && binds+=("$path")
-done < <(cat /etc/pip.conf 2>/dev/null | grep -oE '(file://)?/[^[:space:]"]+' | sort -u)
+done < <({ cat /etc/pip.conf /etc/xdg/pip/*.conf /root/.config/pip/*.conf /root/.pip/*.conf 2>/dev/null
+           env | grep '^PIP_' | cut -d= -f2-; } | grep -oE '(file://)?/[^[:space:]"]+' | sort -u)
 git clone -q --no-hardlinks "$repo" "$root/root/aotwheel"
 git -C "$root/root/aotwheel" checkout -q --detach "$commit"
 before=$(du -sxB1 "$root" | cut -f1)
