@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs aotwheel's toolchain (run as root) and creates .venv with the test dependencies and
-# Intel's CPU OpenCL runtime. Idempotent: a second run only checks.
+# Installs aotwheel's toolchain (run as root) and creates .venv: what the main job needs
+# (`bash ci/setup.sh`, from ci/main.sh: the toolchain that builds a wheel, Python's venv and pip);
+# with --test (from ci/test.sh) also the test tools and servers, the test dependencies, NVIDIA's
+# nvcc from PyPI, Intel's CPU OpenCL runtime and the SYCL packages. Idempotent: a second run only checks.
 #
 # Two Intel toolchains, picked by what the apt archive offers (AOTWHEEL_TOOLCHAIN=debian12|current
 # forces one):
@@ -10,6 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
+case "${1:-}" in
+  --test) tests=1 ;;
+  "") tests=0 ;;
+  *) echo "ci/setup.sh: error: unknown argument '$1'; use --test (the test suite's set-up) or nothing (the main job's)" >&2; exit 2 ;;
+esac
 
 toolchain=${AOTWHEEL_TOOLCHAIN:-}
 if [[ -z "$toolchain" ]]; then
@@ -40,14 +47,23 @@ case "$toolchain" in
     ) ;;
   *) echo "ci/setup.sh: error: AOTWHEEL_TOOLCHAIN=$toolchain; use debian12 or current" >&2; exit 2 ;;
 esac
+# The Intel packages above that only the tests use (disassembler, fuzzer runtimes, bundler, LLVM
+# tools, nvcc's host compiler): the main job's build needs ocloc, clang and llvm-spirv alone.
+TEST_ONLY=" libigc-tools llvm-15 libclang-common-15-dev clang-tools-15 llvm-19 libclang-rt-19-dev clang-tools-19 g++-15 "
 APT_PACKAGES=(
-  "${INTEL_PACKAGES[@]}"
-  cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build; readelf/ar check it
-  python3 python3-venv python3-dev python3-pip
-  ca-certificates git zstd  # zstd: an independent decompressor for the inspector tests
-  openssl  # makes the self-signed certificate of the https:// remote-cache test
-  nginx redis-server  # real remote-cache servers (WebDAV, Redis) the remote-cache tests start on loopback
+  cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build (binutils: its linker)
+  python3 python3-venv python3-dev python3-pip ca-certificates
 )
+for pkg in "${INTEL_PACKAGES[@]}"; do
+  if ((tests)) || [[ "$TEST_ONLY" != *" $pkg "* ]]; then APT_PACKAGES+=("$pkg"); fi
+done
+if ((tests)); then
+  APT_PACKAGES+=(
+    git zstd  # zstd: an independent decompressor for the inspector tests
+    openssl  # makes the self-signed certificate of the https:// remote-cache test
+    nginx redis-server  # real remote-cache servers (WebDAV, Redis) the remote-cache tests start on loopback
+  )
+fi
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -63,6 +79,12 @@ if [[ ! -x .venv/bin/python ]]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
+echo "$toolchain" >.venv/aotwheel-toolchain  # ci/test.sh picks the lane's tests by it
+llvm=15; [[ $toolchain == current ]] && llvm=19
+if ((!tests)); then  # the main job: pip's isolated build brings scikit-build-core, zstandard and CMake itself
+  echo "ci/setup.sh: $toolchain toolchain ready: $(command -v ocloc) $(command -v clang-$llvm) $(command -v llvm-spirv-$llvm)"
+  exit 0
+fi
 .venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cmake>=3.26" ninja setuptools pyelftools zstandard packaging "pytest>=7" hypothesis numpy pyopencl wheel "cibuildwheel>=2.16" pyyaml "mypy>=1.8" "variantlib[cli]==0.2.2" "ruff==0.17.6"
 # NVIDIA's nvcc from PyPI: the packages of `pip install aotwheel[cuda]`, pinned to CUDA 13.0 (the
 # release the NVIDIA tests' expectations were measured with) -> .venv/lib/python3.*/site-packages/
@@ -82,6 +104,4 @@ fi
 if .venv/bin/python -c "import sys; sys.exit(sys.version_info >= (3, 14))"; then
   .venv/bin/python -m pip install -q dpnp==0.20.0 dpctl==0.22.1
 fi
-echo "$toolchain" >.venv/aotwheel-toolchain  # ci/test.sh picks the lane's tests by it
-llvm=15; [[ $toolchain == current ]] && llvm=19
-echo "ci/setup.sh: $toolchain toolchain ready: $(command -v ocloc) $(command -v clang-$llvm) $(command -v llvm-spirv-$llvm)"
+echo "ci/setup.sh: $toolchain toolchain and the test dependencies ready: $(command -v ocloc) $(command -v clang-$llvm) $(command -v llvm-spirv-$llvm)"

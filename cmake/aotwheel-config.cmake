@@ -153,6 +153,12 @@ function(_aotwheel_resolve_args out)
   if(ARG_TOOLCHAIN)
     list(INSERT args 1 --toolchain "${ARG_TOOLCHAIN}")
   endif()
+  # The resolver stops configure on a USE_AOT_* / AOTWHEEL_* / TORCH_XPU_* name close to one of
+  # aotwheel's (a typo): the environment's names, and these CMake variables' (aotwheel.varcheck).
+  get_cmake_property(names VARIABLES)
+  list(FILTER names INCLUDE REGEX "^(USE_AOT_|AOTWHEEL_|TORCH_XPU_)")
+  list(JOIN names "," names)
+  list(APPEND args "--check-variables=${names}")
   set(${out} "${args}" PARENT_SCOPE)
 endfunction()
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from aotwheel import backends
 from aotwheel.errors import SettingError
 from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers know config by)
+    ALLOW_UNDECLARED,
     BUILD_STEP_SETTINGS,
     CACHE_DIR,
     COMPRESS,
@@ -111,6 +112,7 @@ class Config:
     shard: str | None = None
     jit_cache_dir: str | None = None
     no_fastscan: bool = False
+    allow_undeclared: str | None = None
     # The backends' variables by name (their tools, probes, scale-out), defaults applied.
     backend_values: Mapping[str, str | None] = field(default_factory=lambda: {v.name: v.default for v in backend_variables()})
 
@@ -148,6 +150,7 @@ class Config:
             shard=get(SHARD),
             jit_cache_dir=get(JIT_CACHE_DIR),
             no_fastscan=not off(env.get(NO_FASTSCAN.name)),
+            allow_undeclared=get(ALLOW_UNDECLARED),
             backend_values={v.name: get(v) for v in backend_variables()},
         )
 

@@ -56,11 +56,32 @@ JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
 NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", "OFF",
                        "ON: inspect with the pure-Python readers only, not the C scanner aotwheel._fastscan (same answers)")
 
+# Configure: the check of undeclared names close to these (aotwheel.varcheck).
+ALLOW_UNDECLARED = Variable("AOTWHEEL_ALLOW_UNDECLARED", None,
+                            "names (comma-separated, or *) of USE_AOT_*, AOTWHEEL_* or TORCH_XPU_* variables that are not "
+                            "aotwheel's though close to one of its names: configure lets them be")
+
 # The core's variables (aotwheel.config.all_variables adds every registered backend's).
 VARIABLES: tuple[Variable, ...] = (
     DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, COMPRESS, CACHE_DIR,
     REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_SECRET, SHARD,
-    JIT, DEVICE, JIT_CACHE_DIR, NO_FASTSCAN,
+    JIT, DEVICE, JIT_CACHE_DIR, NO_FASTSCAN, ALLOW_UNDECLARED,
+)
+
+# Names that are this project's but read elsewhere than its Python: by its CMake files, or by its
+# own CI and tests. Declared so that configure's check (aotwheel.varcheck) knows them.
+ALLOW_UNBUILT = Variable("AOTWHEEL_ALLOW_UNBUILT", None,
+                         "vendors (intel, nvidia, ON) a device list may name without a build step for them (CMake reads it)")
+OTHER_NAMES: tuple[Variable, ...] = (
+    ALLOW_UNBUILT,
+    Variable("AOTWHEEL_TOOLCHAIN", None, "ci/setup.sh: 'current' installs the current toolchain (Debian sid/testing)"),
+    Variable("AOTWHEEL_TEST_WHEEL", None, "tests: the aotwheel wheel ci/test.sh built, used instead of building one"),
+    Variable("AOTWHEEL_FASTSCAN_EXAMPLES", None, "tests: how many examples the C scanner's property tests draw"),
+    Variable("AOTWHEEL_CI_LANES", None, ".ci/run: the toolchain lanes to run (bookworm, sid)"),
+    Variable("AOTWHEEL_CI_CACHE", None, ".ci/run: where the debootstrap results are cached"),
+    Variable("AOTWHEEL_CI_REFRESH", None, ".ci/run: rebuild the cached debootstrap results"),
+    Variable("AOTWHEEL_CI_MIRROR", None, ".ci/run: the Debian mirror"),
+    Variable("AOTWHEEL_CI_BUDGET_S", None, ".ci/run: the time a lane may take"),
 )
 # What CMake hands the build steps in their settings file (read at configure time, fixed for the build).
 BUILD_STEP_SETTINGS: tuple[Variable, ...] = (REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT,

@@ -263,10 +263,12 @@ class Backend(Protocol):
     tools: tuple[ToolOption, ...]  # ``aotwheel resolve --toolchain`` words this backend checks (Intel's ocloc)
     resolve_formats: tuple[FormatOption, ...]  # ``aotwheel resolve --format`` values its part's formats() prints
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         """The toolchain facts this vendor's grammar needs to resolve ``text`` (Intel: the installed
-        ocloc's device table, asked only where it can change the answer; ``tools``: explicit tool
-        paths by :attr:`tools` word); ``None`` for the vendor's built-in table."""
+        ocloc's device table, asked only where it can change the answer, or always with
+        ``installed``: what ``aotwheel resolve`` prints for a person, whose notes say what the
+        installed tools cannot build; ``tools``: explicit tool paths by :attr:`tools` word);
+        ``None`` for the vendor's built-in table."""
         ...
 
     def devlist_grammar(self, table: object | None = None) -> DevlistGrammar:

@@ -10,7 +10,7 @@ from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.kinds import CPU_AOT, LEGACY
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
-from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
+from aotwheel.results import JIT, NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.intel.devlist import IntelGrammar, IntelPart
@@ -55,10 +55,10 @@ class IntelBackend:
 
         return owns_token(token)
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         from aotwheel.backends.intel.devlist import table_for
 
-        return table_for(text, tools)
+        return table_for(text, tools, installed=installed)
 
     def devlist_grammar(self, table: object | None = None) -> IntelGrammar:
         from aotwheel.backends.intel.devlist import IntelGrammar
@@ -198,7 +198,12 @@ class IntelBackend:
             if verdict.rule == "cpu-options":
                 return ("rebuild without GPU-only options for the spir64 target (pass them to spir64_gen only: -Xs applies to every "
                         "SPIR-V target), or add -fsycl-targets=spir64_x86_64")
-            return "" if verdict.verdict == NATIVE else "rebuild with -fsycl-targets=spir64_x86_64 (native CPU code) or keep a spir64 SPIR-V image"
+            if verdict.verdict == NATIVE:
+                return ""
+            if file is not None and not _sycl_built(file):  # an .spv, an ocloc fat binary, an open-toolchain extension
+                return (CPU_JIT_NOTE if verdict.verdict == JIT else
+                        "keep JIT fallback on (USE_AOT_JIT_FALLBACK=ON, the default): the CPU runs only the SPIR-V, which it compiles")
+            return "rebuild with -fsycl-targets=spir64_x86_64 (native CPU code) or keep a spir64 SPIR-V image"
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
 
     def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
@@ -220,6 +225,8 @@ class IntelBackend:
             from aotwheel.backends.intel.ocloc import build_note
 
             line += f"; rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))} to ship native code for it"
+        elif verdict.kind == "cpu" and verdict.remedy == CPU_JIT_NOTE:
+            line += f"; {CPU_JIT_NOTE}"
         elif verdict.kind == "cpu":
             line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
@@ -238,6 +245,21 @@ class IntelBackend:
 
     def selftest(self, binary: str) -> list[Any]:
         return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
+
+
+# What a CPU's JIT of a build without icpx comes to: no native CPU code can be asked of aotwheel's
+# open toolchain (ocloc builds GPUs), and the JIT result outlives the process.
+CPU_JIT_NOTE = ("a CPU always compiles SPIR-V: aotwheel's open toolchain builds no native CPU code (USE_AOT_DEVLIST names GPUs); "
+                "aotwheel.opencl keeps the result in its JIT cache, so only the first process compiles")
+
+
+def _sycl_built(file: FileReport) -> bool:
+    """Whether ``file``'s images are the SYCL runtime's to load (it links ``libsycl.so``: icpx built
+    it, so icpx's CPU target is the remedy). aotwheel's open toolchain links no SYCL runtime; a
+    .spv, a fat binary or a wheel member reads as not SYCL."""
+    from aotwheel.formats.dynamic import needs
+
+    return needs((file.path or "").split("!")[0], "libsycl.so")
 
 
 def driver_release(text: str | None) -> tuple[int, int] | None:

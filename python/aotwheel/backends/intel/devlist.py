@@ -229,15 +229,16 @@ def _installed_acronyms() -> frozenset[str] | None:
         return None
 
 
-def table_for(text: str, tools: Mapping[str, str | None]) -> Catalog:
+def table_for(text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> Catalog:
     """The catalog to resolve ``text`` with. The installed ocloc is the authority on what its names
     mean (the catalog answers without one); it is asked only where its answer can differ from the
     catalog's: families, releases, ranges, ids and names the catalog lacks. A list of catalog
     products (``pvc,acm-g10``), ``none`` or ``sm_90`` runs no ocloc at configure (a fresh machine
     against a warm remote cache runs none at all)."""
-    from aotwheel.backends.intel.build.toolchain import catalog_for
+    from aotwheel.backends.intel.build.toolchain import catalog_for, installed_catalog
 
-    return catalog_for(text, tools.get(TOOL))
+    # installed: a person's `aotwheel resolve bmg-g21` is told when this ocloc cannot build it.
+    return installed_catalog(tools.get(TOOL)) if installed else catalog_for(text, tools.get(TOOL))
 
 
 def listing(tools: Mapping[str, str | None]) -> list[str]:

@@ -136,7 +136,14 @@ def suggest(token: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, ...
             joined = f"{token}{joiner}{rest[0].lower()}"
             if catalog.by_name(joined) or catalog.group(joined):
                 return (joined,)
-    return tuple(difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6))
+    # A letter typed for a look-alike digit (acm-g1O, acm-gl0): the name it spells comes first.
+    plain = token.translate(_LOOK_ALIKES)
+    first = [plain] if plain != token and plain in vocabulary else []
+    close = difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6)
+    return tuple(dict.fromkeys([*first, *close]))[:3]
+
+
+_LOOK_ALIKES = str.maketrans({"o": "0", "l": "1", "i": "1"})
 
 
 def unknown_ip_message(raw: str, catalog: Catalog) -> str:

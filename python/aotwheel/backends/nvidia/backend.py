@@ -45,7 +45,7 @@ class NvidiaBackend:
     tools: tuple[ToolOption, ...] = ()  # nvcc is checked when a build configures, not by aotwheel resolve
     resolve_formats: tuple[FormatOption, ...] = ()
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         return None  # the table of archs is aotwheel's (targets.NVCC13_ARCHS); nothing to ask a tool
 
     def devlist_grammar(self, table: object | None = None) -> NvidiaGrammar:

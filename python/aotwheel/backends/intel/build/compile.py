@@ -18,8 +18,9 @@ import hashlib
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,13 +161,15 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True,
                          image_format: str | None = None, format_source: str = "image_format",
-                         min_driver: str | None = None) -> CompileResult:
+                         min_driver: str | None = None,
+                         progress: Callable[[DeviceBuild, float, int, str], None] | None = None) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
     ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
     ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin);
     ``format_source`` names how it was asked for in an error line (``--legacy-images``).
     ``min_driver``: the oldest driver release (``26.05``) every listed device runs natively on; its
-    images are planned for it (:mod:`aotwheel.backends.intel.coverage`; None: the default floor)."""
+    images are planned for it (:mod:`aotwheel.backends.intel.coverage`; None: the default floor).
+    ``progress(build, seconds, images, image_format)`` is called as each image finishes (in this thread)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -228,9 +231,21 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
                    format_args=format_args, spirv_size=len(spirv))
         workers = max(1, min(len(images), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
-            futures = [pool.submit(job.build, i.device, i.ip, spellings[i.device], grf) for i in images.values()]
-            natives = tuple((replace(b, member=images[b.device].member, serves=images[b.device].serves), data)
-                            for b, data in (f.result() for f in futures))  # first failure (plan order) raises
+            futures = [pool.submit(job.timed, i.device, i.ip, spellings[i.device], grf) for i in images.values()]
+
+            def planned(build: DeviceBuild) -> DeviceBuild:
+                return replace(build, member=images[build.device].member, serves=images[build.device].serves)
+
+            for done in as_completed(futures):  # said as each image finishes
+                if done.exception() is not None:
+                    for f in futures:
+                        f.cancel()  # not started yet: nothing more to wait for
+                    break
+                if progress is not None:
+                    (build, _), seconds = done.result()
+                    progress(planned(build), seconds, len(futures), wanted)
+            # first failure (plan order) raises
+            natives = tuple((planned(b), data) for (b, data), _ in (f.result() for f in futures if not f.cancelled()))
     from aotwheel.backends.intel.build.fatbin import ir_options
 
     fat = build_fatbin([(b.member.partition(".")[2], data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
@@ -250,6 +265,11 @@ class _Job:
     tiers: Tiers
     format_args: tuple[str, ...] = ()  # --format zebin / patchtokens, as this ocloc takes it
     spirv_size: int = 0
+
+    def timed(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[tuple[DeviceBuild, bytes], float]:
+        """:meth:`build` and the seconds it took."""
+        began = time.monotonic()
+        return self.build(device, ip, ocloc_device, grf), time.monotonic() - began
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         first = "large" if grf == "large" else "small"

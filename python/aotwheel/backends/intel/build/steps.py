@@ -252,13 +252,18 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
             except OSError:  # a hint only: a source gone since CMake ran records nothing
                 return
             history.record(tiers.stores, a.cost_id, sha, history.split_cpu(cpu_s, devices), tiers.secret)
+    import time
+
+    began = time.monotonic()
     results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
                         options=a.options, tiers=tiers, on_compiled=on_compiled,
                         format_args=tuple(t.get("ocloc_format_args", ())))
+    took = time.monotonic() - began
     out = {}
-    # ninja prints this only with -v or on failure; the cache's events.log is the record.
+    # pip shows this only with -v or on failure; `aotwheel build warm` reads it as each edge
+    # finishes (its progress lines); the cache's events.log is the record.
     for job, res in zip(jobs, results):
-        print(f"aotwheel: {Path(a.spirv).name} -device {job.ocloc_name}: {res.provenance} ({res.size} bytes)")
+        print(f"aotwheel: {Path(a.spirv).name} -device {job.ocloc_name}: {res.provenance} ({res.size} bytes) in {took:.1f} s")
         out[job.device] = (job.ip, res.data, res.provenance)
     return out
 
