@@ -48,8 +48,10 @@ case "$toolchain" in
   *) echo "ci/setup.sh: error: AOTWHEEL_TOOLCHAIN=$toolchain; use debian12 or current" >&2; exit 2 ;;
 esac
 # The Intel packages above that only the tests use (disassembler, fuzzer runtimes, bundler, LLVM
-# tools, nvcc's host compiler): the main job's build needs ocloc, clang and llvm-spirv alone.
-TEST_ONLY=" libigc-tools llvm-15 libclang-common-15-dev clang-tools-15 llvm-19 libclang-rt-19-dev clang-tools-19 g++-15 "
+# tools, nvcc's host compiler, the GPU driver the simulation tests judge with): the main job's build
+# needs ocloc, clang and llvm-spirv alone (on Debian 12 ocloc comes in intel-opencl-icd itself).
+TEST_ONLY=" libigc-tools llvm-15 libclang-common-15-dev clang-tools-15 llvm-19 libclang-rt-19-dev clang-tools-19 g++-15 libze1 libze-intel-gpu1 "
+if [[ $toolchain == current ]]; then TEST_ONLY+="intel-opencl-icd "; fi
 APT_PACKAGES=(
   cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build (binutils: its linker)
   python3 python3-venv python3-dev python3-pip ca-certificates
