@@ -30,6 +30,7 @@ PTX = ImageKind.declare("ptx", label="PTX")  # PTX (fat binary entry): IR the dr
 # LLVM's OffloadBinary numbers CUDA's images 3 (cubin), 4 (fatbinary), 5 (ptx).
 READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), sections=(".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"), order=1,
                  offload_image_kinds=((3, CUBIN), (4, "fatbinary"), (5, PTX)))
+_ET_REL = 1  # a relocatable object
 _KINDS = {"cubin": CUBIN, "ptx": PTX, "unknown": ImageKind.UNKNOWN}  # fatbin.FatbinEntry.kind
 
 
@@ -56,14 +57,19 @@ def _walk_cuda_sections(walk: ImageWalk, region: Region, view: ElfView) -> None:
     """A host ELF's NVIDIA fat binaries: ``.nv_fatbin`` (parsed whole, strictly) and the containers
     that libraries keep in other data sections (``.ldata``, ``.data``, ``.cask_resource``: found by
     magic, each kept only when its structure holds; fatbin.scan_entries)."""
-    from aotwheel.backends.nvidia.fatbin import parse_fatbin, scan_entries
+    from aotwheel.backends.nvidia.fatbin import SECTIONS, parse_fatbin, scan_entries
 
     groups: list[tuple[str | None, Sequence[FatbinEntry]]] = []
-    nv = view.section(".nv_fatbin")
-    if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
-        fat = parse_fatbin(region.sub(nv.offset, nv.size, "section '.nv_fatbin'"), section=".nv_fatbin")
-        groups.append((".nv_fatbin", fat.entries))
-        walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
+    # Linked code; and in an object (a static library's member) the -rdc code of __nv_relfatbin,
+    # which its user's device link makes loadable. A linked binary keeps its objects' copies of
+    # that section too, but loads only what .nv_fatbin holds.
+    for name in SECTIONS if view.e_type == _ET_REL else SECTIONS[:1]:
+        nv = view.section(name)
+        if nv is not None and nv.type != "SHT_NOBITS" and nv.size:
+            fat = parse_fatbin(region.sub(nv.offset, nv.size, f"section '{name}'"), section=name)
+            groups.append((name, [e for c in fat.containers for e in c.entries]))  # Fatbin.entries: the loadable ones only
+            if name == ".nv_fatbin":
+                walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
     scanned, _ = scan_entries(region, view.sections)  # CUDA host binaries only (fatbin.CUDA_MARKERS)
     groups += scanned
     if any(entries for _, entries in groups):
