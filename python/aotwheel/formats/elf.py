@@ -233,7 +233,7 @@ def open_elf(region: Region) -> ElfView:
 def standalone_size(region: Region, machines: tuple[int, ...]) -> int | None:
     """The bytes of the ELF file that starts at ``region``'s first byte, when its header is whole
     and consistent: identification (class, data, version 1), ``e_machine`` one of ``machines``, an
-    executable, shared or relocatable ``e_type``, a section header table of well-formed entries
+    ``e_type`` other than ET_NONE, a section header table of well-formed entries
     (its string table among them, entry 0 null) and every section's bytes inside ``region``. The
     size is the furthest byte the header, its tables and sections account for; ``None`` for a
     chance match of the magic (bytes that merely start like an ELF) or an ELF of another machine.
@@ -248,10 +248,10 @@ def standalone_size(region: Region, machines: tuple[int, ...]) -> int | None:
     fmt = endian + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
     if size < struct.calcsize(fmt) + 16:
         return None
-    (e_type, e_machine, e_version, _entry, phoff, shoff, _flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx) = \
+    (e_type, e_machine, _version, _entry, phoff, shoff, _flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx) = \
         struct.unpack_from(fmt, region.buf, region.start + 16)
     min_sh, min_ph, min_eh = (64, 56, 64) if is64 else (40, 32, 52)
-    if e_machine not in machines or e_type not in (1, 2, 3) or e_version != 1 or ehsize != min_eh:
+    if e_machine not in machines or e_type == 0 or ehsize != min_eh:  # (cubins put their CUDA version in e_version)
         return None
     if not 0 < shnum < 0xFF00 or shentsize != min_sh or shstrndx >= shnum or shoff < ehsize or shoff + shnum * shentsize > size:
         return None

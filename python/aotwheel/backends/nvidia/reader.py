@@ -28,14 +28,20 @@ PTX = ImageKind.declare("ptx", label="PTX")  # PTX (fat binary entry): IR the dr
 # Whole fat binary files (fatbin.MAGIC_BYTES), and CUDA host binaries (fatbin.CUDA_MARKERS).
 # order=1: after the other readers, so a host binary's CUDA fat binaries follow its HIP bundles in a report.
 # LLVM's OffloadBinary numbers CUDA's images 3 (cubin), 4 (fatbinary), 5 (ptx).
-READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), sections=(".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"), order=1,
-                 offload_image_kinds=((3, CUBIN), (4, "fatbinary"), (5, PTX)))
+# A CUDA ELF (EM_CUDA) is a cubin wherever it is: a whole file, an archive member, an image.
+# Library-loaded cubins and PTX text in data sections: read_carried.
+READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), file_kinds=(CUBIN,), sections=(".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment", "__nv_module_id"),
+                 image_kinds=(CUBIN,), order=1, elf_kinds=((None, 190, CUBIN),), offload_image_kinds=((3, CUBIN), (4, "fatbinary"), (5, PTX)),
+                 carried=(b"\x7fELF", b".version "))
 _ET_REL = 1  # a relocatable object
 _KINDS = {"cubin": CUBIN, "ptx": PTX, "unknown": ImageKind.UNKNOWN}  # fatbin.FatbinEntry.kind
 
 
 def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
-    """A raw fat binary file (its magic)."""
+    """A raw fat binary file (its magic), or a cubin file."""
+    if kind == CUBIN:
+        walk.add_image(region, triple=None, section=None)
+        return True
     walk.report.kind = FATBIN
     _walk_cuda(walk, region, None)
     return True
@@ -46,7 +52,51 @@ def read_host(walk: ImageWalk, region: Region, view: ElfView, host: HostOffload)
 
 
 def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None) -> None:
-    """No embedded image kind is NVIDIA's (the spec claims none)."""
+    """A cubin outside a fat binary (a file, an archive member, an OffloadBinary image): its target
+    from its ELF header."""
+    from aotwheel.backends.nvidia.standalone import cubin_target
+
+    target = cubin_target(region)
+    if target is None:
+        walk.report.warnings.append(f"image {img.index}: a CUDA ELF whose header names no SM this aotwheel knows")
+        return
+    _add_cubin(walk, img, target, member)
+
+
+def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
+    """A cubin (its ELF header and section table whole inside ``region``) or a PTX module (a
+    ``.version`` / ``.target`` header, NUL-terminated) that the library loads itself."""
+    from aotwheel.backends.nvidia.standalone import PTX_MAGIC, cubin_size, cubin_target, ptx_text
+
+    fr = walk.report
+    if magic == PTX_MAGIC:
+        found = ptx_text(region)
+        if found is None:
+            return 0
+        size, target = found
+        fr.images.append(Image(len(fr.images), region.where(0), size, PTX, "nvptx64", False, section, arch=target))
+        if target not in fr.cuda:
+            fr.cuda.append(target)
+        walk.add_ir(f"ptx {target}")
+        return size
+    if region.size < 52 or region.read(18, 2, "ELF header") not in (b"\xbe\x00", b"\x00\xbe"):
+        return 0  # not EM_CUDA: another vendor's
+    size = cubin_size(region)
+    target = None if size is None else cubin_target(region)
+    if size is None or target is None:
+        return 0
+    img = Image(len(fr.images), region.where(0), size, CUBIN, "nvptx64", False, section, arch=target)
+    fr.images.append(img)
+    _add_cubin(walk, img, target, None)
+    return size
+
+
+def _add_cubin(walk: ImageWalk, img: Image, target: str, member: str | None) -> None:
+    fr = walk.report
+    img.arch = target
+    fr.native_targets.append(Target(target, None, member, CUBIN, img.size, img.index, vendor=NVIDIA, arch=target))
+    if target not in fr.cuda:
+        fr.cuda.append(target)
 
 
 def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
