@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 
 CODE_OBJECT = ImageKind.declare("code-object")  # an HSA code object (offload bundle entry)
 
-READS = ReadSpec(file_kinds=(ImageKind.BUNDLE,), sections=(".hip_fatbin",))  # HIP offload bundles, whole or in a host
+# HIP offload bundles, whole or in a host; code objects a library loads itself (read_carried).
+READS = ReadSpec(file_kinds=(ImageKind.BUNDLE,), sections=(".hip_fatbin",), carried=(b"\x7fELF",))
 
 
 def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
@@ -38,6 +39,29 @@ def read_host(walk: ImageWalk, region: Region, view: ElfView, host: HostOffload)
 
 def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None) -> None:
     """No embedded image kind is AMD's (the spec claims none)."""
+
+
+def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
+    """A code object (an EM_AMDGPU ELF whose header and sections lie inside ``region``) that the
+    library loads itself (hipModuleLoadData): one native target, its processor from ``e_flags``."""
+    from aotwheel.backends.amd.codeobject import EM_AMDGPU, processor_name, read_code_object
+    from aotwheel.formats.elf import standalone_size
+
+    if region.size < 64 or region.read(18, 2, "ELF header") != EM_AMDGPU.to_bytes(2, "little"):
+        return 0
+    size = standalone_size(region, (EM_AMDGPU,))
+    if size is None:
+        return 0
+    code = read_code_object(region)
+    fr = walk.report
+    name = processor_name(code.mach)
+    img = Image(index=len(fr.images), offset=region.where(0), size=size, kind=CODE_OBJECT, triple="amdgcn-amd-amdhsa", compressed=False,
+                section=section, arch=name)
+    fr.images.append(img)
+    target_id = None if name is None else name + "".join(f":{f}{'+' if v == 'on' else '-'}" for f, v in (("sramecc", code.sramecc), ("xnack", code.xnack))
+                                                         if v in ("on", "off"))
+    fr.native_targets.append(Target(name=target_id, ip=None, member=None, format=CODE_OBJECT, size=size, image=img.index, vendor=AMD, arch=name))
+    return size
 
 
 def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
