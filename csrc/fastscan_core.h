@@ -832,4 +832,57 @@ static inline int fs_fatbin_name(const uint8_t *h, const fs_fatbin_entry *e, con
     return 1;
 }
 
+
+/* ---- Several magic numbers at once (aotwheel.carried: standalone device images in data) ---- */
+
+#define FS_MAX_NEEDLES 8
+#define FS_MAX_NEEDLE 16
+
+typedef struct {
+    const uint8_t *bytes;
+    size_t len; /* 2 .. FS_MAX_NEEDLE */
+} fs_needle;
+
+/* The offset of the first match of any of the n needles wholly inside [pos, size) of p (ties: the
+ * lowest index, in *which); size when there is none. SSE2 compares 16 starts at a time by each
+ * needle's first and last bytes, then the whole needle at the candidates; elsewhere byte by byte. */
+static inline uint64_t fs_find_needles(const uint8_t *p, uint64_t size, uint64_t pos, const fs_needle *nd, int n, int *which) {
+    size_t longest = 0;
+    for (int i = 0; i < n; ++i)
+        if (nd[i].len > longest)
+            longest = nd[i].len;
+    if (n <= 0 || longest == 0 || size < longest)
+        return size;
+#if defined(__SSE2__) && defined(__GNUC__)
+    __m128i first[FS_MAX_NEEDLES], last[FS_MAX_NEEDLES];
+    for (int i = 0; i < n; ++i) {
+        first[i] = _mm_set1_epi8((char)nd[i].bytes[0]);
+        last[i] = _mm_set1_epi8((char)nd[i].bytes[nd[i].len - 1]);
+    }
+    for (; pos <= size - longest && size - pos - longest >= 16; pos += 16) { /* every load stays inside p */
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(p + pos));
+        unsigned m = 0;
+        for (int i = 0; i < n; ++i) {
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + pos + nd[i].len - 1));
+            m |= (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first[i]), _mm_cmpeq_epi8(b, last[i])));
+        }
+        for (; m; m &= m - 1) {
+            uint64_t at = pos + (uint64_t)__builtin_ctz(m);
+            for (int i = 0; i < n; ++i)
+                if (memcmp(p + at, nd[i].bytes, nd[i].len) == 0) {
+                    *which = i;
+                    return at;
+                }
+        }
+    }
+#endif
+    for (; pos < size; ++pos)
+        for (int i = 0; i < n; ++i)
+            if (nd[i].len <= size - pos && memcmp(p + pos, nd[i].bytes, nd[i].len) == 0) {
+                *which = i;
+                return pos;
+            }
+    return size;
+}
+
 #endif
