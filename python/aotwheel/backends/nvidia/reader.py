@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwh
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from aotwheel.backends.nvidia.fatbin import FatbinContainer, FatbinEntry
+    from aotwheel.backends.nvidia.fatbin import FatbinEntry
     from aotwheel.backends.protocol import ImageWalk
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
@@ -110,6 +110,7 @@ def _walk_cuda_sections(walk: ImageWalk, region: Region, view: ElfView) -> None:
     from aotwheel.backends.nvidia.fatbin import SECTIONS, parse_fatbin, scan_entries
 
     groups: list[tuple[str | None, Sequence[FatbinEntry]]] = []
+    containers: list[tuple[str, Sequence[FatbinEntry]]] = []  # (section, entries) of every container, for the modules
     # Linked code; and in an object (a static library's member) the -rdc code of __nv_relfatbin,
     # which its user's device link makes loadable. A linked binary keeps its objects' copies of
     # that section too, but loads only what .nv_fatbin holds.
@@ -119,35 +120,43 @@ def _walk_cuda_sections(walk: ImageWalk, region: Region, view: ElfView) -> None:
             fat = parse_fatbin(region.sub(nv.offset, nv.size, f"section '{name}'"), section=name)
             groups.append((name, [e for c in fat.containers for e in c.entries]))  # Fatbin.entries: the loadable ones only
             if name == ".nv_fatbin":
-                walk.report.cuda_modules = _cuda_modules(walk, region, fat.containers)
+                containers += [(name, c.entries) for c in fat.containers]
     scanned, _ = scan_entries(region, view.sections)  # CUDA host binaries only (fatbin.CUDA_MARKERS)
     groups += scanned
+    for name, entries in scanned:  # each container a module too (cuDNN's .cask_resource): the verdict counts every one inspect lists
+        by_container: dict[int, list[FatbinEntry]] = {}
+        for e in entries:
+            by_container.setdefault(e.container, []).append(e)
+        containers += [(name, tuple(es)) for es in by_container.values()]
+    walk.report.cuda_modules = _cuda_modules(walk, region, containers)
     if any(entries for _, entries in groups):
         _add_cuda(walk, region, groups)
 
 
-def _cuda_modules(walk: ImageWalk, region: Region, containers: Sequence[FatbinContainer]) -> list[CudaModule]:
-    """``.nv_fatbin``'s containers grouped by the targets they carry, when they differ (else
-    ``[]``: the file's verdict is every module's). Deep mode also names each group's kernels from
-    one of its cubins (decompressed: the default mode never does)."""
-    groups: dict[tuple[str, ...], list[FatbinContainer]] = {}
+def _cuda_modules(walk: ImageWalk, region: Region, containers: Sequence[tuple[str, Sequence[FatbinEntry]]]) -> list[CudaModule]:
+    """The fat binary containers (``.nv_fatbin``'s and those found in other data sections; the
+    CUDA runtime or the library loads each as one module) grouped by the targets they carry, when
+    they differ (else ``[]``: the file's verdict is every module's). Deep mode also names each
+    group's kernels from one of its cubins (decompressed: the default mode never does)."""
+    groups: dict[tuple[str, ...], list[tuple[str, Sequence[FatbinEntry]]]] = {}
     for c in containers:
-        key = tuple(sorted({e.target for e in c.entries if e.kind in ("cubin", "ptx")}))
+        key = tuple(sorted({e.target for e in c[1] if e.kind in ("cubin", "ptx")}))
         if key:
             groups.setdefault(key, []).append(c)
     if len(groups) < 2:
         return []
     out = []
     for key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        entries = [e for c in members for e in c.entries]
+        entries = [e for _, es in members for e in es]
         sources = list(dict.fromkeys(e.name.removeprefix("../") for e in entries if e.name))[:3]
-        module = CudaModule(".nv_fatbin", len(members), list(key), sources, sum(e.stored_size for e in entries))
+        section = ", ".join(dict.fromkeys(name for name, _ in members))
+        module = CudaModule(section, len(members), list(key), sources, sum(e.stored_size for e in entries))
         if walk.deep:
             from aotwheel.backends.nvidia.fatbin import cubin_kernels, region_payload
 
             names: dict[str, None] = {}
-            for c in members:  # one cubin of each container: the module's kernels are the same for every arch
-                cubin = min((e for e in c.entries if e.kind == "cubin"), key=lambda e: e.stored_size, default=None)
+            for _, es in members:  # one cubin of each container: the module's kernels are the same for every arch
+                cubin = min((e for e in es if e.kind == "cubin"), key=lambda e: e.stored_size, default=None)
                 if cubin is not None:
                     names.update(dict.fromkeys(cubin_kernels(region_payload(region, cubin))))
             module.kernels, module.kernel_sample = len(names), list(names)[:3]
