@@ -847,19 +847,22 @@ typedef struct {
  * lowest index, in *which); size when there is none. SSE2 compares 16 starts at a time by each
  * needle's first and last bytes, then the whole needle at the candidates; elsewhere byte by byte. */
 static inline uint64_t fs_find_needles(const uint8_t *p, uint64_t size, uint64_t pos, const fs_needle *nd, int n, int *which) {
-    size_t longest = 0;
-    for (int i = 0; i < n; ++i)
+    size_t longest = 0, shortest = SIZE_MAX;
+    for (int i = 0; i < n; ++i) {
         if (nd[i].len > longest)
             longest = nd[i].len;
-    if (n <= 0 || longest == 0 || size < longest)
-        return size;
+        if (nd[i].len < shortest)
+            shortest = nd[i].len;
+    }
+    if (n <= 0 || shortest == 0 || size < shortest || pos > size - shortest)
+        return size; /* (a shorter needle may fit where the longest does not) */
 #if defined(__SSE2__) && defined(__GNUC__)
     __m128i first[FS_MAX_NEEDLES], last[FS_MAX_NEEDLES];
     for (int i = 0; i < n; ++i) {
         first[i] = _mm_set1_epi8((char)nd[i].bytes[0]);
         last[i] = _mm_set1_epi8((char)nd[i].bytes[nd[i].len - 1]);
     }
-    for (; pos <= size - longest && size - pos - longest >= 16; pos += 16) { /* every load stays inside p */
+    for (; size >= longest && pos <= size - longest && size - pos - longest >= 16; pos += 16) { /* every load stays inside p */
         __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(p + pos));
         unsigned m = 0;
         for (int i = 0; i < n; ++i) {

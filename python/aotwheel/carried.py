@@ -145,10 +145,10 @@ def _hits(buf: Any, lo: int, hi: int, needles: tuple[bytes, ...], cap: int) -> l
         return fs.find_magics(buf, lo, hi - lo, needles, cap)  # type: ignore[no-any-return]
     find = buf.find if hasattr(buf, "find") else bytes(buf).find
     out: list[tuple[int, int]] = []
-    for which, needle in enumerate(needles):
-        pos = lo
-        while len(out) < cap and (at := find(needle, pos, hi)) >= 0:
+    for which, needle in enumerate(needles):  # up to cap of each: the first cap of them all are among them
+        pos, n = lo, 0
+        while n < cap and (at := find(needle, pos, hi)) >= 0:
             out.append((at, which))
-            pos = at + 1
+            pos, n = at + 1, n + 1
     out.sort()
     return out[:cap]

@@ -81,14 +81,14 @@ def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) ->
         return size
     if region.size < 52 or region.read(18, 2, "ELF header") not in (b"\xbe\x00", b"\x00\xbe"):
         return 0  # not EM_CUDA: another vendor's
-    size = cubin_size(region)
-    target = None if size is None else cubin_target(region)
-    if size is None or target is None:
+    elf_size = cubin_size(region)
+    sm = None if elf_size is None else cubin_target(region)
+    if elf_size is None or sm is None:
         return 0
-    img = Image(len(fr.images), region.where(0), size, CUBIN, "nvptx64", False, section, arch=target)
+    img = Image(len(fr.images), region.where(0), elf_size, CUBIN, "nvptx64", False, section, arch=sm)
     fr.images.append(img)
-    _add_cubin(walk, img, target, None)
-    return size
+    _add_cubin(walk, img, sm, None)
+    return elf_size
 
 
 def _add_cubin(walk: ImageWalk, img: Image, target: str, member: str | None) -> None:
