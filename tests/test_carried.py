@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import struct
 import subprocess
 import sys
 import zipfile
@@ -121,8 +122,11 @@ def test_static_archive_members_in_a_file_a_directory_and_a_wheel(tmp_path: Path
     require("ar")
     lib = tmp_path / "pkg" / "libz.a"
     lib.parent.mkdir()
-    run(["ar", "rcs", str(lib), str(obj), str(other)])
+    bad = tmp_path / "bad.o"  # an ELF header whose section table lies 1 TiB past its end
+    bad.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 1, 62, 1, 0, 0, 1 << 40, 0, 64, 0, 0, 64, 5, 1))
+    run(["ar", "rcs", str(lib), str(obj), str(other), str(bad)])
     (fr,) = inspect(lib).files
+    assert fr.error is None and len(fr.warnings) == 1 and fr.warnings[0].startswith("bad.o: not read: ")  # the other members still read
     assert fr.carried is not None
     assert [(i.kind, i.section) for i in fr.carried.images] == [("zebin", "z.o:.rodata")]
     assert [t.format for t in fr.carried.native_targets] == ["zebin"]

@@ -17,7 +17,7 @@ C pass per gap when the scanner is built (``aotwheel._fastscan.find_magics``), e
 from __future__ import annotations
 
 from aotwheel.errors import InspectError
-from aotwheel.formats.region import Region
+from aotwheel.formats.region import Region, advise
 from aotwheel.report import CARRIED, FileReport
 
 TYPE_CHECKING = False  # not typing's: plain `aotwheel inspect` runs this (aotwheel.records says why)
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 _MIN_IMAGE = 128  # smaller than any device image with a kernel in it (an ELF header alone is 64 bytes)
 _MAX_CANDIDATES = 1 << 16  # per file: magic matches handed to the readers
+_READ_AHEAD = 64 << 10  # gaps this large are read in order (smaller ones cost a few faults)
 _SHF_ALLOC, _SHF_EXECINSTR = 0x2, 0x4
 # Allocated sections that hold no data a library hands to a loader: tables, unwind data, the
 # registered images' own tables (their images are skipped by their bytes anyway).
@@ -66,7 +67,12 @@ def scan(region: Region, view: ElfView, report: FileReport, magics: Sequence[tup
         for g0, g1 in _gaps(spans, lo, lo + sec.size):
             if g1 - g0 < _MIN_IMAGE:
                 continue
+            ahead = g1 - g0 >= _READ_AHEAD
+            if ahead:  # the map is MADV_RANDOM (headers are scattered): read this gap in order, not a fault per page of a cold file
+                advise(region.buf, g0, g1 - g0, "MADV_SEQUENTIAL")
             hits = _hits(region.buf, g0, g1, needles, budget + 1)
+            if ahead:
+                advise(region.buf, g0, g1 - g0, "MADV_RANDOM")
             consumed = g0
             for at, which in hits:
                 if at < consumed:

@@ -17,7 +17,7 @@ import sys
 
 import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
-from aotwheel.formats.region import Region
+from aotwheel.formats.region import Region, will_need
 from aotwheel.formats.sniff import SPIRV_MAGIC, ElfKinds, sniff
 from aotwheel.model import IR_KINDS, Image, ImageKind
 from aotwheel.records import record
@@ -678,16 +678,7 @@ def _zstd_frame_facts(buf: object, at: int, size: int) -> tuple[int, int | None]
     return frame_facts(buf, at, size)
 
 
-def _will_need(buf: object, at: int, size: int) -> None:
-    """MADV_WILLNEED for ``size`` bytes at ``at`` of a map (advice only: never fails)."""
-    mmap = sys.modules.get("mmap")  # not imported: no file was mapped (_mapped reads small ones)
-    if mmap is None or not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_WILLNEED") or at < 0 or at + size > len(buf):
-        return
-    lo = at - at % mmap.PAGESIZE
-    try:
-        buf.madvise(mmap.MADV_WILLNEED, lo, at + size - lo)
-    except (OSError, ValueError):
-        pass
+_will_need = will_need  # formats.region's: also what aotwheel.carried asks before it searches a gap
 
 
 def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str:
@@ -725,7 +716,11 @@ def _walk_static_archive(walk: _Walk, region: Region) -> None:
         if kind != _ELF:
             continue  # host bitcode (LTO objects), text: no device code a runtime loads
         one = FileReport(path=fr.path, native_targets=[], ir=[], images=[], kernels=None, kind=_ELF)
-        _walk_host_file(_Walk(one, walk.deep, walk.readers, walk.memo), member)
+        try:
+            _walk_host_file(_Walk(one, walk.deep, walk.readers, walk.memo), member)
+        except InspectError as exc:  # one unreadable object: the others are still reported, as a wheel's files are
+            fr.warnings.append(f"{m.name}: not read: {exc}")
+            continue
         _add_member(fr, one, m.name)
         if one.carried is not None:
             if fr.carried is None:

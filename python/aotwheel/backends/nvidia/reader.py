@@ -74,7 +74,7 @@ def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) ->
         if found is None:
             return 0
         size, target = found
-        fr.images.append(Image(len(fr.images), region.where(0), size, PTX, "nvptx64", False, section, arch=target))
+        fr.images.append(_hashed(walk, region, Image(len(fr.images), region.where(0), size, PTX, "nvptx64", False, section, arch=target)))
         if target not in fr.cuda:
             fr.cuda.append(target)
         walk.add_ir(f"ptx {target}")
@@ -85,10 +85,19 @@ def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) ->
     sm = None if elf_size is None else cubin_target(region)
     if elf_size is None or sm is None:
         return 0
-    img = Image(len(fr.images), region.where(0), elf_size, CUBIN, "nvptx64", False, section, arch=sm)
+    img = _hashed(walk, region, Image(len(fr.images), region.where(0), elf_size, CUBIN, "nvptx64", False, section, arch=sm))
     fr.images.append(img)
     _add_cubin(walk, img, sm, None)
     return elf_size
+
+
+def _hashed(walk: ImageWalk, region: Region, img: Image) -> Image:
+    """``img`` (its bytes at ``region``'s start) with its sha256 in deep mode."""
+    if walk.deep:
+        import hashlib
+
+        img.sha256 = hashlib.sha256(region.view(0, img.size, "image")).hexdigest()
+    return img
 
 
 def _add_cubin(walk: ImageWalk, img: Image, target: str, member: str | None) -> None:
