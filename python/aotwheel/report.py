@@ -65,7 +65,7 @@ class FileReport:
     # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"; read by the _aot.py of wheels already published (keep)
     cuda: list[str]
     ir_kernels_missing_from: dict[str, int]  # {"spir64_gen": 5}: kernels only SPIR-V serves there
-    cuda_modules: list[CudaModule]  # only when .nv_fatbin's modules carry different targets
+    cuda_modules: list[CudaModule]  # only when the fat binary containers (every section's) carry different targets
     error: str | None  # one-line reason this file could not be read (wheels/directories go on past it)
     # Standalone device images in the binary's data sections that no runtime registers: the library
     # loads them itself (cuModuleLoadData, zeModuleCreate). A report of its own (kind "carried"),
