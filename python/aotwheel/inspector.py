@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 
 import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
