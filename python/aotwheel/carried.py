@@ -147,7 +147,7 @@ def _hits(buf: Any, lo: int, hi: int, needles: tuple[bytes, ...], cap: int) -> l
     from aotwheel.formats import fastscan
 
     fs = fastscan.module()
-    if fs is not None and hasattr(fs, "find_magics"):
+    if fs is not None and hasattr(fs, "find_magics") and len(needles) <= 8 and all(2 <= len(n) <= 16 for n in needles):  # the C pass's limits
         return fs.find_magics(buf, lo, hi - lo, needles, cap)  # type: ignore[no-any-return]
     find = buf.find if hasattr(buf, "find") else bytes(buf).find
     out: list[tuple[int, int]] = []

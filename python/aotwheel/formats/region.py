@@ -140,8 +140,10 @@ def advise(buf: object, at: int, size: int, advice: str) -> None:
     a map; advice only: never fails, nothing for other buffers. A search that reads a range of a
     MADV_RANDOM map byte by byte asks for MADV_SEQUENTIAL first: on a cold file MADV_WILLNEED left
     it at one synchronous fault per page (1.6 s for onemkl-sycl-dft's 30 MB ``.rodata``, 65 ms so)."""
-    mmap = sys.modules.get("mmap")
-    flag = getattr(mmap, advice, None) if mmap is not None else None
+    mmap = sys.modules.get("mmap")  # not imported: no file was mapped
+    if mmap is None:
+        return
+    flag = getattr(mmap, advice, None)
     if flag is None or not isinstance(buf, mmap.mmap) or at < 0 or size <= 0 or at + size > len(buf):
         return
     lo = at - at % mmap.PAGESIZE

@@ -147,15 +147,19 @@ def _cuda_modules(walk: ImageWalk, region: Region, containers: Sequence[tuple[st
     CUDA runtime or the library loads each as one module) grouped by the targets they carry, when
     they differ (else ``[]``: the file's verdict is every module's). Deep mode also names each
     group's kernels from one of its cubins (decompressed: the default mode never does)."""
-    groups: dict[tuple[str, ...], list[tuple[str, Sequence[FatbinEntry]]]] = {}
+    from aotwheel.backends.nvidia.fatbin import SECTIONS
+
+    # Registered containers (the CUDA runtime loads each as a module) and those the library loads
+    # itself never share a group: a verdict counts the first as modules, the second apart.
+    groups: dict[tuple[bool, tuple[str, ...]], list[tuple[str, Sequence[FatbinEntry]]]] = {}
     for c in containers:
-        key = tuple(sorted({e.target for e in c[1] if e.kind in ("cubin", "ptx")}))
-        if key:
-            groups.setdefault(key, []).append(c)
+        targets = tuple(sorted({e.target for e in c[1] if e.kind in ("cubin", "ptx")}))
+        if targets:
+            groups.setdefault((c[0] in SECTIONS, targets), []).append(c)
     if len(groups) < 2:
         return []
     out = []
-    for key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+    for (_, key), members in sorted(groups.items(), key=lambda kv: (not kv[0][0], -len(kv[1]))):
         entries = [e for _, es in members for e in es]
         sources = list(dict.fromkeys(e.name.removeprefix("../") for e in entries if e.name))[:3]
         section = ", ".join(dict.fromkeys(name for name, _ in members))
