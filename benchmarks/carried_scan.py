@@ -63,8 +63,9 @@ def _scan_alone(path: str) -> dict[str, Any]:
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         region = Region(mm, path)
         view = open_elf(region)
-        spans = carried._spans(fr, 0)
-        gaps = [(a, b) for s in carried.data_sections(view, readers.own_sections)
+        sections = carried.data_sections(view, readers.own_sections)
+        spans = carried._spans(fr, 0, {s.name for s in sections})
+        gaps = [(a, b) for s in sections
                 for a, b in carried._gaps(spans, s.offset, s.offset + s.size) if b - a >= carried._MIN_IMAGE]
         out["bytes_searched"] = sum(b - a for a, b in gaps)
         out["matches"] = sum(len(carried._hits(mm, a, b, tuple(m for m, _ in readers.carried), 1 << 20)) for a, b in gaps)

@@ -981,6 +981,24 @@ static PyObject *find_magics(PyObject *self, PyObject *args) {
     return out;
 }
 
+PyDoc_STRVAR(spirv_size_doc, "spirv_size(buf, start, size) -> int\n\n"
+                             "The bytes of the SPIR-V module at buf[start:start+size] (aotwheel.backends.intel.standalone.spirv_size's\n"
+                             "rules: header, instructions up to the last OpFunctionEnd), 0 when there is none.");
+
+static PyObject *spirv_size(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t start, size;
+    Py_buffer view;
+    const uint8_t *p;
+    if (!PyArg_ParseTuple(args, "Onn", &obj, &start, &size))
+        return NULL;
+    if (get_span(obj, start, size, &view, &p) < 0)
+        return NULL;
+    uint64_t n = fs_spirv_extent(p, (uint64_t)size);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLongLong((unsigned long long)n);
+}
+
 static PyMethodDef methods[] = {
     {"relative_records", relative_records, METH_VARARGS, relative_records_doc},
     {"tgtimg", tgtimg, METH_VARARGS, tgtimg_doc},
@@ -992,6 +1010,7 @@ static PyMethodDef methods[] = {
     {"tgtsym", tgtsym, METH_VARARGS, tgtsym_doc},
     {"fatbin", fatbin, METH_VARARGS, fatbin_doc},
     {"find_magics", find_magics, METH_VARARGS, find_magics_doc},
+    {"spirv_size", spirv_size, METH_VARARGS, spirv_size_doc},
     {NULL, NULL, 0, NULL},
 };
 

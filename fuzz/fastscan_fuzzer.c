@@ -199,6 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     fatbin(data, size);
     needles(data, size);
+    uint64_t spv = fs_spirv_extent(data, size);
+    assert(spv == 0 || (spv % 4 == 0 && spv >= 28 && spv <= size));
     for (int i = 0; i < FS_SLOTS; ++i)
         free(c.slot[i]);
     return 0;

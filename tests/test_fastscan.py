@@ -442,3 +442,31 @@ def _all(data: bytes, needle: bytes, lo: int, hi: int) -> list[int]:
         out.append(at)
         pos = at + 1
     return out
+
+
+@needs_fastscan
+def test_spirv_size_in_c_is_the_python_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The carried SPIR-V module's extent (backends.intel.standalone.spirv_size) in C and in Python,
+    on clang-15 + llvm-spirv-15 output, with bytes after it, cut short and mutated."""
+    import random
+
+    from aotwheel.backends.intel.standalone import spirv_size
+
+    spv = _seed(fu.spirv_seed)
+    fs = fastscan.module()
+    assert hasattr(fs, "spirv_size"), "aotwheel._fastscan was built without spirv_size"
+    rng = random.Random(39)
+    inputs = [spv, spv + spv, spv + bytes(64), spv[: len(spv) // 2], spv[:28]]
+    for _ in range(300):
+        data = bytearray(rng.choice(inputs[:3]))
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(0, len(data))
+            data[at] = rng.randrange(256)
+        inputs.append(bytes(data))
+    for data in inputs:
+        region = Region(data, "spv")
+        c = spirv_size(region)
+        monkeypatch.setenv("AOTWHEEL_NO_FASTSCAN", "1")
+        assert spirv_size(region) == c
+        monkeypatch.delenv("AOTWHEEL_NO_FASTSCAN")
+    assert spirv_size(Region(spv + spv, "spv")) == len(spv)  # the first module ends where the second begins
