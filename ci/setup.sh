@@ -20,7 +20,9 @@ fi
 case "$toolchain" in
   debian12)
     INTEL_PACKAGES=(
-      intel-opencl-icd   # ocloc: Intel's offline GPU compiler (22.43 on Debian 12)
+      intel-opencl-icd   # ocloc: Intel's offline GPU compiler (22.43 on Debian 12), and the GPU driver (OpenCL,
+                         # Level Zero) whose simulation mode judges the verdicts (tests/test_driver_verdicts.py)
+      libze1             # the Level Zero loader that driver's libze_intel_gpu.so is found through
       libigc-tools       # iga64: disassembler used by tests to prove images are real GPU code
       clang-15 llvm-spirv-15 llvm-15  # OpenCL C -> LLVM IR -> SPIR-V; llvm-link-15 for benchmarks/
       libclang-common-15-dev  # libclang_rt.fuzzer/asan/ubsan: the libFuzzer target fuzz/fastscan_fuzzer.c
@@ -29,6 +31,8 @@ case "$toolchain" in
   current)
     INTEL_PACKAGES=(
       intel-ocloc libigc2 libigdfcl2  # ocloc 26.x and the compiler libraries it loads
+      intel-opencl-icd libze-intel-gpu1 libze1  # the 26.x GPU driver (OpenCL, Level Zero + loader): its simulation
+                                                # mode judges the verdicts (tests/test_driver_verdicts.py)
       libigc-tools       # iga64 (IGC 1.x tools; installs beside libigc2)
       clang-19 llvm-spirv-19 llvm-19  # OpenCL C -> LLVM IR -> SPIR-V
       libclang-rt-19-dev clang-tools-19  # fuzzer/sanitizer runtimes; clang-offload-bundler-19

@@ -277,7 +277,9 @@ endfunction()
 # for a split source. AOTWHEEL_SHARD=i/n (CMake variable, else the environment): the plan holds only
 # this shard's slice of the (source, device) jobs, weighed by the ocloc costs earlier builds
 # recorded in the remote stores of <work>/remote-settings (buildsteps/history.py); SHARD OFF (a list
-# with no device: no ocloc jobs to share out) ignores it.
+# with no device: no ocloc jobs to share out) ignores it. USE_AOT_IMAGE_FORMAT (CMake variable, else
+# the environment): zebin images (the default: `--format zebin` on every ocloc that offers it) or
+# legacy (patch-token images, where the ocloc still writes them; configure stops on one that cannot).
 function(_aotwheel_intel_plan fn work)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "NAME;IR;SHARD" "OPTIONS;SOURCES;CLANG_ARGS")  # OPTIONS: one value, maybe empty
   set(args "")
@@ -291,7 +293,7 @@ function(_aotwheel_intel_plan fn work)
   if(arg_IR)
     list(APPEND args --ir)
   endif()
-  foreach(var IN ITEMS AOTWHEEL_OCLOC_GROUPS AOTWHEEL_SHARD)
+  foreach(var IN ITEMS AOTWHEEL_OCLOC_GROUPS AOTWHEEL_SHARD USE_AOT_IMAGE_FORMAT)
     set(${var}_value "$ENV{${var}}")
     if(DEFINED ${var})
       set(${var}_value "${${var}}")
@@ -305,7 +307,8 @@ function(_aotwheel_intel_plan fn work)
   endif()
   _aotwheel_python(${fn} intel configure --devlist "${work}/devlist.json" --out "${work}/toolchain.json"
                    --plan "${work}/plan.json" --name "${arg_NAME}" "--groups=${AOTWHEEL_OCLOC_GROUPS_value}"
-                   "--options=${arg_OPTIONS}" --settings "${work}/remote-settings" --cost-prefix "${PROJECT_NAME}/${arg_NAME}"
+                   "--options=${arg_OPTIONS}" "--image-format=${USE_AOT_IMAGE_FORMAT_value}"
+                   --settings "${work}/remote-settings" --cost-prefix "${PROJECT_NAME}/${arg_NAME}"
                    --source-root "${CMAKE_SOURCE_DIR}" --build-root "${CMAKE_BINARY_DIR}" ${args})
 endfunction()
 

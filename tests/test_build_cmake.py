@@ -30,7 +30,7 @@ from _build_util import (
     run,
     tgtsym_names,
 )
-from conftest import CLANG, LLVM_SPIRV
+from conftest import CLANG, LLVM_SPIRV, ocloc_formats
 
 pytestmark = pytest.mark.usefixtures("builds")
 
@@ -289,6 +289,35 @@ def test_downstream_jit_fallback_off_has_no_spirv(tmp_path, how):
     fat = tmp_path / "fat.ar"
     fat.write_bytes(images[0].image)
     assert ar_members(fat) == ["pad_0", f"64.{ocloc_ip('pvc')}"]
+
+
+def _elf_kind(image: bytes) -> str:
+    """zebin (e_machine 205) or legacy (e_type 0xFF04), from the ELF header (docs/formats.md §3)."""
+    e_type, e_machine = int.from_bytes(image[16:18], "little"), int.from_bytes(image[18:20], "little")
+    return "zebin" if e_machine == 205 else "legacy" if e_type == 0xFF04 else f"e_type {e_type:#x}"
+
+
+@pytest.mark.parametrize("how", ["default", "env", "cmake"])
+def test_downstream_images_are_zebin_unless_legacy_is_asked_for(tmp_path, how):
+    require(*TOOLS)
+    src = _downstream(tmp_path, SOURCES[:1])
+    env = build_env(tmp_path / "cache", USE_AOT_DEVLIST="pvc", **({"USE_AOT_IMAGE_FORMAT": "legacy"} if how == "env" else {}))
+    defs = [f"-Daotwheel_DIR={REPO / 'cmake'}"] + (["-DUSE_AOT_IMAGE_FORMAT=legacy"] if how == "cmake" else [])
+    if how != "default" and "patchtokens" not in ocloc_formats():  # ocloc 26.x: configure stops with one message
+        proc = subprocess.run(["cmake", "-G", "Ninja", "-S", str(src), "-B", str(tmp_path / "b"), f"-DPython_EXECUTABLE={sys.executable}", *defs],
+                              env=env, capture_output=True, text=True)
+        assert proc.returncode != 0
+        m = re.search(r"CMake Error at .*?:\n\s+(.*?)\n\n", proc.stderr, re.S)
+        assert m, proc.stderr
+        message = " ".join(m.group(1).split())
+        assert "writes zebin images only" in message and "USE_AOT_IMAGE_FORMAT" in message, message
+        return
+    _configure_build(src, tmp_path / "b", env, *defs)
+    (fat_image, *_) = embedded_images(next((tmp_path / "b").glob("libmyext*.so")))
+    fat = tmp_path / "fat.ar"
+    fat.write_bytes(fat_image.image)
+    member = ar_extract(fat, f"64.{ocloc_ip('pvc')}", tmp_path / "pvc.bin")
+    assert _elf_kind(member) == ("zebin" if how == "default" else "legacy")
 
 
 def _configure_fails(tmp_path: Path, **env_extra: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, build_env, compile_spirv, embedded_images, logged_runs, ocloc_logger, require, run, unzstd
-from conftest import CLANG, LLVM_SPIRV
+from conftest import CLANG, LLVM_SPIRV, ocloc_zebin_args
 
 pytestmark = pytest.mark.usefixtures("builds")
 
@@ -78,7 +78,7 @@ def reference(tmp_path_factory) -> bytes:
     # With the options CMake builds pass by default (IPEX's / torch-xpu-ops' ocloc options, docs/formats.md).
     field = "-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required"
     run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(DEVICES), "-output", "fat",
-         "-options", field], cwd=work)
+         *ocloc_zebin_args(), "-options", field], cwd=work)  # zebin: what the build writes wherever ocloc can
     return (work / "fat").read_bytes()
 
 

@@ -89,7 +89,7 @@ ERROR_CASES = [
     (" , ,", "empty", None),
     ("none,pvc", "'none'", None),
     ("none,no-jit", "no device code", None),
-    ("12.60.3", "12.60.3", None),
+    ("12.60.2", "12.60.2", None),  # no product config of compute-runtime's AOT tables (12.60.3 is one: below)
     ("99.1.0", "99.1.0", None),
     ("-pvc", "'-pvc'", None),
     ("pvc" + ",pvc" * 300, "tokens", None),
@@ -107,6 +107,17 @@ def test_rejects_with_one_line(text: str, fragment: str, suggestion: str | None)
     if suggestion is not None:
         assert f"did you mean {suggestion}" in message
         assert suggestion in info.value.suggestions
+
+
+@pytest.mark.parametrize("ip, product", [("20.1.4", "bmg-g21"), ("20.1.1", "bmg-g21"), ("12.60.3", "pvc"), ("12.55.4", "acm-g10")])
+def test_a_stepping_ip_resolves_as_its_own_target(ip: str, product: str) -> None:
+    # compute-runtime's AOT tables (platforms.h) name these steppings: BMG_G21_B0_RESERVED = 20.1.4
+    # (what icpx's intel_gpu_bmg_g21 means), BMG_G21_A1_RESERVED = 20.1.1, PVC_XT_A0 = 12.60.3,
+    # DG2_G10_B0 = 12.55.4. The driver matches images against the exact IP, so each stays itself.
+    (t,) = resolve(ip).targets
+    assert (t.name, t.ip, t.shipping) == (ip, ip, False)
+    assert product in t.description
+    assert resolve(ip).ocloc_device == ip
 
 
 def test_sycl_targets_follow_fallback() -> None:

@@ -212,7 +212,7 @@ def test_compressed_inspect_output_block(user: User, tmp_path: Path) -> None:
     command = re.search(r"this repository built with `((?:USE_AOT_\w+=\S+\s+)+pip wheel \.)`:\n\n```\naotwheel/_kernels", README)
     assert command, "README lost the command its compressed inspect output comes from"
     if not ocloc_writes_legacy_images():
-        pytest.skip("the README shows Debian 12's ocloc 22.43 output (legacy images, their sizes); this ocloc writes zebin")
+        pytest.skip("the README shows Debian 12's ocloc 22.43 output (its zebin images' sizes); this is another ocloc release")
     run_block(" ".join(command[1].split()) + "\n", user.root, user.env)  # the inline command wraps a line in README.md
     (wheel,) = user.root.glob("aotwheel-*.whl")
     with zipfile.ZipFile(wheel) as zf:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV, ocloc_device_words, require, run_tool
+from conftest import CLANG, LLVM_SPIRV, ocloc_device_words, ocloc_zebin_args, require, run_tool
 
 # The newest generations the issue names; the compile test takes those the installed ocloc builds,
 # else (Debian 12) the newest ones it knows.
@@ -169,7 +169,7 @@ def test_compile_for_the_newest_devices_writes_the_members_of_ocloc_s_own_fat_bi
     ref = tmp_path / "ref"
     ref.mkdir()
     cmd = ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(devices), "-output", "fat",
-           "-out_dir", str(ref), "-output_no_suffix"]
+           "-out_dir", str(ref), "-output_no_suffix", *ocloc_zebin_args()]
     if report.get("options"):
         cmd += ["-options", report["options"]]
     run_tool(cmd, cwd=tmp_path)
@@ -201,7 +201,7 @@ def test_compile_for_one_device_takes_what_this_ocloc_writes_for_one_device(tmp_
                             capture_output=True, text=True, check=True).stdout
     options = json.loads(report).get("options") or ""
     cmd = ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "one", "-out_dir", str(ref),
-           "-output_no_suffix", "-exclude_ir"] + (["-options", options] if options else [])
+           "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args()] + (["-options", options] if options else [])
     run_tool(cmd, cwd=tmp_path)
     produced = [p for p in ref.iterdir() if p.name.startswith("one")]
     assert len(produced) == 1

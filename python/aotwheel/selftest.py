@@ -292,6 +292,8 @@ def format_results(results: list[DeviceResult]) -> str:
         lines.append(f"{r.device} ({r.kind}): {r.verdict}{cached}, program build {r.build_ms:.1f} ms, {status}")
         if r.error:
             lines.append(f"  error: {r.error}")
+        if r.program_from == "simulated":  # a backend's simulated device: what its driver and aotwheel said per module
+            lines.append(f"  {r.reason}")
         for k in r.kernels:
             err = "n/a" if k.max_error is None else f"{k.max_error:.2e}"
             lines.append(f"  {k.name:<14} max error {err} (tolerance {k.tolerance:.0e}) {'ok' if k.ok else 'MISMATCH'}"

@@ -153,6 +153,17 @@ def spirv_compiler() -> str:
     raise LookupError("no registered backend compiles SPIR-V")
 
 
+def simulator() -> Any:
+    """The module of the backend whose GPU driver can simulate devices without hardware (its
+    optional ``simulator``: ``selftest(modules, devices)`` for ``aotwheel selftest --simulate``),
+    imported; the first that has one."""
+    for b in all_backends():
+        module: str | None = getattr(b, "simulator", None)
+        if module:
+            return load_module(module)
+    raise LookupError("no registered backend simulates devices")
+
+
 def variant_vocabularies() -> list[Any]:
     """Each backend's wheel-variant vocabulary (the module its optional ``variants`` attribute names;
     :mod:`aotwheel.variants` says what it holds), in registry order."""

@@ -58,6 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sources", nargs="*", metavar="SOURCE",
                    help="device code to test instead of aotwheel._kernels: .spv files or binaries with SPIR-V")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--simulate", metavar="DEVICES",
+                   help="instead: load every image on GPUs the installed driver simulates without hardware (catalog names, "
+                        "e.g. pvc,bmg-g21, or all) and create every kernel, none run: native / jit / fail per device")
     p.set_defaults(handler=run_selftest)
 
 
@@ -186,6 +189,17 @@ def run_selftest(args: argparse.Namespace) -> int:
     from aotwheel.errors import AotwheelError
 
     opencl_error: AotwheelError | None = None
+    if args.simulate:
+        from aotwheel import backends
+
+        simulator = backends.simulator()
+        devices = simulator.named_devices(args.simulate)  # a bad name fails before any image is read
+        modules = [m for s in args.sources for m in modules_from_path(s)] if args.sources else modules_from_extension()
+        from aotwheel.runtime import check
+
+        results = simulator.selftest(modules, devices, lambda path, device: str(check(path, [device], policy="ignore")[0].verdict))
+        print(json.dumps({"results": [r.to_dict() for r in results]}, indent=2) if args.json else format_results(results))
+        return 0 if all(r.ok for r in results) else 1
     try:
         modules = [m for s in args.sources for m in modules_from_path(s)] if args.sources else modules_from_extension()
         results = run(modules)

@@ -105,7 +105,7 @@ def _table(fr: FileReport) -> list[str]:
     rows: dict[tuple[str, ...], list[int]] = {}
     has_ip = with_ip_versions()  # an IP version not read: "?"; a vendor without them: "-"
     for t in fr.native_targets:
-        key = (t.name or "?", t.ip or ("?" if t.vendor in has_ip else "-"), t.member or "-", t.format, t.core or "")
+        key = (t.name or t.generic or "?", t.ip or ("?" if t.vendor in has_ip else "-"), t.member or "-", t.format, t.core or "")
         agg = rows.setdefault(key, [0, 0])
         agg[0] += 1
         agg[1] += t.size

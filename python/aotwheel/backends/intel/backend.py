@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.intel import INTEL
-from aotwheel.backends.intel.kinds import CPU_AOT
+from aotwheel.backends.intel.kinds import CPU_AOT, LEGACY
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
 from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
@@ -35,6 +35,8 @@ class IntelBackend:
     # SPIR-V compiler (options, build, report), which aotwheel.compile_spirv uses too.
     commands = {"compile": "aotwheel.cli.compile"}
     spirv_compiler = "aotwheel.backends.intel.commands"
+    # ``aotwheel selftest --simulate``: compute-runtime's simulation mode loads the images (simulate.selftest).
+    simulator = "aotwheel.backends.intel.simulate"
     # The loader's view of an extension's images (the SYCL triples of the embedding, build/embed.py)
     # and of a file it is handed: an ocloc fat binary is an ar archive.
     opencl_images = OpenClImages(native="spir64_gen", ir="spir64", native_magic=b"!<arch>\n", native_name="an ocloc fat binary")
@@ -100,8 +102,10 @@ class IntelBackend:
                                    "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
                                    device.kind, ("spir64_x86_64",)))
         if not compatibility:
-            return self._finish(decide(targets, ir, device, binary=binary, compatibility=False), file)
-        return self._finish(_per_driver_version(targets, ir, device, binary), file)
+            v = decide(targets, ir, device, binary=binary, compatibility=False)
+        else:
+            v = _per_driver_version(targets, ir, device, binary)
+        return self._finish(_opencl_bindless(v, targets, ir, device, file, binary), file)
 
     def prepare_probes(self) -> None:
         from aotwheel.backends.intel.probes.opencl import use_cpu_runtime_if_installed
@@ -114,10 +118,11 @@ class IntelBackend:
         return opencl.describe(cl, platform, device, index)
 
     def opencl_verdict(self, targets: Sequence[Any], has_spirv: bool, device: Any) -> Verdict:
-        # The newest driver's lookup, as the loader always modelled it (the driver itself picks the member).
+        # The lookup of the device's driver release where OpenCL reports it (legacy images are native
+        # only before 26.18), else the newest's; the driver itself then picks the member.
         from aotwheel.backends.intel.rules import decide
 
-        return decide(targets, ["spirv"] if has_spirv else [], device)
+        return decide(targets, ["spirv"] if has_spirv else [], device, release=driver_release(getattr(device, "driver", None)))
 
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
@@ -141,10 +146,19 @@ class IntelBackend:
         ``file``: other vendors' targets kept too)."""
         from aotwheel.backends.intel.catalog import load_catalog
 
-        dev = load_catalog().by_ip(verdict.ip) if verdict.ip else None
+        catalog = load_catalog()
+        dev = catalog.by_ip(verdict.ip) if verdict.ip else None
         if dev is None:
             return None
-        names = [n for n in verdict.targets if n]
+        from aotwheel import backends
+
+        def token(name: str) -> bool:  # a devlist word: not a target known by its core alone ("XE_HPC_CORE image")
+            if catalog.by_name(name) or catalog.by_ip(name):
+                return True
+            owner = backends.for_token(name.lower())
+            return owner is not None and owner.name != INTEL  # another vendor's target (sm_90)
+
+        names = [n for n in verdict.targets if n and token(n)]
         if dev.name not in names:
             names.append(dev.name)
         if file is not None:
@@ -157,6 +171,13 @@ class IntelBackend:
         return None  # the device's own key
 
     def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
+        if verdict.kind == "gpu" and file is not None and verdict.verdict != NATIVE and \
+                any(t.vendor == INTEL and t.format == LEGACY for t in file.native_targets):
+            # The images are there but of a format newer drivers no longer run: rebuild them as zebin.
+            from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+            return (f"rebuild with zebin images (aotwheel's default: {IMAGE_FORMAT.name} unset; ocloc --format zebin): "
+                    "compute-runtime 26.18 and newer run no legacy patch-token image natively")
         devlist = self.covering_devlist(verdict, file)
         if devlist:
             from aotwheel.backends.intel.ocloc import build_note
@@ -181,7 +202,9 @@ class IntelBackend:
         embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
         line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
         devlist = self.covering_devlist(verdict)
-        if verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
+        if verdict.remedy.startswith("rebuild with zebin images"):  # _finish()'s, for legacy images
+            line += f"; {verdict.remedy}"
+        elif verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
             line += f"; {verdict.remedy} to ship native code for it"
         elif devlist:
             from aotwheel.backends.intel.ocloc import build_note
@@ -216,6 +239,43 @@ def driver_release(text: str | None) -> tuple[int, int] | None:
     return (int(m[1]), int(m[2])) if m else None
 
 
+def _opencl_bindless(v: Verdict, targets: list[Any], ir: list[str], device: Any, file: FileReport, binary: str) -> Verdict:
+    """A native verdict for a device the OpenCL probe reports, whose chosen zebin has bindless
+    kernels: compute-runtime's OpenCL (24.22 and newer) rebuilds such a program from its IR, and
+    refuses it without (``addressing``); Level Zero runs it as it is."""
+    from aotwheel.backends.intel import addressing
+
+    if v.verdict != NATIVE or getattr(device, "backend", None) != "opencl":
+        return v
+    release = driver_release(getattr(device, "driver", None))
+    if release is not None and release < addressing.OPENCL_REBUILDS_SINCE:
+        return v
+    bare = [t for t in targets if not (t.member or "").rstrip("/")]
+    picked = next((t for t in targets if t.member and t.member.rstrip("/") == v.image), None) or (bare[0] if len(bare) == 1 else None)
+    if picked is None or picked.format != "zebin":
+        return v
+    try:
+        data = addressing.image_of(file.path or binary, file, picked)
+        bindless = data is not None and addressing.has_bindless_kernels(data, f"{binary} ({v.image})")
+    except Exception:  # an image the inspector read but this cannot: keep the lookup's verdict
+        return v
+    if not bindless:
+        return v
+    from dataclasses import replace
+
+    from aotwheel.results import JIT
+
+    since = f"{addressing.OPENCL_REBUILDS_SINCE[0]}.{addressing.OPENCL_REBUILDS_SINCE[1]:02d}"
+    why = (f"{v.image} has bindless kernels, which compute-runtime's OpenCL ({since} and newer) rebuilds from IR "
+           "(Level Zero runs them native; ocloc -stateful_address_mode bindful builds them without)")
+    if ir or picked.rebuildable:
+        source = "generic_ir" if picked.member else "its own SPIR-V"
+        return replace(v, verdict=JIT, image="generic_ir" if picked.member else "spirv", rule="opencl-bindless",
+                       reason=f"JIT: the lookup chose {v.image}, but {why}; the driver rebuilds {source} at first use")
+    return replace(v, verdict=UNSUPPORTED, image=None, rule="opencl-bindless",
+                   reason=f"unsupported: the lookup chose {v.image}, but {why}, and the binary keeps no IR: the OpenCL driver refuses it")
+
+
 def _by_compatibility(v: Verdict) -> bool:
     return v.rule.startswith("compat") or "compatibility mapping" in v.reason
 
@@ -226,7 +286,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     older ones do (``rules.BREAKPOINTS``: the releases at which the lookup changed)."""
     from dataclasses import replace
 
-    from aotwheel.backends.intel.rules import BREAKPOINTS, decide, release_text
+    from aotwheel.backends.intel.rules import BREAKPOINTS, LEGACY_LAST, decide, release_text
 
     def at(release: tuple[int, int] | None) -> Verdict:
         return decide(targets, ir, device, binary=binary, release=release)
@@ -244,16 +304,31 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     release = driver_release(driver)
     if release is None:
         if since is None:
-            return newest
-        older = at((0, 0) if since == BREAKPOINTS[0] else BREAKPOINTS[BREAKPOINTS.index(since) - 1])
+            return _with_older_releases(newest, at(LEGACY_LAST))
+        older = at((since[0], since[1] - 1) if since[1] > 1 else (since[0] - 1, 53))  # the week before: the lookup just before it
         return replace(newest, reason=f"{newest.reason}; this needs compute-runtime {need} or newer (the first release whose "
                                       f"lookup gives it); with an older or unknown driver: {older.verdict} ({older.reason})")
     v = at(release)
     if since is None:
         return v
     if v.verdict == NATIVE and v.image == newest.image:
+        if not _by_compatibility(v):  # native by this release's own rule (22.43: product family only), not the mapping
+            return v
         return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
     return replace(v, reason=f"{v.reason}; driver {driver} predates {need}, the first release whose lookup runs it native ({newest.image})")
+
+
+def _with_older_releases(newest: Verdict, older: Verdict) -> Verdict:
+    """With no driver release known: the newest release's verdict, and what compute-runtime before
+    26.18 does where it differs (it still ran legacy patch-token images natively)."""
+    from dataclasses import replace
+
+    from aotwheel.backends.intel.rules import LEGACY_IGNORED_SINCE, release_text
+
+    if older.verdict == newest.verdict and older.image == newest.image:
+        return newest
+    return replace(newest, reason=f"{newest.reason}; that is compute-runtime {release_text(LEGACY_IGNORED_SINCE)} and newer: "
+                                  f"older drivers give {older.verdict} ({older.reason.removeprefix('native: ')})")
 
 
 BACKEND = IntelBackend()

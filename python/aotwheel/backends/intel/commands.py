@@ -50,6 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="register file: small (ocloc default), large (-cl-intel-256-GRF-per-thread), "
                    "auto (large where the small build spills)")
     p.add_argument("--no-jit", action="store_true", help="no generic_ir member (no JIT fallback)")
+    p.add_argument("--legacy-images", action="store_true",
+                   help="write legacy patch-token images instead of zebin (only an ocloc that still offers them, such as "
+                   "Debian 12's 22.43; compute-runtime 26.18 and newer JIT-compile them); env USE_AOT_IMAGE_FORMAT=legacy "
+                   "does the same")
     p.add_argument("-j", "--jobs", type=int, default=None,
                    help="parallel ocloc jobs (default: $AOTWHEEL_OCLOC_JOBS, else the CPU count)")
     p.add_argument("--json", action="store_true", help="print the per-device report as JSON")
@@ -81,7 +85,8 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     settings = config.read()
     devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
     result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
-                                  grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults)
+                                  grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults,
+                                  image_format="legacy" if args.legacy_images else None, format_source="--legacy-images")
     stem = Path(args.input)
     output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)
@@ -95,7 +100,9 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
             note += f"; small GRF spilled (~{worst} bytes), rebuilt with large GRF"
         if b.spills:
             note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
-        print(f"{b.device} ({b.ip}): {b.size} bytes, {b.grf} GRF, {note}")
+        if b.poisoned:
+            note += f"; no fp64 here, poisoned (return without computing): {', '.join(b.poisoned)}"
+        print(f"{b.device} ({b.ip}): {result.image_format}, {b.size} bytes, {b.grf} GRF, {note}")
     ir = " + generic_ir (JIT fallback)" if result.jit_fallback else ""
     print(f"wrote {', '.join(written)}{ir if args.format == 'fatbin' else ''}", file=sys.stdout)
     return 0

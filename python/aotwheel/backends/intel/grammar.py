@@ -43,6 +43,8 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
     if _IP_SHAPE.match(token) or _DECIMAL_IP.match(token):
         ip = parse_ip(token) if _IP_SHAPE.match(token) else ip_from_u32(int(token))
         dev = catalog.by_ip(ip) if ip else None
+        if dev is None and ip:
+            dev = stepping(format_ip(ip), catalog)
         if dev is None:
             raise DevlistError(unknown_ip_message(format_ip(ip) if ip else raw, catalog), raw, ())
         return "ip", (dev,)
@@ -63,6 +65,24 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
     suggestions = suggest(token, rest, catalog)
     hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; run 'aotwheel resolve --list' for valid names"
     raise DevlistError(f"USE_AOT_DEVLIST: unknown device '{raw}'{hint}", raw, suggestions)
+
+
+def stepping(ip: str, catalog: Catalog) -> Device | None:
+    """Another stepping of a catalog product (``20.1.4``, the bmg-g21 stepping icpx's
+    ``intel_gpu_bmg_g21`` and ``ocloc ids xe2`` name; ``12.60.1`` ...): an IP version compute-runtime's
+    AOT tables name whose major.minor is one catalog product's. It is its own target, named by its
+    IP (ocloc builds it as ``-device 20.1.4``; the driver matches images against that IP)."""
+    from dataclasses import replace
+
+    from aotwheel.backends.intel.rules import product_configs
+
+    parsed = parse_ip(ip)
+    products = [d for d in catalog.devices if parsed and d.ip_tuple[:2] == parsed[:2]]
+    if ip not in product_configs() or not products:
+        return None
+    base = min(products, key=lambda d: (not d.shipping, d.ip_tuple))
+    return replace(base, name=ip, ip=ip, aliases=(), sycl_arch=f"intel_gpu_{ip.replace('.', '_')}", pci_ids=(), shipping=False,
+                   description=f"a {base.name} stepping ({base.description})")
 
 
 def _range(token: str, raw: str, catalog: Catalog) -> tuple[Device, ...]:

@@ -70,12 +70,29 @@ class DeviceBuild:
     cache_hit: bool
     spills: tuple[Spill, ...] = ()  # of the build that was kept
     retried_after_spills: tuple[Spill, ...] = ()  # of the small-GRF build that --grf auto replaced
+    poisoned: tuple[str, ...] = ()  # kernels IGC replaced by fp64 poison stubs (a device without fp64)
 
     def to_dict(self) -> dict[str, object]:
         return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "grf": self.grf,
                 "size": self.size, "cache_hit": self.cache_hit,
                 "spills": [s.__dict__ for s in self.spills],
-                "retried_after_spills": [s.__dict__ for s in self.retried_after_spills]}
+                "retried_after_spills": [s.__dict__ for s in self.retried_after_spills],
+                "poisoned": list(self.poisoned)}
+
+
+def poisoned_kernels(binary: bytes, label: str) -> tuple[str, ...]:
+    """The kernels a built image holds only as fp64 poison stubs, read from the image itself (its
+    .ze_info, or a legacy image's patch tokens): what a cache hit reports as well as a fresh build."""
+    from aotwheel.backends.intel import legacy, zebin
+    from aotwheel.backends.intel.kinds import LEGACY, sniff
+    from aotwheel.errors import InspectError
+    from aotwheel.formats.region import Region
+
+    region = Region(binary, label)
+    try:
+        return (legacy if sniff(binary[:64]) == LEGACY else zebin).poisoned_kernels(region)
+    except InspectError:
+        return ()  # ocloc's own output; an image we cannot read has nothing to report here
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,7 @@ class CompileResult:
     ocloc_version: str = ""
     options: str = ""
     spirv: bytes | None = None  # kept for JIT fallback
+    image_format: str = "zebin"  # zebin, or legacy (patch-token) when asked for
 
     @property
     def builds(self) -> tuple[DeviceBuild, ...]:
@@ -97,7 +115,8 @@ class CompileResult:
 
     def to_dict(self) -> dict[str, object]:
         return {"spirv_sha256": self.spirv_sha256, "jit_fallback": self.jit_fallback, "ocloc": self.ocloc,
-                "ocloc_version": self.ocloc_version, "options": self.options, "size": len(self.fatbinary),
+                "ocloc_version": self.ocloc_version, "options": self.options, "image_format": self.image_format,
+                "size": len(self.fatbinary),
                 "devices": [b.to_dict() for b, _ in self.natives]}
 
 
@@ -135,15 +154,27 @@ def intel_devices(dl: Any) -> Any:
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
-                         cache: DeviceCodeCache | None = None, field_defaults: bool = True) -> CompileResult:
+                         cache: DeviceCodeCache | None = None, field_defaults: bool = True,
+                         image_format: str | None = None, format_source: str = "image_format") -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
-    ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out."""
+    ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
+    ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin);
+    ``format_source`` names how it was asked for in an error line (``--legacy-images``)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
 
     if grf not in GRF_MODES:
         raise AotwheelError(f"grf must be one of {', '.join(GRF_MODES)}, not {grf!r}")
+    from aotwheel.backends.intel.ocloc import image_format as read_format
+    from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+    if image_format is None:
+        from aotwheel import config
+
+        wanted = read_format(config.read().value(IMAGE_FORMAT), IMAGE_FORMAT.name)
+    else:
+        wanted = read_format(image_format, format_source)
     from aotwheel.backends.intel.options import with_field_options
 
     opts = options if isinstance(options, str) else " ".join(options)
@@ -159,7 +190,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     cache = cache if cache is not None else DeviceCodeCache.from_env()
     sha = hashlib.sha256(spirv).hexdigest()
     if not dl.targets:
-        return CompileResult(build_fatbin([], spirv), (), keep_ir, sha, options=opts, spirv=spirv)
+        return CompileResult(build_fatbin([], spirv), (), keep_ir, sha, options=opts, spirv=spirv, image_format=wanted)
 
     from aotwheel.buildsteps.remote import config_from
     from aotwheel.buildsteps.tiers import Tiers
@@ -167,11 +198,16 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     remote = config_from(os.environ, None)
     path, version, acronyms = ocloc_facts(cache)
     spellings = ocloc_spellings(list(dl.names), path, version, acronyms, hint="the device list")
+    from aotwheel.backends.intel.build.toolchain import ocloc_format_args
+
+    format_args = ocloc_format_args(cache, path, version, wanted,
+                                    source=IMAGE_FORMAT.name if image_format is None else format_source)
     with tempfile.TemporaryDirectory(prefix="aotwheel-compile-") as tmp:
         spv_path = os.path.join(tmp, "input.spv")
         Path(spv_path).write_bytes(spirv)
         tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly)  # remote stores as in a build
-        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers)
+        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers,
+                   format_args=format_args)
         workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
             futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
@@ -179,7 +215,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     from aotwheel.backends.intel.build.fatbin import ir_options
 
     fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
-    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None)
+    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None, wanted)
 
 
 @dataclass(frozen=True)
@@ -192,14 +228,16 @@ class _Job:
     ocloc_version: str
     options: str
     tiers: Tiers
+    format_args: tuple[str, ...] = ()  # --format zebin / patchtokens, as this ocloc takes it
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         first = "large" if grf == "large" else "small"
         data, spills, hit = self._one(ocloc_device, ip, first)
         if grf != "auto" or not spills:
-            return DeviceBuild(device, ip, ocloc_device, first, len(data), hit, spills), data
+            return DeviceBuild(device, ip, ocloc_device, first, len(data), hit, spills, (), poisoned_kernels(data, device)), data
         data2, spills2, hit2 = self._one(ocloc_device, ip, "large")
-        return DeviceBuild(device, ip, ocloc_device, "large", len(data2), hit and hit2, spills2, spills), data2
+        return (DeviceBuild(device, ip, ocloc_device, "large", len(data2), hit and hit2, spills2, spills, poisoned_kernels(data2, device)),
+                data2)
 
     def _options(self, grf: str) -> str:
         return f"{self.options} {LARGE_GRF_OPTION}".strip() if grf == "large" else self.options
@@ -215,15 +253,16 @@ class _Job:
         # IP and ocloc's identity, so both share local and remote entries.
         fields = dict(input_sha256=self.sha, target=ip, tool="ocloc", tool_version=self.ocloc_version,
                       tool_sha256=self.tiers.local.tool_sha256(self.ocloc), options=options)
-        key = CacheKey(**fields, flags=_JOB_FLAGS)  # type: ignore[arg-type]
-        log_key = CacheKey(**fields, flags=_JOB_FLAGS + (_LOG_FLAG,))  # type: ignore[arg-type]
+        key = CacheKey(**fields, flags=_JOB_FLAGS + self.format_args)  # type: ignore[arg-type]
+        log_key = CacheKey(**fields, flags=_JOB_FLAGS + self.format_args + (_LOG_FLAG,))  # type: ignore[arg-type]
         label = f"compile:{self.sha[:12]}:{ocloc_device}"
         data, _, writable = self.tiers.lookup(key, label)
         log, _, log_writable = self.tiers.lookup(log_key, label) if data is not None else (None, "", [])
         if data is not None and log is not None:
             return data, parse_spills(log.decode(errors="replace")), True
         try:
-            data, text = compile_device_logged(ocloc=self.ocloc, spirv=self.spv_path, device=ocloc_device, options=options)
+            data, text = compile_device_logged(ocloc=self.ocloc, spirv=self.spv_path, device=ocloc_device, options=options,
+                                               format_args=self.format_args)
         except ToolchainError as exc:
             from aotwheel.variables import DEVLIST
 

@@ -52,7 +52,10 @@ def cmd_configure(a: argparse.Namespace) -> int:
     from aotwheel.buildsteps.manifest import mark_events
 
     mark_events(Path(a.out).parent)
-    tc = discover(names, build_dir=Path(a.out).parent)
+    from aotwheel.backends.intel.ocloc import image_format
+    from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+    tc = discover(names, build_dir=Path(a.out).parent, image_format=image_format(a.image_format, IMAGE_FORMAT.name))
     write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
     if a.plan:
         from aotwheel.backends.intel.build.plan import build_plan
@@ -215,7 +218,8 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
                 return
             history.record(tiers.stores, a.cost_id, sha, history.split_cpu(cpu_s, devices))
     results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
-                        options=a.options, tiers=tiers, on_compiled=on_compiled)
+                        options=a.options, tiers=tiers, on_compiled=on_compiled,
+                        format_args=tuple(t.get("ocloc_format_args", ())))
     out = {}
     # ninja prints this only with -v or on failure; the cache's events.log is the record.
     for job, res in zip(jobs, results):
@@ -317,6 +321,7 @@ def _configure_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
     s.add_argument("--ir", action="store_true", help="keep SPIR-V for JIT: embedded, and generic_ir in the fat binaries")
     s.add_argument("--options", default="", help="the ocloc -options string")
+    s.add_argument("--image-format", default="", help="USE_AOT_IMAGE_FORMAT: zebin (default, also when empty) or legacy")
     s.add_argument("--clang-arg", action="append", help="extra clang argument (repeatable)")
     s.add_argument("--source-root", help="the top source tree (the SPIR-V cache's relative paths)")
     s.add_argument("--build-root", help="the top build tree (likewise)")

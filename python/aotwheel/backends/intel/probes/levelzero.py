@@ -114,8 +114,9 @@ def probe(library: str | None = None) -> ProbeResult:
                 rc = lib.zeDeviceGetProperties(ctypes.c_void_p(handle), ctypes.byref(props))
                 if rc != 0:
                     raise _ZeError("zeDeviceGetProperties", rc)
-                ip = format_ip(ip_from_u32(ext.ipVersion)) if ext.ipVersion else None
-                known = catalog.by_ip(ext.ipVersion) if ext.ipVersion else None
+                real = ext.ipVersion >> 22 != 0  # architecture 0 is a core number (22.43's OpenCL answers one), not an IP
+                ip = format_ip(ip_from_u32(ext.ipVersion)) if real else None
+                known = catalog.by_ip(ext.ipVersion) if real else None
                 if known is None and props.vendorId == INTEL_VENDOR_ID:
                     known = catalog.by_pci_id(props.deviceId)
                     ip = ip or (known.ip if known else None)

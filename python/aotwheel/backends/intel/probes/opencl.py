@@ -99,10 +99,13 @@ def describe(cl, platform, device, index: int = 0, lib_cache: list | None = None
             cache.append(_loaded_opencl_library())
         raw = _query_u32(cache[0], device.int_ptr, CL_DEVICE_IP_VERSION_INTEL)
         pci_id = _query_u32(cache[0], device.int_ptr, CL_DEVICE_ID_INTEL)
-        if raw:
+        if raw and raw >> 22:  # 22.43 answers a core number here (architecture 0), not an IP
             ip = format_ip(ip_from_u32(raw))
             known = load_catalog().by_ip(raw)
             catalog_name = known.name if known else None
+        elif pci_id:  # the PCI id names the product, as Level Zero's probe falls back to
+            known = load_catalog().by_pci_id(pci_id)
+            ip, catalog_name = (known.ip, known.name) if known else (None, None)
     il = getattr(device, "il_version", "") or ""
     return ProbedDevice(
         name=device.name.strip(),
