@@ -181,3 +181,25 @@ def test_nvcc_static_archive_counts_are_cuobjdumps(nvcc: str, tmp_path: Path) ->
     got = Counter((i.kind, (i.arch or "").replace("compute_", "sm_")) for i in fr.images)
     assert got == expected == Counter({("cubin", "sm_80"): 2, ("cubin", "sm_90"): 1, ("ptx", "sm_90"): 1, ("ptx", "sm_86"): 1})
     assert {i.section for i in fr.images} == {"a.o:.nv_fatbin", "b.o:__nv_relfatbin"}
+
+
+def test_amd_code_objects_in_rodata_are_carried_with_their_processor(tmp_path: Path) -> None:
+    from conftest import CLANG
+
+    require(CLANG)
+    (tmp_path / "k.cl").write_text("kernel void k(global float* a) { a[get_global_id(0)] += 1.0f; }\n")
+    objects = []
+    for cpu in ("gfx90a", "gfx1030"):  # clang-15's code objects (-c: relocatable, as the AMD tests build them)
+        out = tmp_path / f"k-{cpu}.co"
+        run([CLANG, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-nogpulib", "-O2", "-c",
+             str(tmp_path / "k.cl"), "-o", str(out)])
+        objects.append(out)
+    so = _asm_so(tmp_path, "libamd_carry.so", objects)
+    (fr,) = inspect(so).files
+    assert fr.carried is not None
+    assert [(i.offset, i.size, i.kind, i.arch) for i in fr.carried.images] == [
+        (*_where(so, objects[0]), "code-object", "gfx90a"), (*_where(so, objects[1], _where(so, objects[0])), "code-object", "gfx1030")]
+    assert [(t.arch, t.vendor) for t in fr.carried.native_targets] == [("gfx90a", "amd"), ("gfx1030", "amd")]
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(so), "--device", "gfx90a", "--json"], capture_output=True, text=True)
+    assert json.loads(proc.stdout)["verdicts"] == []  # no registered image: no verdict, the exit status as before
+    assert proc.returncode == 0
