@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from aotwheel.formats.region import Region
 
 CODE_OBJECT = ImageKind.declare("code-object")  # an HSA code object (offload bundle entry)
+_EM_AMDGPU_LE = (224).to_bytes(2, "little")  # codeobject.EM_AMDGPU, as an x86 host keeps it
 
 # HIP offload bundles, whole or in a host; code objects a library loads itself (read_carried).
 READS = ReadSpec(file_kinds=(ImageKind.BUNDLE,), sections=(".hip_fatbin",), carried=(b"\x7fELF",))
@@ -44,11 +45,11 @@ def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, dep
 def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
     """A code object (an EM_AMDGPU ELF whose header and sections lie inside ``region``) that the
     library loads itself (hipModuleLoadData): one native target, its processor from ``e_flags``."""
+    if region.size < 64 or region.read(18, 2, "ELF header") != _EM_AMDGPU_LE:
+        return 0  # before any import: codeobject imports dataclasses, which `aotwheel inspect` of a host library must not
     from aotwheel.backends.amd.codeobject import EM_AMDGPU, processor_name, read_code_object
     from aotwheel.formats.elf import standalone_size
 
-    if region.size < 64 or region.read(18, 2, "ELF header") != EM_AMDGPU.to_bytes(2, "little"):
-        return 0
     size = standalone_size(region, (EM_AMDGPU,))
     if size is None:
         return 0
