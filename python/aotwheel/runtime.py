@@ -270,6 +270,17 @@ def _cross_vendor(backend: Any, file: Any, code: Mapping[str, tuple[list[str], l
     return replace(v, remedy=backend.remedy(v))
 
 
+def _with_carried(v: Verdict, backend: Any, file: Any, device: Any, binary: str, compatibility: bool) -> Verdict:
+    """``v`` with the verdict on the images ``file`` keeps as data and loads itself
+    (``FileReport.carried``), decided as for any file; ``v`` itself when it keeps none."""
+    carried = getattr(file, "carried", None)
+    if carried is None or not carried.images:
+        return v
+    own = (_cross_vendor(backend, carried, _code_by_backend(carried), device, binary, compatibility)
+           or backend.decide(carried, device, binary=binary, compatibility=compatibility))
+    return replace(v, carried=own.verdict.value, carried_image=own.image)
+
+
 def served_elsewhere(verdicts: Sequence[Verdict]) -> frozenset[int]:
     """Indexes of ``other-vendor`` verdicts for a device that another binary of the same package
     serves (its vendor's code is there): "not for this device", not a failure. A package loads
@@ -355,8 +366,8 @@ def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = N
         backend = backends.for_device(dev)
         for f in readable:
             binary = f.path or path
-            verdicts.append(_cross_vendor(backend, f, code[id(f)], dev, binary, compatibility)
-                            or backend.decide(f, dev, binary=binary, compatibility=compatibility))
+            verdicts.append(_with_carried(_cross_vendor(backend, f, code[id(f)], dev, binary, compatibility)
+                                          or backend.decide(f, dev, binary=binary, compatibility=compatibility), backend, f, dev, binary, compatibility))
             keys.append(_device_key(dev, verdicts[-1]))
             counts.append(f.kernels)
     def cached() -> Mapping[int, Mapping[str, int]]:  # only OpenCL-probed devices have entries (aotwheel.opencl's cache)

@@ -219,11 +219,16 @@ class ReadSpec:
     # Its native targets have IP versions (Target.ip): ``aotwheel inspect``'s IP column shows "?"
     # for one it could not read, and "-" (does not apply) for the other vendors' targets.
     ip_versions: bool
+    # Magic numbers of standalone images a library may keep in its data sections and load itself
+    # (cuModuleLoadData, zeModuleCreate, hipModuleLoadData): the inspector finds each in a host
+    # ELF's data sections, outside the images a runtime registers, and hands it to read_carried.
+    carried: tuple[bytes, ...]
 
     def __init__(self, magic: tuple[bytes, ...] = (), file_kinds: tuple[str, ...] = (), sections: tuple[str, ...] = (),
                  image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = (),
                  order: int = 0, elf_kinds: tuple[tuple[int | None, int | None, str], ...] = (),
-                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (), ip_versions: bool = False) -> None:
+                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (), ip_versions: bool = False,
+                 carried: tuple[bytes, ...] = ()) -> None:
         self.magic = magic
         self.file_kinds = file_kinds
         self.sections = sections
@@ -235,3 +240,4 @@ class ReadSpec:
         self.offload_image_kinds = offload_image_kinds
         self.formats = formats
         self.ip_versions = ip_versions
+        self.carried = carried

@@ -199,6 +199,14 @@ class Reader(Protocol):
         """An embedded image (or an archive member of one, ``member``) of one of the spec's ``image_kinds``."""
         ...
 
+    def read_carried(self, walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
+        """A standalone image that may start at ``region``'s first byte (with ``magic``, one of the
+        spec's ``carried``; ``region`` runs to the end of the gap it was found in, inside data
+        section ``section``): when a full parse of its header accounts for its bytes, list it in
+        ``walk`` (the report of what the library loads itself) and return its size; else ``0``
+        (a chance match, or another vendor's image)."""
+        ...
+
     def spirv_in(self, img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
         """The SPIR-V module that image ``img`` of this vendor carries besides its native code
         (``load()`` gives its decompressed bytes), or ``None``."""

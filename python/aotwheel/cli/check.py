@@ -149,6 +149,8 @@ def run_check(args: argparse.Namespace) -> int:
                     fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild with" not in v.reason else ""
                     print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.summary}{_cached_label(cached.get(i))}{where} "
                           f"[rule {v.rule}] - {v.reason}{fix}")
+                    if v.carried is not None:  # images the library loads itself (issue 39): not in the verdict or exit status
+                        print(f"{indent}  carried, loaded by the library itself: {v.carried}{f' {v.carried_image}' if v.carried_image else ''}")
         if len(binaries) > 1:
             from aotwheel.runtime import summarize
 

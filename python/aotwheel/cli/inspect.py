@@ -138,16 +138,16 @@ def _size(n: int) -> str:
 def render(report: Report, *, show_all: bool = False) -> str:
     """Human output: a compact table and a summary line per binary with device code."""
     from aotwheel.model import ir_labels
-    from aotwheel.report import ir_name
+    from aotwheel.report import carried_summary, ir_name
 
     ir_kinds = ir_labels()  # the IR image kinds (the backends' too: the inspect that made the report imported their readers)
     out: list[str] = []
-    quiet = [f for f in report.files if not f.images and not f.error]
+    quiet = [f for f in report.files if not f.images and not f.error and f.carried is None]
     for fr in report.files:
         if fr.error:
             out.append(f"{fr.path}\n  error: {fr.error}")
             continue
-        if not fr.images and not show_all:
+        if not fr.images and fr.carried is None and not show_all:
             continue
         out.append(fr.path)
         ir_forms = [next(k for k in ir_kinds if k in (i.kind, i.content)) for i in fr.images if set(ir_kinds) & {i.kind, i.content}]
@@ -169,6 +169,8 @@ def render(report: Report, *, show_all: bool = False) -> str:
             out.extend(_table(fr))
             out.extend(f"  {line}" for line in _serves(fr))
         out.append("  " + summary(fr))
+        if (carried := carried_summary(fr)) is not None:  # images the library loads itself (issue 39)
+            out.append("  " + carried)
         out.extend(f"  warning: {w}" for w in fr.warnings)
     if quiet and not show_all:
         out.append(f"{len(quiet)} other binar{'ies' if len(quiet) != 1 else 'y'} without device code (--all lists them)")

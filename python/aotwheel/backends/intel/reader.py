@@ -34,7 +34,7 @@ IR_TRIPLE = "spir64"  # SYCL's triple of SPIR-V images
 # kernels only the IR serves.
 READS = ReadSpec(file_kinds=(ImageKind.AR, LEGACY), sections=(".tgtsym",), image_kinds=(ImageKind.AR, ZEBIN, LEGACY, CPU_AOT, IR_ELF),
                  ir_triples=((IR_TRIPLE, ImageKind.SPIRV),), suffixes=(".zebin",), elf_kinds=ELF_KINDS, formats=("zebin",),
-                 ip_versions=True)
+                 ip_versions=True, carried=(b"\x7fELF", b"\x03\x02\x23\x07"))  # library-loaded zebins and SPIR-V: read_carried
 # SPIR-V that a binary carries only inside a GPU fat binary (its generic_ir member, or an IR-only
 # ELF): the runtime never hands it to a CPU (issue 14).
 note_contained_ir(ImageKind.SPIRV, "generic_ir: Intel GPUs only")
@@ -77,6 +77,23 @@ def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, dep
 
         payload = ir_payload(region)
         walk.note_ir(sniff(payload.head(64)) if payload is not None else None)
+
+
+def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
+    """A zebin (an EM_INTELGT ELF whose header and sections lie inside ``region``) or a SPIR-V
+    module (header and instructions: standalone.spirv_size) that the library loads itself."""
+    from aotwheel.backends.intel.standalone import EM_INTELGT, SPIRV_MAGIC, spirv_size, zebin_size
+
+    if magic == SPIRV_MAGIC:
+        size = spirv_size(region)
+    elif region.size >= 52 and region.read(18, 2, "ELF header") == EM_INTELGT.to_bytes(2, "little"):
+        size = zebin_size(region)
+    else:
+        return 0  # another vendor's ELF
+    if size is None:
+        return 0
+    walk.add_image(region.sub(0, size, "standalone image"), triple=None, section=section)
+    return size
 
 
 def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
