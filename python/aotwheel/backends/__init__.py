@@ -223,12 +223,15 @@ class ReadSpec:
     # (cuModuleLoadData, zeModuleCreate, hipModuleLoadData): the inspector finds each in a host
     # ELF's data sections, outside the images a runtime registers, and hands it to read_carried.
     carried: tuple[bytes, ...]
+    # Its reader defines ``serves(file) -> list[str]``: ``aotwheel inspect``'s note on images that
+    # serve devices besides their own (Intel's shared members, such as 64.bmg).
+    serves: bool
 
     def __init__(self, magic: tuple[bytes, ...] = (), file_kinds: tuple[str, ...] = (), sections: tuple[str, ...] = (),
                  image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = (),
                  order: int = 0, elf_kinds: tuple[tuple[int | None, int | None, str], ...] = (),
                  offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (), ip_versions: bool = False,
-                 carried: tuple[bytes, ...] = ()) -> None:
+                 carried: tuple[bytes, ...] = (), serves: bool = False) -> None:
         self.magic = magic
         self.file_kinds = file_kinds
         self.sections = sections
@@ -241,3 +244,4 @@ class ReadSpec:
         self.formats = formats
         self.ip_versions = ip_versions
         self.carried = carried
+        self.serves = serves

@@ -212,6 +212,10 @@ class Reader(Protocol):
         (``load()`` gives its decompressed bytes), or ``None``."""
         ...
 
+    # Optional, declared by ``READS.serves`` (the inspector asks no reader without it):
+    # def serves(self, file: FileReport) -> list[str]: ``aotwheel inspect``'s note on images that
+    # serve devices besides their own.
+
 
 class Backend(Protocol):
     """What the core needs from one vendor (its binary :class:`Reader` is a module of its own, its

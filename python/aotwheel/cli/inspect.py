@@ -116,14 +116,14 @@ def _table(fr: FileReport) -> list[str]:
 
 
 def _serves(fr: FileReport) -> list[str]:
-    """Each backend's note on images that serve more devices than their own (its optional ``serves``)."""
-    from aotwheel import backends
+    """Each reader's note on images that serve more devices than their own (``READS.serves``)."""
+    from aotwheel.backends import readers
 
     lines: list[str] = []
     for vendor in dict.fromkeys(t.vendor for t in fr.native_targets):
-        serves = getattr(backends.get(vendor), "serves", None) if vendor in backends.names() else None
-        if serves is not None:
-            lines.extend(serves(fr))
+        reader = readers.by_name(vendor)
+        if reader is not None and reader.READS.serves:
+            lines.extend(reader.serves(fr))
     return lines
 
 

@@ -107,16 +107,6 @@ class IntelBackend:
             v = _shared(_per_driver_version(targets, ir, device, binary), targets)
         return self._finish(_opencl_bindless(v, targets, ir, device, file, binary), file)
 
-    def serves(self, file: FileReport) -> list[str]:
-        """``aotwheel inspect``'s per-image note: the devices an image serves natively besides its own
-        (a generic member such as 64.bmg, a plain zebin): :func:`.coverage.serves_lines`."""
-        targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != CPU_AOT and t.ip]
-        if not any(t.generic or not t.member for t in targets):
-            return []  # 64.<ip> members serve their own device only
-        from aotwheel.backends.intel.coverage import serves_lines
-
-        return serves_lines(targets)
-
     def prepare_probes(self) -> None:
         from aotwheel.backends.intel.probes.opencl import use_cpu_runtime_if_installed
 
