@@ -330,22 +330,27 @@ function(_aotwheel_ocloc_pool fn)
 endfunction()
 
 # _aotwheel_remote_settings(<path>): AOTWHEEL_REMOTE_CACHE, _READONLY and _TIMEOUT from the CMake
-# cache (-D, -C cmake.define.X=...) or else the environment, and the token from the CMake cache only
-# (from the environment the steps read it themselves), as NAME=value lines in <path> (mode 0600,
-# rewritten only on change): a file, not arguments, so the token never reaches build.ninja or
-# `ninja -v`. The ocloc and nvcc steps read it with --settings.
+# cache (-D, -C cmake.define.X=...) or else the environment, and the token and signing secret from
+# the CMake cache only (from the environment the steps read them themselves), as NAME=value lines
+# in <path> (rewritten only on change): a file, not arguments, so no secret reaches build.ninja or
+# `ninja -v`. It can hold a URL's password, a token or the secret (the steps ninja runs see no -D
+# value otherwise), so it is created empty with mode 0600 before anything is written into it
+# (docs/reliability.md). The ocloc and nvcc steps read it with --settings.
 function(_aotwheel_remote_settings path)
   set(text "")
   foreach(var IN ITEMS AOTWHEEL_REMOTE_CACHE AOTWHEEL_REMOTE_CACHE_READONLY AOTWHEEL_REMOTE_CACHE_TIMEOUT
-                       AOTWHEEL_REMOTE_CACHE_TOKEN)
+                       AOTWHEEL_REMOTE_CACHE_TOKEN AOTWHEEL_REMOTE_CACHE_SECRET)
     if(DEFINED ${var})
       string(APPEND text "${var}=${${var}}\n")
-    elseif(DEFINED ENV{${var}} AND NOT var STREQUAL "AOTWHEEL_REMOTE_CACHE_TOKEN")
+    elseif(DEFINED ENV{${var}} AND NOT var MATCHES "_(TOKEN|SECRET)$")
       string(APPEND text "${var}=$ENV{${var}}\n")
     endif()
   endforeach()
+  if(NOT EXISTS "${path}")
+    file(TOUCH "${path}")
+  endif()
+  file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE)  # before the text: never readable by others
   _aotwheel_write_if_changed("${path}" "${text}")
-  file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE)
 endfunction()
 
 # _aotwheel_write_if_changed(<path> <text>): write <path> only when its content differs, so that

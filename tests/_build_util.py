@@ -106,6 +106,7 @@ def build_env(cache: Path, **extra: str) -> dict[str, str]:
     env.pop("USE_AOT_DEVLIST", None)
     env.pop("USE_AOT_JIT_FALLBACK", None)
     env.pop("USE_AOT_COMPRESS", None)  # aotwheel's default (ON) unless a test says otherwise
+    env.pop("USE_AOT_MIN_DRIVER", None)  # the default floor unless a test states one
     env.update(extra)
     return env
 

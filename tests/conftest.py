@@ -29,7 +29,7 @@ if str(REPO) not in sys.path:  # benchmarks.servers: the real cache servers the 
 
 # Markers come from what a test uses: a test that requests one of these fixtures (directly, via
 # another fixture, or a module's ``pytestmark = pytest.mark.usefixtures(...)``) gets the marker.
-SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing", "aotwheel_wheel", "mypy"})
+SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing", "aotwheel_wheel", "mypy", "simulated_driver"})
 CUDA_FIXTURES = frozenset({"nvcc"})
 
 
@@ -211,6 +211,13 @@ def redis(tmp_path: Path) -> Any:
 def builds() -> None:
     """Requested by a test that builds: a CMake project configured and built, ``pip wheel`` /
     ``pip install`` of a project, a whole-project ninja run. Marks the test ``slow``."""
+
+
+@pytest.fixture(scope="session")
+def simulated_driver() -> None:
+    """Requested by a test that loads binaries on Intel's GPU driver in simulation mode
+    (``aotwheel.backends.intel.simulate``: a child process per device, a minute or two for every
+    device and shape). Marks the test ``slow``."""
 
 
 @pytest.fixture(scope="session")

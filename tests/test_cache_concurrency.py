@@ -40,7 +40,7 @@ EVENT = re.compile(
     r"^(hit|miss|store|corrupt|spirv-hit|spirv-remote-hit|spirv-compiled) [0-9a-f]{64} \S+ [0-9a-f]{12} \d+ \S*$"
 )  # kind key target build bytes label
 WARNING = "aotwheel: warning: device-code cache"
-MAGIC = b"aotwheel-cache-object 1 "
+MAGIC = b"aotwheel-cache-object 2 "
 
 
 def _project(root: Path) -> Path:
@@ -99,10 +99,11 @@ def _device_events(cache: Path) -> list[str]:
 
 
 def _payload_if_intact(obj: Path) -> bytes | None:
-    """Independent reading of one cache object: '<magic><sha256 hex>\\n<payload>'."""
+    """Independent reading of one cache object: '<magic><key> <sha256 hex> -\\n<payload>', the key
+    being the object's file name."""
     blob = obj.read_bytes()
     head, _, payload = blob.partition(b"\n")
-    if not head.startswith(MAGIC) or hashlib.sha256(payload).hexdigest() != head[len(MAGIC):].decode():
+    if not head.startswith(MAGIC) or head[len(MAGIC):].decode().split(" ") != [obj.stem, hashlib.sha256(payload).hexdigest(), "-"]:
         return None
     return payload
 

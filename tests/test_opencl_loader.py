@@ -218,7 +218,8 @@ def test_bad_images_are_one_clear_error(tmp_path, cpu_runtime):
 
     (tmp_path / "x.bin").write_bytes(b"\x7fELF" + bytes(32))
     for images, words in ((tmp_path / "x.bin", "neither SPIR-V nor"), (tmp_path / "missing.spv", "no such file"),
-                          ("no_such_module_xyz", "neither a file nor an importable module"), (3.5, "not float")):
+                          ("no_such_module_xyz", "neither a file nor an importable module"), (3.5, "not float"),
+                          (os.path.realpath(sys.executable), "nor an aotwheel-built extension \\(no embedded images\\)")):
         with pytest.raises(AotwheelError, match=words):
             device_code(images)  # type: ignore[arg-type]
 

@@ -53,7 +53,9 @@ def _file(name: str):
 
 
 def _gpu(name: str, ip: str | None = None, driver: str | None = None) -> ProbedDevice:  # test double: no Intel GPU here
-    return ProbedDevice(name=f"Intel GPU {name}", backend="opencl", kind="gpu", vendor="intel", ip=ip or NEW[name], catalog=name, driver=driver)
+    # Level Zero's view: the archive lookup alone (through OpenCL, ocloc 26.27's bindless dg2 images
+    # are rebuilt from IR besides: rule opencl-bindless, tests/test_driver_verdicts.py)
+    return ProbedDevice(name=f"Intel GPU {name}", backend="levelzero", kind="gpu", vendor="intel", ip=ip or NEW[name], catalog=name, driver=driver)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from aotwheel.backends.intel.catalog import Catalog, Device, format_ip, ip_from_u32, load_catalog, parse_ip
+from aotwheel.backends.intel.catalog import IP_FIELD_MAX, Catalog, Device, format_ip, ip_from_u32, load_catalog, parse_ip, valid_u32_ip
 from aotwheel.errors import DevlistError
 
 KEYWORDS = ("none", "native", "no-jit")  # the core resolver's words, offered as suggestions too
@@ -45,6 +45,13 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
     if sycl:  # a numeric SYCL arch the catalog does not list by that name: its IP
         token = ".".join(sycl.groups())
     if _IP_SHAPE.match(token) or _DECIMAL_IP.match(token):
+        if _DECIMAL_IP.match(token) and not valid_u32_ip(int(token)):
+            raise DevlistError(f"USE_AOT_DEVLIST: {raw} is not an IP version: a u32 holds arch:10 release:8 "
+                               f"reserved:8 revision:6 bits ({'over 32 bits' if int(token) > 0xFFFFFFFF else 'reserved bits set'}); "
+                               "name the device or its IP version (12.60.7)", raw, ())
+        if _IP_SHAPE.match(token) and parse_ip(token) is None:
+            raise DevlistError(f"USE_AOT_DEVLIST: {raw} is not an IP version: its fields hold at most "
+                               f"{'.'.join(map(str, IP_FIELD_MAX))}; name the device or its IP version (12.60.7)", raw, ())
         ip = parse_ip(token) if _IP_SHAPE.match(token) else ip_from_u32(int(token))
         dev = catalog.by_ip(ip) if ip else None
         if dev is None and ip:
@@ -133,7 +140,14 @@ def suggest(token: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, ...
             joined = f"{token}{joiner}{rest[0].lower()}"
             if catalog.by_name(joined) or catalog.group(joined):
                 return (joined,)
-    return tuple(difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6))
+    # A letter typed for a look-alike digit (acm-g1O, acm-gl0): the name it spells comes first.
+    plain = token.translate(_LOOK_ALIKES)
+    first = [plain] if plain != token and plain in vocabulary else []
+    close = difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6)
+    return tuple(dict.fromkeys([*first, *close]))[:3]
+
+
+_LOOK_ALIKES = str.maketrans({"o": "0", "l": "1", "i": "1"})
 
 
 def unknown_ip_message(raw: str, catalog: Catalog) -> str:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from aotwheel.backends.protocol import ImageWalk
     from aotwheel.formats.elf import ElfView, HostOffload
+    from aotwheel.report import FileReport
 
 CPU_TRIPLE = "spir64_x86_64"  # the name a CPU AOT image's native target carries
 GPU_TRIPLE = "spir64_gen"  # SYCL's triple of ocloc's GPU images
@@ -34,7 +35,8 @@ IR_TRIPLE = "spir64"  # SYCL's triple of SPIR-V images
 # kernels only the IR serves.
 READS = ReadSpec(file_kinds=(ImageKind.AR, LEGACY), sections=(".tgtsym",), image_kinds=(ImageKind.AR, ZEBIN, LEGACY, CPU_AOT, IR_ELF),
                  ir_triples=((IR_TRIPLE, ImageKind.SPIRV),), suffixes=(".zebin",), elf_kinds=ELF_KINDS, formats=("zebin",),
-                 ip_versions=True)
+                 ip_versions=True, carried=(b"\x7fELF", b"\x03\x02\x23\x07"),  # library-loaded zebins and SPIR-V: read_carried
+                 serves=True)
 # SPIR-V that a binary carries only inside a GPU fat binary (its generic_ir member, or an IR-only
 # ELF): the runtime never hands it to a CPU (issue 14).
 note_contained_ir(ImageKind.SPIRV, "generic_ir: Intel GPUs only")
@@ -77,6 +79,23 @@ def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, dep
 
         payload = ir_payload(region)
         walk.note_ir(sniff(payload.head(64)) if payload is not None else None)
+
+
+def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
+    """A zebin (an EM_INTELGT ELF whose header and sections lie inside ``region``) or a SPIR-V
+    module (header and instructions: standalone.spirv_size) that the library loads itself."""
+    from aotwheel.backends.intel.standalone import EM_INTELGT, SPIRV_MAGIC, spirv_size, zebin_size
+
+    if magic == SPIRV_MAGIC:
+        size = spirv_size(region)
+    elif region.size >= 52 and region.read(18, 2, "ELF header") == EM_INTELGT.to_bytes(2, "little"):
+        size = zebin_size(region)
+    else:
+        return 0  # another vendor's ELF
+    if size is None:
+        return 0
+    walk.add_image(region.sub(0, size, "standalone image"), triple=None, section=section)
+    return size
 
 
 def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
@@ -295,3 +314,14 @@ def _catalog_entry(ip: str | None) -> tuple[str | None, str | None]:
     if device is None:
         return None, None
     return device.name, gfx.RELEASE_CORE.get(device.release)
+
+
+def serves(file: FileReport) -> list[str]:
+    """``aotwheel inspect``'s per-image note: the devices an image serves natively besides its own
+    (a generic member such as 64.bmg, a plain zebin): :func:`.coverage.serves_lines`."""
+    targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != _CPU_AOT and t.ip]
+    if not any(t.generic or not t.member for t in targets):
+        return []  # 64.<ip> members serve their own device only
+    from aotwheel.backends.intel.coverage import serves_lines
+
+    return serves_lines(targets)

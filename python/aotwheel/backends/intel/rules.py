@@ -102,6 +102,7 @@ _COMPATIBILITY: dict[tuple[str, str], tuple[Release, Release | None]] = {
     ("30.0.4", "30.3.1"): ((26, 5), None), ("30.0.4", "30.4.4"): ((26, 5), None),         # -> WCL_A1, NVL_S_B0
     ("30.0.4", "30.5.4"): ((26, 14), None),                                                # -> NVL_U_B0
 }
+PRODUCT_CONFIG_SINCE: Release = (22, 53)  # validateTargetDevice compares the product-config note (7b8d1925a9); before: family and core
 MAPPING_SINCE: Release = (24, 45)   # validateTargetDevice consults the mapping (c65b45471b7f)
 LEGACY_IGNORED_SINCE: Release = (26, 18)  # a legacy image's device binary is ignored (25918894bc, 6def991ebd)
 LEGACY_LAST: Release = (26, 14)  # the last release before it that aotwheel models (its release tags: 26.14, then 26.18)
@@ -130,6 +131,7 @@ RULES = {
     "no-ip": "the runtime does not report the device's IP version",
     "no-match": "no native image and no IR",
     "no-device": "no device was found to decide for (aotwheel.runtime.check)",
+    "opencl-bindless": "OpenCL rebuilds a program with bindless kernels from IR (backends.intel.addressing)",
 }
 
 
@@ -267,6 +269,13 @@ def _validate(target: Any, device_ip: str, compatibility: bool, release: Release
         if want == product:
             return True, f"the zebin declares product family {product}, the device's (no product config: the driver checks the family)"
         return False, f"the zebin declares product family {product}, not the device's {want or 'unknown'}"
+    if fmt != "legacy" and t_ip and release is not None and release < PRODUCT_CONFIG_SINCE:
+        # 22.43's validateTargetDevice reads the product family and core notes only: any DG2 image serves any DG2.
+        mine, theirs = product_abbreviation(t_ip), product_abbreviation(device_ip)
+        if mine and mine == theirs:
+            return True, (f"compute-runtime before {release_text(PRODUCT_CONFIG_SINCE)} validates a zebin by product family and core "
+                          f"only ({mine}), not by its product config {t_ip}")
+        return False, f"its product family {mine or t_ip} differs from the device's {theirs or device_ip}"
     if fmt != "legacy" and t_ip:
         if t_ip == device_ip:
             return True, f"its product config {t_ip} equals the device's"

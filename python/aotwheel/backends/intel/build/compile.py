@@ -18,9 +18,10 @@ import hashlib
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,9 +72,12 @@ class DeviceBuild:
     spills: tuple[Spill, ...] = ()  # of the build that was kept
     retried_after_spills: tuple[Spill, ...] = ()  # of the small-GRF build that --grf auto replaced
     poisoned: tuple[str, ...] = ()  # kernels IGC replaced by fp64 poison stubs (a device without fp64)
+    member: str = ""  # its fat-binary member: 64.<ip>, or 64.<generic> for an image several devices share
+    serves: tuple[str, ...] = ()  # the listed devices it serves natively (coverage.py)
 
     def to_dict(self) -> dict[str, object]:
-        return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "grf": self.grf,
+        return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "member": self.member,
+                "serves": list(self.serves), "grf": self.grf,
                 "size": self.size, "cache_hit": self.cache_hit,
                 "spills": [s.__dict__ for s in self.spills],
                 "retried_after_spills": [s.__dict__ for s in self.retried_after_spills],
@@ -107,6 +111,7 @@ class CompileResult:
     ocloc_version: str = ""
     options: str = ""
     spirv: bytes | None = None  # kept for JIT fallback
+    coverage: dict[str, object] | None = None  # the coverage plan (coverage.Coverage.to_dict)
     image_format: str = "zebin"  # zebin, or legacy (patch-token) when asked for
 
     @property
@@ -117,7 +122,7 @@ class CompileResult:
         return {"spirv_sha256": self.spirv_sha256, "jit_fallback": self.jit_fallback, "ocloc": self.ocloc,
                 "ocloc_version": self.ocloc_version, "options": self.options, "image_format": self.image_format,
                 "size": len(self.fatbinary),
-                "devices": [b.to_dict() for b, _ in self.natives]}
+                "devices": [b.to_dict() for b, _ in self.natives], "coverage": self.coverage}
 
 
 def parse_spills(log: str) -> tuple[Spill, ...]:
@@ -155,11 +160,16 @@ def intel_devices(dl: Any) -> Any:
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True,
-                         image_format: str | None = None, format_source: str = "image_format") -> CompileResult:
+                         image_format: str | None = None, format_source: str = "image_format",
+                         min_driver: str | None = None,
+                         progress: Callable[[DeviceBuild, float, int, str], None] | None = None) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
     ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
     ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin);
-    ``format_source`` names how it was asked for in an error line (``--legacy-images``)."""
+    ``format_source`` names how it was asked for in an error line (``--legacy-images``).
+    ``min_driver``: the oldest driver release (``26.05``) every listed device runs natively on; its
+    images are planned for it (:mod:`aotwheel.backends.intel.coverage`; None: the default floor).
+    ``progress(build, seconds, images, image_format)`` is called as each image finishes (in this thread)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -183,6 +193,9 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     opts = with_field_options(opts, field_defaults)
     spirv = bytes(spirv)
     check_spirv(spirv)
+    from aotwheel.backends.intel.coverage import parse_release
+
+    parse_release(min_driver, "--min-driver / USE_AOT_MIN_DRIVER")  # a bad floor fails before anything runs
     dl = intel_devices(resolve(devlist, jit_fallback))
     keep_ir = jit_fallback and dl.jit_fallback
     if not dl.targets and not keep_ir:
@@ -198,6 +211,13 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     remote = config_from(os.environ, None)
     path, version, acronyms = ocloc_facts(cache)
     spellings = ocloc_spellings(list(dl.names), path, version, acronyms, hint="the device list")
+    from aotwheel.backends.intel import INTEL
+
+    # The fewest images the driver runs natively on every listed device from min_driver on (coverage.py).
+    coverage = dl.part(INTEL).coverage(min_driver, acronyms)
+    spellings |= ocloc_spellings([i.device for i in coverage.images if i.device not in spellings], path, version, acronyms,
+                                 hint="the device list")
+    images = {i.device: i for i in coverage.images}
     from aotwheel.backends.intel.build.toolchain import ocloc_format_args
 
     format_args = ocloc_format_args(cache, path, version, wanted,
@@ -205,17 +225,32 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     with tempfile.TemporaryDirectory(prefix="aotwheel-compile-") as tmp:
         spv_path = os.path.join(tmp, "input.spv")
         Path(spv_path).write_bytes(spirv)
-        tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly)  # remote stores as in a build
+        tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly,
+                      secret=remote.secret)  # remote stores as in a build
         job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers,
-                   format_args=format_args)
-        workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
+                   format_args=format_args, spirv_size=len(spirv))
+        workers = max(1, min(len(images), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
-            futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
-            natives = tuple(f.result() for f in futures)  # first failure (devlist order) raises
+            futures = [pool.submit(job.timed, i.device, i.ip, spellings[i.device], grf) for i in images.values()]
+
+            def planned(build: DeviceBuild) -> DeviceBuild:
+                return replace(build, member=images[build.device].member, serves=images[build.device].serves)
+
+            for done in as_completed(futures):  # said as each image finishes
+                if done.exception() is not None:
+                    for f in futures:
+                        f.cancel()  # not started yet: nothing more to wait for
+                    break
+                if progress is not None:
+                    (build, _), seconds = done.result()
+                    progress(planned(build), seconds, len(futures), wanted)
+            # first failure (plan order) raises
+            natives = tuple((planned(b), data) for (b, data), _ in (f.result() for f in futures if not f.cancelled()))
     from aotwheel.backends.intel.build.fatbin import ir_options
 
-    fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
-    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None, wanted)
+    fat = build_fatbin([(b.member.partition(".")[2], data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
+    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None,
+                         image_format=wanted, coverage=coverage.to_dict())
 
 
 @dataclass(frozen=True)
@@ -229,6 +264,12 @@ class _Job:
     options: str
     tiers: Tiers
     format_args: tuple[str, ...] = ()  # --format zebin / patchtokens, as this ocloc takes it
+    spirv_size: int = 0
+
+    def timed(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[tuple[DeviceBuild, bytes], float]:
+        """:meth:`build` and the seconds it took."""
+        began = time.monotonic()
+        return self.build(device, ip, ocloc_device, grf), time.monotonic() - began
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         first = "large" if grf == "large" else "small"
@@ -245,7 +286,7 @@ class _Job:
     def _one(self, ocloc_device: str, ip: str, grf: str) -> tuple[bytes, tuple[Spill, ...], bool]:
         """``(binary, spills, cache hit)``. The log is cached beside the binary so that a cache
         hit still knows about spills; a binary without its log is rebuilt."""
-        from aotwheel.backends.intel.build.ocloc_job import compile_device_logged
+        from aotwheel.backends.intel.build.ocloc_job import LOG_LIMIT, compile_device_logged, image_limit
         from aotwheel.buildsteps.cache import CacheKey
 
         options = self._options(grf)
@@ -256,8 +297,10 @@ class _Job:
         key = CacheKey(**fields, flags=_JOB_FLAGS + self.format_args)  # type: ignore[arg-type]
         log_key = CacheKey(**fields, flags=_JOB_FLAGS + self.format_args + (_LOG_FLAG,))  # type: ignore[arg-type]
         label = f"compile:{self.sha[:12]}:{ocloc_device}"
-        data, _, writable = self.tiers.lookup(key, label)
-        log, _, log_writable = self.tiers.lookup(log_key, label) if data is not None else (None, "", [])
+        data, _, writable = self.tiers.lookup(key, label, limit=image_limit(self.spirv_size))
+        # The log is looked up only beside a binary; without one, it goes wherever the binary
+        # goes (the stores that missed it), so that a second machine compiles nothing.
+        log, _, log_writable = self.tiers.lookup(log_key, label, limit=LOG_LIMIT) if data is not None else (None, "", writable)
         if data is not None and log is not None:
             return data, parse_spills(log.decode(errors="replace")), True
         try:

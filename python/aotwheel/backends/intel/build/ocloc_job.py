@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 # The SPIR-V travels once, in the fat binary's generic_ir member; per-device members omit it,
 # exactly as `ocloc compile -device a,b` does (its members equal `-exclude_ir` single builds).
 _FLAGS = ("-exclude_ir",)
+LOG_LIMIT = 4 << 20  # an ocloc log kept beside its binary: a remote answer beyond is refused unread
+
+
+def image_limit(spirv_size: int) -> int:
+    """The most bytes a native binary built from ``spirv_size`` bytes of SPIR-V may have, the
+    cap on a remote answer for it: zebins measured here are 0.3-4x their SPIR-V (kernels of this
+    repository, torch-xpu-ops); 64x and a 16 MiB floor leave room for any real one."""
+    return max(16 << 20, 64 * spirv_size)
 
 
 class JobResult(Value):
@@ -91,7 +99,7 @@ def run_job(
                     ocloc_version=ocloc_version, ocloc_sha256=tiers.local.tool_sha256(ocloc), options=options,
                     format_args=format_args)
     label = f"{Path(spirv).name}:{device}"
-    data, provenance, writable = tiers.lookup(key, label)
+    data, provenance, writable = tiers.lookup(key, label, limit=image_limit(Path(spirv).stat().st_size))
     if data is None:
         data = compile_device(ocloc=ocloc, spirv=spirv, device=device, options=options, format_args=format_args)
         tiers.store(key, data, label, writable)
@@ -128,7 +136,7 @@ def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: st
     for job in jobs:
         key = ocloc_key(spirv=blob, target=job.ip, ocloc=ocloc, ocloc_version=ocloc_version,
                         ocloc_sha256=tool_sha, options=options, format_args=format_args)
-        data, provenance, writable = tiers.lookup(key, f"{Path(spirv).name}:{job.ocloc_name}")
+        data, provenance, writable = tiers.lookup(key, f"{Path(spirv).name}:{job.ocloc_name}", limit=image_limit(len(blob)))
         if data is None:
             missing.append((job, key, writable))
         else:

@@ -77,12 +77,13 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
         tiers = Tiers.for_build(build_dir)
         tiers.local, cache.build = cache, tiers.local.build  # this cache, this build's events
         # CMake shows a configure step's stderr only when it fails: leave the once-per-build
-        # warning (and its marker) to the first ocloc edge, whose output ninja does show.
-        tiers.build_dir = None
+        # warning (and its marker) to the first ocloc edge, whose output ninja does show. A store
+        # that fails here is still marked down for the build's steps (no second timeout).
+        tiers.quiet = True
         key = _facts_key(cache.tool_sha256(path))
         data = None
         if tiers.stores:  # locally, tools/*.json above is the memo
-            data, _, writable = tiers.lookup(key, "ocloc-facts")
+            data, _, writable = tiers.lookup(key, "ocloc-facts", limit=1 << 20)
         if data is not None:
             try:
                 remote = json.loads(data)
