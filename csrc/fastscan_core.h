@@ -206,7 +206,8 @@ static inline int fs_ar_next(fs_ar *ar, fs_member *m) {
     while (ar->pos < size) {
         if (ar->pos + 1 == size) {
             const uint8_t *pad = fs_fetch(&ar->src, FS_SLOT_AR, ar->pos, 1);
-            return pad != NULL && pad[0] == '\n' ? FS_DONE : FS_DOUBT; /* odd-sized last member's pad byte */
+            /* odd-sized last member's pad byte (GNU ar writes '\n', compute-runtime's ArEncoder a NUL), as read_ar */
+            return pad != NULL && (pad[0] == '\n' || pad[0] == '\0') ? FS_DONE : FS_DOUBT;
         }
         const uint8_t *h = fs_fetch(&ar->src, FS_SLOT_AR, ar->pos, FS_AR_HEADER);
         if (h == NULL || h[58] != '`' || h[59] != '\n' || !fs_ascii(h, 16))
