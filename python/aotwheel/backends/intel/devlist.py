@@ -46,15 +46,19 @@ class IntelPart:
         from aotwheel.backends.intel.coverage import parse_release, plan
 
         cat = self.catalog or load_catalog()
+        devices, universe = [(t.name, t.ip) for t in self.targets], [(d.name, d.ip) for d in cat.devices]
         if acronyms is None and not cat.ocloc_version:
-            acronyms = _installed_acronyms()
+            # Ask the installed ocloc which generic names it knows only where one could serve the
+            # list: a build whose images all come from the remote cache starts no ocloc at all.
+            every = plan(devices, floor=parse_release(floor), generic=dict(cat.generic), named_generic=self.generic_named,
+                         universe=universe)
+            acronyms = _installed_acronyms() if any(i.generic for i in every.images) else frozenset()
         if acronyms is not None:
             generic = {g: root for g, root in cat.generic if g in acronyms}
         elif cat.ocloc_version:
             generic = {g: root for g, root in cat.generic if cat.source(g) != "catalog"}
         else:
             generic = dict(cat.generic)
-        devices, universe = [(t.name, t.ip) for t in self.targets], [(d.name, d.ip) for d in cat.devices]
         chosen = plan(devices, floor=parse_release(floor), generic=generic, named_generic=self.generic_named, universe=universe)
         if len(generic) < len(cat.generic):  # an older ocloc: say what a current one would save
             current = plan(devices, floor=chosen.floor, generic=dict(cat.generic), universe=universe)

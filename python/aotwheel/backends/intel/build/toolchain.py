@@ -68,12 +68,16 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
 
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
     facts = cache.tool_facts(path) if os.path.exists(path) else None
-    if facts and "version" in facts and "acronyms" in facts and "formats" in facts:
-        return path, facts["version"], frozenset(facts["acronyms"])
+    known = bool(facts and "version" in facts and "acronyms" in facts and "formats" in facts)
+    if known and (build_dir is None or not _remote_configured()):
+        return path, facts["version"], frozenset(facts["acronyms"])  # type: ignore[index]
     tiers = key = writable = None
     if build_dir is not None and os.path.isfile(path):
         from aotwheel.buildsteps.tiers import Tiers
 
+        # With a remote, configure asks it even when the facts are known here: the build's first
+        # request, made before its parallel steps start, so that a store that is down or hangs is
+        # found once and marked down for all of them (else each would wait its own deadline).
         tiers = Tiers.for_build(build_dir)
         tiers.local, cache.build = cache, tiers.local.build  # this cache, this build's events
         # CMake shows a configure step's stderr only when it fails: leave the once-per-build
@@ -84,6 +88,11 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
         data = None
         if tiers.stores:  # locally, tools/*.json above is the memo
             data, _, writable = tiers.lookup(key, "ocloc-facts", limit=1 << 20)
+        if known:  # the remote lacks them (ocloc_format_args may have asked ocloc first): push them
+            if data is None and writable:
+                doc = {k: facts[k] for k in ("version", "acronyms", "formats")}  # type: ignore[index]
+                tiers.push(writable, key, json.dumps(doc, sort_keys=True).encode(), "ocloc-facts")
+            return path, facts["version"], frozenset(facts["acronyms"])  # type: ignore[index]
         if data is not None:
             try:
                 remote = json.loads(data)
@@ -102,6 +111,12 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
     if tiers is not None and key is not None and writable is not None:
         tiers.push(writable, key, json.dumps(doc, sort_keys=True).encode(), "ocloc-facts")
     return path, found.version, found.acronyms
+
+
+def _remote_configured() -> bool:
+    from aotwheel.buildsteps.tiers import remote_configured
+
+    return remote_configured(os.environ, None)
 
 
 def ocloc_format_args(cache: DeviceCodeCache, path: str, version: str, image_format: str, *, source: str) -> tuple[str, ...]:
