@@ -189,7 +189,7 @@ def compile_kernels(kernels: Sequence[TritonKernel], devlist: Any, *, resolve: R
             raise AotwheelError(f"cannot read {k.spv}: {exc.strerror or exc}") from None
         opts = " ".join(w for w in (k.build_flags.strip(), options.strip()) if w)
         result = compile_spirv_report(spirv, dl, resolve=resolve, options=opts, jit_fallback=jit_fallback, grf=grf,
-                                      jobs=jobs, cache=cache, field_defaults=False)
+                                      jobs=jobs, cache=cache, field_defaults=False, append_as_triton=True)
         builds.append(TritonBuild(k, result, other))
     return builds
 

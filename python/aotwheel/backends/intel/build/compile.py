@@ -169,9 +169,12 @@ def intel_devices(dl: Any) -> Any:
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "default", jobs: int | None = None,
-                         cache: DeviceCodeCache | None = None, field_defaults: bool = True) -> CompileResult:
+                         cache: DeviceCodeCache | None = None, field_defaults: bool = True,
+                         append_as_triton: bool = False) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
-    ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out."""
+    ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
+    ``append_as_triton``: add a GRF option as Triton's ``make_spv`` does (``flags + " " + option``,
+    even to empty flags: ocloc's image differs with the option text's spacing)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -205,7 +208,8 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
         spv_path = os.path.join(tmp, "input.spv")
         Path(spv_path).write_bytes(spirv)
         tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly)  # remote stores as in a build
-        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers)
+        job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers,
+                   append_as_triton=append_as_triton)
         workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
             futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
@@ -226,6 +230,7 @@ class _Job:
     ocloc_version: str
     options: str
     tiers: Tiers
+    append_as_triton: bool = False
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         added = {"small": SMALL_GRF_OPTION, "large": LARGE_GRF_OPTION}.get(grf, "")
@@ -266,7 +271,7 @@ class _Job:
         from aotwheel.backends.intel.build.ocloc_job import compile_device_logged
         from aotwheel.buildsteps.cache import CacheKey
 
-        options = f"{self.options} {added}".strip()
+        options = f"{self.options} {added}" if added and self.append_as_triton else f"{self.options} {added}".strip()
         # The same portable key (schema 2) as the CMake build's ocloc jobs: content, the device's
         # IP and ocloc's identity, so both share local and remote entries.
         fields = dict(input_sha256=self.sha, target=ip, tool="ocloc", tool_version=self.ocloc_version,
