@@ -72,8 +72,9 @@ def target_ip(arch: object) -> str | None:
     return version if isinstance(version, str) and _IP.match(version) else None
 
 
-def read_kernel(metadata: Path) -> TritonKernel:
-    """The kernel whose metadata JSON is ``metadata`` (its SPIR-V is ``<name>.spv`` beside it)."""
+def read_kernel(metadata: Path, spv: Path | None = None) -> TritonKernel:
+    """The kernel whose metadata JSON is ``metadata``; its SPIR-V is ``spv``, else ``<name>.spv``
+    beside it (Triton's layout), else ``<stem>.spv``."""
     try:
         with metadata.open("rb") as f:
             raw = f.read(_MAX_METADATA + 1)
@@ -96,7 +97,9 @@ def read_kernel(metadata: Path) -> TritonKernel:
     flags = meta["build_flags"]
     if not isinstance(flags, str) or "\0" in flags:
         raise AotwheelError(f"{metadata}: build_flags is not option text")
-    spv = metadata.with_name(f"{meta['name']}.spv")
+    if spv is None:
+        spv = metadata.with_name(f"{meta['name']}.spv")
+        spv = spv if spv.is_file() else metadata.with_suffix(".spv")
     if not spv.is_file():
         raise AotwheelError(f"{metadata}: its SPIR-V {spv.name} is not beside it; pass the whole Triton cache entry")
     grf = meta.get("grf_mode")
@@ -120,7 +123,7 @@ def find_kernels(path: Path) -> list[TritonKernel]:
     one cache entry, or a folder of them at any depth (a cache, a package's kernel folder), in
     path order. A folder without any is an error."""
     if not path.is_dir():
-        return [read_kernel(path.with_suffix(".json") if path.suffix == ".spv" else path)]
+        return [read_kernel(path.with_suffix(".json"), path) if path.suffix == ".spv" else read_kernel(path)]
     found: list[TritonKernel] = []
     for root, dirs, files in os.walk(path):
         dirs.sort()
@@ -205,6 +208,12 @@ def write_kernels(builds: Sequence[TritonBuild], output: str) -> list[str]:
     import shutil
     import tempfile
 
+    seen: set[tuple[str, str]] = set()
+    for b in builds:
+        if (b.kernel.key, b.kernel.name) in seen:
+            raise AotwheelError(f"two kernels {b.kernel.name} in folders named {b.kernel.key}: their outputs would collide; "
+                                "compile them into separate folders")
+        seen.add((b.kernel.key, b.kernel.name))
     out = Path(output)
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST).is_file())):
         raise AotwheelError(f"{out} exists and is not an earlier aotwheel output for Triton kernels; name a new folder")
