@@ -54,13 +54,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-d", "--devlist", default=None,
                    help="devices, USE_AOT_DEVLIST grammar (default, or when empty: $USE_AOT_DEVLIST, else "
                    "$TORCH_XPU_ARCH_LIST, else aotwheel's default devlist)")
-    p.add_argument("-o", "--output", default=None, help="output file (fatbin) or folder (dir); default IN.ar / IN.d")
+    p.add_argument("-o", "--output", default=None, help="output file (fatbin) or folder (dir; a folder of Triton kernels); default IN.ar / IN.d / IN.aot")
     p.add_argument("--options", default="", help="ocloc -options, one string (e.g. \"-cl-fast-relaxed-math\"; the word "
                    "after --options is its value even when it starts with -), added to the field defaults (to build_flags for Triton)")
     p.add_argument("--no-field-defaults", action="store_true",
                    help="do not pass the ocloc options IPEX and torch-xpu-ops pass (-cl-intel-enable-auto-large-GRF-mode "
                    "-cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required); "
-                   "env USE_AOT_FIELD_DEFAULTS=OFF does the same")
+                   "env USE_AOT_FIELD_DEFAULTS=OFF does the same; Triton kernels never get them (their build_flags are the options)")
     p.add_argument("--format", choices=("fatbin", "dir"), default="fatbin",
                    help="fatbin: one ocloc-compatible ar; dir: <device>.bin per device (+ generic_ir.spv with JIT fallback)")
     p.add_argument("--grf", choices=("default", "small", "large", "auto"), default=None,
