@@ -182,20 +182,31 @@ def compile_kernels(kernels: Sequence[TritonKernel], devlist: Any, *, resolve: R
             raise DevlistError(mismatch_message(k, other).replace(" (--strict-target refuses)", "")
                                + "; or drop --strict-target to build anyway")
         plans.append((k, dl, other))
-    builds = []
-    for k, dl, other in plans:
+    for k, _dl, other in plans:
         if other:
             warnings.warn(mismatch_message(k, other), TargetMismatchWarning, stacklevel=2)
+
+    def build(plan: tuple[TritonKernel, Any, tuple[str, ...]], inner: int) -> TritonBuild:
+        k, dl, other = plan
         try:
             spirv = k.spv.read_bytes()
         except OSError as exc:
             raise AotwheelError(f"cannot read {k.spv}: {exc.strerror or exc}") from None
         opts = " ".join(w for w in (k.build_flags.strip(), options.strip()) if w)
         result = compile_spirv_report(spirv, dl, resolve=resolve, options=opts, jit_fallback=jit_fallback, grf=grf,
-                                      jobs=jobs, cache=cache, field_defaults=False, append_as_triton=True)
-        builds.append(TritonBuild(k, result, other))
-    return builds
+                                      jobs=inner, cache=cache, field_defaults=False, append_as_triton=True)
+        return TritonBuild(k, result, other)
 
+    # kernels in parallel too: a cache of single-device kernels would otherwise run one ocloc at a time
+    total = max(1, jobs or os.cpu_count() or 1)
+    outer = max(1, min(len(plans), total))
+    if outer == 1:
+        return [build(p, total) for p in plans]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=outer, thread_name_prefix="aotwheel-triton") as pool:
+        futures = [pool.submit(build, p, max(1, total // outer)) for p in plans]
+        return [f.result() for f in futures]  # the first failure, in kernel order, raises
 
 MANIFEST = "aotwheel-triton.json"
 
