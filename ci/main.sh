@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: install the toolchain, build aotwheel's own fat wheel with the default devlist
+# The main job: install the toolchain (ci/setup.sh: ocloc, clang, llvm-spirv, CMake, ninja, a .venv
+# with pip; no test dependencies), build aotwheel's own fat wheel with the default devlist
 # (USE_AOT_DEVLIST, default pvc,ats-m150) through real ocloc, install it, and print its report.
 set -euo pipefail
 cd "$(dirname "$0")/.."

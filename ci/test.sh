@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite: toolchain + .venv (ci/setup.sh), aotwheel installed from this checkout
-# with its test extras (a real fat-wheel build through ocloc), then pytest.
+# The whole test suite: toolchain, test tools + .venv with the test dependencies and the CPU
+# OpenCL runtime (ci/setup.sh --test), aotwheel installed from this checkout with its test extras
+# (a real fat-wheel build through ocloc), then pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash ci/setup.sh
+bash ci/setup.sh --test
 # Build aotwheel's wheel once, then install it (always, even at an unchanged version) and its test extras.
 wheeldir=$(mktemp -d)
 trap 'rm -rf "$wheeldir"' EXIT

@@ -277,7 +277,9 @@ endfunction()
 # for a split source. AOTWHEEL_SHARD=i/n (CMake variable, else the environment): the plan holds only
 # this shard's slice of the (source, device) jobs, weighed by the ocloc costs earlier builds
 # recorded in the remote stores of <work>/remote-settings (buildsteps/history.py); SHARD OFF (a list
-# with no device: no ocloc jobs to share out) ignores it.
+# with no device: no ocloc jobs to share out) ignores it. USE_AOT_IMAGE_FORMAT (CMake variable, else
+# the environment): zebin images (the default: `--format zebin` on every ocloc that offers it) or
+# legacy (patch-token images, where the ocloc still writes them; configure stops on one that cannot).
 function(_aotwheel_intel_plan fn work)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "NAME;IR;SHARD" "OPTIONS;SOURCES;CLANG_ARGS")  # OPTIONS: one value, maybe empty
   set(args "")
@@ -291,7 +293,7 @@ function(_aotwheel_intel_plan fn work)
   if(arg_IR)
     list(APPEND args --ir)
   endif()
-  foreach(var IN ITEMS AOTWHEEL_OCLOC_GROUPS AOTWHEEL_SHARD)
+  foreach(var IN ITEMS AOTWHEEL_OCLOC_GROUPS AOTWHEEL_SHARD USE_AOT_IMAGE_FORMAT)
     set(${var}_value "$ENV{${var}}")
     if(DEFINED ${var})
       set(${var}_value "${${var}}")
@@ -305,7 +307,8 @@ function(_aotwheel_intel_plan fn work)
   endif()
   _aotwheel_python(${fn} intel configure --devlist "${work}/devlist.json" --out "${work}/toolchain.json"
                    --plan "${work}/plan.json" --name "${arg_NAME}" "--groups=${AOTWHEEL_OCLOC_GROUPS_value}"
-                   "--options=${arg_OPTIONS}" --settings "${work}/remote-settings" --cost-prefix "${PROJECT_NAME}/${arg_NAME}"
+                   "--options=${arg_OPTIONS}" "--image-format=${USE_AOT_IMAGE_FORMAT_value}"
+                   --settings "${work}/remote-settings" --cost-prefix "${PROJECT_NAME}/${arg_NAME}"
                    --source-root "${CMAKE_SOURCE_DIR}" --build-root "${CMAKE_BINARY_DIR}" ${args})
 endfunction()
 
@@ -327,22 +330,27 @@ function(_aotwheel_ocloc_pool fn)
 endfunction()
 
 # _aotwheel_remote_settings(<path>): AOTWHEEL_REMOTE_CACHE, _READONLY and _TIMEOUT from the CMake
-# cache (-D, -C cmake.define.X=...) or else the environment, and the token from the CMake cache only
-# (from the environment the steps read it themselves), as NAME=value lines in <path> (mode 0600,
-# rewritten only on change): a file, not arguments, so the token never reaches build.ninja or
-# `ninja -v`. The ocloc and nvcc steps read it with --settings.
+# cache (-D, -C cmake.define.X=...) or else the environment, and the token and signing secret from
+# the CMake cache only (from the environment the steps read them themselves), as NAME=value lines
+# in <path> (rewritten only on change): a file, not arguments, so no secret reaches build.ninja or
+# `ninja -v`. It can hold a URL's password, a token or the secret (the steps ninja runs see no -D
+# value otherwise), so it is created empty with mode 0600 before anything is written into it
+# (docs/reliability.md). The ocloc and nvcc steps read it with --settings.
 function(_aotwheel_remote_settings path)
   set(text "")
   foreach(var IN ITEMS AOTWHEEL_REMOTE_CACHE AOTWHEEL_REMOTE_CACHE_READONLY AOTWHEEL_REMOTE_CACHE_TIMEOUT
-                       AOTWHEEL_REMOTE_CACHE_TOKEN)
+                       AOTWHEEL_REMOTE_CACHE_TOKEN AOTWHEEL_REMOTE_CACHE_SECRET)
     if(DEFINED ${var})
       string(APPEND text "${var}=${${var}}\n")
-    elseif(DEFINED ENV{${var}} AND NOT var STREQUAL "AOTWHEEL_REMOTE_CACHE_TOKEN")
+    elseif(DEFINED ENV{${var}} AND NOT var MATCHES "_(TOKEN|SECRET)$")
       string(APPEND text "${var}=$ENV{${var}}\n")
     endif()
   endforeach()
+  if(NOT EXISTS "${path}")
+    file(TOUCH "${path}")
+  endif()
+  file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE)  # before the text: never readable by others
   _aotwheel_write_if_changed("${path}" "${text}")
-  file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE)
 endfunction()
 
 # _aotwheel_write_if_changed(<path> <text>): write <path> only when its content differs, so that

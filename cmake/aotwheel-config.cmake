@@ -75,7 +75,8 @@ endfunction()
 #   <out>               canonical target names (a CMake list; empty for `none`)
 #   <out>_IPS           their IP versions (maj.min.rev)
 #   <out>_JIT_FALLBACK  ON or OFF
-#   <out>_OCLOC_DEVICE  the value for `ocloc -device` (comma-separated)
+#   <out>_OCLOC_DEVICE  the value for `ocloc -device` (comma-separated): one word per planned image (`bmg` where one
+#                       image serves the bmg devices: native coverage, USE_AOT_MIN_DRIVER)
 #   <out>_SYCL_TARGETS  the value for -fsycl-targets=
 #   <out>_CUDA          NVIDIA images (sm_XY cubins, compute_XY PTX; empty if none listed)
 #   <out>_CUDA_ARCHITECTURES  the same set in CMake's CUDA_ARCHITECTURES form (80-real;90)
@@ -152,6 +153,12 @@ function(_aotwheel_resolve_args out)
   if(ARG_TOOLCHAIN)
     list(INSERT args 1 --toolchain "${ARG_TOOLCHAIN}")
   endif()
+  # The resolver stops configure on a USE_AOT_* / AOTWHEEL_* / TORCH_XPU_* name close to one of
+  # aotwheel's (a typo): the environment's names, and these CMake variables' (aotwheel.varcheck).
+  get_cmake_property(names VARIABLES)
+  list(FILTER names INCLUDE REGEX "^(USE_AOT_|AOTWHEEL_|TORCH_XPU_)")
+  list(JOIN names "," names)
+  list(APPEND args "--check-variables=${names}")
   set(${out} "${args}" PARENT_SCOPE)
 endfunction()
 

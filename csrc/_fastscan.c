@@ -931,6 +931,74 @@ static PyObject *fatbin(PyObject *self, PyObject *args) {
     return out;
 }
 
+
+PyDoc_STRVAR(find_magics_doc, "find_magics(buf, start, size, needles, cap) -> [(position, index)]\n\n"
+                              "Every match of the byte strings needles (at most 8, each 2-16 bytes) wholly inside\n"
+                              "buf[start:start+size], as (position in buf, needle index) in position order (ties: the lowest\n"
+                              "index), at most cap of them: aotwheel.carried's search for standalone device images.");
+
+static PyObject *find_magics(PyObject *self, PyObject *args) {
+    PyObject *obj, *needles;
+    Py_ssize_t start, size, cap;
+    Py_buffer view;
+    const uint8_t *p;
+    fs_needle nd[FS_MAX_NEEDLES];
+    if (!PyArg_ParseTuple(args, "OnnO!n", &obj, &start, &size, &PyTuple_Type, &needles, &cap))
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(needles);
+    if (n < 1 || n > FS_MAX_NEEDLES) {
+        PyErr_SetString(PyExc_ValueError, "find_magics takes 1 to 8 needles");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *b = PyTuple_GetItem(needles, i);
+        if (b == NULL || !PyBytes_Check(b) || PyBytes_Size(b) < 2 || PyBytes_Size(b) > FS_MAX_NEEDLE) {
+            PyErr_SetString(PyExc_ValueError, "find_magics: each needle is bytes of 2 to 16");
+            return NULL;
+        }
+        nd[i].bytes = (const uint8_t *)PyBytes_AsString(b);
+        nd[i].len = (size_t)PyBytes_Size(b);
+    }
+    if (get_span(obj, start, size, &view, &p) < 0)
+        return NULL;
+    PyObject *out = PyList_New(0);
+    uint64_t pos = 0;
+    while (out && PyList_Size(out) < cap) {
+        int which = 0;
+        uint64_t at;
+        Py_BEGIN_ALLOW_THREADS
+        at = fs_find_needles(p, (uint64_t)size, pos, nd, (int)n, &which);
+        Py_END_ALLOW_THREADS
+        if (at >= (uint64_t)size)
+            break;
+        PyObject *row = Py_BuildValue("(ni)", start + (Py_ssize_t)at, which);
+        if (row == NULL || PyList_Append(out, row) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(row);
+        pos = at + 1;
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
+PyDoc_STRVAR(spirv_size_doc, "spirv_size(buf, start, size) -> int\n\n"
+                             "The bytes of the SPIR-V module at buf[start:start+size] (aotwheel.backends.intel.standalone.spirv_size's\n"
+                             "rules: header, instructions up to the last OpFunctionEnd), 0 when there is none.");
+
+static PyObject *spirv_size(PyObject *self, PyObject *args) {
+    PyObject *obj;
+    Py_ssize_t start, size;
+    Py_buffer view;
+    const uint8_t *p;
+    if (!PyArg_ParseTuple(args, "Onn", &obj, &start, &size))
+        return NULL;
+    if (get_span(obj, start, size, &view, &p) < 0)
+        return NULL;
+    uint64_t n = fs_spirv_extent(p, (uint64_t)size);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLongLong((unsigned long long)n);
+}
+
 static PyMethodDef methods[] = {
     {"relative_records", relative_records, METH_VARARGS, relative_records_doc},
     {"tgtimg", tgtimg, METH_VARARGS, tgtimg_doc},
@@ -941,6 +1009,8 @@ static PyMethodDef methods[] = {
     {"fat_binary", fat_binary, METH_VARARGS, fat_binary_doc},
     {"tgtsym", tgtsym, METH_VARARGS, tgtsym_doc},
     {"fatbin", fatbin, METH_VARARGS, fatbin_doc},
+    {"find_magics", find_magics, METH_VARARGS, find_magics_doc},
+    {"spirv_size", spirv_size, METH_VARARGS, spirv_size_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -206,7 +206,8 @@ static inline int fs_ar_next(fs_ar *ar, fs_member *m) {
     while (ar->pos < size) {
         if (ar->pos + 1 == size) {
             const uint8_t *pad = fs_fetch(&ar->src, FS_SLOT_AR, ar->pos, 1);
-            return pad != NULL && pad[0] == '\n' ? FS_DONE : FS_DOUBT; /* odd-sized last member's pad byte */
+            /* odd-sized last member's pad byte (GNU ar writes '\n', compute-runtime's ArEncoder a NUL), as read_ar */
+            return pad != NULL && (pad[0] == '\n' || pad[0] == '\0') ? FS_DONE : FS_DOUBT;
         }
         const uint8_t *h = fs_fetch(&ar->src, FS_SLOT_AR, ar->pos, FS_AR_HEADER);
         if (h == NULL || h[58] != '`' || h[59] != '\n' || !fs_ascii(h, 16))
@@ -830,6 +831,141 @@ static inline int fs_fatbin_name(const uint8_t *h, const fs_fatbin_entry *e, con
     *name = h + e->name_off;
     *n = k;
     return 1;
+}
+
+
+/* ---- Several magic numbers at once (aotwheel.carried: standalone device images in data) ---- */
+
+#define FS_MAX_NEEDLES 8
+#define FS_MAX_NEEDLE 16
+
+typedef struct {
+    const uint8_t *bytes;
+    size_t len; /* 2 .. FS_MAX_NEEDLE */
+} fs_needle;
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+/* fs_find_needles' vector loop with AVX2, 32 starts a step (run only where the CPU has AVX2):
+ * advances *pos past the blocks it cleared; a candidate's whole needle is compared as in SSE2. */
+__attribute__((target("avx2"))) static uint64_t fs_find_needles_avx2(const uint8_t *p, uint64_t size, uint64_t *pos, const fs_needle *nd,
+                                                                      int n, size_t longest, int *which) {
+    __m256i first[FS_MAX_NEEDLES], last[FS_MAX_NEEDLES];
+    for (int i = 0; i < n; ++i) {
+        first[i] = _mm256_set1_epi8((char)nd[i].bytes[0]);
+        last[i] = _mm256_set1_epi8((char)nd[i].bytes[nd[i].len - 1]);
+    }
+    uint64_t at0 = *pos;
+    for (; size >= longest && at0 <= size - longest && size - at0 - longest >= 32; at0 += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)(p + at0));
+        unsigned m = 0;
+        for (int i = 0; i < n; ++i) {
+            __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + at0 + nd[i].len - 1));
+            m |= (unsigned)_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(a, first[i]), _mm256_cmpeq_epi8(b, last[i])));
+        }
+        for (; m; m &= m - 1) {
+            uint64_t at = at0 + (uint64_t)__builtin_ctz(m);
+            for (int i = 0; i < n; ++i)
+                if (memcmp(p + at, nd[i].bytes, nd[i].len) == 0) {
+                    *which = i;
+                    *pos = at0;
+                    return at;
+                }
+        }
+    }
+    *pos = at0;
+    return size;
+}
+#endif
+
+/* The offset of the first match of any of the n needles wholly inside [pos, size) of p (ties: the
+ * lowest index, in *which); size when there is none. AVX2 (where the CPU has it) or SSE2 compares
+ * 32 or 16 starts at a time by each needle's first and last bytes, then the whole needle at the
+ * candidates; elsewhere byte by byte. */
+static inline uint64_t fs_find_needles(const uint8_t *p, uint64_t size, uint64_t pos, const fs_needle *nd, int n, int *which) {
+    size_t longest = 0, shortest = SIZE_MAX;
+    for (int i = 0; i < n; ++i) {
+        if (nd[i].len > longest)
+            longest = nd[i].len;
+        if (nd[i].len < shortest)
+            shortest = nd[i].len;
+    }
+    if (n <= 0 || shortest == 0 || size < shortest || pos > size - shortest)
+        return size; /* (a shorter needle may fit where the longest does not) */
+#if defined(__GNUC__) && defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2")) {
+        uint64_t at = fs_find_needles_avx2(p, size, &pos, nd, n, longest, which);
+        if (at < size)
+            return at;
+    }
+#endif
+#if defined(__SSE2__) && defined(__GNUC__)
+    __m128i first[FS_MAX_NEEDLES], last[FS_MAX_NEEDLES];
+    for (int i = 0; i < n; ++i) {
+        first[i] = _mm_set1_epi8((char)nd[i].bytes[0]);
+        last[i] = _mm_set1_epi8((char)nd[i].bytes[nd[i].len - 1]);
+    }
+    for (; size >= longest && pos <= size - longest && size - pos - longest >= 16; pos += 16) { /* every load stays inside p */
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(p + pos));
+        unsigned m = 0;
+        for (int i = 0; i < n; ++i) {
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + pos + nd[i].len - 1));
+            m |= (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first[i]), _mm_cmpeq_epi8(b, last[i])));
+        }
+        for (; m; m &= m - 1) {
+            uint64_t at = pos + (uint64_t)__builtin_ctz(m);
+            for (int i = 0; i < n; ++i)
+                if (memcmp(p + at, nd[i].bytes, nd[i].len) == 0) {
+                    *which = i;
+                    return at;
+                }
+        }
+    }
+#endif
+    for (; pos < size; ++pos)
+        for (int i = 0; i < n; ++i)
+            if (nd[i].len <= size - pos && memcmp(p + pos, nd[i].bytes, nd[i].len) == 0) {
+                *which = i;
+                return pos;
+            }
+    return size;
+}
+
+
+/* ---- SPIR-V module extent (aotwheel.backends.intel.standalone.spirv_size, same rules) ---- */
+
+/* The bytes of the SPIR-V module at p (little-endian words): the five-word header (magic, version
+ * 1.0-1.6 as 0x00MMmm00, generator, a bound in 1..2^24, schema 0), then instructions (word count
+ * << 16 | opcode) while they can be instructions (a word count >= 1 inside the data, an opcode <=
+ * 0x3FFF, not another module's magic), the first an OpCapability (17) and an OpMemoryModel (14)
+ * before any OpFunction (54); it ends after its last OpFunctionEnd (56). 0 when not a module. */
+static inline uint64_t fs_spirv_extent(const uint8_t *p, uint64_t size) {
+    if (size < 28)
+        return 0;
+    uint32_t version = fs_u32(p + 4), bound = fs_u32(p + 12);
+    if (fs_u32(p) != 0x07230203u || (version & 0xFF0000FFu) || (version >> 16) != 1 || ((version >> 8) & 0xFF) > 6 || bound == 0 ||
+        bound > (1u << 24) || fs_u32(p + 16) != 0)
+        return 0;
+    uint64_t words = size / 4, pos = 5, end = 0;
+    if (words > (1ull << 28))
+        words = 1ull << 28;
+    int memory_model = 0, first = 1;
+    while (pos < words) {
+        uint32_t word = fs_u32(p + 4 * pos), count = word >> 16, opcode = word & 0xFFFF;
+        if (count == 0 || count > words - pos || opcode > 0x3FFF || word == 0x07230203u)
+            break;
+        if (first && opcode != 17)
+            return 0;
+        first = 0;
+        if (opcode == 14)
+            memory_model = 1;
+        else if (opcode == 54 && !memory_model)
+            return 0;
+        pos += count;
+        if (opcode == 56)
+            end = pos;
+    }
+    return end && memory_model ? 4 * end : 0;
 }
 
 #endif

@@ -143,6 +143,30 @@ static void fatbin(const uint8_t *data, size_t size) {
     assert(seen + rejected == naive); /* every match outside the accepted containers: found, kept or rejected */
 }
 
+/* fs_find_needles against the plain definition: the first position where any needle matches
+ * (ties: the lowest index), from each match on, for the magic numbers aotwheel.carried looks for. */
+static void needles(const uint8_t *data, size_t size) {
+    static const uint8_t elf[] = {0x7f, 'E', 'L', 'F'}, spv[] = {0x03, 0x02, 0x23, 0x07};
+    static const char ver[] = ".version ";
+    const fs_needle nd[3] = {{elf, 4}, {(const uint8_t *)ver, 9}, {spv, 4}};
+    uint64_t pos = 0;
+    for (int k = 0; k < 64 && pos <= size; ++k) {
+        int which = -1, plain_which = -1;
+        uint64_t at = fs_find_needles(data, size, pos, nd, 3, &which), plain = size;
+        for (uint64_t q = pos; q < size && plain == size; ++q)
+            for (int i = 0; i < 3; ++i)
+                if (nd[i].len <= size - q && memcmp(data + q, nd[i].bytes, nd[i].len) == 0) {
+                    plain = q;
+                    plain_which = i;
+                    break;
+                }
+        assert(at == plain && (at == size || which == plain_which));
+        if (at >= size)
+            break;
+        pos = at + 1;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     copies c = {data, size, {NULL}};
     fs_src mem = fs_buffer(data, size), rd = {NULL, copy_read, &c, 0, size};
@@ -174,6 +198,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fs_tgtsym_free(&t);
     }
     fatbin(data, size);
+    needles(data, size);
+    uint64_t spv = fs_spirv_extent(data, size);
+    assert(spv == 0 || (spv % 4 == 0 && spv >= 28 && spv <= size));
     for (int i = 0; i < FS_SLOTS; ++i)
         free(c.slot[i]);
     return 0;

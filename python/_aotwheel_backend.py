@@ -28,6 +28,15 @@ def _defer() -> list[str]:
 
 
 def _check_devlist(config_settings: dict[str, Any] | None) -> None:
+    from aotwheel.config import all_variables, read
+    from aotwheel.errors import SettingError
+    from aotwheel.varcheck import check
+
+    try:  # a misspelled variable (USE_AOT_DEV_LIST=...) would build the default list: configure's check, first
+        check({n: "environment" for n in os.environ}, (v.name for v in all_variables()), read().allow_undeclared)
+    except SettingError as exc:
+        print(f"aotwheel: error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
     settings = config_settings or {}
     if any("USE_AOT_DEVLIST" in key and key != _DEVLIST_SETTING for key in settings):
         return  # another spelling (cmake.args, ...): configure judges it
@@ -48,12 +57,18 @@ def _check_devlist(config_settings: dict[str, Any] | None) -> None:
 
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None) -> str:
     _check_devlist(config_settings)
-    return _skbuild.build_wheel(wheel_directory, config_settings, metadata_directory)
+    from aotwheel.pep517 import locked  # concurrent builds of this checkout take turns (build/{wheel_tag})
+
+    with locked():
+        return _skbuild.build_wheel(wheel_directory, config_settings, metadata_directory)
 
 
 def build_editable(wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None) -> str:
     _check_devlist(config_settings)
-    return _skbuild.build_editable(wheel_directory, config_settings, metadata_directory)
+    from aotwheel.pep517 import locked
+
+    with locked():
+        return _skbuild.build_editable(wheel_directory, config_settings, metadata_directory)
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:

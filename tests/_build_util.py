@@ -106,6 +106,7 @@ def build_env(cache: Path, **extra: str) -> dict[str, str]:
     env.pop("USE_AOT_DEVLIST", None)
     env.pop("USE_AOT_JIT_FALLBACK", None)
     env.pop("USE_AOT_COMPRESS", None)  # aotwheel's default (ON) unless a test says otherwise
+    env.pop("USE_AOT_MIN_DRIVER", None)  # the default floor unless a test states one
     env.update(extra)
     return env
 
@@ -182,14 +183,17 @@ def disassemble(binary: Path, device: str, iga_platform: str, workdir: Path) -> 
     for heap in sorted(dump.glob("*_KernelHeap.dat")):
         text = run(["iga64", "-d", f"-p={iga_platform}", str(heap)]).stdout
         out[heap.name.removesuffix("_KernelHeap.dat")] = text
-    if not out and (dump / "sections.txt").is_file():
+    zebin = binary.read_bytes()[18:20] == (205).to_bytes(2, "little")  # e_machine EM_INTELGT (docs/formats.md §3)
+    if not out and ((dump / "sections.txt").is_file() or zebin):
         # ocloc 26's disasm of a zebin lists its sections but writes no kernel assembly without its
-        # IGA library: each .text.<kernel> section is the kernel's code, disassembled here by iga64.
+        # IGA library, and 22.43's writes nothing for a zebin: each .text.<kernel> section is the
+        # kernel's code, disassembled here by iga64 (IGC's .text.Intel_Symbol_Table_Void_Program
+        # stub is no kernel).
         from elftools.elf.elffile import ELFFile
 
         with open(binary, "rb") as f:
             for sec in ELFFile(f).iter_sections():
-                if sec.name.startswith(".text.") and sec.data_size:
+                if sec.name.startswith(".text.") and sec.data_size and sec.name != ".text.Intel_Symbol_Table_Void_Program":
                     heap = workdir / f"{binary.name}.{sec.name[6:]}.isa"
                     heap.write_bytes(sec.data())
                     out[sec.name[6:]] = run(["iga64", "-d", f"-p={iga_platform}", str(heap)]).stdout

@@ -49,30 +49,45 @@ def spirv(source: str | Path, name: str) -> Path:
     return out
 
 
-def fat_binary(devices: str, *, ir: bool = True) -> Path:
-    """ocloc's fat binary (ar) of the tiny kernel for ``devices`` (e.g. "pvc,acm-g10")."""
+def _format_args(legacy: bool) -> list[str]:
+    """zebin images (``--format zebin`` where this ocloc offers it), as aotwheel builds them; or
+    ocloc's own default, the legacy patch-token images of Debian 12's 22.43, when ``legacy``."""
+    from conftest import ocloc_zebin_args, require_legacy_ocloc
+
+    if legacy:
+        require_legacy_ocloc()
+        return []
+    return ocloc_zebin_args()
+
+
+def fat_binary(devices: str, *, ir: bool = True, legacy: bool = False) -> Path:
+    """ocloc's fat binary (ar) of the tiny kernel for ``devices`` (e.g. "pvc,acm-g10"): zebin
+    images, or (``legacy``) Debian 12's ocloc's legacy ones (skips where ocloc writes zebin only)."""
     require("ocloc")
     spv = spirv(TINY_KERNEL, "tiny")
-    name = f"fat_{devices.replace(',', '_')}{'' if ir else '_noir'}"
+    name = f"fat_{devices.replace(',', '_')}{'' if ir else '_noir'}{'_legacy' if legacy else '_zebin'}"
     out = CACHE / name
+    fmt = _format_args(legacy)  # asked before the cache: a legacy test skips where ocloc cannot write legacy images
     if not out.exists():
-        args = ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices, "-output", name]
+        args = ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices, "-output", name, *fmt]
         _run(args + ([] if ir else ["-exclude_ir"]), cwd=CACHE)  # no -out_dir: the ar lands in cwd
     return out
 
 
-def single_binary(device: str) -> Path:
+def single_binary(device: str, *, legacy: bool = False) -> Path:
     """GNU ar archive holding one ocloc native image as member 64.<ip> and no generic_ir: a
-    fat binary "built with JIT fallback off" for one device."""
+    fat binary "built with JIT fallback off" for one device (zebin, or ``legacy`` as fat_binary)."""
     require("ocloc", "ar")
     spv = spirv(TINY_KERNEL, "tiny")
     member = {"pvc": PVC_MEMBER, "acm-g10": ACM_G10_MEMBER}[device]
-    out = CACHE / f"only_{device}.ar"
+    kind = "legacy" if legacy else "zebin"
+    out = CACHE / f"only_{device}_{kind}.ar"
+    fmt = _format_args(legacy)
     if not out.exists():
-        work = CACHE / f"only_{device}"
+        work = CACHE / f"only_{device}_{kind}"
         work.mkdir(exist_ok=True)
         _run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "k",
-              "-output_no_suffix", "-exclude_ir", "-out_dir", str(work)])
+              "-output_no_suffix", "-exclude_ir", "-out_dir", str(work), *fmt])
         (image,) = [p for p in work.iterdir() if p.name.startswith("k")]  # "k" with -output_no_suffix
         shutil.copy(image, work / member)
         _run(["ar", "rc", str(out), member], cwd=work)

@@ -101,7 +101,7 @@ def fetch_wheel(pin: tuple[str, str, str]) -> Path:
     if not path.is_file():
         dest.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--platform", "manylinux2014_x86_64", "-d", str(dest), requirement],
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", *_platform_args(filename), "-d", str(dest), requirement],
             capture_output=True, text=True, check=False, timeout=600,
         )
         if proc.returncode != 0 or not path.is_file():
@@ -109,6 +109,14 @@ def fetch_wheel(pin: tuple[str, str, str]) -> Path:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert digest == sha256, f"{filename}: sha256 {digest} is not the pinned {sha256}"
     return path
+
+
+def _platform_args(filename: str) -> list[str]:
+    """pip download's ``--platform`` (each of the file's platform tags) and, for a CPython tag,
+    ``--python-version``: what fetches exactly the pinned file on any host."""
+    _name, _version, python, _abi, platform = filename.removesuffix(".whl").split("-")[-5:]
+    args = [a for p in platform.split(".") for a in ("--platform", p)]
+    return args + (["--python-version", f"{python[2]}.{python[3:]}"] if python.startswith("cp") else [])
 
 
 def wheel_member(pin: tuple[str, str, str], member: str) -> Path:

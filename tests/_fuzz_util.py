@@ -106,6 +106,20 @@ def zebin_seed() -> Path:
     return _ocloc("pvc.zebin", "pvc", "--format", "zebin")
 
 
+def carried_so_seed() -> Path:
+    """A host .so whose .rodata holds a zebin and a SPIR-V module as plain data (what a library
+    loads itself: aotwheel.carried), the hot spots of both headers inside the file."""
+    zebin, spv = zebin_seed(), spirv_seed()
+
+    def make(tmp: Path) -> None:
+        asm = tmp.with_suffix(".s")
+        asm.write_text(f'.section .rodata\n.balign 16\n.incbin "{zebin}"\n.balign 16\n.incbin "{spv}"\n'
+                       ".text\n.globl anchor\nanchor: ret\n")
+        _run(["gcc", "-shared", "-fPIC", "-nostdlib", "-o", str(tmp), str(asm)])
+
+    return _cached("carried.so", make)
+
+
 def fat_seed() -> Path:
     return _ocloc("fat.ar", "pvc,acm-g10")
 
@@ -430,6 +444,19 @@ def parse_legacy(data: bytes, scratch: Path) -> None:
     _each(first, lambda: parse_inspect(data, scratch))
 
 
+def parse_carried(data: bytes, scratch: Path) -> None:
+    """The standalone-image parsers on the whole input (as if it started at a magic match), then
+    the inspector's search of a host's data sections (aotwheel.carried, deep mode)."""
+    from aotwheel.backends.amd.codeobject import EM_AMDGPU
+    from aotwheel.backends.intel.standalone import EM_INTELGT, spirv_size
+    from aotwheel.backends.nvidia.standalone import EM_CUDA, ptx_text
+    from aotwheel.formats.elf import standalone_size
+
+    region = _region(data)
+    _each(lambda: standalone_size(region, (EM_CUDA, EM_INTELGT, EM_AMDGPU)), lambda: spirv_size(region),
+          lambda: ptx_text(region), lambda: parse_inspect(data, scratch))
+
+
 def parse_spirv(data: bytes, scratch: Path) -> None:
     from aotwheel.formats.spirv import read_spirv
 
@@ -533,6 +560,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("hip-fatbin", parse_hip_fatbin, (hip_fatbin_seed,)),
     Target("bundle", parse_bundle, (amd_bundle_seed,)),
     Target("cpu-aot", parse_cpu_aot, (cpu_aot_seed,)),
+    Target("carried", parse_carried, (carried_so_seed,)),
 )}
 
 

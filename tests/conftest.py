@@ -29,7 +29,7 @@ if str(REPO) not in sys.path:  # benchmarks.servers: the real cache servers the 
 
 # Markers come from what a test uses: a test that requests one of these fixtures (directly, via
 # another fixture, or a module's ``pytestmark = pytest.mark.usefixtures(...)``) gets the marker.
-SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing", "aotwheel_wheel", "mypy"})
+SLOW_FIXTURES = frozenset({"builds", "installed_aotwheel", "large_binaries", "fuzzing", "aotwheel_wheel", "mypy", "simulated_driver"})
 CUDA_FIXTURES = frozenset({"nvcc"})
 
 
@@ -73,6 +73,27 @@ def unbuildable_devices() -> list[str]:
 
     words = ocloc_device_words()
     return [d.name for d in load_catalog().devices if d.name in FIRST_OCLOC and not ({d.name, *d.aliases} & words)]
+
+
+_FORMATS: list[list[str]] = []
+
+
+def ocloc_formats() -> list[str]:
+    """The ``--format`` values the installed ocloc's ``compile --help`` lists (22.43: zebin,
+    patchtokens; 26.x: zebin). Asked of ocloc, once."""
+    import re
+
+    if not _FORMATS:
+        proc = subprocess.run(["ocloc", "compile", "--help"], capture_output=True, text=True, check=False)
+        _FORMATS.append(re.findall(r"^\s*--format\s+(\w+)\s+-", proc.stdout + proc.stderr, re.M))
+    return list(_FORMATS[0])
+
+
+def ocloc_zebin_args() -> list[str]:
+    """``["--format", "zebin"]`` when the installed ocloc offers ``--format zebin`` (22.43 and 26.x
+    do), else ``[]``: what a reference ocloc run adds to equal aotwheel's builds, which write zebin
+    on every ocloc that can (docs/formats.md §10)."""
+    return ["--format", "zebin"] if "zebin" in ocloc_formats() else []
 
 
 _LEGACY: list[bool] = []
@@ -190,6 +211,13 @@ def redis(tmp_path: Path) -> Any:
 def builds() -> None:
     """Requested by a test that builds: a CMake project configured and built, ``pip wheel`` /
     ``pip install`` of a project, a whole-project ninja run. Marks the test ``slow``."""
+
+
+@pytest.fixture(scope="session")
+def simulated_driver() -> None:
+    """Requested by a test that loads binaries on Intel's GPU driver in simulation mode
+    (``aotwheel.backends.intel.simulate``: a child process per device, a minute or two for every
+    device and shape). Marks the test ``slow``."""
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import REPO, build_env, compile_spirv, embedded_images, logged_runs, ocloc_logger, require, run, unzstd
-from conftest import CLANG, LLVM_SPIRV
+from conftest import CLANG, LLVM_SPIRV, ocloc_zebin_args
 
 pytestmark = pytest.mark.usefixtures("builds")
 
@@ -40,7 +40,7 @@ EVENT = re.compile(
     r"^(hit|miss|store|corrupt|spirv-hit|spirv-remote-hit|spirv-compiled) [0-9a-f]{64} \S+ [0-9a-f]{12} \d+ \S*$"
 )  # kind key target build bytes label
 WARNING = "aotwheel: warning: device-code cache"
-MAGIC = b"aotwheel-cache-object 1 "
+MAGIC = b"aotwheel-cache-object 2 "
 
 
 def _project(root: Path) -> Path:
@@ -78,7 +78,7 @@ def reference(tmp_path_factory) -> bytes:
     # With the options CMake builds pass by default (IPEX's / torch-xpu-ops' ocloc options, docs/formats.md).
     field = "-cl-intel-enable-auto-large-GRF-mode -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required"
     run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(DEVICES), "-output", "fat",
-         "-options", field], cwd=work)
+         *ocloc_zebin_args(), "-options", field], cwd=work)  # zebin: what the build writes wherever ocloc can
     return (work / "fat").read_bytes()
 
 
@@ -99,10 +99,11 @@ def _device_events(cache: Path) -> list[str]:
 
 
 def _payload_if_intact(obj: Path) -> bytes | None:
-    """Independent reading of one cache object: '<magic><sha256 hex>\\n<payload>'."""
+    """Independent reading of one cache object: '<magic><key> <sha256 hex> -\\n<payload>', the key
+    being the object's file name."""
     blob = obj.read_bytes()
     head, _, payload = blob.partition(b"\n")
-    if not head.startswith(MAGIC) or hashlib.sha256(payload).hexdigest() != head[len(MAGIC):].decode():
+    if not head.startswith(MAGIC) or head[len(MAGIC):].decode().split(" ") != [obj.stem, hashlib.sha256(payload).hexdigest(), "-"]:
         return None
     return payload
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, logged_runs, ocloc_logger, require, run
-from conftest import CLANG, LLVM_SPIRV, ocloc_output, unbuildable_devices
+from conftest import CLANG, LLVM_SPIRV, ocloc_formats, ocloc_output, ocloc_zebin_args, unbuildable_devices
 
 KERNELS = REPO / "csrc" / "kernels"
 
@@ -71,7 +71,9 @@ def aotwheel(*args: str, cwd: Path, cache: Path, ocloc: Path | None = None) -> s
 
 def ocloc_fat(spv: Path, devices: str, cwd: Path, *extra: str) -> Path:
     # A multi-device compile writes the ar named by -output into the cwd.
-    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices, "-output", "ref", *extra], cwd=cwd)
+    # aotwheel writes zebin on every ocloc that offers --format zebin (22.43's own default is legacy).
+    fmt = [] if "--format" in extra else ocloc_zebin_args()
+    run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", devices, "-output", "ref", *fmt, *extra], cwd=cwd)
     return cwd / "ref"
 
 
@@ -146,17 +148,18 @@ def test_format_dir_writes_one_native_binary_per_device(spv, tmp_path):
     for device in ("pvc", "acm-g10"):
         single = tmp_path / f"single-{device}"
         run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "x",
-             "-out_dir", str(single), "-output_no_suffix", "-exclude_ir", "-options", FIELD])
+             "-out_dir", str(single), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args(), "-options", FIELD])
         assert (out / f"{device}.bin").read_bytes() == ocloc_output(single, "x").read_bytes()
 
 
 def test_grf_auto_rebuilds_the_spilling_device_with_large_grf(spilling_spv, tmp_path):
     # What ocloc itself says about this kernel, straight from ocloc:
     small = subprocess.run(["ocloc", "compile", "-file", str(spilling_spv), "-spirv_input", "-device", "pvc", "-output", "s",
-                            "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir"], capture_output=True, text=True)
+                            "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args()], capture_output=True, text=True)
     assert small.returncode == 0 and "spilled" in small.stdout + small.stderr
     large = subprocess.run(["ocloc", "compile", "-file", str(spilling_spv), "-spirv_input", "-device", "pvc", "-output", "l",
-                            "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", "-options", "-cl-intel-256-GRF-per-thread"],
+                            "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args(), "-options",
+                            "-cl-intel-256-GRF-per-thread"],
                            capture_output=True, text=True)
     assert large.returncode == 0 and "spilled" not in large.stdout + large.stderr
 
@@ -187,7 +190,7 @@ def test_field_defaults_pick_large_grf_for_the_spilling_kernel(spilling_spv, tmp
     # ocloc 22.43 itself, with the field's options: no spill warning (auto large GRF chose 256
     # registers), where the plain build above spills; aotwheel compile reports the same.
     ref = subprocess.run(["ocloc", "compile", "-file", str(spilling_spv), "-spirv_input", "-device", "pvc", "-output", "f",
-                          "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", "-options", FIELD],
+                          "-out_dir", str(tmp_path), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args(), "-options", FIELD],
                          capture_output=True, text=True)
     assert ref.returncode == 0 and "spilled" not in ref.stdout + ref.stderr
     out = tmp_path / "k.ar"
@@ -229,6 +232,65 @@ def test_bad_input_is_one_line_exit_2_nothing_written(spv, tmp_path, case, devli
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("aotwheel: error: "), (case, proc.stderr)
         assert not out.exists(), case
+
+
+def _elf_kind(image: bytes) -> str:
+    """zebin (e_machine 205, EM_INTELGT) or legacy (e_type 0xFF04), read from the ELF header here
+    (docs/formats.md §3), not through aotwheel."""
+    e_type, e_machine = int.from_bytes(image[16:18], "little"), int.from_bytes(image[18:20], "little")
+    return "zebin" if e_machine == 205 else "legacy" if e_type == 0xFF04 else f"e_type {e_type:#x}"
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_legacy_images_only_when_asked_and_only_where_ocloc_writes_them(spv, tmp_path, how):
+    default = tmp_path / "z.ar"
+    assert aotwheel("compile", str(spv), "-d", "pvc,acm-g10", "-o", str(default), cwd=tmp_path, cache=tmp_path / "c").returncode == 0
+    assert {_elf_kind(data) for name, data in members(default, tmp_path / "z").items() if name != "generic_ir"} == {"zebin"}
+    out = tmp_path / "l.ar"
+    args, env = (["--legacy-images"], {}) if how == "flag" else ([], {"USE_AOT_IMAGE_FORMAT": "legacy"})
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "compile", str(spv), "-d", "pvc,acm-g10", "-o", str(out), *args], cwd=tmp_path,
+                          env={**build_env(tmp_path / "c", PYTHONPATH=PYTHONPATH), **env}, capture_output=True, text=True)
+    if "patchtokens" in ocloc_formats():  # Debian 12's ocloc 22.43: --format patchtokens, also its own default
+        assert proc.returncode == 0, proc.stderr
+        ours = members(out, tmp_path / "ours")
+        assert {_elf_kind(data) for name, data in ours.items() if name != "generic_ir"} == {"legacy"}
+        ref = tmp_path / "ref"
+        ref.mkdir()
+        assert ours == members(ocloc_fat(spv, "pvc,acm-g10", ref, "--format", "patchtokens", "-options", FIELD), tmp_path / "theirs")
+    else:  # ocloc 26.x writes zebin only: one line saying so, nothing written
+        assert proc.returncode == 2
+        lines = proc.stderr.strip().splitlines()
+        asked = "--legacy-images" if how == "flag" else "USE_AOT_IMAGE_FORMAT=legacy"
+        assert len(lines) == 1 and "writes zebin images only" in lines[0] and lines[0].startswith(f"aotwheel: error: {asked}:"), proc.stderr
+        assert not out.exists()
+
+
+def test_an_unknown_image_format_is_one_line(spv, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "compile", str(spv), "-d", "pvc", "-o", str(tmp_path / "x.ar")], cwd=tmp_path,
+                          env={**build_env(tmp_path / "c", PYTHONPATH=PYTHONPATH), "USE_AOT_IMAGE_FORMAT": "patchtokens"},
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        "aotwheel: error: USE_AOT_IMAGE_FORMAT='patchtokens' is not an image format; use zebin (the default) or legacy"]
+    assert not (tmp_path / "x.ar").exists()
+
+
+def test_fp64_poisoned_kernels_are_named_per_device(tmp_path):
+    require(CLANG, LLVM_SPIRV, "ocloc")
+    (tmp_path / "k.cl").write_text("__kernel void axpy64(double a, __global double *y) { y[get_global_id(0)] *= a; }\n"
+                                   "__kernel void twice(__global float *x) { x[get_global_id(0)] *= 2.0f; }\n")
+    compile_spirv(tmp_path / "k.cl", tmp_path / "k.spv")
+    for _ in range(2):  # built, then from the cache: the report reads the image itself
+        proc = aotwheel("compile", str(tmp_path / "k.spv"), "-d", "pvc,ats-m150", "--json", "-o", str(tmp_path / "k.ar"), cwd=tmp_path,
+                        cache=tmp_path / "c")
+        assert proc.returncode == 0, proc.stderr
+        assert {d["device"]: d["poisoned"] for d in json.loads(proc.stdout)["devices"]} == {"pvc": [], "acm-g10": ["axpy64"]}
+    text = aotwheel("compile", str(tmp_path / "k.spv"), "-d", "ats-m150", "-o", str(tmp_path / "k.ar"), cwd=tmp_path, cache=tmp_path / "c")
+    assert "poisoned (return without computing): axpy64" in text.stdout
+    # What ocloc itself said while building it for acm-g10 (its log, not aotwheel's reading):
+    ref = subprocess.run(["ocloc", "compile", "-file", str(tmp_path / "k.spv"), "-spirv_input", "-device", "acm-g10", "-output", "r",
+                          "-out_dir", str(tmp_path / "r"), "-output_no_suffix", *ocloc_zebin_args(), "-options", FIELD],
+                         capture_output=True, text=True)
+    assert "Removing unsupported FP64 function: 'axpy64'" in ref.stdout + ref.stderr
 
 
 def test_spirv_that_ocloc_rejects_is_one_line_naming_the_device(tmp_path):

@@ -72,10 +72,12 @@ def test_records_on_real_stores_and_damaged_or_foreign_ones_are_ignored(kind, tm
         assert history.read([store], "p/rc/a", "sha-old") == {}  # this very source: a sibling's write
         assert history.read([store], "p/rc/other", "sha-new") == {}
         key = history.record_key("p/rc/a")
-        doc = json.loads(unpack_object(store.get(key)))
+        doc = json.loads(unpack_object(store.get(key), key)[0])
         assert doc["id"] == "p/rc/a" and doc["generations"][0]["source_sha256"] == "sha-old"
-        for bad in (b"garbage", pack_object(b"not json"), pack_object(json.dumps({"format": "x"}).encode()),
-                    pack_object(b'{"format": "aotwheel-ocloc-costs", "version": 1, "generations": [{"cpu_s": 3}]}')):
+        for bad in (b"garbage", pack_object(b"not json", key), pack_object(json.dumps({"format": "x"}).encode(), key),
+                    pack_object(b'{"format": "aotwheel-ocloc-costs", "version": 1, "generations": [{"cpu_s": 3}]}', key),
+                    # a well-formed record of this id, stored under another key: not this record
+                    pack_object(unpack_object(store.get(key), key)[0] or b"", history.record_key("p/rc/b"))):
             store.put(key, bad)
             assert history.read([store], "p/rc/a", "sha-new") == {}
         history.record([store], "p/rc/a", "sha-old", {"pvc": 1.0})  # a damaged record is replaced
@@ -93,7 +95,7 @@ def test_an_unreachable_store_is_asked_once_per_plan(tmp_path):
     store = HttpStore(f"http://127.0.0.1:{port}/aot", None, Timeouts(0.5, 0.5))
     asked = []
     real_get = store.get
-    store.get = lambda key: asked.append(key) or real_get(key)  # type: ignore[method-assign]
+    store.get = lambda key, *limit: asked.append(key) or real_get(key, *limit)  # type: ignore[method-assign]
     jobs = tmp_path / "jobs.tsv"
     for stem in ("a", "b", "c"):
         (tmp_path / f"{stem}.cl").write_text(f"// {stem}\n")
@@ -149,7 +151,7 @@ def _records(store) -> dict[str, dict]:
     for stem in "abc":
         blob = store.get(history.record_key(f"hist/rc/{stem}"))
         if blob is not None:
-            out[stem] = json.loads(unpack_object(blob))
+            out[stem] = json.loads(unpack_object(blob, history.record_key(f"hist/rc/{stem}"))[0])
     return out
 
 

@@ -21,8 +21,9 @@ PACKAGE = REPO / "python" / "aotwheel"
 MODULE_OF = {"pyelftools": "elftools", "zstandard": "zstandard", "packaging": "packaging", "lz4": "lz4"}
 # Imported only on an opted-in path: the `selftest` extra (numpy, pyopencl), a SYCL or PyTorch
 # installation the user already has (dpctl, torch), aotwheel.setuptools inside a setuptools build,
-# `aotwheel variant` labelling wheels (the `variants` extra; the provider plugin itself needs none).
-OPTIONAL = {"numpy", "pyopencl", "dpctl", "torch", "setuptools", "variantlib"}
+# `aotwheel variant` labelling wheels (the `variants` extra; the provider plugin itself needs none),
+# aotwheel.pep517 inside a scikit-build-core build (a project's build-system.requires names both).
+OPTIONAL = {"numpy", "pyopencl", "dpctl", "torch", "setuptools", "variantlib", "scikit_build_core"}
 
 
 def _imported() -> dict[str, set[str]]:

@@ -75,10 +75,12 @@ def test_downstream_default_devlist_against_installed_aotwheel(installed_aotwhee
     assert sorted(ar_members(unzstd(fat), tmp_path)) == sorted([PVC_MEMBER, ACM_G10_MEMBER, "generic_ir"])
     assert not (unpacked / "aotdemo" / "_demo.c").exists()  # sources stay out of the wheel
 
-    code = "import aotdemo, json; print(json.dumps([(t, b.hex()) for t, b in aotdemo.images()]))"
+    code = "import aotdemo, json; print(json.dumps([(t, s, b.hex()) for t, s, b in aotdemo.images()]))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(unpacked)}, check=True)
-    images = [(t, bytes.fromhex(h)) for t, h in json.loads(run.stdout)]
+    found = json.loads(run.stdout)
+    assert {s for _, s, _ in found} == {"saxpy.cl"}  # (triple, source, bytes): the loader's contract
+    images = [(t, bytes.fromhex(h)) for t, _, h in found]
     assert [(t, unzstd(b)[:4]) for t, b in images] == [("spir64_gen", b"!<ar"), ("spir64", SPIRV_MAGIC)]
     assert images[0][1] == fat
 

@@ -402,3 +402,71 @@ def test_leaf_images_are_untracked_and_an_object_without_collector_support_is_le
     assert gc.is_tracked(Image(0, 0, 0, "spirv", None, False)) and not gc.is_tracked(made[0])
     made, stop, kinds = mod.leaves(spirv, 0, 0, [Leaf()], 0, 1, 0, lambda *args: float(len(args)), -1)
     assert (made, stop, kinds) == ([7.0], 1, ["spirv"])
+
+
+@needs_fastscan
+def test_find_magics_finds_what_find_finds() -> None:
+    """aotwheel.carried's search (one C pass for several magic numbers) against bytes.find, on
+    random data with the magic numbers planted at every alignment, overlapping and at the edges."""
+    import random
+
+    from aotwheel import carried
+
+    fs = fastscan.module()
+    assert hasattr(fs, "find_magics"), "aotwheel._fastscan was built without find_magics"
+    needles = (b"\x7fELF", b".version ", b"\x03\x02\x23\x07")
+    # A short magic fits where the longest does not (the fuzzer's first finding).
+    assert fs.find_magics(b"\x7fELF", 0, 4, needles, 9) == [(0, 0)]
+    assert fs.find_magics(b"..\x03\x02\x23\x07", 1, 5, needles, 9) == [(2, 2)]
+    rng = random.Random(39)
+    for trial in range(200):
+        data = bytearray(rng.randrange(256) for _ in range(rng.randrange(0, 600)))
+        for _ in range(rng.randrange(0, 6)):
+            needle = rng.choice(needles)
+            at = rng.randrange(0, len(data) + 1)
+            data[at:at] = needle
+        data = bytes(data)
+        lo = rng.randrange(0, len(data) + 1)
+        hi = rng.randrange(lo, len(data) + 1)
+        plain = sorted((at, i) for i, n in enumerate(needles) for at in _all(data, n, lo, hi))
+        cap = rng.choice((1, 3, 1 << 20))
+        assert fs.find_magics(data, lo, hi - lo, needles, cap) == [tuple(x) for x in plain][:cap], trial
+        with pytest.MonkeyPatch.context() as mp:  # the Python search of the same module agrees
+            mp.setenv("AOTWHEEL_NO_FASTSCAN", "1")
+            assert carried._hits(data, lo, hi, needles, 1 << 20) == plain
+
+
+def _all(data: bytes, needle: bytes, lo: int, hi: int) -> list[int]:
+    out, pos = [], lo
+    while (at := data.find(needle, pos, hi)) >= 0:
+        out.append(at)
+        pos = at + 1
+    return out
+
+
+@needs_fastscan
+def test_spirv_size_in_c_is_the_python_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The carried SPIR-V module's extent (backends.intel.standalone.spirv_size) in C and in Python,
+    on clang-15 + llvm-spirv-15 output, with bytes after it, cut short and mutated."""
+    import random
+
+    from aotwheel.backends.intel.standalone import spirv_size
+
+    spv = _seed(fu.spirv_seed)
+    fs = fastscan.module()
+    assert hasattr(fs, "spirv_size"), "aotwheel._fastscan was built without spirv_size"
+    rng = random.Random(39)
+    inputs = [spv, spv + spv, spv + bytes(64), spv[: len(spv) // 2], spv[:28]]
+    for _ in range(300):
+        data = bytearray(rng.choice(inputs[:3]))
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.randrange(0, len(data))
+            data[at] = rng.randrange(256)
+        inputs.append(bytes(data))
+    for data in inputs:
+        region = Region(data, "spv")
+        c = spirv_size(region)
+        monkeypatch.setenv("AOTWHEEL_NO_FASTSCAN", "1")
+        assert spirv_size(region) == c
+        monkeypatch.delenv("AOTWHEEL_NO_FASTSCAN")
+    assert spirv_size(Region(spv + spv, "spv")) == len(spv)  # the first module ends where the second begins

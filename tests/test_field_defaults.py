@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, ar_extract, ar_members, build_env, compile_spirv, embedded_images, require, run
-from conftest import CLANG, LLVM_SPIRV
+from conftest import CLANG, LLVM_SPIRV, ocloc_zebin_args
 
 pytestmark = pytest.mark.usefixtures("builds")
 
@@ -51,7 +51,8 @@ def _ocloc(spv: Path, device: str, out: Path, *options: str) -> subprocess.Compl
     out.mkdir(parents=True, exist_ok=True)
     extra = ["-options", " ".join(options)] if options else []
     return subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "x",
-                           "-out_dir", str(out), "-output_no_suffix", "-exclude_ir", *extra], capture_output=True, text=True)
+                           "-out_dir", str(out), "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args(), *extra],
+                          capture_output=True, text=True)  # zebin, as aotwheel writes wherever ocloc offers it
 
 
 def _written(out: Path) -> bytes:

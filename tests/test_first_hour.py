@@ -186,9 +186,9 @@ def test_activated_venv_shows_the_cpu_device_to_dpctl_too() -> None:
     OpenCL device as `aotwheel devices` does, without sourcing .venv/opencl-cpu.env by hand."""
     activate = REPO / ".venv" / "bin" / "activate"
     if not activate.is_file() or not (REPO / ".venv" / "opencl-cpu.env").is_file():
-        pytest.skip("no .venv with the CPU OpenCL runtime here (bash ci/setup.sh makes it)")
+        pytest.skip("no .venv with the CPU OpenCL runtime here (bash ci/test.sh makes it)")
     if subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-c", "import dpctl"], capture_output=True).returncode != 0:
-        pytest.skip("dpctl is not installed in .venv (ci/setup.sh installs it)")
+        pytest.skip("dpctl is not installed in .venv (bash ci/test.sh installs it)")
     env = {k: v for k, v in os.environ.items() if k not in ("OCL_ICD_VENDORS", "OCL_ICD_FILENAMES", "VIRTUAL_ENV")}
     code = "import dpctl; print(sum(d.is_cpu for d in dpctl.get_devices()))"
     proc = subprocess.run(["bash", "-c", f". .venv/bin/activate && python -c '{code}'"], cwd=REPO, capture_output=True, text=True,

@@ -172,7 +172,8 @@ def test_property_any_string_resolves_or_raises_devlist_error(text: str) -> None
         return
     assert isinstance(result, DevList)
     cat = load_catalog()
-    assert all(cat.by_ip(t.ip) is t for t in result.targets)
+    # the catalog's device for its IP, or a stepping of compute-runtime's tables named by its IP (20.1.4)
+    assert all(cat.by_ip(t.ip) is t or (t.name == t.ip and cat.by_ip(t.ip) is None and not t.shipping) for t in result.targets)
     assert len({t.name for t in result.targets}) == len(result.targets)
 
 

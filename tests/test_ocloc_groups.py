@@ -47,7 +47,7 @@ from _build_util import (
     require,
     run,
 )
-from conftest import CLANG, LLVM_SPIRV, ocloc_output
+from conftest import CLANG, LLVM_SPIRV, ocloc_output, ocloc_zebin_args
 
 KERNELS = REPO / "csrc" / "kernels"
 SIX = ["pvc", "acm-g10", "tgllp", "dg1", "acm-g11", "adl-p"]
@@ -226,9 +226,10 @@ def spvs(tmp_path_factory) -> dict[str, Path]:
     return {p.stem: (compile_spirv(p, d / f"{p.stem}.spv"), d / f"{p.stem}.spv")[1] for p in sorted(KERNELS.glob("*.cl"))}
 
 
-def _single(spv: Path, device: str, cwd: Path, options: str = "") -> bytes:
-    """A single-device `ocloc -exclude_ir` build, run here directly (not through aotwheel)."""
-    extra = ["-options", options] if options else []
+def _single(spv: Path, device: str, cwd: Path, options: str = "", zebin: bool = False) -> bytes:
+    """A single-device `ocloc -exclude_ir` build, run here directly (not through aotwheel);
+    ``zebin``: with `--format zebin` where this ocloc offers it, as a CMake build passes it."""
+    extra = (ocloc_zebin_args() if zebin else []) + (["-options", options] if options else [])
     run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", f"one_{device}",
          "-output_no_suffix", "-exclude_ir", *extra], cwd=cwd)
     return ocloc_output(cwd, f"one_{device}").read_bytes()
@@ -272,11 +273,11 @@ def _ocloc_version(work: Path) -> str:
     return (work / "OCL_DRIVER_VERSION").read_text().strip(" \0\n")
 
 
-def _group(spv: Path, out: Path, cache: Path, ocloc: str, devices: list[str], options: str = "") -> list:
+def _group(spv: Path, out: Path, cache: Path, ocloc: str, devices: list[str], options: str = "", format_args: tuple[str, ...] = ()) -> list:
     jobs = [GroupJob(d, d, ocloc_ip(d), out / f"{spv.stem}.{d}.bin") for d in devices]
     tiers = Tiers(local=DeviceCodeCache(cache), build_dir=out)
     return run_group(spirv=str(spv), jobs=jobs, ocloc=ocloc, ocloc_version=_ocloc_version(out / "q"), options=options,
-                     tiers=tiers)
+                     tiers=tiers, format_args=format_args)
 
 
 def test_group_caches_per_device_and_runs_ocloc_only_for_misses(spvs, tmp_path):
@@ -318,8 +319,9 @@ def test_entries_of_aotwheel_compile_serve_a_group(spvs, tmp_path):
     run([sys.executable, "-m", "aotwheel", "compile", str(spv), "-d", "pvc,acm-g11", "-o", str(tmp_path / "c.ar")], env=env)
     compiled = len(logged_runs(log, "compile"))
     assert compiled >= 2
-    # aotwheel compile passes the field's options by default, as CMake's edges do: same options, same entries.
-    got = _group(spv, tmp_path / "out", cache, str(wrapper), ["pvc", "acm-g11"], options=FIELD)
+    # aotwheel compile passes the field's options and `--format zebin` (where this ocloc offers it) by
+    # default, as CMake's edges do: same options, same entries.
+    got = _group(spv, tmp_path / "out", cache, str(wrapper), ["pvc", "acm-g11"], options=FIELD, format_args=tuple(ocloc_zebin_args()))
     assert len(logged_runs(log, "compile")) == compiled and [r.provenance for r in got] == ["local", "local"]
     for d in ("pvc", "acm-g11"):
         ar_extract(tmp_path / "c.ar", f"64.{ocloc_ip(d)}", tmp_path / f"m.{d}")
@@ -403,7 +405,7 @@ def test_build_has_one_ocloc_edge_per_source_and_group(tmp_path, setting, builds
     # Same members as a one-device-per-edge build would have: each equals a single-device ocloc build.
     spv = tmp_path / "b" / "aotwheel" / "grp" / "a.spv"
     for d in ("pvc", "tgllp"):
-        assert (tmp_path / "b" / "aotwheel" / "grp" / f"a.{d}.bin").read_bytes() == _single(spv, d, tmp_path, FIELD)
+        assert (tmp_path / "b" / "aotwheel" / "grp" / f"a.{d}.bin").read_bytes() == _single(spv, d, tmp_path, FIELD, zebin=True)
     # A fresh build tree on the warm cache: no ocloc at all.
     before = len(_files(logged_runs(log)))
     _build(src, tmp_path / "b2", env)
@@ -514,7 +516,7 @@ def test_four_sources_two_devices_two_cores_one_process_per_source_and_identical
         # The CMake build passes the field's ocloc options by default (IPEX's -options string,
         # docs/formats.md): the reference run gets the same.
         run(["ocloc", "compile", "-file", str(planned / f"{stem}.spv"), "-spirv_input", "-device", "pvc,acm-g10",
-             "-output", "fat", "-options", FIELD], cwd=ref)
+             "-output", "fat", *ocloc_zebin_args(), "-options", FIELD], cwd=ref)
         assert (planned / f"{stem}.fatbin").read_bytes() == (ref / "fat").read_bytes(), stem
     # Per-device cache entries, as before: 4 sources x 2 devices.
     assert len(_device_entries(tmp_path / "cache-planned")) == 8

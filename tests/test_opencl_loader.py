@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from _build_util import PYTHONPATH, REPO, compile_spirv, require
-from conftest import CLANG, LLVM_SPIRV
+from conftest import CLANG, LLVM_SPIRV, ocloc_zebin_args, require_legacy_ocloc
 
 KERNELS = REPO / "csrc" / "kernels"
 
@@ -218,7 +218,8 @@ def test_bad_images_are_one_clear_error(tmp_path, cpu_runtime):
 
     (tmp_path / "x.bin").write_bytes(b"\x7fELF" + bytes(32))
     for images, words in ((tmp_path / "x.bin", "neither SPIR-V nor"), (tmp_path / "missing.spv", "no such file"),
-                          ("no_such_module_xyz", "neither a file nor an importable module"), (3.5, "not float")):
+                          ("no_such_module_xyz", "neither a file nor an importable module"), (3.5, "not float"),
+                          (os.path.realpath(sys.executable), "nor an aotwheel-built extension \\(no embedded images\\)")):
         with pytest.raises(AotwheelError, match=words):
             device_code(images)  # type: ignore[arg-type]
 
@@ -250,8 +251,8 @@ def test_intel_gpu_double_gets_the_fat_binary_when_a_member_matches(tmp_path, mo
 
     spv = tmp_path / "e.spv"
     compile_spirv(KERNELS / "elementwise.cl", spv)
-    subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc,acm-g10", "-output", "k.ar"],
-                   cwd=tmp_path, check=True, capture_output=True)
+    subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc,acm-g10", "-output", "k.ar", *ocloc_zebin_args()],
+                   cwd=tmp_path, check=True, capture_output=True)  # zebin members, as aotwheel builds them
     fat = (tmp_path / "k.ar").read_bytes()
     monkeypatch.setattr(cl, "Program", _RecordingProgram)
     for ip, expected_source, expected_kind, expected_bytes in (
@@ -265,3 +266,33 @@ def test_intel_gpu_double_gets_the_fat_binary_when_a_member_matches(tmp_path, mo
         loaded = opencl.load_program(None, device, tmp_path / "k.ar", cache=opencl.JitCache(None))
         assert loaded.source == expected_source
         assert _RecordingProgram.made == [(expected_kind, expected_bytes)]
+
+
+def test_intel_gpu_double_gets_a_legacy_fat_binary_only_from_a_driver_before_26_18(tmp_path, monkeypatch):
+    """Debian 12's ocloc's own default (legacy members): the loader hands the fat binary to a driver
+    that still runs them natively (22.43), the SPIR-V to one that ignores their device code (26.18+;
+    docs/formats.md §10). Test double: no Intel GPU exists here."""
+    require(CLANG, LLVM_SPIRV, "ocloc")
+    require_legacy_ocloc()
+    pytest.importorskip("pyopencl")
+    import pyopencl as cl
+
+    from aotwheel import opencl
+    from aotwheel.probe import ProbedDevice
+
+    spv = tmp_path / "e.spv"
+    compile_spirv(KERNELS / "elementwise.cl", spv)
+    subprocess.run(["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", "pvc,acm-g10", "-output", "k.ar"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    fat = (tmp_path / "k.ar").read_bytes()
+    monkeypatch.setattr(cl, "Program", _RecordingProgram)
+    for driver, expected_source, expected_kind, expected_bytes in (
+            ("22.43.24595", opencl.NATIVE, "binary", fat), ("26.27.039122", opencl.JIT, "il", spv.read_bytes())):
+        gpu = ProbedDevice(name="Intel(R) Data Center GPU (double)", backend="opencl", kind="gpu", vendor="intel", ip="12.60.7",
+                           platform="Intel(R) OpenCL Graphics", driver=driver, spirv=True)
+        monkeypatch.setattr("aotwheel.backends.intel.probes.opencl.describe", lambda cl_, platform, device, index=0, lib_cache=None, g=gpu: g)
+        _RecordingProgram.made.clear()
+        device = type("Dev", (), {"platform": None})()
+        loaded = opencl.load_program(None, device, tmp_path / "k.ar", cache=opencl.JitCache(None))
+        assert loaded.source == expected_source, driver
+        assert _RecordingProgram.made == [(expected_kind, expected_bytes)], driver

@@ -61,7 +61,8 @@ LEVELZERO = "from aotwheel.backends.intel.probes.levelzero import probe; import 
 def test_levelzero_absent_loader_gives_reason_not_exception():
     empty = CACHE / "empty_libdir"
     empty.mkdir(parents=True, exist_ok=True)
-    proc = run_python(LEVELZERO, child_env(LD_LIBRARY_PATH=str(empty)))
+    # The loader named where there is none (LD_LIBRARY_PATH alone does not hide a system libze1, which CI installs).
+    proc = run_python(LEVELZERO, child_env(LD_LIBRARY_PATH=str(empty), AOTWHEEL_ZE_LOADER=str(empty / "libze_loader.so.1")))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["devices"] == []

@@ -1,7 +1,7 @@
 """Every fenced block of README.md, walked as written by a user (issue 30, Deliver 3).
 
-The user: a clone of this checkout after `bash ci/main.sh` — aotwheel's wheel in `dist/`, and a
-`.venv` made fresh here as ci/setup.sh and ci/main.sh make it (``python3 -m venv``, ci/setup.sh's
+The user: a clone of this checkout after `bash ci/main.sh` and `bash ci/test.sh` — aotwheel's wheel
+in `dist/`, and a `.venv` made fresh here as `ci/setup.sh --test` and ci/main.sh make it (``python3 -m venv``, ci/setup.sh's
 pip line, Intel's CPU OpenCL runtime through ci/install-opencl-cpu.sh, aotwheel installed from
 the wheel); pip reads the same indexes and cache as ci/setup.sh, so it downloads nothing ci/setup.sh
 already fetched. Each block runs through ``bash -exc`` in the clone (or where the README's previous
@@ -43,9 +43,12 @@ COVERAGE: dict[str, str] = {
     "find_package(aotwheel CONFIG REQUIRED)   # installed: via the cmake.root entry point; in-tree: -Daotwheel_DIR=<repo>/cmake":
         "test_readme_blocks::test_cmake_resolve_block",
     "aotwheel/_kernels.abi3.so": "test_readme_blocks::test_compressed_inspect_output_block",
+    "ocloc -device bmg,ptl": "test_coverage_driver::test_readme_coverage_block",
     "find_package(aotwheel CONFIG REQUIRED)": "test_first_hour::test_readme_cmake_lines_are_the_examples",
     "cd examples/downstream": "test_readme_blocks::test_example_block",
     "cd examples/setuptools": "test_readme_blocks::test_setuptools_example_block",
+    'program = build_program(context, device, "aotdemo._demo")': "test_readme_blocks::test_run_your_kernel_lines_are_the_examples",
+    "pip install --find-links dist dist/aotdemo-0.1.0-*.whl   # + aotwheel, pyopencl, numpy": "test_readme_blocks::test_run_your_kernel_block",
     "pip install 'variantlib[cli]==0.2.2'": "test_readme_blocks::test_wheel_variants_block",
     "export AOTWHEEL_REMOTE_CACHE='http://cache:8080/aotwheel|redis://cache:6379/0'  # tried in order":
         "test_readme_blocks::test_scaling_out_block_on_a_standard_scikit_build_core_project",
@@ -216,7 +219,7 @@ def test_compressed_inspect_output_block(user: User, tmp_path: Path) -> None:
     command = re.search(r"this repository built with `((?:USE_AOT_\w+=\S+\s+)+pip wheel \.)`:\n\n```\naotwheel/_kernels", README)
     assert command, "README lost the command its compressed inspect output comes from"
     if not ocloc_writes_legacy_images():
-        pytest.skip("the README shows Debian 12's ocloc 22.43 output (legacy images, their sizes); this ocloc writes zebin")
+        pytest.skip("the README shows Debian 12's ocloc 22.43 output (its zebin images' sizes); this is another ocloc release")
     run_block(" ".join(command[1].split()) + "\n", user.root, user.env)  # the inline command wraps a line in README.md
     (wheel,) = user.root.glob("aotwheel-*.whl")
     with zipfile.ZipFile(wheel) as zf:
@@ -257,18 +260,42 @@ def test_setuptools_example_block(user: User) -> None:
     assert re.search(r"^  pvc +12\.60\.7 ", proc.stdout, re.M) and re.search(r"^  acm-g10 +12\.55\.8 ", proc.stdout, re.M), proc.stdout
 
 
+def test_run_your_kernel_lines_are_the_examples() -> None:
+    """The loader lines the README shows are the example package's own (both examples: one file)."""
+    shown = block('program = build_program(context, device, "aotdemo._demo")').text.splitlines()
+    for example in ("downstream", "setuptools"):
+        code = [line.strip() for line in (REPO / "examples" / example / "src" / "aotdemo" / "__init__.py").read_text().splitlines()]
+        for line in shown:
+            assert line.replace("program = ", "").strip() in " ".join(code), f"README line not in examples/{example}: {line}"
+
+
+def test_run_your_kernel_block(user: User) -> None:
+    """Issue 41 item 1: the downstream wheel installed as the README says (its dependencies from
+    its metadata, aotwheel from dist/) runs its kernel on the CPU OpenCL device activation exports."""
+    if not list((user.root / "dist").glob("aotdemo-0.1.0-*.whl")):  # the block before it leaves the wheel there
+        run_block(block("cd examples/downstream").text, user.root, user.env)
+    proc = run_block(block("pip install --find-links dist dist/aotdemo-0.1.0-*.whl   # + aotwheel, pyopencl, numpy").text,
+                     user.root, user.env)
+    assert proc.stdout.strip().splitlines()[-1] == "[1. 3. 5. 7.]", proc.stdout + proc.stderr[-2000:]
+    assert "prints `[1. 3. 5. 7.]`" in README
+
+
 def test_wheel_variants_block(user: User) -> None:
     """`aotwheel variant` over matrix wheels (wheelhouse/<variant>/*.whl, ci/matrix.py's layout; the
     example's, built here with pip's cache), then variantlib's index JSON and this machine's answer."""
-    for slug, devlist in (("pvc", "pvc"), ("pvc_ats-m150", "pvc,ats-m150")):  # with .venv's build tools: not the block under test
+    for slug, devlist in (("pvc", "pvc"), ("pvc_ats-m150", "pvc,ats-m150"), ("none", "none")):  # with .venv's build tools: not the block under test
         _run(user, [str(user.python), "-m", "pip", "wheel", "examples/downstream", "--no-deps", "--no-build-isolation",
                     "-w", f"wheelhouse/{slug}"], USE_AOT_DEVLIST=devlist)
     proc = run_block(block("pip install 'variantlib[cli]==0.2.2'").text, user.root, user.env)
     variants = user.root / "dist" / "variants"
     names = sorted(p.name for p in variants.glob("*.whl"))
-    assert len(names) == 2 and names[0].endswith("-pvc.whl") and names[1].endswith("-pvc_acm_g10.whl"), names
+    assert len(names) == 3 and names[0].endswith("-null.whl") and names[1].endswith("-pvc.whl") and names[2].endswith("-pvc_acm_g10.whl"), names
     index = json.loads((variants / "aotdemo-0.1.0-variants.json").read_text())
-    assert set(index["variants"]) == {"pvc", "pvc_acm_g10"}, index
+    assert set(index["variants"]) == {"null", "pvc", "pvc_acm_g10"}, index
+    # the picker: no Intel GPU here, so the JIT-only wheel, installed into the venv
+    assert f"{variants / names[0]}" in proc.stdout.splitlines() or str(Path("dist/variants") / names[0]) in proc.stdout, proc.stdout
+    shown = _run(user, [str(user.python), "-c", "import aotdemo._demo, aotwheel; print(aotwheel.inspect(aotdemo._demo.__file__).files[0].native_targets)"])
+    assert shown.stdout.strip() == "[]", shown.stdout
     assert "spirv" in proc.stdout.splitlines()[-1], proc.stdout  # no Intel GPU here: the JIT wheel's property only
 
 

@@ -23,7 +23,7 @@ from aotwheel.errors import AotwheelError
 from _build_util import REPO, compile_spirv, logged_runs, ocloc_logger, require
 from conftest import CLANG, LLVM_SPIRV, run_tool, start_nginx, start_redis
 
-MAGIC = b"aotwheel-cache-object 1 "
+MAGIC = b"aotwheel-cache-object 2 "
 DEVICES = ("pvc", "tgllp")
 
 
@@ -35,10 +35,12 @@ def spv(tmp_path_factory) -> Path:
     return out
 
 
-def _intact(blob: bytes) -> bool:
-    """Independent check of a stored object: '<magic><sha256 hex>\\n<payload>'."""
+def _intact(blob: bytes, key: str | None = None) -> bool:
+    """Independent check of a stored object: '<magic><key> <sha256 hex> <mac or ->\\n<payload>'."""
     head, _, payload = blob.partition(b"\n")
-    return head.startswith(MAGIC) and hashlib.sha256(payload).hexdigest() == head[len(MAGIC):].decode()
+    fields = head[len(MAGIC):].decode().split(" ")
+    return (head.startswith(MAGIC) and len(fields) == 3 and hashlib.sha256(payload).hexdigest() == fields[1]
+            and (key is None or fields[0] == key))
 
 
 def _machine(root: Path, url: str, **env: str) -> Tiers:
@@ -230,7 +232,7 @@ def test_concurrent_writers_and_readers_of_one_key_never_see_a_partial_object(ki
     server = request.getfixturevalue(kind)
     store = config_from({"AOTWHEEL_REMOTE_CACHE": server.url()}).stores()[0]
     key = "c" * 64
-    blobs = [pack_object(bytes([i]) * 500_000) for i in range(8)]
+    blobs = [pack_object(bytes([i]) * 500_000, key) for i in range(8)]
 
     written = threading.Event()
 
@@ -254,7 +256,7 @@ def test_concurrent_writers_and_readers_of_one_key_never_see_a_partial_object(ki
         seen = [b for r in readers for b in r.result()]
     got = [b for b in seen if b is not None]
     assert got, "no read saw the object"
-    assert all(unpack_object(b) is not None and b in blobs for b in got)
+    assert all(unpack_object(b, key)[0] is not None and b in blobs for b in got)
     assert store.get(key) in blobs
 
 
@@ -401,6 +403,6 @@ def test_a_large_object_round_trips_through_redis(redis):
     from aotwheel.buildsteps.cache import pack_object, unpack_object
 
     store = config_from({"AOTWHEEL_REMOTE_CACHE": redis.url()}).stores()[0]
-    blob = pack_object(os.urandom(1 << 20) * 24)
+    blob = pack_object(os.urandom(1 << 20) * 24, "e" * 64)
     store.put("e" * 64, blob)
-    assert store.get("e" * 64) == blob and unpack_object(blob) is not None
+    assert store.get("e" * 64) == blob and unpack_object(blob, "e" * 64)[0] is not None

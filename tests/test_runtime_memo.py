@@ -18,9 +18,9 @@ def counted(monkeypatch):
     calls: list[str] = []
     real = runtime.jit_message
 
-    def counting(verdict, kernels=None, policy="warn"):
+    def counting(verdict, kernels=None, policy="warn", given=None):
         calls.append(verdict.device)
-        return real(verdict, kernels, policy)
+        return real(verdict, kernels, policy, given)
 
     monkeypatch.setattr(runtime, "jit_message", counting)
     runtime.reset_memo()

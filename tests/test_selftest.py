@@ -100,3 +100,16 @@ def test_selftest_second_run_creates_programs_from_the_jit_cache(kernel_spirv, t
     assert len(list((tmp_path / "jit").rglob("*.bin"))) == len(kernel_spirv)
     text = run_cli(["selftest", *kernel_spirv], env)
     assert "(cpu): jit (cached native build), program build" in text.stdout.splitlines()[0]
+
+
+def test_selftest_without_numpy_is_one_line_not_a_traceback_numpy_blocked():
+    # A machine without NumPy, as Python sees one: `import numpy` fails (sys.modules["numpy"] = None
+    # stands in for the missing package). An NVIDIA-only build (tests/data/cuda-h100): its CUDA part
+    # must not import NumPy to load modules, and the OpenCL part says what is missing in one line.
+    from _check_util import REPO
+
+    code = ("import sys; sys.modules['numpy'] = None\nfrom aotwheel.cli import main\n"
+            f"sys.exit(main(['selftest', {str(REPO / 'tests' / 'data' / 'cuda-h100' / 'libkern_sm_90.so')!r}]))")
+    proc = run_python(code, child_env())
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 2) and (proc.returncode == 0 or len(proc.stderr.strip().splitlines()) == 1), proc.stderr

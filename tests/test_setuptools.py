@@ -89,9 +89,11 @@ def _build(project: Path, build_base: Path, env: dict[str, str]) -> Path:
 
 
 def _images(site: Path) -> list[tuple[str, bytes]]:
-    code = "import aotdemo, json; print(json.dumps([(t, b.hex()) for t, b in aotdemo.images()]))"
+    code = "import aotdemo, json; print(json.dumps([(t, s, b.hex()) for t, s, b in aotdemo.images()]))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)}, check=True)
-    return [(t, bytes.fromhex(h)) for t, h in json.loads(proc.stdout)]
+    found = json.loads(proc.stdout)
+    assert {s for _, s, _ in found} == {"saxpy.cl"}  # (triple, source, bytes): the loader's contract
+    return [(t, bytes.fromhex(h)) for t, _, h in found]
 
 
 def _can_bdist_wheel() -> bool:

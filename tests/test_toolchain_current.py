@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLANG, LLVM_SPIRV, ocloc_device_words, require, run_tool
+from conftest import CLANG, LLVM_SPIRV, ocloc_device_words, ocloc_zebin_args, require, run_tool
 
 # The newest generations the issue names; the compile test takes those the installed ocloc builds,
 # else (Debian 12) the newest ones it knows.
@@ -154,6 +154,14 @@ def _newest_buildable(count: int) -> list[str]:
     return picked[:count]
 
 
+def _canonical(word: str) -> str:
+    """The catalog's name for an ocloc word (dg2-g12 -> acm-g12)."""
+    from aotwheel.backends.intel.catalog import load_catalog
+
+    dev = load_catalog().by_name(word)
+    return dev.name if dev else word
+
+
 def test_compile_for_the_newest_devices_writes_the_members_of_ocloc_s_own_fat_binary(tmp_path: Path) -> None:
     require("ocloc", "ar", CLANG, LLVM_SPIRV)
     spv = _spirv(tmp_path)
@@ -168,8 +176,11 @@ def test_compile_for_the_newest_devices_writes_the_members_of_ocloc_s_own_fat_bi
     report = json.loads(proc.stdout)
     ref = tmp_path / "ref"
     ref.mkdir()
-    cmd = ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(devices), "-output", "fat",
-           "-out_dir", str(ref), "-output_no_suffix"]
+    # The coverage plan's -device words (bmg where one image serves the bmg group): ocloc's own fat
+    # binary for them holds the members aotwheel wrote (64.bmg, 64.<ip>).
+    words = [i["ocloc_device"] for i in report["coverage"]["images"]]
+    cmd = ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", ",".join(words), "-output", "fat",
+           "-out_dir", str(ref), "-output_no_suffix", *ocloc_zebin_args()]
     if report.get("options"):
         cmd += ["-options", report["options"]]
     run_tool(cmd, cwd=tmp_path)
@@ -177,12 +188,14 @@ def test_compile_for_the_newest_devices_writes_the_members_of_ocloc_s_own_fat_bi
     (tmp_path / "x_ref").mkdir()
     run_tool(["ar", "x", str(tmp_path / "ours.ar")], cwd=tmp_path / "x_ours")
     run_tool(["ar", "x", str(ref / "fat")], cwd=tmp_path / "x_ref")
-    ips = [_ocloc_ids(d)[0] for d in devices]
-    for ip in ips:
-        ours = (tmp_path / "x_ours" / f"64.{ip}").read_bytes()
-        theirs = (tmp_path / "x_ref" / f"64.{ip}").read_bytes()
-        assert ours == theirs, f"member 64.{ip} differs from ocloc's own fat binary"
-    assert [d["ip"] for d in report["devices"]] == ips
+    members = sorted(p.name for p in (tmp_path / "x_ref").iterdir() if p.name.startswith("64."))
+    assert sorted(d["member"] for d in report["devices"]) == members
+    for member in members:
+        ours = (tmp_path / "x_ours" / member).read_bytes()
+        theirs = (tmp_path / "x_ref" / member).read_bytes()
+        assert ours == theirs, f"member {member} differs from ocloc's own fat binary"
+    served = sorted(d for image in report["devices"] for d in image["serves"])
+    assert served == sorted(_canonical(d) for d in devices), (served, devices)
 
 
 def test_compile_for_one_device_takes_what_this_ocloc_writes_for_one_device(tmp_path: Path) -> None:
@@ -201,7 +214,7 @@ def test_compile_for_one_device_takes_what_this_ocloc_writes_for_one_device(tmp_
                             capture_output=True, text=True, check=True).stdout
     options = json.loads(report).get("options") or ""
     cmd = ["ocloc", "compile", "-file", str(spv), "-spirv_input", "-device", device, "-output", "one", "-out_dir", str(ref),
-           "-output_no_suffix", "-exclude_ir"] + (["-options", options] if options else [])
+           "-output_no_suffix", "-exclude_ir", *ocloc_zebin_args()] + (["-options", options] if options else [])
     run_tool(cmd, cwd=tmp_path)
     produced = [p for p in ref.iterdir() if p.name.startswith("one")]
     assert len(produced) == 1

@@ -166,7 +166,7 @@ def assert_same_as_ocloc(ours: bytes, spv: Path, device: str, options: str, work
     not reproduce its own output on the block-pointer kernels (identical runs differ in the
     symbol-table entry's state heap and the checksums, and in the kernel's code); an image that
     equals none of three runs passes only when those runs differ among themselves, and then must
-    equal them in everything ocloc does reproduce (docs/formats.md §11)."""
+    equal them in everything ocloc does reproduce (docs/formats.md §12)."""
     runs = []
     for i in range(3):
         theirs = known if i == 0 and known is not None else by_hand(spv, device, options, work, fmt, f"again{i}")[0]

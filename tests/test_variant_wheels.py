@@ -147,3 +147,56 @@ def test_variant_labelling_refuses_two_wheels_with_the_same_targets(installed_ao
     bad = subprocess.run([sys.executable, "-m", "aotwheel", "variant", "-o", str(tmp_path / "v"), matrix["pvc"]["variant_wheel"]],
                          capture_output=True, text=True, env=_env(installed_aotwheel), timeout=300)
     assert bad.returncode == 2 and "already a variant wheel" in bad.stderr
+
+
+@pytest.mark.parametrize(("device", "devlist"), [("cpu", "none"), ("pvc", "pvc"), ("acm-g10", "pvc,ats-m150")])
+def test_variant_picker_installs_the_wheel_that_suits_this_machine(installed_aotwheel: Path, matrix: dict[str, dict],
+                                                                   tmp_path: Path, device: str, devlist: str) -> None:
+    """`aotwheel variant --pick DIR --install` (issue 41 item 7): variantlib's order with aotwheel's
+    provider (the device overridden), the first variant whose wheel DIR holds, handed to pip under
+    its plain wheel name into a fresh venv. The CPU gets the JIT-only (null) wheel."""
+    import venv
+
+    from _aotdemo_util import FAT_SECTION, section_names
+
+    folder = Path(matrix["pvc"]["variant_wheel"]).parent
+    target = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(target)
+    python = target / "bin" / "python"
+    # PIP_NO_DEPS: aotdemo's dependencies (aotwheel[opencl], numpy) are not what this test is about.
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "variant", "--pick", str(folder), "--install", "--python", str(python)],
+                          capture_output=True, text=True, env=_env(installed_aotwheel, AOTWHEEL_DEVICE=device, PIP_NO_DEPS="1"), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0] == matrix[devlist]["variant_wheel"], proc.stdout  # the path it picked, then pip's lines
+    site = next((target / "lib").glob("python3*/site-packages"))
+    installed = json.loads((site / "aotdemo-0.1.0.dist-info" / "variant.json").read_text())
+    with zipfile.ZipFile(matrix[devlist]["variant_wheel"]) as zf:
+        assert installed == json.loads(zf.read("aotdemo-0.1.0.dist-info/variant.json"))
+    so = next((site / "aotdemo").glob("_demo*.so"))
+    assert (FAT_SECTION in section_names(so)) == (devlist != "none")  # the JIT-only wheel has no native images
+
+
+def test_variant_picker_without_an_index_is_one_line(installed_aotwheel: Path, tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "aotwheel", "variant", "--pick", str(tmp_path)], capture_output=True, text=True,
+                          env=_env(installed_aotwheel), timeout=300)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"aotwheel: error: {tmp_path} holds 0 *-variants.json files; pass the one to pick from "
+        "(variantlib generate-index-json -d DIR writes it)"], proc.stderr
+
+
+def test_variant_picker_replaces_another_variant_of_the_same_version(installed_aotwheel: Path, matrix: dict[str, dict],
+                                                                     tmp_path: Path) -> None:
+    import venv
+
+    from _aotdemo_util import FAT_SECTION, section_names
+
+    folder = Path(matrix["pvc"]["variant_wheel"]).parent
+    target = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(target)
+    python = target / "bin" / "python"
+    for device in ("pvc", "cpu"):  # the machine's GPU went away: the JIT-only wheel replaces the pvc one
+        proc = subprocess.run([sys.executable, "-m", "aotwheel", "variant", "--pick", str(folder), "--install", "--python", str(python)],
+                              capture_output=True, text=True, env=_env(installed_aotwheel, AOTWHEEL_DEVICE=device, PIP_NO_DEPS="1"), timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    so = next(next((target / "lib").glob("python3*/site-packages")).joinpath("aotdemo").glob("_demo*.so"))
+    assert FAT_SECTION not in section_names(so)

@@ -9,7 +9,6 @@ from types import SimpleNamespace as NS
 import pytest
 
 from _check_util import ACM_G10_MEMBER, PVC_MEMBER, ar_members, fat_binary, single_binary
-from conftest import require_legacy_ocloc
 
 
 def _dev(text: str):
@@ -72,10 +71,30 @@ def test_bmg_on_pvc_only_binary_without_ir_is_unsupported(device):
     assert v.targets == ("pvc",)
 
 
-def test_pvc_sdv_takes_pvc_legacy_image_by_major_minor_prefix(fat_pvc_acm):
-    require_legacy_ocloc()
+def test_pvc_sdv_takes_pvc_legacy_image_by_major_minor_prefix_before_26_18():
+    path = fat_binary("pvc,acm-g10", legacy=True)  # skips unless ocloc writes legacy images (22.43)
     # Filter 3 is the prefix "64.12.60", which "64.12.60.7" starts with; a legacy (patch-token)
-    # image is only checked for the core family (XE_HPC for both), so the driver accepts it.
+    # image is only checked for the core family (XE_HPC for both), so the driver accepts it
+    # (compute-runtime 26.14 still decodes patch tokens) ...
+    v = _decide(path, "pvc-sdv", release=(26, 14))
+    assert (v.verdict, v.image, v.rule) == ("native", PVC_MEMBER, "major-minor")
+    # ... and from 26.18 on ignores SHT_OPENCL_DEV_BINARY (device_binary_format_ocl_elf.cpp at
+    # 6def991ebd): no member serves, generic_ir is rebuilt.
+    for device in ("pvc-sdv", "pvc", "acm-g10"):
+        v = _decide(path, device, release=(26, 18))
+        assert (v.verdict, v.image) == ("jit", "generic_ir"), device
+        assert _decide(path, device).verdict == "jit"  # the newest release likewise
+
+
+def test_pvc_sdv_takes_pvc_zebin_of_ocloc_22_43_by_product_family(fat_pvc_acm):
+    # A member without a product-config note (ocloc 22.43's --format zebin) is validated by its
+    # product family (zebin_decoder.cpp validateTargetDevice: productFamily == the device's): PVC.
+    # With a note (every newer ocloc) the product config must equal pvc-sdv's 12.60.1 instead.
+    from aotwheel.inspector import inspect
+
+    (f,) = [f for f in inspect(fat_pvc_acm).files if f.native_targets]
+    if any(t.arch for t in f.native_targets):
+        pytest.skip("this ocloc's zebins declare their product config; the product-family rule is ocloc 22.43's")
     v = _decide(fat_pvc_acm, "pvc-sdv")
     assert (v.verdict, v.image, v.rule) == ("native", PVC_MEMBER, "major-minor")
 
@@ -120,8 +139,10 @@ def test_legacy_prefix_match_is_accepted_on_same_core():
     from aotwheel.backends.intel.rules import decide
 
     dg1 = [NS(ip="12.10.0", member="64.12.10.0", name="dg1", generic=None, format="legacy", core=None, image=0)]
-    v = decide(dg1, [], _dev("rkl"))  # both gen12lp: patch-token validation checks the core only
+    v = decide(dg1, [], _dev("rkl"), release=(26, 14))  # both gen12lp: patch-token validation checks the core only
     assert (v.verdict, v.rule) == ("native", "major-minor")
+    # compute-runtime 26.18 and newer ignore a legacy image's device binary: nothing serves it.
+    assert decide(dg1, [], _dev("rkl"), release=(26, 18)).verdict == decide(dg1, [], _dev("rkl")).verdict == "unsupported"
 
 
 @pytest.mark.parametrize("product, expected", [("lnl", ["bmg"]), ("dg2", []), ("bmg", []), ("pvc", []), ("ptl", [])])

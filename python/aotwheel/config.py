@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from aotwheel import backends
 from aotwheel.errors import SettingError
 from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers know config by)
+    ALLOW_UNDECLARED,
     BUILD_STEP_SETTINGS,
     CACHE_DIR,
     COMPRESS,
@@ -40,6 +41,7 @@ from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers 
     NO_FASTSCAN,
     REMOTE_CACHE,
     REMOTE_CACHE_READONLY,
+    REMOTE_CACHE_SECRET,
     REMOTE_CACHE_TIMEOUT,
     REMOTE_CACHE_TOKEN,
     SHARD,
@@ -106,9 +108,11 @@ class Config:
     remote_cache_readonly: bool = False
     remote_cache_token: str | None = None
     remote_cache_timeout: str | None = None
+    remote_cache_secret: str | None = field(default=None, repr=False)  # signs remote objects: never shown
     shard: str | None = None
     jit_cache_dir: str | None = None
     no_fastscan: bool = False
+    allow_undeclared: str | None = None
     # The backends' variables by name (their tools, probes, scale-out), defaults applied.
     backend_values: Mapping[str, str | None] = field(default_factory=lambda: {v.name: v.default for v in backend_variables()})
 
@@ -142,9 +146,11 @@ class Config:
             remote_cache_readonly=switch(REMOTE_CACHE_READONLY),
             remote_cache_token=get(REMOTE_CACHE_TOKEN),
             remote_cache_timeout=get(REMOTE_CACHE_TIMEOUT),
+            remote_cache_secret=get(REMOTE_CACHE_SECRET),
             shard=get(SHARD),
             jit_cache_dir=get(JIT_CACHE_DIR),
             no_fastscan=not off(env.get(NO_FASTSCAN.name)),
+            allow_undeclared=get(ALLOW_UNDECLARED),
             backend_values={v.name: get(v) for v in backend_variables()},
         )
 

@@ -45,5 +45,11 @@ def run_command(handler: Callable[[], int | None]) -> int:
     try:
         return int(handler() or 0)
     except AotwheelError as exc:
-        print(f"aotwheel: error: {exc}", file=sys.stderr)
+        print(f"aotwheel: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+
+
+def one_line(text: str) -> str:
+    """``text`` with its control characters escaped (``\\n``): a value quoted in an error (a
+    device name from a damaged plan) cannot split the error's one line."""
+    return "".join(repr(c)[1:-1] if c < " " or c == "\x7f" else c for c in text)

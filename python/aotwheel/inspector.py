@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 
 import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
-from aotwheel.formats.region import Region
+from aotwheel.formats.region import Region, will_need
 from aotwheel.formats.sniff import SPIRV_MAGIC, ElfKinds, sniff
 from aotwheel.model import IR_KINDS, Image, ImageKind
 from aotwheel.records import record
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from aotwheel.backends.protocol import Reader
-    from aotwheel.formats.elf import HostImage, TableScan
+    from aotwheel.formats.elf import ElfView, HostImage, TableScan
 
 _MAX_DEPTH = 4  # containers nest at most image -> zstd -> ar -> member in practice
 _CANDIDATE_SUFFIXES = r"\.so(\.\d+)*|\.a|\.o|\.spv|\.bin|\.ar"  # file names a wheel or directory walk reads (and the readers' suffixes)
@@ -389,10 +388,13 @@ class _Readers:
     elf_kinds: ElfKinds | None  # the readers' ELF-based formats (sniff's second argument); None: they have none
     offload_image_kinds: tuple[tuple[int, str], ...]  # OffloadBinary image kind numbers the readers name
     formats: tuple[str, ...]  # the readers' formats, as the "not an ELF, ..." error line names them
+    carried: tuple[tuple[bytes, tuple[Reader, ...]], ...]  # standalone images' magic -> the readers that recognise them
+    own_sections: frozenset[str]  # the readers' host sections (parsed whole: not searched for carried images)
 
     def __init__(self, magic: tuple[tuple[bytes, Reader], ...], by_file_kind: dict[str, tuple[Reader, ...]], by_image_kind: dict[str, Reader],
                  host: tuple[Reader, ...], ir_by_arch: dict[str, ImageKind], suffixes: tuple[str, ...], elf_kinds: ElfKinds | None = None,
-                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = ()) -> None:
+                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (),
+                 carried: tuple[tuple[bytes, tuple[Reader, ...]], ...] = (), own_sections: frozenset[str] = frozenset()) -> None:
         self.magic = magic
         self.by_file_kind = by_file_kind
         self.by_image_kind = by_image_kind
@@ -402,6 +404,8 @@ class _Readers:
         self.elf_kinds = elf_kinds
         self.offload_image_kinds = offload_image_kinds
         self.formats = formats
+        self.carried = carried
+        self.own_sections = own_sections
 
     def ir_of(self, triple: str | None) -> ImageKind | None:
         """The IR kind images for ``triple`` hold by what the compiler put there (SYCL spir64: SPIR-V)."""
@@ -432,7 +436,10 @@ _READERS: dict[tuple[Reader, ...], _Readers] = {}
 def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
     by_file_kind: dict[str, tuple[Reader, ...]] = {}
     by_image_kind: dict[str, Reader] = {}
+    carried: dict[bytes, tuple[Reader, ...]] = {}
     for r in readers:
+        for magic in r.READS.carried:
+            carried[magic] = carried.get(magic, ()) + (r,)
         for kind in r.READS.file_kinds:
             by_file_kind[kind] = by_file_kind.get(kind, ()) + (r,)
         for kind in r.READS.image_kinds:
@@ -443,7 +450,8 @@ def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
                     suffixes=tuple(x for r in readers for x in r.READS.suffixes),
                     elf_kinds=ElfKinds((t, m, ImageKind(kind)) for r in readers for t, m, kind in r.READS.elf_kinds) or None,
                     offload_image_kinds=tuple(x for r in readers for x in r.READS.offload_image_kinds),
-                    formats=tuple(x for r in readers for x in r.READS.formats))
+                    formats=tuple(x for r in readers for x in r.READS.formats), carried=tuple(carried.items()),
+                    own_sections=frozenset(x for r in readers for x in r.READS.sections))
 
 
 @record
@@ -492,7 +500,7 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
         if reader.read_file(walk, region, kind):
             return fr
     if kind == _ELF:
-        _walk_host(walk, region)
+        _walk_host_file(walk, region)
     elif kind == _AR:  # no backend claimed it: a static library
         _walk_static_archive(walk, region)
     elif kind == _UNKNOWN and region.head(4) == b"PK\x03\x04":
@@ -509,7 +517,17 @@ def _inspect_region(region: Region, label: str, deep: bool) -> FileReport:
     return fr
 
 
-def _walk_host(walk: _Walk, region: Region) -> None:
+def _walk_host_file(walk: _Walk, region: Region) -> None:
+    """A host binary: the images its runtimes register, then those it keeps as data and loads
+    itself (:mod:`aotwheel.carried`, into ``FileReport.carried``)."""
+    view = _walk_host(walk, region)
+    from aotwheel import carried
+
+    fr, readers = walk.report, walk.readers
+    fr.carried = carried.scan(region, view, fr, readers.carried, readers.own_sections, lambda r: _Walk(r, walk.deep, readers, walk.memo))
+
+
+def _walk_host(walk: _Walk, region: Region) -> ElfView:
     from aotwheel.formats.elf import DESCRIPTORS_ALWAYS_UP_TO, open_elf, read_host
 
     view = open_elf(region)
@@ -525,8 +543,10 @@ def _walk_host(walk: _Walk, region: Region) -> None:
     fr, buf, start = walk.report, region.buf, region.start
     from aotwheel.formats import fastscan
 
+    first = len(fr.images)
     if host.scan is not None:
         _walk_table(walk, region, host.scan, host.images)
+        _judge_leaves(walk, first, region, view)
     else:
         fs = None if walk.deep else fastscan.module()
         all_images = host.images
@@ -536,11 +556,14 @@ def _walk_host(walk: _Walk, region: Region) -> None:
             # C makes the same leaf Images as _walk_host_image up to each image it leaves to it.
             for img in chunk if fs is None else _left_by(fs, buf, start, region.where(0), chunk, fr.images, fr.ir):
                 _walk_host_image(walk, region, img)
+        if fs is not None:
+            _judge_leaves(walk, first, region, view)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
     for reader in walk.readers.host:  # the vendors' own sections (fat binaries, offload bundles)
         if any(view.section(name) is not None for name in reader.READS.sections):
             reader.read_host(walk, region, view, host)
+    return view
 
 
 def _walk_table(walk: _Walk, region: Region, scan: TableScan, hosts: list[HostImage]) -> None:
@@ -570,7 +593,60 @@ def _walk_table(walk: _Walk, region: Region, scan: TableScan, hosts: list[HostIm
 
 
 def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
-    """One ``.tgtimg`` image (a HostImage) into the report."""
+    """One ``.tgtimg`` image (a HostImage) into the report; a damaged slot (:mod:`aotwheel.slots`)
+    is a warning naming it, and no target is read from it."""
+    count = len(walk.report.images)
+    try:
+        _walk_slot(walk, region, img)
+    except InspectError as exc:  # this image's bytes, not the file's: the other images still count
+        if len(walk.report.images) == count:
+            walk.report.images.append(Image(count, region.where(img.offset), img.size, _UNKNOWN, img.triple, False, img.section))
+        del walk.report.images[count + 1 :]
+        walk.report.native_targets[:] = [t for t in walk.report.native_targets if t.image < count]  # never a claim from it
+        _damaged(walk, walk.report.images[count], str(exc).removeprefix(f"{region.label}: ").split("; the file is corrupt")[0])
+
+
+def _slots():  # type: ignore[no-untyped-def]
+    import aotwheel.slots as slots  # at the first slot it judges, not at start-up
+
+    return slots
+
+
+def _slot_check(walk: _Walk, triple: str | None, content: str, size: int, trailing: int = 0) -> str | None:
+    """:func:`aotwheel.slots.slot_problem` for a slot of ``triple`` (None for slots it does not judge)."""
+    slots = _slots()
+    checked, ir = slots.family_ir(triple, walk.readers.ir_by_arch)
+    return slots.slot_problem(content, size, ir, trailing=trailing) if checked else None
+
+
+def _damaged(walk: _Walk, image: Image, problem: str) -> None:
+    walk.memo.setdefault("damaged", set()).add(image.index)
+    walk.report.warnings.append(_slots().damaged(image.index, image.triple, image.section, problem))
+
+
+def _judge_leaves(walk: _Walk, first: int, region: Region, view: Any) -> None:
+    """The plain leaves the C scanner made from the table (it reads magics, not slots): judged as
+    :func:`_walk_slot` would judge them."""
+    walked = walk.memo.get("walked", ())
+    base = region.where(0)
+    for image in walk.report.images[first:]:
+        if image.index in walked:  # judged by _walk_slot
+            continue
+        problem = None
+        if image.kind in _LEAF_KINDS:
+            problem = _slot_check(walk, image.triple, image.kind, image.size)
+        elif (image.compressed and image.listed_size not in (None, image.decompressed_size) and image.content is not None
+              and (sec := view.section(image.section)) is not None
+              and image.offset - base + image.listed_size <= sec.offset + sec.size):
+            # listed inside its section (not cut at its end), neither the frame's size nor the
+            # decompressed one: the slot holds more than the frame
+            problem = _slot_check(walk, image.triple, image.content, image.listed_size or 0, (image.listed_size or 0) - image.size)
+        if problem is not None:
+            _damaged(walk, image, problem)
+
+
+def _walk_slot(walk: _Walk, region: Region, img: HostImage) -> None:
+    walk.memo.setdefault("walked", set()).add(len(walk.report.images))
     fr, buf, start, base, deep = walk.report, region.buf, region.start, region.where(0), walk.deep
     images, ir = fr.images, fr.ir
     # Most images of big libraries are SPIR-V, which the default mode only notes: read the
@@ -578,6 +654,11 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
     off, size = img.offset, img.size
     a = start + off
     kind = _SPIRV if size >= 4 and buf[a : a + 4] == SPIRV_MAGIC else sniff(bytes(buf[a : a + (size if size < 64 else 64)]), walk.readers.elf_kinds)
+    if kind in _LEAF_KINDS and (problem := _slot_check(walk, img.triple, kind, size)) is not None:
+        leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
+        images.append(leaf)
+        _damaged(walk, leaf, problem)
+        return
     if kind in _LEAF_KINDS and not deep:
         leaf = Image(len(images), base + off, size, kind, img.triple, False, img.section)
         images.append(leaf)
@@ -595,6 +676,9 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
         stored, declared = facts
         leaf = Image(len(images), base + off, stored, kind, img.triple, True, img.section, content, declared)
         images.append(leaf)
+        if img.listed_size is None and stored != size and size != declared:  # (onemkl lists the decompressed size)
+            _damaged(walk, leaf, _slots().slot_problem(content, size, content, trailing=size - stored) or "")
+            return
         if content not in ir:
             ir.append(content)
         if img.compile_options is not None or img.link_options is not None:
@@ -602,7 +686,8 @@ def _walk_host_image(walk: _Walk, region: Region, img: HostImage) -> None:
         if img.listed_size is not None or stored != size:
             leaf.listed_size = size if img.listed_size is None else img.listed_size
     else:
-        _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section)
+        _add_image(walk, region.sub(off, size, f"image at {off:#x}"), triple=img.triple, section=img.section,
+                   slot=True, exact=img.listed_size is None)
         added = images[-1]
         added.compile_options, added.link_options = img.compile_options, img.link_options
         if img.listed_size is not None:
@@ -658,16 +743,7 @@ def _zstd_frame_facts(buf: object, at: int, size: int) -> tuple[int, int | None]
     return frame_facts(buf, at, size)
 
 
-def _will_need(buf: object, at: int, size: int) -> None:
-    """MADV_WILLNEED for ``size`` bytes at ``at`` of a map (advice only: never fails)."""
-    mmap = sys.modules.get("mmap")  # not imported: no file was mapped (_mapped reads small ones)
-    if mmap is None or not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_WILLNEED") or at < 0 or at + size > len(buf):
-        return
-    lo = at - at % mmap.PAGESIZE
-    try:
-        buf.madvise(mmap.MADV_WILLNEED, lo, at + size - lo)
-    except (OSError, ValueError):
-        pass
+_will_need = will_need  # formats.region's: also what aotwheel.carried asks before it searches a gap
 
 
 def _cut_warning(index: int, listed: int, section: str | None, size: int) -> str:
@@ -689,20 +765,61 @@ def _walk_offloading(walk: _Walk, region: Region, section: str | None) -> None:
 
 
 def _walk_static_archive(walk: _Walk, region: Region) -> None:
-    """A static library: the new offload model keeps device code in members' ``.llvm.offloading``."""
+    """A static library, member by member: each host object is walked as a host binary of its own
+    (its registered images, ``.llvm.offloading`` sections, the vendors' sections, its carried
+    images), and what it carries is added to the archive's report, each image's section named
+    ``member:section``; a member that is itself a device binary a reader names is one image."""
     from aotwheel.formats.ar import read_ar
-    from aotwheel.formats.elf import open_elf
 
+    fr = walk.report
     for m in read_ar(region):
         member = region.sub(m.offset, m.size, f"ar member {m.name!r}")
-        if sniff(member.head(64), walk.readers.elf_kinds) != _ELF:
-            continue  # only host objects hold .llvm.offloading (not a device binary a reader's elf_kinds names)
-        for sec in open_elf(member).sections:
-            if sec.name == ".llvm.offloading" and sec.size:
-                _walk_offloading(walk, member.sub(sec.offset, sec.size, "section '.llvm.offloading'"), f"{m.name}:{sec.name}")
+        kind = sniff(member.head(64), walk.readers.elf_kinds)
+        if kind in walk.readers.by_image_kind:  # a cubin, zebin or code object kept as a member
+            _add_image(walk, member, triple=None, section=m.name)
+            continue
+        if kind != _ELF:
+            continue  # host bitcode (LTO objects), text: no device code a runtime loads
+        one = FileReport(path=fr.path, native_targets=[], ir=[], images=[], kernels=None, kind=_ELF)
+        try:
+            _walk_host_file(_Walk(one, walk.deep, walk.readers, walk.memo), member)
+        except InspectError as exc:  # one unreadable object: the others are still reported, as a wheel's files are
+            fr.warnings.append(f"{m.name}: not read: {exc}")
+            continue
+        _add_member(fr, one, m.name)
+        if one.carried is not None:
+            if fr.carried is None:
+                fr.carried = FileReport(path=fr.path, native_targets=[], ir=[], images=[], kernels=None, kind=one.carried.kind)
+            _add_member(fr.carried, one.carried, m.name)
 
 
-def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None) -> None:
+def _add_member(fr: FileReport, one: FileReport, name: str) -> None:
+    """Archive member ``name``'s report ``one`` into the archive's ``fr``: its images renumbered
+    after those already there, sections prefixed with the member, warnings naming it. Kernel counts
+    are per member (names repeat across members), so the archive's stays unknown."""
+    shift = len(fr.images)
+    for img in one.images:
+        img.index += shift
+        img.section = f"{name}:{img.section}" if img.section else name
+    for t in one.native_targets:
+        t.image += shift
+    fr.images += one.images
+    fr.native_targets += one.native_targets
+    fr.ir += [k for k in one.ir if k not in fr.ir]
+    fr.cuda += [k for k in one.cuda if k not in fr.cuda]
+    fr.warnings += [f"{name}: {w}" for w in one.warnings]
+    for module in one.cuda_modules:
+        module.section = f"{name}:{module.section}"
+    fr.cuda_modules += one.cuda_modules
+    for triple, n in one.ir_kernels_missing_from.items():
+        fr.ir_kernels_missing_from[triple] = fr.ir_kernels_missing_from.get(triple, 0) + n
+
+
+def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None,
+               slot: bool = False, exact: bool = False) -> None:
+    """One image into the report. ``slot``: an image table's slot, judged by :mod:`aotwheel.slots`
+    before anything is read from it; ``exact``: the table's size is the slot's (a zstd frame must
+    fill it)."""
     fr = walk.report
     index = len(fr.images)
     kind = sniff(_head(region, 64), walk.readers.elf_kinds)
@@ -710,12 +827,18 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
     if offload_arch is not None:
         img.arch = offload_arch
     fr.images.append(img)
+    if slot and kind != _ZSTD and (problem := _slot_check(walk, triple, kind, region.size)) is not None:
+        _damaged(walk, img, problem)
+        return
     if kind == _ZSTD:
         from aotwheel.formats import zstd
 
         stored = zstd.frame_size(region)
         if stored != region.size:
             img.listed_size, img.size = region.size, stored
+            if slot and exact and region.size != zstd.content_size(region):  # (onemkl lists the decompressed size)
+                _damaged(walk, img, _slots().slot_problem(kind, region.size, None, trailing=region.size - stored) or "")
+                return
             region = region.sub(0, stored, "zstd frame")
     if walk.deep:
         import hashlib
@@ -737,6 +860,9 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
 
             dctx = walk.memo["zstd-dctx"] = zstandard.ZstdDecompressor()
         img.content = sniff(zstd.peek(region, 64, dctx), walk.readers.elf_kinds)
+        if slot and (problem := _slot_check(walk, triple, img.content, img.decompressed_size or 1)) is not None:
+            _damaged(walk, img, problem)
+            return
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.
         if img.content in walk.readers.by_image_kind or img.content == _OFFLOAD or walk.deep:
             data = zstd.decompress(region)

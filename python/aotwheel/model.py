@@ -178,10 +178,12 @@ class Target:
     product: str | None  # zebin product family, e.g. "PVC", when known
     rebuildable: bool  # carries its own SPIR-V the driver can rebuild from
     vendor: str  # the backend that reads and runs it (its reader always names itself)
-    arch: str | None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"
+    arch: str | None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"; Intel: the IP a zebin's product-config note declares
+    poisoned: tuple[str, ...]  # kernels the compiler removed for lack of fp64 (Intel: -cl-poison-unsupported-fp64-kernels)
 
     def __init__(self, name: str | None, ip: str | None, member: str | None, format: ImageKind, size: int, image: int, generic: str | None = None,
-                 core: str | None = None, product: str | None = None, rebuildable: bool = False, vendor: str = "", arch: str | None = None) -> None:
+                 core: str | None = None, product: str | None = None, rebuildable: bool = False, vendor: str = "", arch: str | None = None,
+                 poisoned: tuple[str, ...] = ()) -> None:
         self.name = name
         self.ip = ip
         self.member = member
@@ -194,6 +196,7 @@ class Target:
         self.rebuildable = rebuildable
         self.vendor = vendor
         self.arch = arch
+        self.poisoned = poisoned
 
 
 NativeTarget = Target  # the name the inspector's API used before the vendor-neutral model

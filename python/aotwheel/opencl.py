@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from aotwheel.backends.protocol import OpenClImages
     from aotwheel.results import Verdict
 
-__all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "inflate", "jit_key", "JITCacheWarning"]
+__all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "by_source", "inflate", "jit_key", "JITCacheWarning"]
 
 #: where a program came from
 NATIVE = "native"      # a native image of the fat binary, chosen by the driver's rules
@@ -71,9 +71,10 @@ class Loaded:
 
 
 def device_code(images: Images, source: str | None = None) -> DeviceCode:
-    """Read ``images``: an aotwheel-built extension module (or its import name), a path to a
-    SPIR-V file or fat binary (or anything the inspector reads), or bytes of either.
-    ``source`` picks one kernel source of a module that carries several."""
+    """Read ``images``: an aotwheel-built extension module (or its import name), the path of such an
+    extension (``.so``: its embedded images, read by the inspector), of a SPIR-V file or of a fat
+    binary, or bytes of the last two. ``source`` picks one kernel source of a module that carries
+    several (its name as ``images()`` gives it, or ``#n``: the n-th, in ``SOURCES`` order)."""
     if isinstance(images, DeviceCode):
         return images
     if isinstance(images, ModuleType):
@@ -84,32 +85,120 @@ def device_code(images: Images, source: str | None = None) -> DeviceCode:
         path = os.fspath(images)
         if os.path.exists(path):
             with open(path, "rb") as fh:
-                return _from_bytes(fh.read(), path)
+                head = fh.read(8)
+            if head[:4] in _SPIRV_MAGICS or head.startswith(_images().native_magic) or _is_zstd(head):
+                with open(path, "rb") as fh:
+                    return _from_bytes(fh.read(), path)
+            return _from_binary(path, source)
         if isinstance(images, str) and images.replace(".", "").replace("_", "").isalnum():
             try:
                 module = importlib.import_module(images)
             except ImportError as exc:
                 raise AotwheelError(f"{images}: neither a file nor an importable module ({exc})") from None
             return _from_module(module, source)
-        raise AotwheelError(f"{path}: no such file; pass a .spv, a fat binary, or an aotwheel-built module")
+        raise AotwheelError(f"{path}: no such file; pass a .spv, a fat binary, or an aotwheel-built module or its .so")
     raise AotwheelError(f"images must be a module, a module name, a path or bytes, not {type(images).__name__}")
+
+
+def by_source(items: Sequence[Sequence[Any]], label: str) -> dict[str, dict[str, Any]]:
+    """The images of an extension's ``images()``, by kernel source then triple, as stored.
+
+    The contract (``<NAME>_aot.h``, ``struct aotwheel_image``): ``(triple, source, bytes)`` per
+    image. Extensions copied from aotwheel's examples before that returned ``(triple, bytes)``;
+    their images come in the generated table's order (every fat binary, then every SPIR-V module,
+    each in ``SOURCES`` order), so the n-th of each triple is one source, named ``#n``."""
+    out: dict[str, dict[str, Any]] = {}
+    seen: dict[str, int] = {}
+    for item in items:
+        if len(item) == 3:
+            triple, src, data = item
+        elif len(item) == 2:
+            triple, data = item
+            src = f"#{seen.get(triple, 0)}"
+            seen[triple] = seen.get(triple, 0) + 1
+        else:
+            raise AotwheelError(f"{label}: images() gave a {len(item)}-tuple; the contract is (triple, source, bytes)")
+        out.setdefault(str(src), {})[str(triple)] = data
+    return out
+
+
+def _pick(found: dict[str, dict[str, Any]], source: str | None, label: str) -> str:
+    """The one source ``source`` names (its name, or ``#n``), or the only one."""
+    if source is None and len(found) == 1:
+        return next(iter(found))
+    names = list(found)
+    if source is not None and source not in found and source.startswith("#") and source[1:].isdigit() and int(source[1:]) < len(names):
+        return names[int(source[1:])]
+    if source not in found:
+        raise AotwheelError(f"{label} carries {', '.join(names) or 'no images'}; pass source= one of them")
+    return source
 
 
 def _from_module(module: ModuleType, source: str | None) -> DeviceCode:
     images = getattr(module, "images", None)
     if not callable(images):
         raise AotwheelError(f"{module.__name__} has no images(); pass a module built by aotwheel_add_device_code")
-    by_source: dict[str, dict[str, bytes]] = {}
-    for triple, src, data in images():
-        by_source.setdefault(src, {})[triple] = bytes(data)
-    if source is None and len(by_source) == 1:
-        source = next(iter(by_source))
-    if source not in by_source:
-        raise AotwheelError(f"{module.__name__} carries {', '.join(sorted(by_source)) or 'no images'}; "
-                            f"pass source= one of them")
-    found = {t: inflate(d, f"{module.__name__}:{source} ({t})") for t, d in by_source[source].items()}
+    found = by_source(images(), module.__name__)
+    source = _pick(found, source, module.__name__)
+    stored = {t: inflate(bytes(d), f"{module.__name__}:{source} ({t})") for t, d in found[source].items()}
     kinds = _images()
-    return DeviceCode(f"{module.__name__}:{source}", found.get(kinds.ir), found.get(kinds.native))
+    label = f"{module.__name__}:{source}"
+    for index, (triple, data) in enumerate(stored.items()):
+        _check_slot(label, index, triple, data, kinds)
+    return DeviceCode(label, stored.get(kinds.ir), stored.get(kinds.native))
+
+
+def _check_slot(label: str, index: int, triple: str, data: bytes, kinds: OpenClImages) -> None:
+    """The inspector's verdict on one slot (:mod:`aotwheel.slots`): a damaged or misplaced image is
+    one error naming it, never a fat binary handed to OpenCL as source."""
+    from aotwheel.formats.sniff import sniff
+    from aotwheel.model import ImageKind
+    from aotwheel.slots import damaged, slot_problem
+
+    if triple not in (kinds.ir, kinds.native):
+        return
+    if triple == kinds.native:  # what the driver reads: the backend's fat binary, nothing else
+        content = ImageKind.AR if data.startswith(kinds.native_magic) else sniff(data[:64]) if data else ImageKind.UNKNOWN
+        problem = slot_problem(content, len(data), None)
+        if problem is None and content != ImageKind.AR:
+            problem = f"it holds {content} where {kinds.native_name} belongs"
+    else:
+        problem = slot_problem(sniff(data[:64]) if data else ImageKind.UNKNOWN, len(data), ImageKind.SPIRV)
+    if problem is not None:
+        raise AotwheelError(f"{label}: {damaged(index, triple, None, problem)}")
+
+
+def _from_binary(path: str, source: str | None) -> DeviceCode:
+    """The images an aotwheel-built extension embeds, read from its file by the inspector: the n-th
+    fat binary and the n-th SPIR-V module are kernel source ``#n`` (the generated table's order)."""
+    from aotwheel.errors import InspectError
+    from aotwheel.inspector import image_bytes, inspect
+
+    kinds = _images()
+    try:
+        files = inspect(path).files
+        items = [(img.triple, f.path, img) for f in files for img in f.images if img.triple in (kinds.native, kinds.ir)]
+    except InspectError as exc:
+        why = str(exc).removeprefix(f"{path}: ").split(";")[0]
+        raise AotwheelError(f"{path}: neither SPIR-V nor {kinds.native_name} nor an aotwheel-built extension ({why}); "
+                            f"pass one of those") from None
+    if not items:
+        raise AotwheelError(f"{path}: neither SPIR-V nor {kinds.native_name} nor an aotwheel-built extension (no embedded images); "
+                            f"pass one of those")
+    found = by_source([(t, img) for t, _, img in items], path)
+    source = _pick(found, source, path)
+    where = {id(img): f for _, f, img in items}
+    code = {t: image_bytes(where[id(img)], img) for t, img in found[source].items()}
+    label = f"{path}:{source}"
+    for index, (triple, data) in enumerate(code.items()):
+        _check_slot(label, index, triple, data, kinds)
+    return DeviceCode(label, code.get(kinds.ir), code.get(kinds.native))
+
+
+def _is_zstd(head: bytes) -> bool:
+    from aotwheel.formats.zstd import is_zstd
+
+    return is_zstd(head)
 
 
 def _images() -> OpenClImages:
@@ -140,18 +229,22 @@ def _from_bytes(data: bytes, label: str) -> DeviceCode:
         return DeviceCode(label, data, None)
     kinds = _images()
     if data.startswith(kinds.native_magic):
-        return DeviceCode(label, _generic_ir(data), data)
+        return DeviceCode(label, _generic_ir(data, label), data)
     raise AotwheelError(f"{label}: neither SPIR-V nor {kinds.native_name}; pass one of those")
 
 
-def _generic_ir(fatbinary: bytes) -> bytes | None:
+def _generic_ir(fatbinary: bytes, label: str) -> bytes | None:
     """The SPIR-V in a fat binary's ``generic_ir`` member, if any (through the inspector)."""
+    from aotwheel.errors import InspectError
     from aotwheel.inspector import find_spirv
 
     with tempfile.TemporaryDirectory(prefix="aotwheel-opencl-") as tmp:
         path = os.path.join(tmp, "image.ar")
         Path(path).write_bytes(fatbinary)
-        return find_spirv(path)
+        try:
+            return find_spirv(path)
+        except InspectError as exc:  # name the image, not the temporary file it was read from
+            raise AotwheelError(f"{label}: {str(exc).replace(path + ': ', '').replace(path, 'it')}") from None
 
 
 def _native_targets(fatbinary: bytes | None) -> list[Any]:

@@ -65,13 +65,17 @@ class FileReport:
     # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"; read by the _aot.py of wheels already published (keep)
     cuda: list[str]
     ir_kernels_missing_from: dict[str, int]  # {"spir64_gen": 5}: kernels only SPIR-V serves there
-    cuda_modules: list[CudaModule]  # only when .nv_fatbin's modules carry different targets
+    cuda_modules: list[CudaModule]  # only when the fat binary containers (every section's) carry different targets
     error: str | None  # one-line reason this file could not be read (wheels/directories go on past it)
+    # Standalone device images in the binary's data sections that no runtime registers: the library
+    # loads them itself (cuModuleLoadData, zeModuleCreate). A report of its own (kind "carried"),
+    # so that a backend decides on them as on any file; None: none found (or not a host ELF).
+    carried: FileReport | None
 
     def __init__(self, path: str, native_targets: list[Target], ir: list[str], images: list[Image], kernels: int | None, kind: str = ImageKind.UNKNOWN,
                  kernels_by_triple: dict[str, int] | None = None, warnings: list[str] | None = None, cuda: list[str] | None = None,
                  ir_kernels_missing_from: dict[str, int] | None = None, cuda_modules: list[CudaModule] | None = None,
-                 error: str | None = None) -> None:
+                 error: str | None = None, carried: FileReport | None = None) -> None:
         self.path = path
         self.native_targets = native_targets
         self.ir = ir
@@ -84,6 +88,7 @@ class FileReport:
         self.ir_kernels_missing_from = {} if ir_kernels_missing_from is None else ir_kernels_missing_from
         self.cuda_modules = [] if cuda_modules is None else cuda_modules
         self.error = error
+        self.carried = carried
 
     def target_names(self) -> list[str]:
         """Distinct native targets in order, every vendor: catalog names (else IP versions, else
@@ -149,3 +154,17 @@ def summary(fr: FileReport) -> str:
     if fr.kernels is not None:
         parts.append(f"{fr.kernels} distinct kernel function{'s' if fr.kernels != 1 else ''}")
     return " · ".join(parts)
+
+
+CARRIED = "carried"  # FileReport.kind of the report of the images a library loads itself
+CARRIED_LABEL = "carried, loaded by the library itself"
+
+
+def carried_summary(fr: FileReport) -> str | None:
+    """``carried, loaded by the library itself: 114 images · native: sm_70, sm_75 · JIT fallback: none``,
+    or ``None`` when the binary keeps no such image."""
+    c = fr.carried
+    if c is None or not c.images:
+        return None
+    n = len(c.images)
+    return f"{CARRIED_LABEL}: {n} image{'s' if n != 1 else ''} · {summary(c)}"

@@ -72,6 +72,12 @@ class Verdict:
     # The numbers ``ip`` was written from, for the backend's own reading (NVIDIA: the compute
     # capability (9, 0)); None when the backend sets none. Not in :meth:`to_dict`: the JSON keeps ``ip``.
     version: tuple[int, ...] | None = None
+    # The images the binary keeps as data and loads itself (FileReport.carried), decided by the
+    # same backend for the same device: "native" | "jit" | "unsupported" | "unknown", None when
+    # it keeps none; the image that verdict picked. Apart from ``verdict``, which (and the exit
+    # status) covers the images a runtime registers only.
+    carried: str | None = None
+    carried_image: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.verdict, VerdictKind):  # a caller's plain "native"

@@ -22,7 +22,7 @@ import importlib.util
 import os
 import types
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,6 +36,12 @@ POLICIES = ("warn", "error", "ignore")
 
 class JITWarning(RuntimeWarning):
     """A device will compile this package's kernels from SPIR-V at first use (slow first call)."""
+
+
+class JITCacheNotice(UserWarning):
+    """A device's verdict is ``jit``, but this process creates its programs from the native builds
+    an earlier JIT left in aotwheel's JIT cache (:mod:`aotwheel.opencl`): no compile happens. Said
+    once per (device, binary) instead of a :class:`JITWarning`."""
 
 
 class JITError(AotwheelError, RuntimeError):
@@ -172,12 +178,13 @@ def _device_code_of(path: str) -> list[Any]:
     return list(_inspected(path, st.st_size, st.st_mtime_ns))
 
 
-def jit_message(verdict: Verdict, kernels: int | None = None, policy: str = "warn") -> str:
-    """One line a user can act on, in the words of the vendor that owns the device."""
+def jit_message(verdict: Verdict, kernels: int | None = None, policy: str = "warn", given: str | None = None) -> str:
+    """One line a user can act on, in the words of the vendor that owns the device; ``given``:
+    how the policy was chosen when not by ``AOTWHEEL_JIT`` (``--jit error``, ``policy='error'``)."""
     from aotwheel import backends
 
     backend = backends.get(verdict.vendor) if verdict.vendor in backends.names() else backends.get(backends.names()[0])
-    return backend.jit_message(verdict, kernels) + sycl_advice(verdict) + policy_hint(policy)
+    return backend.jit_message(verdict, kernels) + sycl_advice(verdict) + policy_hint(policy, given)
 
 
 def sycl_advice(verdict: Verdict) -> str:
@@ -191,27 +198,43 @@ def sycl_advice(verdict: Verdict) -> str:
     return "; " + syclcache.state().advice()
 
 
-def policy_hint(policy: str) -> str:
-    """The tail of a JIT message: how to change the policy that is in force (never the same one)."""
+def policy_hint(policy: str, given: str | None = None) -> str:
+    """The tail of a JIT message: how to change the policy that is in force (never the same one),
+    where it was set: ``given`` (an option or argument), else ``AOTWHEEL_JIT``."""
+    if policy == "error" and given:
+        return f"; {given} was given: drop it (or give warn or ignore) to allow the JIT"
     if policy == "error":
         return f"; {POLICY_ENV}=error is set: set {POLICY_ENV}=warn (or ignore) to allow the JIT"
     return f"; set {POLICY_ENV}=ignore to silence or {POLICY_ENV}=error to fail"
 
 
-def _apply_policy(verdicts: Iterable[Verdict], keys: Sequence[str], kernels: Sequence[int | None], policy: str) -> None:
+def _apply_policy(verdicts: Sequence[Verdict], keys: Sequence[str], kernels: Sequence[int | None], policy: str,
+                  given: str | None = None, cached: Callable[[], Mapping[int, Mapping[str, int]]] | None = None) -> None:
+    """Warn of (``warn``) or refuse (``error``) each JIT verdict; ``cached()``: per verdict index,
+    how many of its binary's modules the JIT cache holds native builds of (asked only when a
+    warning is due): a binary served wholly from the cache gets a :class:`JITCacheNotice` instead."""
     if policy == "ignore":
         return
     memo = _memo()
-    for verdict, key, count in zip(verdicts, keys, kernels):
+    served: Mapping[int, Mapping[str, int]] | None = None
+    for i, (verdict, key, count) in enumerate(zip(verdicts, keys, kernels)):
         if verdict.verdict != JIT and not verdict.jit_kernels:
             continue
         if policy == "error":
-            raise JITError(jit_message(verdict, count, policy))  # every time: an error policy must keep failing
+            raise JITError(jit_message(verdict, count, policy, given))  # every time: an error policy must keep failing
         ident = (key, os.path.realpath((verdict.binary or "").split("!")[0]) + _member(verdict.binary))
         if ident in memo:
             continue  # warned already: no message to build (it reads the binary's ELF for SYCL advice)
         memo.add(ident)
-        warnings.warn(jit_message(verdict, count, policy), JITWarning, stacklevel=3)  # points at check()'s caller
+        if served is None:
+            served = cached() if cached is not None else {}
+        entry = served.get(i)
+        if entry and entry["cached"] == entry["modules"]:
+            name = os.path.basename((verdict.binary or "").split("!")[0]) + _member(verdict.binary)
+            warnings.warn(f"{name}: {verdict.device} loads it from the JIT cache: the native builds an earlier process made of "
+                          f"its {entry['modules']} SPIR-V module(s); nothing is compiled now", JITCacheNotice, stacklevel=3)
+            continue
+        warnings.warn(jit_message(verdict, count, policy, given), JITWarning, stacklevel=3)  # points at check()'s caller
 
 
 def _member(binary: str | None) -> str:
@@ -245,6 +268,17 @@ def _cross_vendor(backend: Any, file: Any, code: Mapping[str, tuple[list[str], l
     # targets: everything the binary carries, so the remedy keeps the other vendors' targets
     v = replace(own, verdict=UNSUPPORTED, image=None, reason=reason, rule="other-vendor", targets=tuple(file.target_names()), remedy="")
     return replace(v, remedy=backend.remedy(v))
+
+
+def _with_carried(v: Verdict, backend: Any, file: Any, device: Any, binary: str, compatibility: bool) -> Verdict:
+    """``v`` with the verdict on the images ``file`` keeps as data and loads itself
+    (``FileReport.carried``), decided as for any file; ``v`` itself when it keeps none."""
+    carried = getattr(file, "carried", None)
+    if carried is None or not carried.images:
+        return v
+    own = (_cross_vendor(backend, carried, _code_by_backend(carried), device, binary, compatibility)
+           or backend.decide(carried, device, binary=binary, compatibility=compatibility))
+    return replace(v, carried=own.verdict.value, carried_image=own.image)
 
 
 def served_elsewhere(verdicts: Sequence[Verdict]) -> frozenset[int]:
@@ -297,8 +331,9 @@ def check(module_or_path: Any, devices: Any = None, *, policy: str | None = None
 
 
 def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = None,
-             compatibility: bool = True, vendor: str | None = None) -> Checked:
+             compatibility: bool = True, vendor: str | None = None, policy_given: str | None = None) -> Checked:
     """:func:`check`, returning the verdicts with the inspected files and the devices (:class:`Checked`).
+    ``policy_given``: how ``policy`` was chosen, for the JIT error's advice (``--jit error``).
 
     Order: the policy and ``devices`` (or ``AOTWHEEL_DEVICE``) are parsed first, so that a typo
     fails before anything reads the binary; then the binary is inspected, once; the probes run
@@ -331,11 +366,16 @@ def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = N
         backend = backends.for_device(dev)
         for f in readable:
             binary = f.path or path
-            verdicts.append(_cross_vendor(backend, f, code[id(f)], dev, binary, compatibility)
-                            or backend.decide(f, dev, binary=binary, compatibility=compatibility))
+            verdicts.append(_with_carried(_cross_vendor(backend, f, code[id(f)], dev, binary, compatibility)
+                                          or backend.decide(f, dev, binary=binary, compatibility=compatibility), backend, f, dev, binary, compatibility))
             keys.append(_device_key(dev, verdicts[-1]))
             counts.append(f.kernels)
-    _apply_policy(verdicts, keys, counts, mode)
+    def cached() -> Mapping[int, Mapping[str, int]]:  # only OpenCL-probed devices have entries (aotwheel.opencl's cache)
+        from aotwheel.opencl import cached_native_builds
+
+        return cached_native_builds(verdicts, found, {f.path or path: f for f in inspected})
+
+    _apply_policy(verdicts, keys, counts, mode, policy_given or (None if policy is None else f"policy={policy!r}"), cached)
     return Checked(path, verdicts, inspected, tuple(found), served_elsewhere(verdicts))
 
 

@@ -1,11 +1,18 @@
-"""``aotwheel selftest``: run this package's own kernels on every OpenCL device and compare with NumPy.
+"""``aotwheel selftest``: load device code on every device found and run what can be checked.
 
 Device code comes from ``aotwheel._kernels`` (one fat binary + one SPIR-V module per kernel
-source) or from files given by the caller (``.spv``, or anything the inspector reads). An Intel
-GPU whose verdict is native gets the fat binary (the driver picks the member); every other
-device gets the SPIR-V, which its OpenCL compiler builds: a real JIT. Programs are made by
+source) or from files given by the caller (``.spv``, or anything the inspector reads: a user's
+extension too). On every device each module's program is created (an Intel GPU whose verdict is
+native gets the fat binary, the driver picking the member; every other device gets the SPIR-V,
+which its OpenCL compiler builds: a real JIT) and every kernel in it is created; aotwheel's own
+kernels (by name and argument count) are also run and compared with NumPy. A user's kernel passes
+when it is created: the selftest has no reference for it. Programs are made by
 :func:`aotwheel.opencl.load_program`, so a second run creates them from the JIT cache's native
-builds and says "(cached native build)". The build time printed is that program creation. Needs the optional extra ``aotwheel[selftest]`` (numpy, pyopencl).
+builds and says "(cached native build)". The build time printed is that program creation.
+
+Where devices come from is a list of sources (:data:`DEVICE_SOURCES`, each a function of pyopencl
+giving ``(platform, device)`` pairs): the OpenCL platforms this process sees; another source (a
+simulated device) is one more function. Needs pyopencl (and so NumPy): ``aotwheel[selftest]``.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,6 +126,10 @@ REFERENCES: dict[str, tuple[Runner, float]] = {
     "reduce_sum": (_reduce_sum, 1e-4),
     "softmax_rows": (_softmax_rows, 1e-5),
 }
+# Their argument counts (csrc/kernels): a user's kernel of the same name with other arguments is
+# not run with aotwheel's reference, only created.
+ARGUMENTS = {"vector_add": 4, "saxpy": 4, "gemm_tiled": 6, "reduce_sum": 4, "softmax_rows": 4}
+CREATED = "created (no reference to run it against: not one of aotwheel's own kernels)"
 
 
 # --- where the device code comes from ---------------------------------------------------------
@@ -132,21 +143,23 @@ def modules_from_extension(name: str = DEFAULT_MODULE) -> list[Module]:
     except ImportError as exc:
         raise AotwheelError(f"cannot import {name} ({exc}); build aotwheel with its kernels (pip install .) or pass .spv files") from None
     from aotwheel import backends
-    from aotwheel.opencl import inflate  # images embedded with COMPRESS ON are zstd frames
+    from aotwheel.opencl import by_source, inflate  # images embedded with COMPRESS ON are zstd frames
 
     kinds = backends.for_opencl().opencl_images  # which triples are SPIR-V and which the fat binary
-    by_source: dict[str, Module] = {}
-    for triple, source, data in ext.images():
-        mod = by_source.setdefault(source, Module(source, None))
-        if triple == kinds.ir:
-            mod.spirv = inflate(bytes(data), f"{name}:{source} ({triple})")
-        elif triple == kinds.native:
-            mod.fatbinary = inflate(bytes(data), f"{name}:{source} ({triple})")
-    return list(by_source.values())
+    mods: list[Module] = []
+    for source, images in by_source(ext.images(), name).items():
+        code = {t: inflate(bytes(d), f"{name}:{source} ({t})") for t, d in images.items()}
+        mods.append(Module(source, code.get(kinds.ir), code.get(kinds.native)))
+    return mods
 
 
 def modules_from_path(path: str) -> list[Module]:
-    """A ``.spv`` file as-is; anything else through the inspector (SPIR-V and ar images)."""
+    """A ``.spv`` file as-is; anything else through the inspector (SPIR-V and ar images); a module
+    name (``aotdemo._demo``) is its extension's file."""
+    if not os.path.exists(path):
+        from aotwheel.runtime import resolve_binary
+
+        path = resolve_binary(path)
     with open(path, "rb") as fh:
         head = fh.read(4)
     if head in (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03"):
@@ -177,20 +190,31 @@ def _max_error(got, ref) -> float:
 
 
 def _run_program(cl, ctx, queue, program, rng) -> list[KernelResult]:
+    """Create every kernel of ``program``; run those aotwheel has a reference for."""
     names = [n for n in program.get_info(cl.program_info.KERNEL_NAMES).split(";") if n]
     results = []
     for name in names:
-        if name not in REFERENCES:
-            results.append(KernelResult(name, None, 0.0, False, "no NumPy reference in aotwheel.selftest.REFERENCES"))
+        try:
+            kernel = cl.Kernel(program, name)
+            args = kernel.get_info(cl.kernel_info.NUM_ARGS)
+        except Exception as exc:  # a kernel the runtime cannot create: the program is broken for it
+            results.append(KernelResult(name, None, 0.0, False, f"cannot create it: {_first_line(exc)}"))
+            continue
+        if name not in REFERENCES or ARGUMENTS.get(name) != args:
+            results.append(KernelResult(name, None, 0.0, True, CREATED))
             continue
         runner, tol = REFERENCES[name]
         try:
-            got, ref = runner(cl, ctx, queue, getattr(program, name), rng)
+            got, ref = runner(cl, ctx, queue, kernel, rng)
             err = _max_error(got, ref)
             results.append(KernelResult(name, err, tol, err <= tol))
         except Exception as exc:  # one failing kernel must not hide the others
             results.append(KernelResult(name, None, tol, False, f"{type(exc).__name__}: {exc}"))
     return results
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def _fat_targets(fatbinary: bytes | None) -> list[Any]:
@@ -211,7 +235,8 @@ def _fat_targets(fatbinary: bytes | None) -> list[Any]:
         return []
 
 
-def _opencl_devices(cl) -> list[tuple[Any, Any]]:
+def opencl_devices(cl) -> list[tuple[Any, Any]]:
+    """Every device of every OpenCL platform this process sees (a platform without devices is skipped)."""
     pairs: list[tuple[Any, Any]] = []
     for platform in cl.get_platforms():
         try:
@@ -221,8 +246,15 @@ def _opencl_devices(cl) -> list[tuple[Any, Any]]:
     return pairs
 
 
-def run(modules: list[Module]) -> list[DeviceResult]:
-    """Build every module on every OpenCL device and check each kernel against NumPy."""
+#: Where the selftest's devices come from, in order: functions of pyopencl returning
+#: ``(platform, device)`` pairs. A new source of devices (a simulated GPU) is one more entry.
+DeviceSource = Callable[[Any], list[tuple[Any, Any]]]
+DEVICE_SOURCES: list[DeviceSource] = [opencl_devices]
+
+
+def run(modules: list[Module], sources: Sequence[DeviceSource] | None = None) -> list[DeviceResult]:
+    """Create every module's program and every kernel on every device of ``sources`` (default
+    :data:`DEVICE_SOURCES`), and check aotwheel's own kernels against NumPy."""
     try:
         import numpy as np
         import pyopencl as cl
@@ -233,12 +265,13 @@ def run(modules: list[Module]) -> list[DeviceResult]:
 
     vendor = backends.for_opencl()  # names each OpenCL device and gives the verdicts
 
-    try:
-        pairs = _opencl_devices(cl)
-    except Exception as exc:
-        pairs, why = [], str(exc)
-    else:
-        why = "platforms without devices"
+    pairs: list[tuple[Any, Any]] = []
+    why = "platforms without devices"
+    for source in DEVICE_SOURCES if sources is None else sources:
+        try:
+            pairs += source(cl)
+        except Exception as exc:
+            why = _first_line(exc)
     if not pairs:
         raise AotwheelError(f"no OpenCL device ({why}); {vendor.opencl_runtime}")
     targets = {m.source: _fat_targets(m.fatbinary) for m in modules}
@@ -255,7 +288,7 @@ def run(modules: list[Module]) -> list[DeviceResult]:
             continue
         rng = np.random.default_rng(SEED)
         verdicts = []
-        sources: list[str] = []
+        sources_used: list[str] = []
         for mod in modules:
             verdict = vendor.opencl_verdict(targets[mod.source], bool(mod.spirv), pdev)
             verdicts.append(verdict)
@@ -266,19 +299,18 @@ def run(modules: list[Module]) -> list[DeviceResult]:
                     # The loader: native image by the driver's rules, else the JIT cache, else SPIR-V.
                     loaded = load_program(ctx, cdev, DeviceCode(mod.source, mod.spirv, mod.fatbinary))
                     program = loaded.program
-                    sources.append(loaded.source)
+                    sources_used.append(loaded.source)
             except AotwheelError as exc:
                 res.error = str(exc)
                 continue
             except Exception as exc:
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                res.error = f"{mod.source}: program build failed: {first}"
+                res.error = f"{mod.source}: program build failed: {_first_line(exc)}"
                 continue
             res.build_ms += (time.perf_counter() - start) * 1000.0
             res.kernels.extend(_run_program(cl, ctx, queue, program, rng))
         kinds = sorted({v.verdict for v in verdicts})
         res.verdict = "/".join(kinds)
-        res.program_from = "/".join(sorted(set(sources)))
+        res.program_from = "/".join(sorted(set(sources_used)))
         res.reason = verdicts[0].reason if verdicts else ""
     return results
 
@@ -292,7 +324,12 @@ def format_results(results: list[DeviceResult]) -> str:
         lines.append(f"{r.device} ({r.kind}): {r.verdict}{cached}, program build {r.build_ms:.1f} ms, {status}")
         if r.error:
             lines.append(f"  error: {r.error}")
+        if r.program_from == "simulated":  # a backend's simulated device: what its driver and aotwheel said per module
+            lines.append(f"  {r.reason}")
         for k in r.kernels:
+            if k.max_error is None and not k.tolerance:  # created only: no reference to compare with
+                lines.append(f"  {k.name:<14} {'ok' if k.ok else 'FAIL'} - {k.note}")
+                continue
             err = "n/a" if k.max_error is None else f"{k.max_error:.2e}"
             lines.append(f"  {k.name:<14} max error {err} (tolerance {k.tolerance:.0e}) {'ok' if k.ok else 'MISMATCH'}"
                          + (f" - {k.note}" if k.note else ""))

@@ -55,22 +55,7 @@ def state(env: Mapping[str, str] | None = None) -> SyclCache:
 def links_sycl(path: str) -> bool:
     """True if ``path`` is an ELF file whose dynamic section needs ``libsycl.so*``: its device code
     is loaded (and JIT-compiled) by the SYCL runtime. False for anything unreadable."""
-    try:
-        from elftools.common.exceptions import ELFError
-        from elftools.elf.dynamic import DynamicSection
-        from elftools.elf.elffile import ELFFile
-    except ImportError:
-        return False
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(4) != b"\x7fELF":
-                return False
-            fh.seek(0)
-            elf = ELFFile(fh)
-            for sec in elf.iter_sections():
-                if isinstance(sec, DynamicSection):
-                    return any(t.entry.d_tag == "DT_NEEDED" and str(getattr(t, "needed", "")).startswith("libsycl.so")
-                               for t in sec.iter_tags())
-    except (OSError, ELFError, ValueError, KeyError):
-        return False
+    from aotwheel.formats.dynamic import needs
+
+    return needs(path, "libsycl.so")
     return False

@@ -43,7 +43,10 @@ REMOTE_CACHE = Variable("AOTWHEEL_REMOTE_CACHE", None,
                         "remote device-code stores behind the local cache, '|'-separated: http(s):// (WebDAV) or redis://")
 REMOTE_CACHE_READONLY = Variable("AOTWHEEL_REMOTE_CACHE_READONLY", "OFF", "read the remote stores but never write them (ON/OFF)")
 REMOTE_CACHE_TOKEN = Variable("AOTWHEEL_REMOTE_CACHE_TOKEN", None, "bearer token (HTTP) or password (Redis) for the remote stores")
-REMOTE_CACHE_TIMEOUT = Variable("AOTWHEEL_REMOTE_CACHE_TIMEOUT", None, "remote timeouts in seconds, 'connect[,read]' (e.g. 1,10)")
+REMOTE_CACHE_TIMEOUT = Variable("AOTWHEEL_REMOTE_CACHE_TIMEOUT", None,
+                                "remote time bounds in seconds, 'connect[,read[,request[,step]]]' (default 1,10,20,40)")
+REMOTE_CACHE_SECRET = Variable("AOTWHEEL_REMOTE_CACHE_SECRET", None,
+                               "shared secret (16+ characters) that signs remote objects (HMAC); unsigned or foreign objects are then misses")
 SHARD = Variable("AOTWHEEL_SHARD", None, "build only slice i of n of the device jobs ('i/n'), to warm the remote cache")
 # Run time.
 JIT = Variable("AOTWHEEL_JIT", "warn", "what a coming JIT compilation does at run time: warn, error or ignore")
@@ -53,14 +56,36 @@ JIT_CACHE_DIR = Variable("AOTWHEEL_JIT_CACHE_DIR", None,
 NO_FASTSCAN = Variable("AOTWHEEL_NO_FASTSCAN", "OFF",
                        "ON: inspect with the pure-Python readers only, not the C scanner aotwheel._fastscan (same answers)")
 
+# Configure: the check of undeclared names close to these (aotwheel.varcheck).
+ALLOW_UNDECLARED = Variable("AOTWHEEL_ALLOW_UNDECLARED", None,
+                            "names (comma-separated, or *) of USE_AOT_*, AOTWHEEL_* or TORCH_XPU_* variables that are not "
+                            "aotwheel's though close to one of its names: configure lets them be")
+
 # The core's variables (aotwheel.config.all_variables adds every registered backend's).
 VARIABLES: tuple[Variable, ...] = (
     DEVLIST, TORCH_ARCH_LIST, FIELD_DEFAULTS, JIT_FALLBACK, COMPRESS, CACHE_DIR,
-    REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, SHARD,
-    JIT, DEVICE, JIT_CACHE_DIR, NO_FASTSCAN,
+    REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_SECRET, SHARD,
+    JIT, DEVICE, JIT_CACHE_DIR, NO_FASTSCAN, ALLOW_UNDECLARED,
+)
+
+# Names that are this project's but read elsewhere than its Python: by its CMake files, or by its
+# own CI and tests. Declared so that configure's check (aotwheel.varcheck) knows them.
+ALLOW_UNBUILT = Variable("AOTWHEEL_ALLOW_UNBUILT", None,
+                         "vendors (intel, nvidia, ON) a device list may name without a build step for them (CMake reads it)")
+OTHER_NAMES: tuple[Variable, ...] = (
+    ALLOW_UNBUILT,
+    Variable("AOTWHEEL_TOOLCHAIN", None, "ci/setup.sh: 'current' installs the current toolchain (Debian sid/testing)"),
+    Variable("AOTWHEEL_TEST_WHEEL", None, "tests: the aotwheel wheel ci/test.sh built, used instead of building one"),
+    Variable("AOTWHEEL_FASTSCAN_EXAMPLES", None, "tests: how many examples the C scanner's property tests draw"),
+    Variable("AOTWHEEL_CI_LANES", None, ".ci/run: the toolchain lanes to run (bookworm, sid)"),
+    Variable("AOTWHEEL_CI_CACHE", None, ".ci/run: where the debootstrap results are cached"),
+    Variable("AOTWHEEL_CI_REFRESH", None, ".ci/run: rebuild the cached debootstrap results"),
+    Variable("AOTWHEEL_CI_MIRROR", None, ".ci/run: the Debian mirror"),
+    Variable("AOTWHEEL_CI_BUDGET_S", None, ".ci/run: the time a lane may take"),
 )
 # What CMake hands the build steps in their settings file (read at configure time, fixed for the build).
-BUILD_STEP_SETTINGS: tuple[Variable, ...] = (REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT, SHARD)
+BUILD_STEP_SETTINGS: tuple[Variable, ...] = (REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TOKEN, REMOTE_CACHE_TIMEOUT,
+                                             REMOTE_CACHE_SECRET, SHARD)
 
 # The one vocabulary of switches, CMake's: ON/OFF, 1/0, yes/no, true/false, y/n (any case).
 TRUE_WORDS = ("1", "on", "yes", "true", "y")

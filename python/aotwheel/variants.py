@@ -64,7 +64,12 @@ class VariantPlugin:
             from aotwheel.probe import detect_devices
 
             values = cls.vocabulary.supported_values(detect_devices())
-        except Exception:  # a provider must never fail an install: no GPU knowledge -> JIT only
+        except Exception as exc:  # a provider must never fail an install: no GPU knowledge -> JIT only
+            import logging  # only here: a provider that works imports nothing more
+
+            # installers show their plugins' log (variantlib's logging), never an error: say why
+            logging.getLogger(__name__).warning("aotwheel variant provider %s: %s; offering %s only",
+                                                cls.namespace, str(exc)[:300], cls.vocabulary.JIT_VALUE)
             values = [cls.vocabulary.JIT_VALUE]
         return [FeatureConfig(cls.vocabulary.FEATURE, values)]
 
@@ -278,3 +283,67 @@ def _write_variant(wheel: Path, outdir: Path, label: str, dist_info_json: str) -
 # FEATURE, JIT_VALUE, NAMESPACE, IntelGpuPlugin, native_ips and supported_values come from __getattr__ (published names).
 __all__ = ["FEATURE", "JIT_VALUE", "NAMESPACE", "FeatureConfig", "IntelGpuPlugin", "VariantPlugin", "WheelVariant",  # noqa: F822
            "describe_wheel", "label_wheels", "native_ips", "supported_values", "variant_info"]
+
+
+def pick(where: str | Path) -> tuple[Path, list[str]]:
+    """The variant wheel of ``where`` (a folder holding ``<name>-<version>-variants.json`` and its
+    variant wheels, or that JSON file) that suits this machine: variantlib orders the index's
+    variants by what the providers report here (aotwheel's probes the GPUs; ``AOTWHEEL_DEVICE``
+    overrides), and the first whose wheel is in the folder wins; the null variant (no native code)
+    suits every machine, last. Returns that wheel and the labels in variantlib's order."""
+    import json
+
+    from aotwheel.errors import AotwheelError
+
+    try:
+        from variantlib.api import get_variants_by_priority
+    except ImportError:
+        raise AotwheelError(_VARIANTLIB_HINT.replace("to write variant wheels", "to pick a variant wheel")) from None
+    path = Path(where)
+    if path.is_dir():
+        found = sorted(path.glob("*-variants.json"))
+        if len(found) != 1:
+            raise AotwheelError(f"{path} holds {len(found)} *-variants.json files; pass the one to pick from "
+                                "(variantlib generate-index-json -d DIR writes it)")
+        path = found[0]
+    if not path.is_file() or not path.name.endswith("-variants.json"):
+        raise AotwheelError(f"{where}: no <name>-<version>-variants.json there; run variantlib generate-index-json -d DIR first")
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AotwheelError(f"{path}: not a variant index ({exc})") from None
+    try:
+        ordered = [v.label for v in get_variants_by_priority(variants_json=index)]
+    except Exception as exc:  # variantlib's validation and its plugin processes: one line, naming the index
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+        raise AotwheelError(f"{path}: variantlib could not order its variants ({first})") from None
+    stem = path.name[: -len("-variants.json")]
+    wheels = {w.name.rsplit("-", 1)[1][:-4]: w for w in path.parent.glob(f"{stem}-*.whl")}
+    for label in ordered:
+        if label in wheels:
+            return wheels[label], ordered
+    listed = ", ".join(sorted(wheels)) or "none"
+    raise AotwheelError(f"no wheel of {path.name} suits this machine (its variant wheels: {listed}; supported here: "
+                        f"{', '.join(ordered) or 'none'}); publish a null variant (a USE_AOT_DEVLIST=none wheel) for every machine")
+
+
+def install(wheel: Path, python: str) -> int:
+    """``python -m pip install`` the variant ``wheel`` under its plain wheel name (pip does not
+    take variant file names yet: ``Invalid build number``); pip's exit status. Another variant of
+    the same version installed there is replaced (its dependencies stay)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    from variantlib.constants import VALIDATION_WHEEL_NAME_REGEX
+
+    m = VALIDATION_WHEEL_NAME_REGEX.fullmatch(wheel.name)
+    plain = f"{m.group('base_wheel_name')}.whl" if m else wheel.name
+    name, version = plain.split("-")[:2]
+    shown = subprocess.run([python, "-m", "pip", "show", name], capture_output=True, text=True, check=False).stdout
+    same = f"Version: {version}" in shown.splitlines()
+    with tempfile.TemporaryDirectory(prefix="aotwheel-variant-") as tmp:
+        copy = Path(tmp) / plain
+        shutil.copyfile(wheel, copy)
+        extra = ["--force-reinstall", "--no-deps"] if same else []
+        return subprocess.run([python, "-m", "pip", "install", *extra, str(copy)], check=False).returncode

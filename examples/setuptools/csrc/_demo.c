@@ -1,6 +1,8 @@
-/* aotdemo._demo: hands the device images aotwheel_add_device_code(NAME demo) embedded to Python.
- * Stable ABI (abi3, 3.10+). A real package would pass them to Level Zero / OpenCL instead, after
- * decompressing them: each image is one zstd frame unless built with USE_AOT_COMPRESS=OFF. */
+/* aotdemo._demo: hands the device images aotwheel_add_device_code(NAME demo) embedded to Python,
+ * as aotwheel's loader takes them: images() -> [(triple, source, bytes)], one entry per
+ * struct aotwheel_image of the generated demo_aot.h. aotwheel.opencl.build_program(ctx, device,
+ * "aotdemo._demo") picks the image for the device and decompresses it (each image is one zstd
+ * frame unless built with USE_AOT_COMPRESS=OFF). Stable ABI (abi3, 3.10+). */
 #ifndef Py_LIMITED_API
 #define Py_LIMITED_API 0x030A0000
 #endif
@@ -17,7 +19,7 @@ static PyObject *images(PyObject *self, PyObject *unused) {
         return NULL;
     for (unsigned long i = 0; i < aotwheel_demo_image_count; ++i) {
         const struct aotwheel_image *img = &aotwheel_demo_images[i];
-        PyObject *item = Py_BuildValue("(sy#)", img->triple, (const char *)img->begin, (Py_ssize_t)(img->end - img->begin));
+        PyObject *item = Py_BuildValue("(ssy#)", img->triple, img->source, (const char *)img->begin, (Py_ssize_t)(img->end - img->begin));
         if (!item || PyList_Append(out, item) < 0) {
             Py_XDECREF(item);
             Py_DECREF(out);
@@ -29,7 +31,7 @@ static PyObject *images(PyObject *self, PyObject *unused) {
 }
 
 static PyMethodDef methods[] = {
-    {"images", images, METH_NOARGS, "images() -> list of (triple, bytes): 'spir64_gen' fat binaries, then 'spir64' SPIR-V, as stored "
+    {"images", images, METH_NOARGS, "images() -> list of (triple, source, bytes): 'spir64_gen' fat binaries, then 'spir64' SPIR-V, as stored "
      "(zstd frames unless built with USE_AOT_COMPRESS=OFF)."},
     {NULL, NULL, 0, NULL},
 };

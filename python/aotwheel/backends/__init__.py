@@ -153,6 +153,17 @@ def spirv_compiler() -> str:
     raise LookupError("no registered backend compiles SPIR-V")
 
 
+def simulator() -> Any:
+    """The module of the backend whose GPU driver can simulate devices without hardware (its
+    optional ``simulator``: ``selftest(modules, devices)`` for ``aotwheel selftest --simulate``),
+    imported; the first that has one."""
+    for b in all_backends():
+        module: str | None = getattr(b, "simulator", None)
+        if module:
+            return load_module(module)
+    raise LookupError("no registered backend simulates devices")
+
+
 def variant_vocabularies() -> list[Any]:
     """Each backend's wheel-variant vocabulary (the module its optional ``variants`` attribute names;
     :mod:`aotwheel.variants` says what it holds), in registry order."""
@@ -208,11 +219,19 @@ class ReadSpec:
     # Its native targets have IP versions (Target.ip): ``aotwheel inspect``'s IP column shows "?"
     # for one it could not read, and "-" (does not apply) for the other vendors' targets.
     ip_versions: bool
+    # Magic numbers of standalone images a library may keep in its data sections and load itself
+    # (cuModuleLoadData, zeModuleCreate, hipModuleLoadData): the inspector finds each in a host
+    # ELF's data sections, outside the images a runtime registers, and hands it to read_carried.
+    carried: tuple[bytes, ...]
+    # Its reader defines ``serves(file) -> list[str]``: ``aotwheel inspect``'s note on images that
+    # serve devices besides their own (Intel's shared members, such as 64.bmg).
+    serves: bool
 
     def __init__(self, magic: tuple[bytes, ...] = (), file_kinds: tuple[str, ...] = (), sections: tuple[str, ...] = (),
                  image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = (),
                  order: int = 0, elf_kinds: tuple[tuple[int | None, int | None, str], ...] = (),
-                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (), ip_versions: bool = False) -> None:
+                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (), ip_versions: bool = False,
+                 carried: tuple[bytes, ...] = (), serves: bool = False) -> None:
         self.magic = magic
         self.file_kinds = file_kinds
         self.sections = sections
@@ -224,3 +243,5 @@ class ReadSpec:
         self.offload_image_kinds = offload_image_kinds
         self.formats = formats
         self.ip_versions = ip_versions
+        self.carried = carried
+        self.serves = serves

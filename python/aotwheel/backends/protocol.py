@@ -199,10 +199,22 @@ class Reader(Protocol):
         """An embedded image (or an archive member of one, ``member``) of one of the spec's ``image_kinds``."""
         ...
 
+    def read_carried(self, walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
+        """A standalone image that may start at ``region``'s first byte (with ``magic``, one of the
+        spec's ``carried``; ``region`` runs to the end of the gap it was found in, inside data
+        section ``section``): when a full parse of its header accounts for its bytes, list it in
+        ``walk`` (the report of what the library loads itself) and return its size; else ``0``
+        (a chance match, or another vendor's image)."""
+        ...
+
     def spirv_in(self, img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
         """The SPIR-V module that image ``img`` of this vendor carries besides its native code
         (``load()`` gives its decompressed bytes), or ``None``."""
         ...
+
+    # Optional, declared by ``READS.serves`` (the inspector asks no reader without it):
+    # def serves(self, file: FileReport) -> list[str]: ``aotwheel inspect``'s note on images that
+    # serve devices besides their own.
 
 
 class Backend(Protocol):
@@ -263,10 +275,12 @@ class Backend(Protocol):
     tools: tuple[ToolOption, ...]  # ``aotwheel resolve --toolchain`` words this backend checks (Intel's ocloc)
     resolve_formats: tuple[FormatOption, ...]  # ``aotwheel resolve --format`` values its part's formats() prints
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         """The toolchain facts this vendor's grammar needs to resolve ``text`` (Intel: the installed
-        ocloc's device table, asked only where it can change the answer; ``tools``: explicit tool
-        paths by :attr:`tools` word); ``None`` for the vendor's built-in table."""
+        ocloc's device table, asked only where it can change the answer, or always with
+        ``installed``: what ``aotwheel resolve`` prints for a person, whose notes say what the
+        installed tools cannot build; ``tools``: explicit tool paths by :attr:`tools` word);
+        ``None`` for the vendor's built-in table."""
         ...
 
     def devlist_grammar(self, table: object | None = None) -> DevlistGrammar:

@@ -20,8 +20,12 @@ its per-step outcomes) and are counted apart from the device images.
 
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent
 builds never see a partial entry. ``events.log`` lines are appended with O_APPEND in one write.
-Each object starts with a one-line header holding the sha256 of its payload: an entry damaged on
-disk fails the check, is logged as ``corrupt``, removed and rebuilt. A cache root that cannot be
+Each object starts with a one-line header (format 2) naming the key it was stored under, the
+sha256 of its payload and, for signed remote objects, an HMAC over both
+(:func:`pack_object`): an entry damaged on disk, or one moved under another key's name, fails the
+check, is logged as ``corrupt``, removed and rebuilt. Objects of format 1 (no key) are misses.
+Writes never follow a symbolic link inside the cache root: a linked file or folder there turns
+the cache off with one warning (the root itself may be a link). A cache root that cannot be
 written (read-only, full, no permission) never fails a build: the first failure prints one
 warning and the cache is off for the rest of the process.
 """
@@ -44,10 +48,16 @@ if TYPE_CHECKING:
 ENV = CACHE_DIR.name
 _DISABLED = DISABLED_WORDS
 _LAYOUT = "v2"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 KEY_SCHEMA = 2
-# Object header: magic, sha256 of the payload (hex), newline; then the payload.
-_MAGIC = b"aotwheel-cache-object 1 "
-_HEADER = len(_MAGIC) + 64 + 1
+# Object header (format 2): magic, the key it was stored under, the sha256 of the payload, an
+# HMAC-SHA256 of both (or "-": unsigned), each 64 hex digits apart from "-", newline; then the payload.
+_MAGIC = b"aotwheel-cache-object 2 "
+_UNSIGNED = b"-"
+_HEADER_MAX = len(_MAGIC) + 3 * 64 + 3
+# Why a stored object was refused (unpack_object's second value); None: accepted.
+DAMAGED, OTHER_KEY, UNSIGNED, FOREIGN = "damaged", "stored under another key", "unsigned", "signed with another secret"
 
 
 class CacheKey(Value):
@@ -89,14 +99,53 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def pack_object(data: bytes) -> bytes:
-    """An object as stored (locally and remotely): a header with the payload's sha256, then it."""
-    return _pack(data)
+def _mac(secret: bytes, key: str, sha: str) -> str:
+    import hmac
+
+    return hmac.new(secret, f"aotwheel-cache-object 2\0{key}\0{sha}".encode(), "sha256").hexdigest()
 
 
-def unpack_object(blob: bytes) -> bytes | None:
-    """The payload of a stored object, or ``None`` when truncated or damaged."""
-    return _unpack(blob)
+def pack_object(data: bytes, key: str, secret: bytes | None = None) -> bytes:
+    """An object as stored (locally and remotely): a header binding the payload's sha256 to the
+    ``key`` (hex digest) it is stored under, signed with ``secret`` (HMAC-SHA256) when given."""
+    sha = hashlib.sha256(data).hexdigest()
+    mac = _mac(secret, key, sha).encode() if secret else _UNSIGNED
+    return _MAGIC + key.encode() + b" " + sha.encode() + b" " + mac + b"\n" + data
+
+
+def unpack_object(blob: bytes, key: str, secret: bytes | None = None) -> tuple[bytes | None, str | None]:
+    """``(payload, None)`` of an object stored under ``key``, or ``(None, why)``: truncated or
+    damaged (:data:`DAMAGED`), written for another key (:data:`OTHER_KEY`) or, with a ``secret``,
+    unsigned or signed with another one (:data:`UNSIGNED`, :data:`FOREIGN`)."""
+    end = blob.find(b"\n", 0, _HEADER_MAX + 1)
+    if end < 0 or not blob.startswith(_MAGIC):
+        return None, DAMAGED
+    fields = blob[len(_MAGIC) : end].split(b" ")
+    if len(fields) != 3 or len(fields[0]) != 64 or len(fields[1]) != 64:
+        return None, DAMAGED
+    data = blob[end + 1 :]
+    stored_key, sha, mac = (f.decode("latin-1") for f in fields)
+    if hashlib.sha256(data).hexdigest() != sha:
+        return None, DAMAGED
+    if stored_key != key:
+        return None, OTHER_KEY
+    if secret:
+        import hmac
+
+        if mac == "-":
+            return None, UNSIGNED
+        if not hmac.compare_digest(mac, _mac(secret, key, sha)):
+            return None, FOREIGN
+    return data, None
+
+
+def _linked(exc: OSError, path: Path) -> OSError:
+    """``exc`` of opening ``path`` without following links, with a message naming the link."""
+    import errno
+
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(path):
+        return OSError(exc.errno, f"{path} is a symbolic link, which the cache never writes through; remove it")
+    return exc
 
 
 def default_root() -> Path | None:
@@ -136,18 +185,6 @@ def atomic_write(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
-
-
-def _pack(data: bytes) -> bytes:
-    return _MAGIC + hashlib.sha256(data).hexdigest().encode() + b"\n" + data
-
-
-def _unpack(blob: bytes) -> bytes | None:
-    """The payload of an object, or ``None`` if its header or hash does not match (torn/damaged)."""
-    if len(blob) < _HEADER or not blob.startswith(_MAGIC) or blob[_HEADER - 1 : _HEADER] != b"\n":
-        return None
-    data = blob[_HEADER:]
-    return data if hashlib.sha256(data).hexdigest().encode() == blob[len(_MAGIC) : _HEADER - 1] else None
 
 
 class DeviceCodeCache:
@@ -209,7 +246,9 @@ class DeviceCodeCache:
         except OSError as exc:  # unreadable root (permissions): no cache, not a failed build
             self._degrade(exc)
             return None
-        data = _unpack(blob) if blob is not None else None
+        if blob is not None and blob.startswith(_MAGIC[:-2]) and not blob.startswith(_MAGIC):
+            blob = None  # an older format (1, no key): a plain miss, replaced by the rebuilt entry
+        data = unpack_object(blob, digest)[0] if blob is not None else None
         if blob is not None and data is None:
             self._event("corrupt", digest, key.target, label)
             try:
@@ -225,7 +264,7 @@ class DeviceCodeCache:
             return
         digest = key.digest()
         try:
-            atomic_write(self._object(digest), _pack(data))
+            self._write(self._object(digest), pack_object(data, digest))
         except OSError as exc:
             self._degrade(exc)
             return
@@ -240,14 +279,64 @@ class DeviceCodeCache:
             return
         line = f"{kind} {digest} {device} {self.build or '-'} {size} {label.replace(chr(10), ' ')}\n".encode()
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.root / "events.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            dfd = self._folder(self.root)
+            try:
+                fd = os.open("events.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o644, dir_fd=dfd)
+            except OSError as exc:
+                raise _linked(exc, self.root / "events.log") from None
+            finally:
+                os.close(dfd)
             try:
                 os.write(fd, line)
             finally:
                 os.close(fd)
         except OSError as exc:
             self._degrade(exc)
+
+    def _folder(self, folder: Path) -> int:
+        """An open descriptor of ``folder`` (under the cache root), created as needed, reached
+        without following a symbolic link below the root: a link there is an OSError naming it."""
+        assert self.root is not None
+        base = self.root.parent  # the root the user named: may itself be a link
+        base.mkdir(parents=True, exist_ok=True)
+        fd = os.open(base, os.O_RDONLY | _DIRECTORY)
+        try:
+            for part in folder.relative_to(base).parts:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                try:
+                    sub = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    raise _linked(exc, base / part) from None
+                os.close(fd)
+                fd, base = sub, base / part
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _write(self, path: Path, data: bytes) -> None:
+        """:func:`atomic_write` inside the cache: the folder reached by :meth:`_folder`, the
+        temporary file created with O_NOFOLLOW | O_EXCL, renamed within that folder."""
+        dfd = self._folder(path.parent)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+            tmp = f".{path.name}.{os.urandom(6).hex()}.tmp"
+            fd = os.open(tmp, flags, 0o600, dir_fd=dfd)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except BaseException:
+                try:
+                    os.unlink(tmp, dir_fd=dfd)
+                except OSError:
+                    pass
+                raise
+        finally:
+            os.close(dfd)
 
     def stats(self, *, last_build: bool = False) -> CacheStats:
         """Counts of all events recorded so far, or (``last_build``) of the most recent build's."""
@@ -318,7 +407,7 @@ class DeviceCodeCache:
         """Remember ``facts`` about the tool at ``path`` (see :meth:`tool_facts`)."""
         if self.root is not None:
             try:
-                atomic_write(self._tool_file(path), json.dumps(facts, sort_keys=True).encode())
+                self._write(self._tool_file(path), json.dumps(facts, sort_keys=True).encode())
             except OSError as exc:
                 self._degrade(exc)
 

@@ -29,14 +29,59 @@ def load_edge(plan: str, edge_id: str, digest: str | None = None) -> tuple[dict,
     try:
         with open(plan, encoding="utf-8") as f:
             doc = json.load(f)
+    except RecursionError:  # nesting deeper than the interpreter's stack
+        raise AotwheelError(f"cannot read the build plan {plan} (nested too deeply); re-run CMake configure") from None
     except (OSError, ValueError) as exc:
         raise AotwheelError(f"cannot read the build plan {plan} ({exc}); re-run CMake configure") from None
-    for edge in doc.get("edges", ()):
+    problem = _plan_problem(doc)
+    if problem:
+        raise AotwheelError(f"the build plan {plan} is malformed ({problem}); re-run CMake configure")
+    for edge in doc["edges"]:
         if edge.get("id") == edge_id:
             if digest and edge_digest(edge) != digest:
                 raise AotwheelError(f"the build plan {plan} changed since CMake generated edge '{edge_id}'; re-run CMake configure")
             return doc, edge
     raise AotwheelError(f"the build plan {plan} has no edge '{edge_id}'; re-run CMake configure")
+
+
+# What every plan and edge holds, by type (plan.py writes them): a step may index these unchecked.
+_PLAN_FIELDS = {"vendor": str, "name": str, "toolchain": str, "settings": str, "edges": list, "outputs": list}
+_EDGE_FIELDS = {"id": str, "step": str, "source": str, "outputs": list, "inputs": list, "depfile": str}
+
+
+def _plan_problem(doc: object) -> str:
+    """What is wrong with a plan document's shape, "" when nothing (the vendor's ``data`` is its own)."""
+    if not isinstance(doc, dict):
+        return f"a JSON {type(doc).__name__}, not an object"
+    if not isinstance(doc.get("edges"), list):
+        return "'edges' is not a list"
+    for name, kind in _PLAN_FIELDS.items():  # what a plan holds has its type (a step reads only some)
+        if name in doc and not isinstance(doc[name], kind):
+            return f"'{name}' is not a {kind.__name__}"
+    for n, edge in enumerate(doc["edges"]):
+        if not isinstance(edge, dict) or not isinstance(edge.get("id"), str):
+            return f"edge {n} is not an object with an id"
+        for name, kind in _EDGE_FIELDS.items():
+            if name in edge and not isinstance(edge[name], kind):
+                return f"edge {n}: '{name}' is not a {kind.__name__}"
+        if not all(isinstance(p, str) for p in edge.get("outputs", []) + edge.get("inputs", [])):
+            return f"edge {n}: its outputs and inputs are not paths"
+        if not isinstance(edge.get("data"), (dict, type(None))):
+            return f"edge {n}: 'data' is not an object"
+    return ""
+
+
+def plan_data(edge: dict, plan: str, read):  # type: ignore[no-untyped-def]
+    """``read(edge["data"])``: a vendor step's reading of its edge (and of the plan's fields it
+    needs), where a field missing or of another type (a plan edited by hand) is one error line,
+    not a traceback."""
+    from aotwheel.errors import AotwheelError
+
+    try:
+        return read(edge["data"])
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise AotwheelError(f"the build plan {plan} has a malformed edge '{edge['id']}' "
+                            f"({type(exc).__name__}: {exc}); re-run CMake configure") from None
 
 
 def edge_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:

@@ -10,36 +10,53 @@
 * ``redis://[[user]:pass@]host[:port][/db]``: one Redis key ``aotwheel:<key>`` per object, as
   ccache's Redis storage keeps one key per result.
 
-Objects carry the local cache's header (the payload's sha256) and are checked on every read.
+Objects carry the local cache's header (:func:`~aotwheel.buildsteps.cache.pack_object`: the key
+they were stored under and the payload's sha256) and are checked on every read: an object
+stored under another key is refused as a miss, with one warning naming it.
+``AOTWHEEL_REMOTE_CACHE_SECRET`` signs what this build writes (HMAC-SHA256 over key and content)
+and makes unsigned or foreign objects misses (docs/reliability.md: why HMAC, the threat model).
 ``AOTWHEEL_REMOTE_CACHE_READONLY=1`` reads but never writes (untrusted builds: pull requests).
 ``AOTWHEEL_REMOTE_CACHE_TOKEN`` is sent as ``Authorization: Bearer`` (HTTP) or ``AUTH`` (Redis).
 The remote never fails a build: any failure (unreachable, refused, bad status, timeout, damaged
 object) is one warning line per build, then the job compiles as on a miss and (unless read-only)
 overwrites the bad object. Credentials never appear in a warning: stores are named by
-:func:`redact`. Connect/read timeouts: ``AOTWHEEL_REMOTE_CACHE_TIMEOUT=connect[,read]`` seconds
-(default 1, 10).
+:func:`redact`.
+
+A remote costs bounded time and memory: ``AOTWHEEL_REMOTE_CACHE_TIMEOUT=connect[,read[,request[,step]]]``
+seconds (default 1, 10, 20, 40): to connect, to wait for each read, for a whole request (however
+slowly the bytes drip in) and for all the requests of one build step (process); an answer larger
+than the caller's limit (a multiple of the object's expected size) is refused before it is read.
+A store that failed is not asked again by this process, nor (through a marker in the build tree)
+by the build's later steps for :data:`RETRY_AFTER` seconds.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from aotwheel.buildsteps.values import Value
 from aotwheel.errors import AotwheelError
-from aotwheel.variables import REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_TOKEN, flag
+from aotwheel.variables import REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_SECRET, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_TOKEN, flag
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
 if TYPE_CHECKING:
     from typing import BinaryIO, Protocol
 
-ENV_URL, ENV_READONLY, ENV_TOKEN, ENV_TIMEOUT = (REMOTE_CACHE.name, REMOTE_CACHE_READONLY.name, REMOTE_CACHE_TOKEN.name,
-                                                 REMOTE_CACHE_TIMEOUT.name)
-SETTINGS = (ENV_URL, ENV_READONLY, ENV_TOKEN, ENV_TIMEOUT)
+ENV_URL, ENV_READONLY, ENV_TOKEN, ENV_TIMEOUT, ENV_SECRET = (REMOTE_CACHE.name, REMOTE_CACHE_READONLY.name,
+                                                             REMOTE_CACHE_TOKEN.name, REMOTE_CACHE_TIMEOUT.name,
+                                                             REMOTE_CACHE_SECRET.name)
+SETTINGS = (ENV_URL, ENV_READONLY, ENV_TOKEN, ENV_TIMEOUT, ENV_SECRET)
+#: the largest answer any get() reads when its caller names no limit
+DEFAULT_LIMIT = 256 << 20
+#: seconds a failed store stays skipped by the later steps of the same build
+RETRY_AFTER = 300
 
 
 class RemoteError(Exception):
@@ -47,12 +64,84 @@ class RemoteError(Exception):
 
 
 class Timeouts(Value):
-    """Seconds to connect and to wait for each read."""
+    """Seconds to connect, to wait for each read, for one whole request and for all the requests
+    of one build step (one process)."""
 
-    __slots__ = ("connect", "read")
+    __slots__ = ("connect", "read", "request", "step")
 
-    def __init__(self, connect: float = 1.0, read: float = 10.0) -> None:
-        self.connect, self.read = connect, read
+    def __init__(self, connect: float = 1.0, read: float = 10.0, request: float = 20.0, step: float = 40.0) -> None:
+        self.connect, self.read, self.request, self.step = connect, read, request, step
+
+
+class _Breaker:
+    """What both stores share: the time spent (bounded per request and per step) and the memory
+    of a failure, in this process and, through ``marker`` (a file in the build tree), in the
+    build's other steps."""
+
+    name: str
+    _timeouts: Timeouts
+
+    def _init_breaker(self, timeouts: Timeouts) -> None:
+        self._timeouts = timeouts
+        self._spent = 0.0
+        self.down: str | None = None
+        self.marker: Path | None = None  # set by Tiers.for_build
+
+    def _deadline(self) -> float:
+        """The monotonic time the next request must end by; a store that failed, in this step or
+        recently in another step of the build, is a RemoteError at once."""
+        if self.down is None and self.marker is not None:
+            try:
+                st = os.stat(self.marker)
+                if time.time() - st.st_mtime < RETRY_AFTER:
+                    self.down = self.marker.read_text(errors="replace").strip()[:300] or f"{self.name}: failed"
+            except OSError:
+                pass
+        if self.down is not None:
+            raise RemoteError(self.down)
+        left = self._timeouts.step - self._spent
+        if left <= 0:
+            self._trip(RemoteError(f"{self.name}: used up this step's {self._timeouts.step:g} s for remote requests"))
+        return time.monotonic() + min(self._timeouts.request, left)
+
+    def _trip(self, exc: RemoteError) -> None:
+        """Remember the failure (skip this store from now on) and raise it."""
+        self.down = str(exc)
+        if self.marker is not None:
+            try:
+                self.marker.write_text(f"{exc} (in an earlier step of this build)\n")
+            except OSError:
+                pass
+        raise exc
+
+    def _timed(self, fn, *args):  # type: ignore[no-untyped-def]
+        """``fn(deadline, *args)`` with its time counted against the step; a RemoteError trips."""
+        deadline = self._deadline()
+        start = time.monotonic()
+        try:
+            return fn(deadline, *args)
+        except RemoteError as exc:
+            self._trip(exc)
+        finally:
+            self._spent += time.monotonic() - start
+
+
+class _DeadlineIO(io.RawIOBase):
+    """A socket's reads, each waiting at most the read timeout and none past the deadline: a
+    server that drips one byte every few seconds cannot hold a request open longer than that."""
+
+    def __init__(self, sock: socket.socket, read: float, deadline: float) -> None:
+        self._sock, self._read, self._deadline = sock, read, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        self._sock.settimeout(min(self._read, left))
+        return self._sock.recv_into(b)
 
 
 if TYPE_CHECKING:  # a type only (HttpStore, RedisStore): no typing import in the build steps
@@ -61,8 +150,10 @@ if TYPE_CHECKING:  # a type only (HttpStore, RedisStore): no typing import in th
         """One remote store: objects by key (hex sha256). ``get`` returns ``None`` on a miss."""
 
         name: str
+        marker: Path | None  # the build tree's note that this store failed (Tiers.for_build)
+        down: str | None  # why this process skips the store, or None
 
-        def get(self, key: str) -> bytes | None: ...
+        def get(self, key: str, limit: int = ...) -> bytes | None: ...
 
         def exists(self, key: str) -> bool: ...
 
@@ -88,10 +179,11 @@ def _address(host: str) -> str | bytes:
     return host.encode("ascii") if host.isascii() else host
 
 
-class HttpStore:
+class HttpStore(_Breaker):
     """``GET``/``HEAD``/``PUT`` of ``<prefix>/cas/<key>`` (WebDAV, plain HTTP stores)."""
 
     def __init__(self, url: str, token: str | None, timeouts: Timeouts) -> None:
+        self._init_breaker(timeouts)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise AotwheelError(f"{ENV_URL}: '{redact(url)}' is not an http(s)://host[:port]/prefix URL; fix it")
@@ -106,7 +198,6 @@ class HttpStore:
         if not self._prefix.isascii() or any(c <= " " or c == "\x7f" for c in self._prefix):
             raise AotwheelError(f"{ENV_URL}: the path of '{self.name}' has a space, control or non-ASCII character; "
                                 "percent-encode it (%20)")
-        self._timeouts = timeouts
         self._headers: dict[str, str] = {}
         if token:
             if not all(" " <= c <= "~" for c in token):  # it goes into a header line as it is
@@ -118,8 +209,12 @@ class HttpStore:
             cred = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
             self._headers["Authorization"] = "Basic " + base64.b64encode(cred).decode()
 
-    def _request(self, method: str, key: str, body: bytes | None = None) -> tuple[int, bytes]:
-        """One HTTP/1.1 exchange on its own connection (``Connection: close``).
+    def _request(self, method: str, key: str, body: bytes | None = None, limit: int = DEFAULT_LIMIT) -> tuple[int, bytes]:
+        """One HTTP/1.1 exchange (see :meth:`_exchange`) within the step's time bounds."""
+        return self._timed(self._exchange, method, key, body, limit)  # type: ignore[no-any-return]
+
+    def _exchange(self, deadline: float, method: str, key: str, body: bytes | None, limit: int) -> tuple[int, bytes]:
+        """One HTTP/1.1 exchange on its own connection (``Connection: close``), ended by ``deadline``.
 
         Written on the socket module rather than http.client: every ocloc and SPIR-V edge is a
         process of its own that makes a few requests, and importing http.client (email, ssl) cost
@@ -136,7 +231,8 @@ class HttpStore:
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
         port = self._port if self._port is not None else (443 if self._https else 80)
         try:
-            sock = socket.create_connection((_address(self._host), port), timeout=self._timeouts.connect)  # type: ignore[arg-type]
+            connect = max(0.001, min(self._timeouts.connect, deadline - time.monotonic()))
+            sock = socket.create_connection((_address(self._host), port), timeout=connect)  # type: ignore[arg-type]
         except TimeoutError:
             raise RemoteError(f"{self.name}: timed out") from None
         except OSError as exc:
@@ -146,10 +242,10 @@ class HttpStore:
                 import ssl  # only for https:// stores (~8 ms)
 
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self._host)
-            sock.settimeout(self._timeouts.read)
+            sock.settimeout(max(0.001, min(self._timeouts.read, deadline - time.monotonic())))
             sock.sendall(request)
-            with sock.makefile("rb") as fp:
-                return read_http_response(fp, head_only=method == "HEAD")
+            with io.BufferedReader(_DeadlineIO(sock, self._timeouts.read, deadline)) as fp:
+                return read_http_response(fp, head_only=method == "HEAD", limit=limit)
         except TimeoutError:
             raise RemoteError(f"{self.name}: timed out") from None
         except HttpProtocolError as exc:
@@ -159,19 +255,20 @@ class HttpStore:
         finally:
             sock.close()
 
-    def get(self, key: str) -> bytes | None:
-        status, data = self._request("GET", key)
+    def get(self, key: str, limit: int = DEFAULT_LIMIT) -> bytes | None:
+        status, data = self._request("GET", key, limit=limit)
         if status == 404:
             return None
         if status != 200:
-            raise RemoteError(f"{self.name}: GET answered HTTP {status}")
+            self._trip(RemoteError(f"{self.name}: GET answered HTTP {status}"))
         return data
 
     def exists(self, key: str) -> bool:
         status, _ = self._request("HEAD", key)
         if status in (200, 404):
             return status == 200
-        raise RemoteError(f"{self.name}: HEAD answered HTTP {status}")
+        self._trip(RemoteError(f"{self.name}: HEAD answered HTTP {status}"))
+        return False
 
     def put(self, key: str, blob: bytes) -> None:
         status, _ = self._request("PUT", key, blob)
@@ -179,10 +276,11 @@ class HttpStore:
             raise RemoteError(f"{self.name}: PUT answered HTTP {status}")
 
 
-class RedisStore:
+class RedisStore(_Breaker):
     """One key ``aotwheel:<key>`` per object over RESP (``GET``, ``EXISTS``, ``SET``)."""
 
     def __init__(self, url: str, token: str | None, timeouts: Timeouts) -> None:
+        self._init_breaker(timeouts)
         parts = urlsplit(url)
         self.name = redact(url)
         if parts.scheme != "redis" or not parts.hostname:
@@ -202,10 +300,12 @@ class RedisStore:
         elif parts.password is not None:
             user = unquote(parts.username or "")
             self._auth = ([user.encode()] if user else []) + [unquote(parts.password).encode()]
-        self._timeouts = timeouts
 
-    def _call(self, *commands: list[bytes]) -> list[object]:
+    def _call(self, *commands: list[bytes], limit: int = DEFAULT_LIMIT) -> list[object]:
         """Send the commands on one connection (after AUTH/SELECT); return their replies."""
+        return self._timed(self._exchange, commands, limit)  # type: ignore[no-any-return]
+
+    def _exchange(self, deadline: float, commands: tuple[list[bytes], ...], limit: int) -> list[object]:
         pre: list[list[bytes]] = []
         if self._auth:
             pre.append([b"AUTH", *self._auth])
@@ -214,10 +314,11 @@ class RedisStore:
         todo = pre + list(commands)
         try:
             address = (_address(self._host), self._port)
-            with socket.create_connection(address, timeout=self._timeouts.connect) as sock:  # type: ignore[arg-type]
-                sock.settimeout(self._timeouts.read)
+            connect = max(0.001, min(self._timeouts.connect, deadline - time.monotonic()))
+            with socket.create_connection(address, timeout=connect) as sock:  # type: ignore[arg-type]
+                sock.settimeout(max(0.001, min(self._timeouts.read, deadline - time.monotonic())))
                 sock.sendall(b"".join(_encode(c) for c in todo))
-                reader = _Reader(sock)
+                reader = _Reader(sock, self._timeouts.read, deadline, limit)
                 replies = [reader.reply() for _ in todo]
         except TimeoutError:
             raise RemoteError(f"{self.name}: timed out") from None
@@ -228,8 +329,8 @@ class RedisStore:
                 raise RemoteError(f"{self.name}: {r.message[:120]}")
         return replies[len(pre):]
 
-    def get(self, key: str) -> bytes | None:
-        reply = self._call([b"GET", f"aotwheel:{key}".encode()])[0]
+    def get(self, key: str, limit: int = DEFAULT_LIMIT) -> bytes | None:
+        reply = self._call([b"GET", f"aotwheel:{key}".encode()], limit=limit)[0]
         if reply is None or isinstance(reply, bytes):
             return reply
         raise RemoteError(f"{self.name}: unexpected reply to GET")
@@ -250,22 +351,27 @@ _HTTP_HEAD_LIMIT = 64 << 10  # status line + headers; nginx's own default limit 
 _HTTP_LINE_LIMIT = 4096  # one chunk-size or trailer line
 
 
-def read_http_response(fp: BinaryIO, *, head_only: bool = False) -> tuple[int, bytes]:
+def read_http_response(fp: BinaryIO, *, head_only: bool = False, limit: int = DEFAULT_LIMIT) -> tuple[int, bytes]:
     """(status, body) of one HTTP/1.x response read from ``fp`` (a buffered binary reader: the
     socket's ``makefile("rb")``, as http.client reads) until the body ends.
 
     The body is delimited by ``Transfer-Encoding: chunked``, ``Content-Length`` or the end of the
     connection (the request said ``Connection: close``); none for HEAD, 1xx, 204 and 304. Interim
-    1xx responses are skipped. Bounded: the head may take 64 kB, a chunk-size or trailer line 4 kB;
+    1xx responses are skipped. Bounded: the head may take 64 kB, a chunk-size or trailer line 4 kB,
+    the body ``limit`` bytes (a longer one, declared or sent, is refused before it is read whole);
     a body shorter than its declared length, a malformed line or length is an
     :class:`HttpProtocolError`.
     """
     head_left = _HTTP_HEAD_LIMIT
 
-    def line(limit: int) -> bytes:
-        text = fp.readline(limit + 1)
+    def over(n: int) -> HttpProtocolError:
+        size = f"{n}" if n > limit + 1 else f"more than {limit}"
+        return HttpProtocolError(f"an answer of {size} bytes, over the {limit} this object may have")
+
+    def line(most: int) -> bytes:
+        text = fp.readline(most + 1)
         if not text.endswith(b"\r\n"):
-            raise HttpProtocolError("response line too long" if len(text) > limit else "connection closed in the response head")
+            raise HttpProtocolError("response line too long" if len(text) > most else "connection closed in the response head")
         return text[:-2]
 
     def exactly(n: int) -> bytes:
@@ -308,6 +414,8 @@ def read_http_response(fp: BinaryIO, *, head_only: bool = False) -> tuple[int, b
             if not size_text or len(size_text) > 16 or any(c not in b"0123456789abcdefABCDEF" for c in size_text):
                 raise HttpProtocolError(f"bad chunk size {size_text[:20]!r}")
             size = int(size_text, 16)
+            if len(body) + size > limit:
+                raise over(len(body) + size)
             if size == 0:
                 while line(_HTTP_LINE_LIMIT):  # trailer fields, up to the empty line
                     pass
@@ -318,10 +426,15 @@ def read_http_response(fp: BinaryIO, *, head_only: bool = False) -> tuple[int, b
     lengths = set(fields.get("content-length", []))
     if lengths:
         length = lengths.pop()
-        if lengths or not length.isdigit() or not length.isascii():
+        if lengths or not length.isdigit() or not length.isascii() or len(length) > 19:
             raise HttpProtocolError("bad Content-Length")
+        if int(length) > limit:
+            raise over(int(length))
         return status, exactly(int(length))
-    return status, fp.read()  # delimited by the end of the connection
+    rest = fp.read(limit + 1)  # delimited by the end of the connection
+    if len(rest) > limit:
+        raise over(limit + 1)
+    return status, rest
 
 
 class _RedisError(Value):
@@ -340,13 +453,20 @@ def _encode(args: list[bytes]) -> bytes:
 
 class _Reader:
     """A bounded RESP2 reply reader over a socket (a bytearray: a multi-megabyte value arrives in
-    64 kB pieces, and appending to bytes copied the whole value each time)."""
+    64 kB pieces, and appending to bytes copied the whole value each time): no value over
+    ``limit`` bytes, no read past ``deadline``."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, read: float = 10.0, deadline: float = float("inf"),
+                 limit: int = DEFAULT_LIMIT) -> None:
         self._sock = sock
         self._buf = bytearray()
+        self._read, self._deadline, self._limit = read, deadline, limit
 
     def _fill(self) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        self._sock.settimeout(min(self._read, left))
         chunk = self._sock.recv(1 << 16)
         if not chunk:
             raise ConnectionResetError(0, "connection closed by the server")
@@ -387,22 +507,26 @@ class _Reader:
             return self._int(rest)
         if kind == b"$":
             n = self._int(rest)
+            if n > self._limit:
+                raise RemoteError(f"redis: a value of {n} bytes, over the {self._limit} this object may have")
             return None if n < 0 else self._exact(n)
         if kind == b"*":
             n = self._int(rest)
+            if n > 64:  # the commands sent here get short arrays at most
+                raise RemoteError("redis: malformed reply")
             return None if n < 0 else [self.reply(depth + 1) for _ in range(n)]
         raise RemoteError("redis: malformed reply")
 
 
 class RemoteConfig(Value):
-    """The remote-cache settings of one build (the token is left out of the repr)."""
+    """The remote-cache settings of one build (the token and the signing secret are left out of the repr)."""
 
-    __slots__ = ("urls", "readonly", "token", "timeouts")
-    _hidden = ("token",)
+    __slots__ = ("urls", "readonly", "token", "timeouts", "secret")
+    _hidden = ("token", "secret")
 
     def __init__(self, urls: tuple[str, ...] = (), readonly: bool = False, token: str | None = None,
-                 timeouts: Timeouts | None = None) -> None:
-        self.urls, self.readonly, self.token = urls, readonly, token
+                 timeouts: Timeouts | None = None, secret: bytes | None = None) -> None:
+        self.urls, self.readonly, self.token, self.secret = urls, readonly, token, secret
         self.timeouts = Timeouts() if timeouts is None else timeouts
 
     @property
@@ -434,12 +558,18 @@ def config_from(environ: Mapping[str, str], overrides: Mapping[str, str] | None 
     if spec:
         try:
             parts = [float(x) for x in spec.split(",")]
-            if not 1 <= len(parts) <= 2 or min(parts) <= 0:
+            if not 1 <= len(parts) <= 4 or not all(0 < p <= 86400 for p in parts):  # no nan, inf or 0
                 raise ValueError
         except ValueError:
-            raise AotwheelError(f"{ENV_TIMEOUT}='{spec}' is not 'connect[,read]' in seconds; e.g. 1,10") from None
-        timeouts = Timeouts(parts[0], parts[1] if len(parts) > 1 else timeouts.read)
-    return RemoteConfig(urls=urls, readonly=readonly, token=get(ENV_TOKEN) or None, timeouts=timeouts)
+            raise AotwheelError(f"{ENV_TIMEOUT}='{spec[:80]}' is not 'connect[,read[,request[,step]]]' in seconds "
+                                "(each above 0, at most 86400); e.g. 1,10,20,40") from None
+        timeouts = Timeouts(*parts)
+    secret = get(ENV_SECRET) or None
+    if secret is not None and len(secret.strip()) < 16:
+        raise AotwheelError(f"{ENV_SECRET} is shorter than 16 characters; set it to a long random string "
+                            "(e.g. python -c 'import secrets; print(secrets.token_hex(32))')")
+    return RemoteConfig(urls=urls, readonly=readonly, token=get(ENV_TOKEN) or None, timeouts=timeouts,
+                        secret=secret.strip().encode() if secret else None)
 
 
 def warn_once(marker: Path | None, message: str) -> None:

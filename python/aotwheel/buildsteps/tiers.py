@@ -3,7 +3,9 @@
 Read-through: a remote hit is kept locally (and written back to earlier stores that missed).
 Write-back: a compiled result goes to the local cache and, unless read-only, to every store that
 missed or held a damaged object. Each outcome is an event in the local ``events.log`` (the
-source of ``aotwheel build cache``), and the job's provenance (``compiled``, ``local``,
+source of ``aotwheel build cache``). A remote object is used only when it was stored under the key
+asked for (and, with a signing secret, signed with it): anything else is a miss with one warning
+naming it, and is overwritten. And the job's provenance (``compiled``, ``local``,
 ``remote``) is what ``_aot_manifest.json`` records per image.
 """
 
@@ -13,7 +15,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, build_id, pack_object, unpack_object
+from aotwheel.buildsteps.cache import DAMAGED, CacheKey, DeviceCodeCache, build_id, pack_object, unpack_object
 from aotwheel.buildsteps.values import Value
 from aotwheel.variables import BUILD_STEP_SETTINGS, REMOTE_CACHE
 
@@ -53,13 +55,16 @@ class Tiers(Value):
     """The caches one build step consults, in order; ``build_dir`` is where the once-per-build
     warning markers live."""
 
-    __slots__ = ("local", "stores", "readonly", "build_dir")
+    __slots__ = ("local", "stores", "readonly", "build_dir", "secret", "quiet", "_warned")
+    _hidden = _uncompared = ("secret", "_warned")
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __init__(self, local: DeviceCodeCache, stores: list[Store] | None = None, readonly: bool = False,
-                 build_dir: Path | None = None) -> None:
-        self.local, self.readonly, self.build_dir = local, readonly, build_dir
+                 build_dir: Path | None = None, secret: bytes | None = None) -> None:
+        self.local, self.readonly, self.build_dir, self.secret = local, readonly, build_dir, secret
         self.stores: list[Store] = [] if stores is None else stores
+        self.quiet = False  # configure: leave the once-per-build warning to the first edge (CMake hides its stderr)
+        self._warned: list[bool] = []  # the failure warning was given in this process (threads share it)
 
     @classmethod
     def for_build(cls, build_dir: Path, settings: Mapping[str, str] | None = None,
@@ -75,45 +80,78 @@ class Tiers(Value):
         from aotwheel.buildsteps.remote import config_from
 
         cfg = config_from(env, settings)
-        return cls(local=local, stores=cfg.stores(), readonly=cfg.readonly, build_dir=build_dir)
+        stores = cfg.stores()
+        import hashlib
+
+        for store in stores:  # a store that failed in one step is skipped by the build's others
+            tag = hashlib.sha256(store.name.encode()).hexdigest()[:12]
+            store.marker = build_dir / f".aotwheel-remote-down-{local.build or 'build'}-{tag}"
+        return cls(local=local, stores=stores, readonly=cfg.readonly, build_dir=build_dir, secret=cfg.secret)
 
     def _failed(self, store: Store, key: CacheKey, label: str, reason: str) -> None:
         from aotwheel.buildsteps.remote import warn_once
 
         self.local.event("remote-fail", key.digest(), key.target, label)
+        if self.quiet or self._warned:
+            return
+        self._warned.append(True)
         # One marker per build (tree and session): a later build in the same tree warns again.
         name = f".aotwheel-remote-warning-{self.local.build or 'build'}"
         marker = self.build_dir / name if self.build_dir is not None else None
         warn_once(marker, f"remote cache {reason}; building as on a miss "
                           f"(this warning shows once per build; the remote never fails a build)")
 
-    def lookup(self, key: CacheKey, label: str = "") -> tuple[bytes | None, str, list[Store]]:
-        """``(data, provenance, stores to write back to)``; ``data`` is ``None`` on a miss everywhere."""
+    def refused(self, store: Store, key: CacheKey, label: str, why: str, size: int) -> None:
+        """A remote object not used (damaged, stored under another key, unsigned, foreign): a miss.
+        A damaged one shares the once-per-build warning; the others warn once per object: each
+        is what a writer without the right to it left there."""
+        digest = key.digest()
+        if why == DAMAGED:
+            self._failed(store, key, label, f"{store.name}: damaged object {digest[:16]}… ({size} bytes)")
+            return
+        from aotwheel.buildsteps.remote import warn_once
+
+        self.local.event("remote-fail", digest, key.target, label)
+        name = f".aotwheel-remote-refused-{self.local.build or 'build'}-{digest[:16]}"
+        warn_once(self.build_dir / name if self.build_dir is not None else None,
+                  f"remote cache {store.name}: object {digest[:16]}… for {label or key.target} is {why}; "
+                  "not used, building it here" + ("" if self.readonly else " and replacing it"))
+
+    def fetch(self, store: Store, key: CacheKey, label: str, limit: int | None = None) -> tuple[bytes | None, bool]:
+        """``(payload, usable)`` of one store's object for ``key``: ``(None, True)`` a miss,
+        ``(None, False)`` a failed store; a refused object is a miss (and warns)."""
+        from aotwheel.buildsteps.remote import DEFAULT_LIMIT, RemoteError
+
+        digest = key.digest()
+        try:
+            blob = store.get(digest, DEFAULT_LIMIT if limit is None else limit + 1024)  # + the header
+        except RemoteError as exc:
+            self._failed(store, key, label, str(exc))
+            return None, False
+        if blob is None:
+            self.local.event("remote-miss", digest, key.target, label)
+            return None, True
+        payload, why = unpack_object(blob, digest, self.secret)
+        if payload is None:
+            self.refused(store, key, label, why or DAMAGED, len(blob))
+            return None, True
+        self.local.event("remote-hit", digest, key.target, label, len(blob))
+        return payload, True
+
+    def lookup(self, key: CacheKey, label: str = "", limit: int | None = None) -> tuple[bytes | None, str, list[Store]]:
+        """``(data, provenance, stores to write back to)``; ``data`` is ``None`` on a miss everywhere.
+        ``limit``: the most bytes the object can have (a larger answer is refused unread)."""
         data = self.local.get(key, label)
         if data is not None:
             return data, LOCAL, []
-        if not self.stores:
-            return None, COMPILED, []
-        from aotwheel.buildsteps.remote import RemoteError
-
-        digest = key.digest()
         writable: list[Store] = []
         for store in self.stores:
-            try:
-                blob = store.get(digest)
-            except RemoteError as exc:
-                self._failed(store, key, label, str(exc))
+            payload, usable = self.fetch(store, key, label, limit)
+            if not usable:
                 continue  # unreachable/refused/timeout: no write-back to it either
-            if blob is None:
-                self.local.event("remote-miss", digest, key.target, label)
-                writable.append(store)
-                continue
-            payload = unpack_object(blob)
             if payload is None:
-                self._failed(store, key, label, f"{store.name}: damaged object {digest[:16]}… ({len(blob)} bytes)")
-                writable.append(store)  # overwrite the bad object
+                writable.append(store)  # a miss, or a bad object to overwrite
                 continue
-            self.local.event("remote-hit", digest, key.target, label, len(blob))
             self.local.put(key, payload, label)
             self.push(writable, key, payload, label)
             return payload, REMOTE, []
@@ -131,7 +169,7 @@ class Tiers(Value):
         from aotwheel.buildsteps.remote import RemoteError
 
         digest = key.digest()
-        blob = pack_object(data)
+        blob = pack_object(data, digest, self.secret)
         for store in stores:
             try:
                 store.put(digest, blob)

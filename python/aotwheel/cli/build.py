@@ -1,10 +1,9 @@
 """``aotwheel build``: the open toolchain, the device-code caches, and warming a remote cache.
 
-``aotwheel build cache``       local and remote hits, misses, bytes and failures of the last build
-``aotwheel build toolchain``   the tools found (and, with ``--devices``, whether ocloc builds them)
-``aotwheel build warm --shard i/n [--devlist …] [SOURCE_DIR]``
-                               compile this shard's device-code jobs of SOURCE_DIR and push them to
-                               ``AOTWHEEL_REMOTE_CACHE``, without building the extension or a wheel
+``aotwheel build toolchain [--devlist LIST]``   the tools found (and whether ocloc builds LIST)
+``aotwheel build cache``                        hits, misses, bytes and failures of the last build
+``aotwheel build warm [--shard i/n] [--devlist LIST] [SOURCE_DIR]``
+    compile SOURCE_DIR's device-code jobs (this shard's) into the caches, no extension or wheel
 """
 
 from __future__ import annotations
@@ -15,33 +14,56 @@ import os
 import sys
 from pathlib import Path
 
+from aotwheel.cli.options import devlist_option
 from aotwheel.errors import AotwheelError
 from aotwheel.variables import SHARD
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aotwheel.buildsteps.progress import Progress
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``aotwheel build {toolchain,cache,warm}`` to the CLI."""
     p = sub.add_parser(
         "build",
-        help="show the open toolchain and the device-code caches; warm a remote cache",
-        description="Inspect what aotwheel_add_device_code uses: clang/llvm-spirv/ocloc and the device-code cache "
-        "($AOTWHEEL_CACHE_DIR, 'off' disables; default $XDG_CACHE_HOME/aotwheel or ~/.cache/aotwheel) with the "
-        "remote stores of $AOTWHEEL_REMOTE_CACHE; or warm the remote cache with one shard of a project's jobs.",
+        help="the open toolchain, the device-code caches, and warming a remote cache (builds no wheel)",
+        description="A group of three commands about what aotwheel_add_device_code uses; 'pip wheel .' builds a wheel.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__,
+        epilog="""commands:
+  toolchain   the clang, llvm-spirv and ocloc builds use (and their versions); with
+              --devlist LIST, also whether this ocloc builds every device of LIST
+  cache       the device-code cache ($AOTWHEEL_CACHE_DIR; 'off' disables it; default
+              $XDG_CACHE_HOME/aotwheel or ~/.cache/aotwheel) and the remote stores of
+              $AOTWHEEL_REMOTE_CACHE: hits, misses, bytes and failures of the last build
+  warm        configure a project as scikit-build-core does and compile its device code
+              (this runner's slice with --shard i/n) into the caches, without building the
+              extension or a wheel; then 'pip wheel .' on any machine finds every job cached
+
+  aotwheel build toolchain --devlist pvc,acm-g10
+  aotwheel build warm --shard 2/4 --devlist pvc,acm-g10,tgllp,dg1 .
+""",
     )
     what = p.add_subparsers(dest="what", required=True, metavar="{toolchain,cache,warm}")
-    t = what.add_parser("toolchain", help="the tools found")
-    t.add_argument("--devices", default="", help="also check ocloc can build these (comma-separated canonical names)")
-    c = what.add_parser("cache", help="local and remote hits, misses, bytes and failures of the last build")
-    w = what.add_parser("warm", help="compile this shard's device code of a project and push it; no wheel")
+    t = what.add_parser("toolchain", help="the clang, llvm-spirv and ocloc builds use, and whether ocloc builds a device list",
+                        description="Print the tools aotwheel_add_device_code would use; with --devlist, also check that the "
+                        "installed ocloc builds every device of the list.")
+    devlist_option(t, help="also check that ocloc builds these devices (any USE_AOT_DEVLIST value, e.g. pvc,acm-g10)", old=("--devices",))
+    c = what.add_parser("cache", help="local and remote hits, misses, bytes and failures of the last build",
+                        description="The device-code cache ($AOTWHEEL_CACHE_DIR) and the remote stores ($AOTWHEEL_REMOTE_CACHE): "
+                        "what the last build found, compiled and stored.")
+    w = what.add_parser("warm", help="compile a project's device code into the caches (one shard of it with --shard); no wheel",
+                        description="Configure SOURCE_DIR as scikit-build-core would and build only its device code, so the "
+                        "local and remote caches hold it, listing each object it compiled or found.")
     w.add_argument("source_dir", nargs="?", default=".", help="the project (with its CMakeLists.txt); default .")
     w.add_argument("--shard", help="this runner's slice i/n (1 <= i <= n); default: all jobs")
-    w.add_argument("--devlist", help="USE_AOT_DEVLIST for the project (default: the environment's)")
+    devlist_option(w, help="USE_AOT_DEVLIST for the project (default: the environment's)")
     w.add_argument("--build-dir", help="the CMake build tree (default: a temporary one, removed after)")
     for q in (t, c, w):
         q.add_argument("--json", action="store_true", help="print JSON")
         q.set_defaults(handler=run)
+
+
 
 
 def _print(doc: dict[str, object], as_json: bool) -> None:
@@ -71,12 +93,28 @@ def run(args: argparse.Namespace) -> int:
                     as_json=args.json)
     from aotwheel import backends
 
-    devices = [d for d in args.devices.split(",") if d]
+    listed = _listed(args.devlist, args.devlist_option)
     doc = {}
     for backend in backends.all_backends():  # each vendor reports its own tools
-        doc.update(backend.toolchain_report(devices, cache))
+        doc.update(backend.toolchain_report(listed.get(backend.name, []), cache))
     _print(doc, args.json)
     return 0
+
+
+def _listed(text: str | None, option: str) -> dict[str, list[str]]:
+    """Each backend's canonical names in ``--devlist``, resolved as USE_AOT_DEVLIST is: a typo is
+    one "did you mean" line naming the option (``option``: as spelled), not a toolchain that lacks a device."""
+    if not text:
+        return {}
+    from aotwheel.devlist import resolve
+    from aotwheel.errors import DevlistError
+    from aotwheel.variables import DEVLIST
+
+    try:
+        devlist = resolve(text)
+    except DevlistError as exc:
+        raise DevlistError(str(exc).replace(DEVLIST.name, option, 1), exc.token, exc.suggestions) from None
+    return {p.vendor: list(p.listed) for p in devlist.parts}
 
 
 def _config_dir() -> Path:
@@ -139,7 +177,6 @@ def warm(source: Path, *, shard: str | None, devlist: str | None, build_dir: str
     """Configure ``source`` and build only its device code (target ``aotwheel_device_code``)."""
     # Here, not at the top: every `aotwheel` command (CMake's resolver among them) imports this module.
     import shutil
-    import subprocess
     import tempfile
 
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -165,12 +202,13 @@ def warm(source: Path, *, shard: str | None, devlist: str | None, build_dir: str
     try:
         for cmd in (["cmake", "-G", "Ninja", "-S", str(source), "-B", str(build), *defs],
                     ["cmake", "--build", str(build), "--target", "aotwheel_device_code"]):
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-                raise AotwheelError(f"'{' '.join(cmd[:2])} …' failed (exit {proc.returncode}; its log is above); "
+            progress = None if cmd[1] == "-G" or as_json else _ocloc_progress(build)
+            returncode, output = _stream(cmd, env, progress)
+            if returncode != 0:
+                sys.stderr.write(output[-8000:])
+                raise AotwheelError(f"'{' '.join(cmd[:2])} …' failed (exit {returncode}; its log is above); "
                                     "fix the project's configure/device-code build first")
-            for line in (proc.stdout + proc.stderr).splitlines():  # the cache's one-line warnings
+            for line in output.splitlines():  # the cache's one-line warnings
                 if line.startswith("aotwheel: warning:"):
                     print(line, file=sys.stderr)
     finally:
@@ -187,6 +225,44 @@ def warm(source: Path, *, shard: str | None, devlist: str | None, build_dir: str
         print(f"  {job['what']}: {job['outcome']}" + (f" ({job['bytes']} bytes)" if job["bytes"] else ""))
     _print({k: v for k, v in doc.items() if k not in ("shard", "jobs")}, False)
     return 0
+
+
+def _ocloc_progress(build: Path) -> Progress | None:
+    """A progress counter over the device jobs of every build plan configure wrote in ``build``."""
+    from aotwheel.buildsteps.progress import Progress
+
+    total = 0
+    for plan in build.rglob("plan.json"):
+        try:
+            doc = json.loads(plan.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for edge in doc.get("edges", []):
+            data = edge.get("data") or {}
+            if edge.get("pool") and isinstance(data, dict) and isinstance(data.get("natives"), list):  # a device-compiler edge
+                total += len(data["natives"])
+    return Progress(total, sys.stdout) if total else None
+
+
+def _stream(cmd: list[str], env: dict[str, str], progress: Progress | None) -> tuple[int, str]:
+    """Run ``cmd``, its output kept; each device an edge reports finished goes to ``progress`` at once
+    (the build step of a device-code edge prints ``<x>.spv -device <d>: <how> (<n> bytes) in <t> s``)."""
+    import re
+    import subprocess
+
+    done = re.compile(r"^aotwheel: \S+ -device (\S+): .* in (\d+(?:\.\d+)?) s$")
+    lines: list[str] = []
+    with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            m = done.match(line.rstrip("\n")) if progress is not None else None
+            if m and progress is not None:
+                progress.done(m[1], float(m[2]))
+        returncode = proc.wait()
+    if progress is not None:
+        progress.close()
+    return returncode, "".join(lines)
 
 
 def _events_size(cache: object) -> int:

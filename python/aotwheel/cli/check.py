@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from aotwheel.cli.options import devlist_option
+
 TYPE_CHECKING = False  # not typing's: this module is imported for every `aotwheel check`
 if TYPE_CHECKING:
     from aotwheel.runtime import Checked
@@ -33,31 +35,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("devices", help="list the devices this machine has (Level Zero, OpenCL, SYCL, torch.xpu, CUDA)",
                        description="Probe every runtime for devices; runtimes that are missing say why.")
     p.add_argument("--json", action="store_true", help="print the probes' results as JSON")
-    p.add_argument("--device", metavar="LIST", help=device_help)
+    devlist_option(p, help=device_help, old=("--device",), dest="device")
     p.set_defaults(handler=run_devices)
 
     p = sub.add_parser("check", help="native, JIT or unsupported: a binary's device code on this machine's devices",
-                       description="For each device here (or --device), say whether BINARY's device code runs native, "
+                       description="For each device here (or --devlist), say whether BINARY's device code runs native, "
                                    "is JIT-compiled (SPIR-V, PTX) at first use, or cannot run, and which rule decided it; "
                                    "every device of every vendor gets a verdict for every binary. Exit status 1 when a "
                                    "device is unsupported or --jit error meets a JIT verdict, 2 for bad input (an unreadable binary included).")
     p.add_argument(
         "binary", metavar="BINARY", help="a .so, wheel, directory, fat binary, .bin or .spv; or a module or package name such as aotwheel._kernels or dpnp"
     )
-    p.add_argument("--device", metavar="LIST", help=device_help)
+    devlist_option(p, help=device_help, old=("--device",), dest="device")
     p.add_argument("--json", action="store_true", help='print {"verdicts": [...]} as JSON')
     p.add_argument("--jit", choices=("warn", "error", "ignore"), help="JIT policy (default: $AOTWHEEL_JIT, else warn)")
     p.add_argument("--strict-compat", action="store_true",
                    help="model a driver without compatibility mode (a product-config mismatch is never accepted)")
     p.set_defaults(handler=run_check)
 
-    p = sub.add_parser("selftest", help="run aotwheel's own kernels on every OpenCL and CUDA device and compare with NumPy",
-                       description="Build aotwheel's kernels (native on Intel GPUs, SPIR-V JIT elsewhere; cubin or PTX on "
-                                   "NVIDIA GPUs) on every device found, run each against a NumPy reference and print "
-                                   "verdict, build time and max error. Exit status 1 when a kernel fails.")
+    p = sub.add_parser("selftest", help="load device code on every OpenCL and CUDA device; run aotwheel's own kernels against NumPy",
+                       description="Create the programs of aotwheel's kernels, or of SOURCE (native on Intel GPUs, SPIR-V JIT "
+                                   "elsewhere; cubin or PTX on NVIDIA GPUs), and every kernel in them, on every device found; run "
+                                   "aotwheel's own kernels against a NumPy reference and print verdict, build time and max error "
+                                   "(a kernel of yours is checked by being created). Exit status 1 when a kernel fails.")
     p.add_argument("sources", nargs="*", metavar="SOURCE",
-                   help="device code to test instead of aotwheel._kernels: .spv files or binaries with SPIR-V")
+                   help="device code to test instead of aotwheel._kernels: .spv files, binaries with SPIR-V (your extension's .so) "
+                   "or module names; each kernel is created, and aotwheel's own are also run")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--simulate", metavar="DEVICES",
+                   help="instead: load every image on GPUs the installed driver simulates without hardware (catalog names, "
+                        "e.g. pvc,bmg-g21, or all) and create every kernel, none run: native / jit / fail per device")
     p.set_defaults(handler=run_selftest)
 
 
@@ -75,7 +82,7 @@ def run_devices(args: argparse.Namespace) -> int:
     from aotwheel.variables import DEVICE
 
     _prepare(args)
-    forced = parse(args.device, source="--device") if args.device else from_environment()
+    forced = parse(args.device, source=args.device_option) if args.device else from_environment()
     results = probe_all(heavy=True)
     devices = forced if forced is not None else merge(results)
     if args.json:
@@ -83,7 +90,7 @@ def run_devices(args: argparse.Namespace) -> int:
                           "probes": [r.to_dict() for r in results]}, indent=2))
         return 0
     if forced is not None:
-        print(f"{'--device' if args.device else DEVICE.name} override (probes not used):")
+        print(f"{args.device_option if args.device else DEVICE.name} override (probes not used):")
     for d in devices:
         extra = ", ".join(x for x in (f"IP {d.ip}" if d.ip else "IP unknown", d.catalog or "", d.vendor) if x)
         print(f"  {d.kind:<5} {d.name} [{d.backend}] ({extra})")
@@ -101,17 +108,22 @@ def run_check(args: argparse.Namespace) -> int:
 
     # The devices first: a typo fails before the binary is read, in the flag's own words; named
     # devices (--device or AOTWHEEL_DEVICE) leave every runtime unprobed.
-    forced = parse(args.device, source="--device") if args.device else from_environment()
+    forced = parse(args.device, source=args.device_option) if args.device else from_environment()
     if forced is None:
         _prepare(args)
     try:
-        checked = evaluate(args.binary, forced, policy=args.jit, compatibility=not args.strict_compat)
+        checked = evaluate(args.binary, forced, policy=args.jit, compatibility=not args.strict_compat,
+                           policy_given=f"--jit {args.jit}" if args.jit else None)
     except JITError as exc:  # the policy rejects a verdict: exit 1, not the bad-input 2
         if args.json:
             print(json.dumps({"binary": args.binary, "error": str(exc)}, indent=2))
         print(f"aotwheel: error: {exc}", file=sys.stderr)
         return 1
     verdicts, elsewhere = checked.verdicts, checked.elsewhere
+    for fr in checked.files:  # a damaged image slot (aotwheel.slots): no verdict came from it; say why
+        for w in getattr(fr, "warnings", ()):
+            if " is damaged: " in w:
+                print(f"aotwheel: warning: {fr.path}: {w}", file=sys.stderr)
     cached = _cached_native_builds(checked)
     sycl = _sycl_cache_note(verdicts)
     if args.json:
@@ -137,6 +149,8 @@ def run_check(args: argparse.Namespace) -> int:
                     fix = f"; {v.remedy}" if v.remedy and v.verdict != "native" and "rebuild with" not in v.reason else ""
                     print(f"{indent}{v.device}{f' ({v.ip})' if v.ip else ''}: {v.summary}{_cached_label(cached.get(i))}{where} "
                           f"[rule {v.rule}] - {v.reason}{fix}")
+                    if v.carried is not None:  # images the library loads itself (issue 39): not in the verdict or exit status
+                        print(f"{indent}  carried, loaded by the library itself: {v.carried}{f' {v.carried_image}' if v.carried_image else ''}")
         if len(binaries) > 1:
             from aotwheel.runtime import summarize
 
@@ -184,6 +198,17 @@ def run_selftest(args: argparse.Namespace) -> int:
     from aotwheel.errors import AotwheelError
 
     opencl_error: AotwheelError | None = None
+    if args.simulate:
+        from aotwheel import backends
+
+        simulator = backends.simulator()
+        devices = simulator.named_devices(args.simulate)  # a bad name fails before any image is read
+        modules = [m for s in args.sources for m in modules_from_path(s)] if args.sources else modules_from_extension()
+        from aotwheel.runtime import check
+
+        results = simulator.selftest(modules, devices, lambda path, device: str(check(path, [device], policy="ignore")[0].verdict))
+        print(json.dumps({"results": [r.to_dict() for r in results]}, indent=2) if args.json else format_results(results))
+        return 0 if all(r.ok for r in results) else 1
     try:
         modules = [m for s in args.sources for m in modules_from_path(s)] if args.sources else modules_from_extension()
         results = run(modules)

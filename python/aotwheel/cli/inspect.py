@@ -105,7 +105,7 @@ def _table(fr: FileReport) -> list[str]:
     rows: dict[tuple[str, ...], list[int]] = {}
     has_ip = with_ip_versions()  # an IP version not read: "?"; a vendor without them: "-"
     for t in fr.native_targets:
-        key = (t.name or "?", t.ip or ("?" if t.vendor in has_ip else "-"), t.member or "-", t.format, t.core or "")
+        key = (t.name or t.generic or "?", t.ip or ("?" if t.vendor in has_ip else "-"), t.member or "-", t.format, t.core or "")
         agg = rows.setdefault(key, [0, 0])
         agg[0] += 1
         agg[1] += t.size
@@ -113,6 +113,18 @@ def _table(fr: FileReport) -> list[str]:
     lines = [header] + [(*k, str(v[0]), _size(v[1])) for k, v in rows.items()]
     widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in lines]
+
+
+def _serves(fr: FileReport) -> list[str]:
+    """Each reader's note on images that serve more devices than their own (``READS.serves``)."""
+    from aotwheel.backends import readers
+
+    lines: list[str] = []
+    for vendor in dict.fromkeys(t.vendor for t in fr.native_targets):
+        reader = readers.by_name(vendor)
+        if reader is not None and reader.READS.serves:
+            lines.extend(reader.serves(fr))
+    return lines
 
 
 def _size(n: int) -> str:
@@ -126,16 +138,16 @@ def _size(n: int) -> str:
 def render(report: Report, *, show_all: bool = False) -> str:
     """Human output: a compact table and a summary line per binary with device code."""
     from aotwheel.model import ImageKind, ir_labels
-    from aotwheel.report import ir_name
+    from aotwheel.report import carried_summary, ir_name
 
     ir_kinds = ir_labels()  # the IR image kinds (the backends' too: the inspect that made the report imported their readers)
     out: list[str] = []
-    quiet = [f for f in report.files if not f.images and not f.error]
+    quiet = [f for f in report.files if not f.images and not f.error and f.carried is None]
     for fr in report.files:
         if fr.error:
             out.append(f"{fr.path}\n  error: {fr.error}")
             continue
-        if not fr.images and not show_all:
+        if not fr.images and fr.carried is None and not show_all:
             continue
         out.append(fr.path)
         ir_forms = [next(k for k in ir_kinds if k in (i.kind, i.content)) for i in fr.images if set(ir_kinds) & {i.kind, i.content}]
@@ -143,7 +155,7 @@ def render(report: Report, *, show_all: bool = False) -> str:
         compressed = sum(1 for i in fr.images if i.compressed)
         # Say what each number counts: embedded images (native code vs IR for JIT), not kernels;
         # and name the IR forms these images hold, not every form there is.
-        native_images = len(fr.images) - ir_images
+        native_images = len({t.image for t in fr.native_targets})  # a damaged image holds none (aotwheel.slots)
         forms = ", ".join(ir_name(k) for k in ir_kinds if k in ir_forms)
         detail = (f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT"
                   + (f" ({forms})" if forms else ""))
@@ -162,7 +174,10 @@ def render(report: Report, *, show_all: bool = False) -> str:
         out.append(detail)
         if fr.native_targets:
             out.extend(_table(fr))
+            out.extend(f"  {line}" for line in _serves(fr))
         out.append("  " + summary(fr))
+        if (carried := carried_summary(fr)) is not None:  # images the library loads itself (issue 39)
+            out.append("  " + carried)
         out.extend(f"  warning: {w}" for w in fr.warnings)
     if quiet and not show_all:
         out.append(f"{len(quiet)} other binar{'ies' if len(quiet) != 1 else 'y'} without device code (--all lists them)")

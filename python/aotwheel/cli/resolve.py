@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compress", dest="compress_option", help=argparse.SUPPRESS)  # CMake's USE_AOT_COMPRESS, passed on
     p.add_argument("--torch-xpu-arch-list", dest="torch_option", metavar="DEVLIST", help=argparse.SUPPRESS)
     p.add_argument("--devlist-from", dest="devlist_from", metavar="LABEL", help=argparse.SUPPRESS)
+    # Configure's check of variable names (aotwheel.varcheck): the environment's, and these CMake variables'.
+    p.add_argument("--check-variables", dest="check_variables", metavar="NAMES", help=argparse.SUPPRESS)
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the full result as JSON")
     out.add_argument("--format", choices=[f.word for f in formats], help=f"print one value: {_one_of(phrases)}")
@@ -67,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from aotwheel import backends
     from aotwheel.config import DEVLIST, TORCH_ARCH_LIST, devlist_choice, read
     from aotwheel.devlist import describe, resolve
+    from aotwheel.errors import DevlistError
 
     tools = {t.word: getattr(args, t.word, None) for b in backends.all_backends() for t in b.tools}  # --<tool> PATH
     if args.list:
@@ -74,6 +77,13 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join([*lines, "keywords: none (JIT-only), native (devices on this machine), no-jit (drop SPIR-V)"]))
         return 0
     config = read()  # an empty variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`)
+    if args.check_variables is not None:
+        from aotwheel.config import all_variables
+        from aotwheel.varcheck import check
+
+        names = {n: "environment" for n in os.environ}
+        names.update({n: "CMake variable" for n in args.check_variables.split(",") if n})
+        check(names, (v.name for v in all_variables()), config.allow_undeclared)
     explicit = args.text if args.devlist_option is None else args.devlist_option
     if explicit is not None and args.devlist_option is None and explicit.strip():
         text, source = explicit, "the command line"
@@ -87,8 +97,15 @@ def run(args: argparse.Namespace) -> int:
 
     # Each backend's toolchain facts, as far as its grammar needs them for this text (Intel asks
     # the installed ocloc only for names whose meaning it can change: no ocloc runs for pvc or sm_90).
-    tables = {b.name: t for b in backends.all_backends() if (t := b.devlist_table(text, tools)) is not None}
-    devlist = resolve(text, jit_fallback=jit_fallback, tables=tables)
+    # Printed for a person (no --json / --format): the installed tools' view, whose notes say what they cannot build.
+    person = not args.json and not args.format
+    tables = {b.name: t for b in backends.all_backends() if (t := b.devlist_table(text, tools, installed=person)) is not None}
+    try:
+        devlist = resolve(text, jit_fallback=jit_fallback, tables=tables)
+    except DevlistError as exc:  # the grammar speaks of USE_AOT_DEVLIST: name the variable the list came from
+        if source.startswith(TORCH_ARCH_LIST.name):
+            raise DevlistError(str(exc).replace(DEVLIST.name, source, 1), exc.token, exc.suggestions) from None
+        raise
     if args.toolchain:
         for b in backends.all_backends():
             part = devlist.part(b.name)

@@ -23,6 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--out", default=None, help="folder for the variant wheels (required with WHEEL)")
     p.add_argument("--no-validate", action="store_true",
                    help="do not check the aotwheel_intel properties against the installed provider plugin")
+    p.add_argument("--pick", metavar="DIR", help="print the wheel of DIR's variant set (its <name>-<version>-variants.json) "
+                   "that suits this machine, as variantlib orders them with the providers; the null variant suits every machine")
+    p.add_argument("--install", action="store_true", help="with --pick: hand that wheel to pip (pip takes no variant file names yet)")
+    p.add_argument("--python", default=None, metavar="PYTHON", help="with --install: the interpreter whose pip installs it (default: this one)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=run)
 
@@ -35,7 +39,23 @@ def run(args: argparse.Namespace) -> int:
     from aotwheel import variants
     from aotwheel.errors import AotwheelError
 
+    if args.pick:
+        wheel, ordered = variants.pick(args.pick)
+        if args.json:
+            print(json.dumps({"wheel": str(wheel), "label": wheel.name.rsplit("-", 1)[1][:-4], "order": ordered}, indent=2))
+        else:
+            print(wheel)
+        if args.install:
+            import sys
+
+            return variants.install(wheel, args.python or sys.executable)
+        return 0
+    if args.install or args.python:
+        raise AotwheelError("aotwheel variant: --install and --python go with --pick DIR")
     if not args.wheels:
+        from aotwheel.probe.override import from_environment
+
+        from_environment()  # a malformed AOTWHEEL_DEVICE: one error line, as `check` says it (the plugin stays silent)
         configs = variants.IntelGpuPlugin.get_supported_configs()
         if args.json:
             print(json.dumps({"namespace": variants.NAMESPACE, "configs": [asdict(c) for c in configs]}, indent=2))

@@ -36,8 +36,8 @@ def read_ar(region: Region) -> list[ArMember]:
     longnames = b""
     pos = 8
     while pos < region.size:
-        if pos + 1 == region.size and region.read(pos, 1, "padding") == b"\n":
-            break  # odd-sized last member's pad byte
+        if pos + 1 == region.size and region.read(pos, 1, "padding") in (b"\n", b"\0"):
+            break  # odd-sized last member's pad byte (GNU ar writes "\n", compute-runtime's ArEncoder a NUL)
         hdr = region.read(pos, _HEADER, "ar member header")
         if hdr[58:60] != b"`\n":
             raise region.error(pos, "bad ar member header terminator")

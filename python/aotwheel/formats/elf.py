@@ -49,13 +49,15 @@ class Section:
     addr: int
     offset: int
     size: int
+    flags: int  # sh_flags (SHF_ALLOC 0x2, SHF_EXECINSTR 0x4, ...)
 
-    def __init__(self, name: str, type: int | str, addr: int, offset: int, size: int) -> None:
+    def __init__(self, name: str, type: int | str, addr: int, offset: int, size: int, flags: int = 0) -> None:
         self.name = name
         self.type = type
         self.addr = addr
         self.offset = offset
         self.size = size
+        self.flags = flags
 
 
 @record
@@ -201,7 +203,7 @@ def open_elf(region: Region) -> ElfView:
         if isinstance(buf, memoryview):  # the only Buffer without .find
             buf = bytes(buf)
         for i in range(count):
-            sh_name, sh_type, _fl, addr, offset, size = struct.unpack_from(shfmt, buf, base + shoff + i * shentsize)[:6]
+            sh_name, sh_type, flags, addr, offset, size = struct.unpack_from(shfmt, buf, base + shoff + i * shentsize)[:6]
             name = ""
             a = base + strtab + sh_name
             if a < end:
@@ -211,7 +213,7 @@ def open_elf(region: Region) -> ElfView:
             sec_type = _SH_TYPES.get(sh_type, sh_type)
             if sec_type != "SHT_NOBITS" and size:
                 region.check(offset, size, f"section {name!r}")
-            sections.append(Section(name, sec_type, addr, offset, size))
+            sections.append(Section(name, sec_type, addr, offset, size, flags))
     nseg = phnum if phnum < _PN_XNUM else shdr(0)[7]
     if nseg > phnum:
         region.check(phoff, nseg * phentsize, "ELF program header table")
@@ -226,6 +228,54 @@ def open_elf(region: Region) -> ElfView:
     for _, p_offset, p_filesz in segments:
         region.check(p_offset, p_filesz, "PT_LOAD segment")
     return ElfView(region, e_type, e_machine, sections, segments, _dynamic_tags(region, sections, is64, endian))
+
+
+def standalone_size(region: Region, machines: tuple[int, ...]) -> int | None:
+    """The bytes of the ELF file that starts at ``region``'s first byte, when its header is whole
+    and consistent: identification (class, data, version 1), ``e_machine`` one of ``machines``, an
+    ``e_type`` other than ET_NONE, a section header table of well-formed entries
+    (its string table among them, entry 0 null) and every section's bytes inside ``region``. The
+    size is the furthest byte the header, its tables and sections account for; ``None`` for a
+    chance match of the magic (bytes that merely start like an ELF) or an ELF of another machine.
+    Reads at most the header and the section table (``e_shnum`` below 0xff00: no extended numbering)."""
+    size = region.size
+    if size < 52:
+        return None
+    ident = region.read(0, 20, "ELF header")
+    if ident[:4] != b"\x7fELF" or ident[4] not in (1, 2) or ident[5] not in (1, 2) or ident[6] != 1:
+        return None
+    is64, endian = ident[4] == 2, "<" if ident[5] == 1 else ">"
+    fmt = endian + ("HHIQQQIHHHHHH" if is64 else "HHIIIIIHHHHHH")
+    if size < struct.calcsize(fmt) + 16:
+        return None
+    (e_type, e_machine, _version, _entry, phoff, shoff, _flags, ehsize, phentsize, phnum, shentsize, shnum, shstrndx) = \
+        struct.unpack_from(fmt, region.buf, region.start + 16)
+    min_sh, min_ph, min_eh = (64, 56, 64) if is64 else (40, 32, 52)
+    if e_machine not in machines or e_type == 0 or ehsize != min_eh:  # (cubins put their CUDA version in e_version)
+        return None
+    if not 0 < shnum < 0xFF00 or shentsize != min_sh or shstrndx >= shnum or shoff < ehsize or shoff + shnum * shentsize > size:
+        return None
+    end = shoff + shnum * shentsize
+    if phnum:
+        if phentsize != min_ph or phnum >= 0xFFFF or phoff < ehsize or phoff + phnum * phentsize > size:
+            return None
+        end = max(end, phoff + phnum * phentsize)
+    shfmt = endian + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII")
+    base = region.start + shoff
+    for i in range(shnum):
+        _name, sh_type, _fl, _addr, offset, sec_size = struct.unpack_from(shfmt, region.buf, base + i * shentsize)[:6]
+        if i == 0:
+            if sh_type != 0:
+                return None
+            continue
+        if i == shstrndx and sh_type != 3:  # the section names: an SHT_STRTAB
+            return None
+        if sh_type == 8 or sh_type == 0 or not sec_size:  # SHT_NOBITS, SHT_NULL: no bytes in the file
+            continue
+        if offset < ehsize or offset + sec_size > size:
+            return None
+        end = max(end, offset + sec_size)
+    return end
 
 
 def _dynamic_tags(region: Region, sections: list[Section], is64: bool, endian: str) -> dict[int, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 
 from aotwheel.errors import InspectError
 from aotwheel.records import record
@@ -120,3 +121,33 @@ class _RegionIO(io.RawIOBase):
         data = bytes(memoryview(self._r.buf)[a + self._pos : a + end])
         self._pos = end
         return data
+
+
+def will_need(buf: object, at: int, size: int) -> None:
+    """MADV_WILLNEED for ``size`` bytes at ``at`` of a map (advice only: never fails)."""
+    mmap = sys.modules.get("mmap")  # not imported: no file was mapped (_mapped reads small ones)
+    if mmap is None or not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_WILLNEED") or at < 0 or at + size > len(buf):
+        return
+    lo = at - at % mmap.PAGESIZE
+    try:
+        buf.madvise(mmap.MADV_WILLNEED, lo, at + size - lo)
+    except (OSError, ValueError):
+        pass
+
+
+def advise(buf: object, at: int, size: int, advice: str) -> None:
+    """``madvise(advice)`` (``"MADV_SEQUENTIAL"``, ``"MADV_RANDOM"``) for ``size`` bytes at ``at`` of
+    a map; advice only: never fails, nothing for other buffers. A search that reads a range of a
+    MADV_RANDOM map byte by byte asks for MADV_SEQUENTIAL first: on a cold file MADV_WILLNEED left
+    it at one synchronous fault per page (1.6 s for onemkl-sycl-dft's 30 MB ``.rodata``, 65 ms so)."""
+    mmap = sys.modules.get("mmap")  # not imported: no file was mapped
+    if mmap is None:
+        return
+    flag = getattr(mmap, advice, None)
+    if flag is None or not isinstance(buf, mmap.mmap) or at < 0 or size <= 0 or at + size > len(buf):
+        return
+    lo = at - at % mmap.PAGESIZE
+    try:
+        buf.madvise(flag, lo, at + size - lo)
+    except (OSError, ValueError):
+        pass

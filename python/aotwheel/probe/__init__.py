@@ -82,7 +82,22 @@ def merge(results: list[ProbeResult]) -> list[ProbedDevice]:
         if res_gpus and not gpus:
             gpus = res_gpus
         others.extend(d for d in result.devices if d.kind != "gpu" and d.key not in {o.key for o in others})
-    return gpus + native + others
+    return [_with_driver(d, results) for d in gpus] + native + others
+
+
+def _with_driver(device: ProbedDevice, results: list[ProbeResult]) -> ProbedDevice:
+    """``device`` with the driver version another probe reports for the same GPU (same vendor and
+    PCI id) when its own probe reports none: Level Zero's version numbers are not the driver
+    release the loading rules depend on, OpenCL's driver version is."""
+    if device.driver or device.pci_id is None:
+        return device
+    from dataclasses import replace
+
+    for result in results:
+        for other in result.devices:
+            if other.kind == "gpu" and other.driver and other.pci_id == device.pci_id and other.vendor == device.vendor:
+                return replace(device, driver=other.driver)
+    return device
 
 
 def detect_devices(*, use_override: bool = True) -> list[ProbedDevice]:

@@ -36,7 +36,7 @@ class AmdBackend:
     tools: tuple[ToolOption, ...] = ()
     resolve_formats: tuple[FormatOption, ...] = ()
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         return None
 
     def devlist_grammar(self, table: object | None = None) -> AmdGrammar:
@@ -89,7 +89,11 @@ class AmdBackend:
         dev = parse_target_id(verdict.device.split(" ")[0])
         if dev is None:
             return ""
-        archs = list(dict.fromkeys([*verdict.targets, str(dev)]))
+        # Only AMD targets go in --offload-arch (a CUDA library's sm_XY names are no HIP targets).
+        own = [t for t in verdict.targets if parse_target_id(t) is not None]
+        if not own:
+            return f"it carries no HIP code: a HIP build with --offload-arch={dev} would run here"
+        archs = list(dict.fromkeys([*own, str(dev)]))
         return f"rebuild the HIP code with --offload-arch={','.join(archs)}"
 
     def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:

@@ -51,3 +51,21 @@ def read_code_object(region: Region) -> CodeObject:
         sramecc = "on" if flags & _SRAMECC_V3 else "off"
     generic = (flags >> _GENERIC_VERSION_SHIFT) & 0xFF if version is not None and version >= 6 else 0
     return CodeObject(flags & _MACH_MASK, version, os_abi, xnack, sramecc, generic)
+
+
+# EF_AMDGPU_MACH -> processor (LLVM's AMDGPUUsage, "AMDGPU ELF Header", e_flags table), for code
+# objects found without a bundle id to name them.
+_MACH_NAMES = {
+    0x020: "gfx600", 0x021: "gfx601", 0x022: "gfx700", 0x023: "gfx701", 0x024: "gfx702", 0x025: "gfx703", 0x026: "gfx704",
+    0x028: "gfx801", 0x029: "gfx802", 0x02A: "gfx803", 0x02B: "gfx810", 0x02C: "gfx900", 0x02D: "gfx902", 0x02E: "gfx904",
+    0x02F: "gfx906", 0x030: "gfx908", 0x031: "gfx909", 0x032: "gfx90c", 0x033: "gfx1010", 0x034: "gfx1011", 0x035: "gfx1012",
+    0x036: "gfx1030", 0x037: "gfx1031", 0x038: "gfx1032", 0x039: "gfx1033", 0x03A: "gfx602", 0x03B: "gfx705", 0x03C: "gfx805",
+    0x03D: "gfx1035", 0x03E: "gfx1034", 0x03F: "gfx90a", 0x040: "gfx940", 0x041: "gfx1100", 0x042: "gfx1013", 0x043: "gfx1150",
+    0x044: "gfx1103", 0x045: "gfx1036", 0x046: "gfx1101", 0x047: "gfx1102", 0x048: "gfx1200", 0x04A: "gfx1151", 0x04B: "gfx941",
+    0x04C: "gfx942", 0x04E: "gfx1201", 0x04F: "gfx950",
+}
+
+
+def processor_name(mach: int) -> str | None:
+    """``gfx90a`` for EF_AMDGPU_MACH 0x3f; ``None`` for a number this table does not list."""
+    return _MACH_NAMES.get(mach)

@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from aotwheel.formats.region import Region
 
 CODE_OBJECT = ImageKind.declare("code-object")  # an HSA code object (offload bundle entry)
+_EM_AMDGPU_LE = (224).to_bytes(2, "little")  # codeobject.EM_AMDGPU, as an x86 host keeps it
 
-READS = ReadSpec(file_kinds=(ImageKind.BUNDLE,), sections=(".hip_fatbin",))  # HIP offload bundles, whole or in a host
+# HIP offload bundles, whole or in a host; code objects a library loads itself (read_carried).
+READS = ReadSpec(file_kinds=(ImageKind.BUNDLE,), sections=(".hip_fatbin",), carried=(b"\x7fELF",))
 
 
 def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
@@ -38,6 +40,29 @@ def read_host(walk: ImageWalk, region: Region, view: ElfView, host: HostOffload)
 
 def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, depth: int, member: str | None) -> None:
     """No embedded image kind is AMD's (the spec claims none)."""
+
+
+def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
+    """A code object (an EM_AMDGPU ELF whose header and sections lie inside ``region``) that the
+    library loads itself (hipModuleLoadData): one native target, its processor from ``e_flags``."""
+    if region.size < 64 or region.read(18, 2, "ELF header") != _EM_AMDGPU_LE:
+        return 0  # before any import: codeobject imports dataclasses, which `aotwheel inspect` of a host library must not
+    from aotwheel.backends.amd.codeobject import EM_AMDGPU, processor_name, read_code_object
+    from aotwheel.formats.elf import standalone_size
+
+    size = standalone_size(region, (EM_AMDGPU,))
+    if size is None:
+        return 0
+    code = read_code_object(region)
+    fr = walk.report
+    name = processor_name(code.mach)
+    img = Image(index=len(fr.images), offset=region.where(0), size=size, kind=CODE_OBJECT, triple="amdgcn-amd-amdhsa", compressed=False,
+                section=section, arch=name)
+    fr.images.append(img)
+    target_id = None if name is None else name + "".join(f":{f}{'+' if v == 'on' else '-'}" for f, v in (("sramecc", code.sramecc), ("xnack", code.xnack))
+                                                         if v in ("on", "off"))
+    fr.native_targets.append(Target(name=target_id, ip=None, member=None, format=CODE_OBJECT, size=size, image=img.index, vendor=AMD, arch=name))
+    return size
 
 
 def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:

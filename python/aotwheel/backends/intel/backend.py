@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.intel import INTEL
-from aotwheel.backends.intel.kinds import CPU_AOT
+from aotwheel.backends.intel.kinds import CPU_AOT, LEGACY
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
-from aotwheel.results import NATIVE, UNSUPPORTED, ProbedDevice, Verdict
+from aotwheel.results import JIT, NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.intel.devlist import IntelGrammar, IntelPart
@@ -35,6 +35,8 @@ class IntelBackend:
     # SPIR-V compiler (options, build, report), which aotwheel.compile_spirv uses too.
     commands = {"compile": "aotwheel.cli.compile"}
     spirv_compiler = "aotwheel.backends.intel.commands"
+    # ``aotwheel selftest --simulate``: compute-runtime's simulation mode loads the images (simulate.selftest).
+    simulator = "aotwheel.backends.intel.simulate"
     # The loader's view of an extension's images (the SYCL triples of the embedding, build/embed.py)
     # and of a file it is handed: an ocloc fat binary is an ar archive.
     opencl_images = OpenClImages(native="spir64_gen", ir="spir64", native_magic=b"!<arch>\n", native_name="an ocloc fat binary")
@@ -53,10 +55,10 @@ class IntelBackend:
 
         return owns_token(token)
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         from aotwheel.backends.intel.devlist import table_for
 
-        return table_for(text, tools)
+        return table_for(text, tools, installed=installed)
 
     def devlist_grammar(self, table: object | None = None) -> IntelGrammar:
         from aotwheel.backends.intel.devlist import IntelGrammar
@@ -100,8 +102,10 @@ class IntelBackend:
                                    "unsupported: the binary carries only CPU code (spir64_x86_64) and no SPIR-V", "no-match", binary,
                                    device.kind, ("spir64_x86_64",)))
         if not compatibility:
-            return self._finish(decide(targets, ir, device, binary=binary, compatibility=False), file)
-        return self._finish(_per_driver_version(targets, ir, device, binary), file)
+            v = decide(targets, ir, device, binary=binary, compatibility=False)
+        else:
+            v = _shared(_per_driver_version(targets, ir, device, binary), targets)
+        return self._finish(_opencl_bindless(v, targets, ir, device, file, binary), file)
 
     def prepare_probes(self) -> None:
         from aotwheel.backends.intel.probes.opencl import use_cpu_runtime_if_installed
@@ -114,10 +118,11 @@ class IntelBackend:
         return opencl.describe(cl, platform, device, index)
 
     def opencl_verdict(self, targets: Sequence[Any], has_spirv: bool, device: Any) -> Verdict:
-        # The newest driver's lookup, as the loader always modelled it (the driver itself picks the member).
+        # The lookup of the device's driver release where OpenCL reports it (legacy images are native
+        # only before 26.18), else the newest's; the driver itself then picks the member.
         from aotwheel.backends.intel.rules import decide
 
-        return decide(targets, ["spirv"] if has_spirv else [], device)
+        return decide(targets, ["spirv"] if has_spirv else [], device, release=driver_release(getattr(device, "driver", None)))
 
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
@@ -141,10 +146,19 @@ class IntelBackend:
         ``file``: other vendors' targets kept too)."""
         from aotwheel.backends.intel.catalog import load_catalog
 
-        dev = load_catalog().by_ip(verdict.ip) if verdict.ip else None
+        catalog = load_catalog()
+        dev = catalog.by_ip(verdict.ip) if verdict.ip else None
         if dev is None:
             return None
-        names = [n for n in verdict.targets if n]
+        from aotwheel import backends
+
+        def token(name: str) -> bool:  # a devlist word: not a target known by its core alone ("XE_HPC_CORE image")
+            if catalog.by_name(name) or catalog.by_ip(name):
+                return True
+            owner = backends.for_token(name.lower())
+            return owner is not None and owner.name != INTEL  # another vendor's target (sm_90)
+
+        names = [n for n in verdict.targets if n and token(n)]
         if dev.name not in names:
             names.append(dev.name)
         if file is not None:
@@ -157,6 +171,13 @@ class IntelBackend:
         return None  # the device's own key
 
     def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
+        if verdict.kind == "gpu" and file is not None and verdict.verdict != NATIVE and \
+                any(t.vendor == INTEL and t.format == LEGACY for t in file.native_targets):
+            # The images are there but of a format newer drivers no longer run: rebuild them as zebin.
+            from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+            return (f"rebuild with zebin images (aotwheel's default: {IMAGE_FORMAT.name} unset; ocloc --format zebin): "
+                    "compute-runtime 26.18 and newer run no legacy patch-token image natively")
         devlist = self.covering_devlist(verdict, file)
         if devlist:
             from aotwheel.backends.intel.ocloc import build_note
@@ -167,7 +188,12 @@ class IntelBackend:
             if verdict.rule == "cpu-options":
                 return ("rebuild without GPU-only options for the spir64 target (pass them to spir64_gen only: -Xs applies to every "
                         "SPIR-V target), or add -fsycl-targets=spir64_x86_64")
-            return "" if verdict.verdict == NATIVE else "rebuild with -fsycl-targets=spir64_x86_64 (native CPU code) or keep a spir64 SPIR-V image"
+            if verdict.verdict == NATIVE:
+                return ""
+            if file is not None and not _sycl_built(file):  # an .spv, an ocloc fat binary, an open-toolchain extension
+                return (CPU_JIT_NOTE if verdict.verdict == JIT else
+                        "keep JIT fallback on (USE_AOT_JIT_FALLBACK=ON, the default): the CPU runs only the SPIR-V, which it compiles")
+            return "rebuild with -fsycl-targets=spir64_x86_64 (native CPU code) or keep a spir64 SPIR-V image"
         return "rebuild with JIT fallback on (SPIR-V kept)" if verdict.verdict == UNSUPPORTED else ""
 
     def jit_message(self, verdict: Verdict, kernels: int | None = None) -> str:
@@ -181,12 +207,16 @@ class IntelBackend:
         embedded = ", ".join(verdict.targets) or "none (SPIR-V only)"
         line = f"{binary}: {verdict.device} will JIT-compile {what} from SPIR-V at first use (embedded native targets: {embedded})"
         devlist = self.covering_devlist(verdict)
-        if verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
+        if verdict.remedy.startswith("rebuild with zebin images"):  # _finish()'s, for legacy images
+            line += f"; {verdict.remedy}"
+        elif verdict.remedy.startswith("rebuild with USE_AOT_DEVLIST="):  # _finish()'s, every vendor's targets kept
             line += f"; {verdict.remedy} to ship native code for it"
         elif devlist:
             from aotwheel.backends.intel.ocloc import build_note
 
             line += f"; rebuild with USE_AOT_DEVLIST={devlist}{build_note(devlist.split(','))} to ship native code for it"
+        elif verdict.kind == "cpu" and verdict.remedy == CPU_JIT_NOTE:
+            line += f"; {CPU_JIT_NOTE}"
         elif verdict.kind == "cpu":
             line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
@@ -207,6 +237,21 @@ class IntelBackend:
         return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
 
 
+# What a CPU's JIT of a build without icpx comes to: no native CPU code can be asked of aotwheel's
+# open toolchain (ocloc builds GPUs), and the JIT result outlives the process.
+CPU_JIT_NOTE = ("a CPU always compiles SPIR-V: aotwheel's open toolchain builds no native CPU code (USE_AOT_DEVLIST names GPUs); "
+                "aotwheel.opencl keeps the result in its JIT cache, so only the first process compiles")
+
+
+def _sycl_built(file: FileReport) -> bool:
+    """Whether ``file``'s images are the SYCL runtime's to load (it links ``libsycl.so``: icpx built
+    it, so icpx's CPU target is the remedy). aotwheel's open toolchain links no SYCL runtime; a
+    .spv, a fat binary or a wheel member reads as not SYCL."""
+    from aotwheel.formats.dynamic import needs
+
+    return needs((file.path or "").split("!")[0], "libsycl.so")
+
+
 def driver_release(text: str | None) -> tuple[int, int] | None:
     """``(25, 44)`` from a compute-runtime version such as ``25.44.36015.5`` (OpenCL's
     driver_version); None for anything else (Level Zero's packed numbers, other vendors)."""
@@ -214,6 +259,57 @@ def driver_release(text: str | None) -> tuple[int, int] | None:
 
     m = re.match(r"\s*(\d{2})\.(\d{2})\.\d+", text or "")
     return (int(m[1]), int(m[2])) if m else None
+
+
+def _shared(v: Verdict, targets: list[Any]) -> Verdict:
+    """A native verdict through an image built for another device: say it is one shared image (a
+    generic member such as 64.bmg, which aotwheel's coverage plan writes for several devices)."""
+    if v.verdict != NATIVE:
+        return v
+    hit = next((t for t in targets if (t.member or "").rstrip("/") == v.image), None)
+    if hit is None or not hit.generic or not hit.name or hit.ip == v.ip:
+        return v
+    from dataclasses import replace
+
+    return replace(v, reason=f"{v.reason}; {v.image} is one image shared by the {hit.generic} devices ({hit.name}'s build: "
+                             f"aotwheel's native-coverage plan, USE_AOT_MIN_DRIVER, names it so that one build serves them)")
+
+
+def _opencl_bindless(v: Verdict, targets: list[Any], ir: list[str], device: Any, file: FileReport, binary: str) -> Verdict:
+    """A native verdict for a device the OpenCL probe reports, whose chosen zebin has bindless
+    kernels: compute-runtime's OpenCL (24.22 and newer) rebuilds such a program from its IR, and
+    refuses it without (``addressing``); Level Zero runs it as it is."""
+    from aotwheel.backends.intel import addressing
+
+    if v.verdict != NATIVE or getattr(device, "backend", None) != "opencl":
+        return v
+    release = driver_release(getattr(device, "driver", None))
+    if release is not None and release < addressing.OPENCL_REBUILDS_SINCE:
+        return v
+    bare = [t for t in targets if not (t.member or "").rstrip("/")]
+    picked = next((t for t in targets if t.member and t.member.rstrip("/") == v.image), None) or (bare[0] if len(bare) == 1 else None)
+    if picked is None or picked.format != "zebin":
+        return v
+    try:
+        data = addressing.image_of(file.path or binary, file, picked)
+        bindless = data is not None and addressing.has_bindless_kernels(data, f"{binary} ({v.image})")
+    except Exception:  # an image the inspector read but this cannot: keep the lookup's verdict
+        return v
+    if not bindless:
+        return v
+    from dataclasses import replace
+
+    from aotwheel.results import JIT
+
+    since = f"{addressing.OPENCL_REBUILDS_SINCE[0]}.{addressing.OPENCL_REBUILDS_SINCE[1]:02d}"
+    why = (f"{v.image} has bindless kernels, which compute-runtime's OpenCL ({since} and newer) rebuilds from IR "
+           "(Level Zero runs them native; ocloc -stateful_address_mode bindful builds them without)")
+    if ir or picked.rebuildable:
+        source = "generic_ir" if picked.member else "its own SPIR-V"
+        return replace(v, verdict=JIT, image="generic_ir" if picked.member else "spirv", rule="opencl-bindless",
+                       reason=f"JIT: the lookup chose {v.image}, but {why}; the driver rebuilds {source} at first use")
+    return replace(v, verdict=UNSUPPORTED, image=None, rule="opencl-bindless",
+                   reason=f"unsupported: the lookup chose {v.image}, but {why}, and the binary keeps no IR: the OpenCL driver refuses it")
 
 
 def _by_compatibility(v: Verdict) -> bool:
@@ -226,7 +322,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     older ones do (``rules.BREAKPOINTS``: the releases at which the lookup changed)."""
     from dataclasses import replace
 
-    from aotwheel.backends.intel.rules import BREAKPOINTS, decide, release_text
+    from aotwheel.backends.intel.rules import BREAKPOINTS, LEGACY_LAST, decide, release_text
 
     def at(release: tuple[int, int] | None) -> Verdict:
         return decide(targets, ir, device, binary=binary, release=release)
@@ -244,16 +340,31 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     release = driver_release(driver)
     if release is None:
         if since is None:
-            return newest
-        older = at((0, 0) if since == BREAKPOINTS[0] else BREAKPOINTS[BREAKPOINTS.index(since) - 1])
+            return _with_older_releases(newest, at(LEGACY_LAST))
+        older = at((since[0], since[1] - 1) if since[1] > 1 else (since[0] - 1, 53))  # the week before: the lookup just before it
         return replace(newest, reason=f"{newest.reason}; this needs compute-runtime {need} or newer (the first release whose "
                                       f"lookup gives it); with an older or unknown driver: {older.verdict} ({older.reason})")
     v = at(release)
     if since is None:
         return v
     if v.verdict == NATIVE and v.image == newest.image:
+        if not _by_compatibility(v):  # native by this release's own rule (22.43: product family only), not the mapping
+            return v
         return replace(v, reason=f"{v.reason}; driver {driver} honours it (since {need})")
     return replace(v, reason=f"{v.reason}; driver {driver} predates {need}, the first release whose lookup runs it native ({newest.image})")
+
+
+def _with_older_releases(newest: Verdict, older: Verdict) -> Verdict:
+    """With no driver release known: the newest release's verdict, and what compute-runtime before
+    26.18 does where it differs (it still ran legacy patch-token images natively)."""
+    from dataclasses import replace
+
+    from aotwheel.backends.intel.rules import LEGACY_IGNORED_SINCE, release_text
+
+    if older.verdict == newest.verdict and older.image == newest.image:
+        return newest
+    return replace(newest, reason=f"{newest.reason}; that is compute-runtime {release_text(LEGACY_IGNORED_SINCE)} and newer: "
+                                  f"older drivers give {older.verdict} ({older.reason.removeprefix('native: ')})")
 
 
 BACKEND = IntelBackend()

@@ -19,10 +19,26 @@ from importlib import resources
 _IP_RE = re.compile(r"^(\d{1,4})\.(\d{1,3})\.(\d{1,2})$")
 
 
+# The fields' widths in the packed u32 (arch:10 | release:8 | reserved:8 | revision:6): the largest
+# value of each; a larger one would wrap into its neighbour when packed.
+IP_FIELD_MAX = (0x3FF, 0xFF, 0x3F)
+_RESERVED_BITS = 0xFF << 6
+
+
 def parse_ip(text: str) -> tuple[int, int, int] | None:
-    """``"12.60.7"`` -> ``(12, 60, 7)``; ``None`` if ``text`` is not an IP version."""
+    """``"12.60.7"`` -> ``(12, 60, 7)``; ``None`` if ``text`` is not an IP version (a field wider
+    than its bits in the u32 included: 12.256.0 is none)."""
     m = _IP_RE.match(text)
-    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+    if not m:
+        return None
+    ip = (int(m[1]), int(m[2]), int(m[3]))
+    return ip if all(v <= most for v, most in zip(ip, IP_FIELD_MAX)) else None
+
+
+def valid_u32_ip(value: int) -> bool:
+    """Whether ``value`` is a packed IP version: within 32 bits, its reserved bits clear. A larger
+    number (4345462784 = 2**32 + 12.10.0) or a set reserved bit is none (it used to wrap)."""
+    return 0 <= value <= 0xFFFFFFFF and not value & _RESERVED_BITS
 
 
 def ip_to_u32(ip: tuple[int, int, int]) -> int:
@@ -147,7 +163,7 @@ class Catalog:
         if isinstance(ip, str):
             key = parse_ip(ip)
         elif isinstance(ip, int):
-            key = ip_from_u32(ip)
+            key = ip_from_u32(ip) if valid_u32_ip(ip) else None
         else:
             key = (ip[0], ip[1], ip[2])
         return self._ips.get(key) if key is not None else None

@@ -8,12 +8,17 @@ built-in one, or the installed ocloc's view from :func:`table_for`); the part sa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aotwheel.backends.intel import INTEL, grammar
 from aotwheel.backends.intel.catalog import Catalog, Device, load_catalog
 from aotwheel.backends.protocol import DevlistExamples
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aotwheel.backends.intel.coverage import Coverage
 
 TOOL = "ocloc"  # aotwheel resolve --toolchain ocloc / --ocloc PATH
 EXAMPLES = DevlistExamples(device="pvc", devices="pvc,acm-g10", family="dg2", families="dg2 or xe-hpc")
@@ -30,6 +35,35 @@ class IntelPart:
     alone: bool  # no other vendor builds anything: SPIR-V serves every device
     catalog: Catalog | None = field(default=None, compare=False, repr=False)  # the table the tokens were read with
     vendor: str = INTEL
+    generic_named: tuple[str, ...] = ()  # generic names the list wrote (bmg): they ask for the shared image
+
+    def coverage(self, floor: str | None = None, acronyms: frozenset[str] | None = None) -> Coverage | None:
+        """The native-coverage plan (:mod:`.coverage`) for ``floor`` (``USE_AOT_MIN_DRIVER`` text; None or
+        auto: the default). ``acronyms``: the ocloc in use's -device words (None: the catalog's view of it:
+        the installed ocloc's table when one was read, else every catalog generic name). None without targets."""
+        if not self.targets:
+            return None
+        from aotwheel.backends.intel.coverage import parse_release, plan
+
+        cat = self.catalog or load_catalog()
+        if acronyms is None and not cat.ocloc_version:
+            acronyms = _installed_acronyms()
+        if acronyms is not None:
+            generic = {g: root for g, root in cat.generic if g in acronyms}
+        elif cat.ocloc_version:
+            generic = {g: root for g, root in cat.generic if cat.source(g) != "catalog"}
+        else:
+            generic = dict(cat.generic)
+        devices, universe = [(t.name, t.ip) for t in self.targets], [(d.name, d.ip) for d in cat.devices]
+        chosen = plan(devices, floor=parse_release(floor), generic=generic, named_generic=self.generic_named, universe=universe)
+        if len(generic) < len(cat.generic):  # an older ocloc: say what a current one would save
+            current = plan(devices, floor=chosen.floor, generic=dict(cat.generic), universe=universe)
+            if len(current.images) < len(chosen.images):
+                from dataclasses import replace
+
+                chosen = replace(chosen, note=f"an ocloc that knows the generic names ({', '.join(current.tokens)}; 25.18 and "
+                                              f"newer) would build {len(current.images)} image{'s' * (len(current.images) != 1)} for the same native coverage")
+        return chosen
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -54,10 +88,22 @@ class IntelPart:
     def native(self) -> bool:
         return bool(self.targets)
 
+    @functools.cached_property
+    def planned(self) -> Coverage | None:
+        """The coverage plan for ``USE_AOT_MIN_DRIVER`` (read here, where the resolver's answer is made)
+        and the installed ocloc: the images a build makes."""
+        import os
+
+        from aotwheel.backends.intel.variables import MIN_DRIVER
+
+        return self.coverage(os.environ.get(MIN_DRIVER.name))
+
     @property
     def ocloc_device(self) -> str:
-        """The value for ``ocloc -device`` / ``-Xs "-device ..."`` (empty for ``none``)."""
-        return ",".join(self.names)
+        """The value for ``ocloc -device`` / ``-Xs "-device ..."`` (empty for ``none``): the coverage
+        plan's words, one per image (``bmg`` where one image serves the bmg group)."""
+        plan = self.planned
+        return ",".join(plan.tokens if plan is not None else self.names)
 
     @property
     def sycl_targets(self) -> tuple[str, ...]:
@@ -78,12 +124,16 @@ class IntelPart:
         return ""
 
     def fields(self) -> list[tuple[str, str, object]]:
+        plan = self.planned
         return [("input", "targets", [t.to_dict() for t in self.targets]), ("aot", "spirv", self.spirv),
-                ("jit_summary", "ocloc_device", self.ocloc_device)]
+                ("jit_summary", "ocloc_device", self.ocloc_device),
+                ("ocloc_device", "coverage", plan.to_dict() if plan is not None else None)]
 
     def describe(self, section: str) -> list[str]:
         if section == "tools":
-            return [f"ocloc -device {self.ocloc_device}"] if self.ocloc_device else []
+            plan = self.planned
+            return ([f"ocloc -device {self.ocloc_device}", *(plan.lines() if plan is not None else [])]
+                    if self.ocloc_device else [])
         if section != "targets":
             return []
         if not self.targets:
@@ -133,9 +183,12 @@ class IntelGrammar:
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or load_catalog()
         self._targets: dict[str, Device] = {}
+        self._generic: list[str] = []
 
     def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]]:
         kind, devices = grammar.lookup(token, raw, rest, self.catalog)
+        if kind == "generic" and token not in self._generic:
+            self._generic.append(token)
         for dev in devices:
             self._targets.setdefault(dev.name, dev)
         return kind, tuple(d.name for d in devices)
@@ -160,18 +213,32 @@ class IntelGrammar:
         return grammar.suggest(token, (), self.catalog)
 
     def finish(self, *, jit_fallback: bool, alone: bool) -> IntelPart:
-        return IntelPart(tuple(self._targets.values()), jit_fallback, alone, self.catalog)
+        return IntelPart(tuple(self._targets.values()), jit_fallback, alone, self.catalog, generic_named=tuple(self._generic))
 
 
-def table_for(text: str, tools: Mapping[str, str | None]) -> Catalog:
+def _installed_acronyms() -> frozenset[str] | None:
+    """The -device words of the ocloc builds would use (asked once per ocloc binary, then cached);
+    None when there is none or it does not run (then the catalog's generic names count)."""
+    from aotwheel.backends.intel.build.toolchain import ocloc_facts
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+    from aotwheel.errors import ToolchainError
+
+    try:
+        return ocloc_facts(DeviceCodeCache.from_env())[2]
+    except ToolchainError:
+        return None
+
+
+def table_for(text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> Catalog:
     """The catalog to resolve ``text`` with. The installed ocloc is the authority on what its names
     mean (the catalog answers without one); it is asked only where its answer can differ from the
     catalog's: families, releases, ranges, ids and names the catalog lacks. A list of catalog
     products (``pvc,acm-g10``), ``none`` or ``sm_90`` runs no ocloc at configure (a fresh machine
     against a warm remote cache runs none at all)."""
-    from aotwheel.backends.intel.build.toolchain import catalog_for
+    from aotwheel.backends.intel.build.toolchain import catalog_for, installed_catalog
 
-    return catalog_for(text, tools.get(TOOL))
+    # installed: a person's `aotwheel resolve bmg-g21` is told when this ocloc cannot build it.
+    return installed_catalog(tools.get(TOOL)) if installed else catalog_for(text, tools.get(TOOL))
 
 
 def listing(tools: Mapping[str, str | None]) -> list[str]:

@@ -9,13 +9,14 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from aotwheel.backends.intel.catalog import Catalog, Device, format_ip, ip_from_u32, load_catalog, parse_ip
+from aotwheel.backends.intel.catalog import IP_FIELD_MAX, Catalog, Device, format_ip, ip_from_u32, load_catalog, parse_ip, valid_u32_ip
 from aotwheel.errors import DevlistError
 
 KEYWORDS = ("none", "native", "no-jit")  # the core resolver's words, offered as suggestions too
 _IP_SHAPE = re.compile(r"^\d+\.\d+\.\d+$")
 _DECIMAL_IP = re.compile(r"^\d{5,10}$")  # ocloc's decimal form of a u32 IP version (12.10.0 = 50495488)
 _PCI_ID = re.compile(r"^0x[0-9a-f]{1,4}$")
+_SYCL_IP = re.compile(r"^intel_gpu_(\d+)_(\d+)_(\d+)$")  # icpx's numeric arch spelling (intel_gpu_20_1_4)
 
 
 def owns_token(token: str, catalog: Catalog | None = None) -> bool:
@@ -25,7 +26,7 @@ def owns_token(token: str, catalog: Catalog | None = None) -> bool:
         low, _, high = token.partition(":")
         return all(not part or catalog.by_name(part) or catalog.group(part) for part in (low, high))
     return bool(catalog.by_name(token) or _IP_SHAPE.match(token) or catalog.group(token)
-                or _DECIMAL_IP.match(token) or _PCI_ID.match(token))
+                or _DECIMAL_IP.match(token) or _PCI_ID.match(token) or _SYCL_IP.match(token))
 
 
 def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, tuple[Device, ...]]:
@@ -40,9 +41,21 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
         else:
             kind = "alias"
         return kind, (dev,)
+    sycl = _SYCL_IP.match(token)
+    if sycl:  # a numeric SYCL arch the catalog does not list by that name: its IP
+        token = ".".join(sycl.groups())
     if _IP_SHAPE.match(token) or _DECIMAL_IP.match(token):
+        if _DECIMAL_IP.match(token) and not valid_u32_ip(int(token)):
+            raise DevlistError(f"USE_AOT_DEVLIST: {raw} is not an IP version: a u32 holds arch:10 release:8 "
+                               f"reserved:8 revision:6 bits ({'over 32 bits' if int(token) > 0xFFFFFFFF else 'reserved bits set'}); "
+                               "name the device or its IP version (12.60.7)", raw, ())
+        if _IP_SHAPE.match(token) and parse_ip(token) is None:
+            raise DevlistError(f"USE_AOT_DEVLIST: {raw} is not an IP version: its fields hold at most "
+                               f"{'.'.join(map(str, IP_FIELD_MAX))}; name the device or its IP version (12.60.7)", raw, ())
         ip = parse_ip(token) if _IP_SHAPE.match(token) else ip_from_u32(int(token))
         dev = catalog.by_ip(ip) if ip else None
+        if dev is None and ip:
+            dev = stepping(format_ip(ip), catalog)
         if dev is None:
             raise DevlistError(unknown_ip_message(format_ip(ip) if ip else raw, catalog), raw, ())
         return "ip", (dev,)
@@ -63,6 +76,24 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
     suggestions = suggest(token, rest, catalog)
     hint = f"; did you mean {' or '.join(suggestions)}?" if suggestions else "; run 'aotwheel resolve --list' for valid names"
     raise DevlistError(f"USE_AOT_DEVLIST: unknown device '{raw}'{hint}", raw, suggestions)
+
+
+def stepping(ip: str, catalog: Catalog) -> Device | None:
+    """Another stepping of a catalog product (``20.1.4``, the bmg-g21 stepping icpx's
+    ``intel_gpu_bmg_g21`` and ``ocloc ids xe2`` name; ``12.60.1`` ...): an IP version compute-runtime's
+    AOT tables name whose major.minor is one catalog product's. It is its own target, named by its
+    IP (ocloc builds it as ``-device 20.1.4``; the driver matches images against that IP)."""
+    from dataclasses import replace
+
+    from aotwheel.backends.intel.rules import product_configs
+
+    parsed = parse_ip(ip)
+    products = [d for d in catalog.devices if parsed and d.ip_tuple[:2] == parsed[:2]]
+    if ip not in product_configs() or not products:
+        return None
+    base = min(products, key=lambda d: (not d.shipping, d.ip_tuple))
+    return replace(base, name=ip, ip=ip, aliases=(), sycl_arch=f"intel_gpu_{ip.replace('.', '_')}", pci_ids=(), shipping=False,
+                   description=f"a {base.name} stepping ({base.description})")
 
 
 def _range(token: str, raw: str, catalog: Catalog) -> tuple[Device, ...]:
@@ -109,7 +140,14 @@ def suggest(token: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, ...
             joined = f"{token}{joiner}{rest[0].lower()}"
             if catalog.by_name(joined) or catalog.group(joined):
                 return (joined,)
-    return tuple(difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6))
+    # A letter typed for a look-alike digit (acm-g1O, acm-gl0): the name it spells comes first.
+    plain = token.translate(_LOOK_ALIKES)
+    first = [plain] if plain != token and plain in vocabulary else []
+    close = difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6)
+    return tuple(dict.fromkeys([*first, *close]))[:3]
+
+
+_LOOK_ALIKES = str.maketrans({"o": "0", "l": "1", "i": "1"})
 
 
 def unknown_ip_message(raw: str, catalog: Catalog) -> str:

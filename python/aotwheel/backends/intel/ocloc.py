@@ -50,11 +50,20 @@ def build_note(names: list[str]) -> str:
     return f" ({'; '.join(needs)} to build; Debian 12's is 22.43)" if needs else ""
 
 
+# Image formats (USE_AOT_IMAGE_FORMAT, aotwheel compile --legacy-images) and ocloc's word for each
+# after ``--format``: ocloc 22.43 (Debian 12) offers both (its default is legacy), ocloc 26.x
+# offers zebin only and writes nothing else (``ocloc compile --help`` lists them).
+ZEBIN, LEGACY = "zebin", "legacy"
+IMAGE_FORMATS = (ZEBIN, LEGACY)
+OCLOC_FORMAT_WORD = {ZEBIN: "zebin", LEGACY: "patchtokens"}
+
+
 @dataclass(frozen=True)
 class Ocloc:
     path: str
     version: str
     acronyms: frozenset[str] = field(default_factory=frozenset)
+    formats: frozenset[str] = field(default_factory=frozenset)  # --format values its help lists
 
     def supports(self, names: tuple[str, ...]) -> bool:
         """True if ocloc accepts any of ``names`` (a device's name and aliases) as ``-device``."""
@@ -75,7 +84,8 @@ def find_ocloc(explicit: str | None = None) -> Ocloc:
 
 @functools.lru_cache(maxsize=8)
 def _query(path: str) -> Ocloc:
-    return Ocloc(path=path, version=_version(path), acronyms=frozenset(_acronyms(path)))
+    text = _compile_help(path)
+    return Ocloc(path=path, version=_version(path), acronyms=frozenset(_acronyms(path, text)), formats=_formats(text))
 
 
 def _run(args: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -100,11 +110,53 @@ def _version(path: str) -> str:
 _DEVICE_LIST_RE = re.compile(r"<device_type> can be:(.*?)(?:or hexadecimal|$)", re.S)
 
 
-def _acronyms(path: str) -> set[str]:
-    """The acronyms ocloc's own ``compile --help`` lists for ``-device``."""
+def _compile_help(path: str) -> str:
     proc = _run([path, "compile", "--help"])
-    m = _DEVICE_LIST_RE.search(proc.stdout + proc.stderr)
+    return proc.stdout + proc.stderr
+
+
+def _acronyms(path: str, text: str) -> set[str]:
+    """The acronyms ocloc's own ``compile --help`` (``text``) lists for ``-device``."""
+    m = _DEVICE_LIST_RE.search(text)
     if not m:
         raise ToolchainError(f"Cannot read the device list from '{path} compile --help'; unsupported ocloc version?")
     words = re.split(r"[\s,]+", m.group(1))
     return {w.lower() for w in words if w and w != "version"}
+
+
+# "--format zebin - Enforce generating zebin binary" (22.43 and 26.27 alike)
+_FORMAT_RE = re.compile(r"^\s*--format\s+(\w+)\s+-", re.M)
+
+
+def _formats(text: str) -> frozenset[str]:
+    """The ``--format`` values ocloc's ``compile --help`` lists (``zebin``, ``patchtokens``)."""
+    return frozenset(_FORMAT_RE.findall(text))
+
+
+def image_format(text: str | None, source: str) -> str:
+    """``zebin`` or ``legacy`` from a setting's text (empty or unset: zebin); anything else is one
+    error line naming ``source`` (where the value came from)."""
+    value = (text or "").strip().lower() or ZEBIN
+    if value not in IMAGE_FORMATS:
+        raise ToolchainError(f"{source}={text!r} is not an image format; use zebin (the default) or legacy")
+    return value
+
+
+def format_args(wanted: str, formats: frozenset[str], version: str, path: str, *, source: str) -> tuple[str, ...]:
+    """The ocloc arguments that make it write ``wanted`` images: ``--format zebin`` on every ocloc
+    that offers it (so that Debian 12's 22.43, whose default is legacy, writes zebin too), ``--format
+    patchtokens`` for legacy images where ocloc still offers them. An ocloc whose help lists no
+    ``--format`` at all writes its own default (nothing to pass). Legacy images from an ocloc that
+    writes zebin only are one error line naming ``source``, how they were asked for (a variable,
+    or an option such as ``--legacy-images``)."""
+    word = OCLOC_FORMAT_WORD[wanted]
+    if word in formats:
+        return ("--format", word)
+    if wanted == LEGACY and formats:
+        asked, undo = (source, f"drop {source}") if source.startswith("-") else (f"{source}=legacy", f"unset {source}")
+        raise ToolchainError(
+            f"{asked}: ocloc {version} at {path} writes zebin images only (its --format offers "
+            f"{', '.join(sorted(formats))}); legacy patch-token images need an ocloc that offers --format patchtokens, "
+            f"such as Debian 12's 22.43 (AOTWHEEL_OCLOC), and compute-runtime 26.18 and newer JIT-compile them anyway: "
+            f"{undo} to build zebin")
+    return ()

@@ -182,7 +182,9 @@ def merge(catalog: Catalog, table: OclocTable) -> Catalog:
     for acronym, ip in table.products:
         if acronym in generic and ip in final:
             generic[acronym] = final[ip].name
-    ocloc_names = {a for a, _ in table.products} | {n for n, _, _ in table.groups}
+    # IP versions it builds count as names it knows (a stepping target is named by its IP: grammar.stepping)
+    ocloc_names = {a for a, _ in table.products} | {n for n, _, _ in table.groups} | {
+        ip for _, ip in table.products} | {ip for _, _, ips in table.groups for ip in ips}
     catalog_names = {k.lower() for d in catalog.devices for k in (d.name, *d.aliases)} | {
         k.lower() for g in catalog.groups for k in (g.name, *g.aliases)} | set(dict(catalog.generic))
     sources = tuple(sorted((n, BOTH if n in ocloc_names and n in catalog_names else OCLOC if n in ocloc_names else CATALOG)

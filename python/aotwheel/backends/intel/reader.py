@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from aotwheel.backends.protocol import ImageWalk
     from aotwheel.formats.elf import ElfView, HostOffload
+    from aotwheel.report import FileReport
 
 CPU_TRIPLE = "spir64_x86_64"  # the name a CPU AOT image's native target carries
 GPU_TRIPLE = "spir64_gen"  # SYCL's triple of ocloc's GPU images
@@ -34,7 +35,8 @@ IR_TRIPLE = "spir64"  # SYCL's triple of SPIR-V images
 # kernels only the IR serves.
 READS = ReadSpec(file_kinds=(ImageKind.AR, LEGACY), sections=(".tgtsym",), image_kinds=(ImageKind.AR, ZEBIN, LEGACY, CPU_AOT, IR_ELF),
                  ir_triples=((IR_TRIPLE, ImageKind.SPIRV),), suffixes=(".zebin",), elf_kinds=ELF_KINDS, formats=("zebin",),
-                 ip_versions=True)
+                 ip_versions=True, carried=(b"\x7fELF", b"\x03\x02\x23\x07"),  # library-loaded zebins and SPIR-V: read_carried
+                 serves=True)
 # SPIR-V that a binary carries only inside a GPU fat binary (its generic_ir member, or an IR-only
 # ELF): the runtime never hands it to a CPU (issue 14).
 note_contained_ir(ImageKind.SPIRV, "generic_ir: Intel GPUs only")
@@ -101,6 +103,23 @@ def read_image(walk: ImageWalk, region: Region, kind: ImageKind, img: Image, dep
         walk.note_ir(sniff(payload.head(64)) if payload is not None else None)
 
 
+def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) -> int:
+    """A zebin (an EM_INTELGT ELF whose header and sections lie inside ``region``) or a SPIR-V
+    module (header and instructions: standalone.spirv_size) that the library loads itself."""
+    from aotwheel.backends.intel.standalone import EM_INTELGT, SPIRV_MAGIC, spirv_size, zebin_size
+
+    if magic == SPIRV_MAGIC:
+        size = spirv_size(region)
+    elif region.size >= 52 and region.read(18, 2, "ELF header") == EM_INTELGT.to_bytes(2, "little"):
+        size = zebin_size(region)
+    else:
+        return 0  # another vendor's ELF
+    if size is None:
+        return 0
+    walk.add_image(region.sub(0, size, "standalone image"), triple=None, section=section)
+    return size
+
+
 def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
     """The SPIR-V of a fat binary's ``generic_ir`` member."""
     if "generic_ir" not in img.members:
@@ -148,7 +167,10 @@ def _walk_fat_binary(walk: ImageWalk, region: Region, img: Image, depth: int) ->
             warnings.append(f"image {img.index}: ar member {name!r} appears more than once; the driver uses the first")
         members.append(name)
         if type(facts) is tuple:
-            targets.append(_target(walk, _ZEBIN, facts, size, img.index, name))
+            target = _target(walk, _ZEBIN, facts, size, img.index, name)
+            targets.append(target)
+            if _lacks_fp64(walk.memo, target):
+                _mark_poisoned(walk, target, region.sub(offset, size, f"ar member {name!r}"))
             continue
         if type(facts) is bytes:  # generic_ir's IR payload head: what read_image notes for an ir-elf
             walk.note_ir(sniff(facts))
@@ -175,7 +197,49 @@ def _native_target(walk: ImageWalk, region: Region, kind: ImageKind, image: int,
 
         info = read_legacy(region)
         facts = (None, None, info.gfx_core, None, info.has_spirv)  # no IP or product note
-    return _target(walk, kind, facts, region.size, image, member)
+    target = _target(walk, kind, facts, region.size, image, member)
+    if _lacks_fp64(walk.memo, target):
+        _mark_poisoned(walk, target, region)
+    return target
+
+
+def _lacks_fp64(memo: dict[Any, Any], target: NativeTarget) -> bool:
+    """Whether the image is for a device without fp64 (catalog ``no_fp64``), the only images
+    IGC poisons kernels in: by catalog name, else by the product family's devlist word."""
+    word = target.name or target.generic
+    if word is None:  # a bare legacy image names only its core: IGC poisons nothing where fp64 exists, so look
+        return target.format == _LEGACY
+    key = ("no-fp64", word)
+    if key not in memo:
+        from aotwheel.backends.intel.catalog import load_catalog
+
+        catalog = load_catalog()
+        dev = catalog.by_name(word) if word else None
+        memo[key] = dev is not None and not catalog.has_fp64(dev)
+    return bool(memo[key])
+
+
+def _mark_poisoned(walk: ImageWalk, target: NativeTarget, region: Region) -> None:
+    """Name the kernels IGC replaced by fp64 poison stubs in this image (kept on the target, and
+    one warning line: such a kernel returns without computing on that device)."""
+    from aotwheel.errors import InspectError
+
+    try:
+        if target.format == _ZEBIN:
+            from aotwheel.backends.intel.zebin import poisoned_kernels
+        else:
+            from aotwheel.backends.intel.legacy import poisoned_kernels
+        names = poisoned_kernels(region)
+    except InspectError as exc:
+        walk.report.warnings.append(f"{_where(target.image, target.member)}: kernels not read for fp64 poisoning: {exc}")
+        return
+    if names:
+        target.poisoned = names
+        device = target.name or target.generic or f"this {target.core or 'GPU'} device"
+        walk.report.warnings.append(
+            f"{_where(target.image, target.member)}: {device} has no fp64: kernel{'s' if len(names) != 1 else ''} "
+            f"{', '.join(names)} {'are' if len(names) != 1 else 'is'} poisoned there (-cl-poison-unsupported-fp64-kernels: "
+            "returns without computing)")
 
 
 def _target(walk: ImageWalk, kind: ImageKind, facts: tuple[int | None, int | None, int | None, object, bool], size: int, image: int,
@@ -190,8 +254,8 @@ def _target(walk: ImageWalk, kind: ImageKind, facts: tuple[int | None, int | Non
     fields, problems = known
     for problem in problems:
         walk.report.warnings.append(f"{_where(image, member)}: {problem}")
-    device_name, ip, generic, core, product, rebuildable = fields
-    return NativeTarget(device_name, ip, member, kind, size, image, generic, core, product, rebuildable, INTEL)
+    device_name, ip, generic, core, product, rebuildable, declared = fields
+    return NativeTarget(device_name, ip, member, kind, size, image, generic, core, product, rebuildable, INTEL, declared)
 
 
 def _target_fields(memo: dict[Any, Any], kind: ImageKind, member: str | None, facts: tuple[int | None, int | None, int | None, object, bool]
@@ -209,6 +273,15 @@ def _target_fields(memo: dict[Any, Any], kind: ImageKind, member: str | None, fa
     core = _gfx_name(memo, "core", gfx_core)
     if kind == _ZEBIN:
         product = _gfx_name(memo, "product", product_family)
+        if core is None and product is not None:  # ocloc 22.43's zebins name their product, not their core
+            from aotwheel.backends.intel.gfx import PRODUCT_CORE
+
+            core = PRODUCT_CORE.get(product)
+        if note_ip is None and name_ip is None and generic is None and product is not None:
+            # no IP anywhere: the product family is what the driver checks, named as a devlist word
+            from aotwheel.backends.intel.gfx import PRODUCT_TOKEN
+
+            generic = PRODUCT_TOKEN.get(product)
     problems = []
     if name_ip and note_ip and name_ip != note_ip:
         problems.append(f"member name says {name_ip} but the zebin note says {note_ip}")
@@ -219,7 +292,9 @@ def _target_fields(memo: dict[Any, Any], kind: ImageKind, member: str | None, fa
     device_name, expected_core = known
     if expected_core and core and core != expected_core:
         problems.append(f"{device_name} binaries declare {expected_core} but this one declares {core}")
-    return (device_name, ip, generic, core, product, rebuildable), tuple(problems)
+    # ``arch``: the IP the image itself declares (its product-config note), which the driver checks
+    # it against; None when it declares none (legacy images, ocloc 22.43's zebins: product family).
+    return (device_name, ip, generic, core, product, rebuildable, note_ip), tuple(problems)
 
 
 def _where(image: int, member: str | None) -> str:
@@ -261,3 +336,14 @@ def _catalog_entry(ip: str | None) -> tuple[str | None, str | None]:
     if device is None:
         return None, None
     return device.name, gfx.RELEASE_CORE.get(device.release)
+
+
+def serves(file: FileReport) -> list[str]:
+    """``aotwheel inspect``'s per-image note: the devices an image serves natively besides its own
+    (a generic member such as 64.bmg, a plain zebin): :func:`.coverage.serves_lines`."""
+    targets = [t for t in file.native_targets if t.vendor == INTEL and t.format != _CPU_AOT and t.ip]
+    if not any(t.generic or not t.member for t in targets):
+        return []  # 64.<ip> members serve their own device only
+    from aotwheel.backends.intel.coverage import serves_lines
+
+    return serves_lines(targets)

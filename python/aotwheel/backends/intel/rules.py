@@ -20,8 +20,14 @@ filter in order, the *first* archive member whose name *starts with*
 
 and keeps it only if the image validates for the device: a zebin with a product-config note
 (IP version) must equal the device's IP, or (since 24.45) be a key of ``AOT::compatibilityMapping``
-that lists the device's IP (``validateTargetDevice`` in ``zebin_decoder.cpp``); a legacy
-patch-token image only needs the same GPU core family (``device_binary_format_patchtokens.cpp``).
+that lists the device's IP (``validateTargetDevice`` in ``zebin_decoder.cpp``); a zebin without
+one (ocloc 22.43's ``--format zebin``) must name the device's product family (and its core, when
+it names one); a legacy patch-token image only needs the same GPU core family
+(``device_binary_format_patchtokens.cpp``) before 26.18, and from 26.18 on its device code is
+never used (``device_binary_format_ocl_elf.cpp`` ignores ``SHT_OPENCL_DEV_BINARY``: commits
+25918894bc, 6def991ebd). An image that does not validate but carries its own SPIR-V (a zebin's
+``.spv`` section, a legacy image's ``SPIRV Object``) is rebuilt from it (``unpackSingleZebin``;
+in an archive, the first matched member's, before ``generic_ir``): JIT.
 Since 25.44 the same filters then run for each product
 ``ProductConfigHelper::getCompatibilityFallbackProductAbbreviations(P)`` returns (it looks ``P`` up
 as the first ``AOT::deviceAcronyms`` key equal to ``P`` or starting with ``P-``, and names the
@@ -56,7 +62,8 @@ _ABBREVIATION = {
     **dict.fromkeys(("12.55.0", "12.55.1", "12.55.4", "12.55.8", "12.56.0", "12.56.4", "12.56.5", "12.57.0"), "dg2"),
     **dict.fromkeys(("12.60.0", "12.60.1", "12.60.3", "12.60.5", "12.60.6", "12.60.7", "12.61.7"), "pvc"),
     **dict.fromkeys(("12.70.0", "12.70.4", "12.71.0", "12.71.4"), "mtl"), **dict.fromkeys(("12.74.0", "12.74.4"), "arl"),
-    **dict.fromkeys(("20.1.0", "20.2.0"), "bmg"), **dict.fromkeys(("20.4.0", "20.4.1", "20.4.4"), "lnl"),
+    **dict.fromkeys(("20.1.0", "20.1.1", "20.1.4", "20.2.0"), "bmg"),  # 20.1.1/20.1.4: BMG_G21_A1/B0_RESERVED
+    **dict.fromkeys(("20.4.0", "20.4.1", "20.4.4"), "lnl"),
     **dict.fromkeys(("30.0.0", "30.0.4", "30.1.0", "30.3.0", "30.3.1"), "ptl"),
     **dict.fromkeys(("30.4.0", "30.4.4", "30.5.0", "30.5.1", "30.5.4"), "nvls"),
     **dict.fromkeys(("35.10.0", "35.10.4"), "nvlp"), "35.11.0": "cri",
@@ -95,7 +102,10 @@ _COMPATIBILITY: dict[tuple[str, str], tuple[Release, Release | None]] = {
     ("30.0.4", "30.3.1"): ((26, 5), None), ("30.0.4", "30.4.4"): ((26, 5), None),         # -> WCL_A1, NVL_S_B0
     ("30.0.4", "30.5.4"): ((26, 14), None),                                                # -> NVL_U_B0
 }
+PRODUCT_CONFIG_SINCE: Release = (22, 53)  # validateTargetDevice compares the product-config note (7b8d1925a9); before: family and core
 MAPPING_SINCE: Release = (24, 45)   # validateTargetDevice consults the mapping (c65b45471b7f)
+LEGACY_IGNORED_SINCE: Release = (26, 18)  # a legacy image's device binary is ignored (25918894bc, 6def991ebd)
+LEGACY_LAST: Release = (26, 14)  # the last release before it that aotwheel models (its release tags: 26.14, then 26.18)
 FALLBACK_SINCE: Release = (25, 44)  # the ar lookup tries fallback products (4a9b918a856b)
 # Releases at which the modelled lookup changes, oldest first (for "native since" answers).
 BREAKPOINTS: tuple[Release, ...] = tuple(sorted(
@@ -115,11 +125,13 @@ RULES = {
     "compat": "compatibility fallback product",
     "single-binary": "the binary is one native image",
     "ir": "no usable native image; SPIR-V is rebuilt at first use",
+    "own-ir": "the matched image does not fit; the driver rebuilds the SPIR-V it carries at first use",
     "cpu-ir": "CPU OpenCL device; SPIR-V is compiled at first use",
     "non-intel": "non-Intel device; only SPIR-V can serve it",
     "no-ip": "the runtime does not report the device's IP version",
     "no-match": "no native image and no IR",
     "no-device": "no device was found to decide for (aotwheel.runtime.check)",
+    "opencl-bindless": "OpenCL rebuilds a program with bindless kernels from IR (backends.intel.addressing)",
 }
 
 
@@ -145,6 +157,11 @@ def _catalog_device(ip: str | None):
 def _core_of_ip(ip: str | None) -> str | None:
     dev = _catalog_device(ip)
     return _CORE.get(dev.release) if dev else None
+
+
+def product_configs() -> frozenset[str]:
+    """The IP versions compute-runtime's AOT tables name (every product config, steppings included)."""
+    return frozenset(_ABBREVIATION)
 
 
 def product_abbreviation(ip: str | None) -> str | None:
@@ -229,11 +246,36 @@ def _member_name(target: Any) -> str:
     return (getattr(target, "member", None) or "").rstrip("/")
 
 
+def _device_product(device_ip: str) -> str | None:
+    """The product family (``PVC``) a device of this IP reports (``gfx.ABBREVIATION_PRODUCT``)."""
+    from aotwheel.backends.intel.gfx import ABBREVIATION_PRODUCT
+
+    return ABBREVIATION_PRODUCT.get(product_abbreviation(device_ip) or "")
+
+
 def _validate(target: Any, device_ip: str, compatibility: bool, release: Release | None = None,
               device_name: str | None = None) -> tuple[bool, str]:
     """Whether the driver accepts this image on the device, and why."""
     fmt = (getattr(target, "format", None) or "zebin").lower()
-    t_ip = getattr(target, "ip", None)
+    if fmt == "legacy" and (release is None or release >= LEGACY_IGNORED_SINCE):
+        return False, (f"a legacy (patch-token) image, whose device code compute-runtime {release_text(LEGACY_IGNORED_SINCE)} "
+                       "and newer ignore")
+    # The IP the image declares (product-config note); a record without notes read (no product
+    # family either) stands for its IP.
+    product = getattr(target, "product", None)
+    t_ip = getattr(target, "arch", None) or (getattr(target, "ip", None) if product is None else None)
+    if fmt != "legacy" and not t_ip and product:
+        want = _device_product(device_ip)
+        if want == product:
+            return True, f"the zebin declares product family {product}, the device's (no product config: the driver checks the family)"
+        return False, f"the zebin declares product family {product}, not the device's {want or 'unknown'}"
+    if fmt != "legacy" and t_ip and release is not None and release < PRODUCT_CONFIG_SINCE:
+        # 22.43's validateTargetDevice reads the product family and core notes only: any DG2 image serves any DG2.
+        mine, theirs = product_abbreviation(t_ip), product_abbreviation(device_ip)
+        if mine and mine == theirs:
+            return True, (f"compute-runtime before {release_text(PRODUCT_CONFIG_SINCE)} validates a zebin by product family and core "
+                          f"only ({mine}), not by its product config {t_ip}")
+        return False, f"its product family {mine or t_ip} differs from the device's {theirs or device_ip}"
     if fmt != "legacy" and t_ip:
         if t_ip == device_ip:
             return True, f"its product config {t_ip} equals the device's"
@@ -349,23 +391,57 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
     picked = first_acceptable(acceptable(device_ip, release), _offered(targets, ir), validate)
     rank, hit = picked.acceptable, picked.image
     if rank is not None and hit is not None and rank.verdict == NATIVE:
-        if hit.kind == BARE:
-            return make(NATIVE, f"image {getattr(hit.item, 'image', 0)} ({getattr(hit.item, 'format', 'zebin')})", rank.rule,
-                        f"native: {picked.why}")
-        if rank.rule.startswith("compat:"):
-            return make(NATIVE, hit.name, rank.rule,
-                        f"native: compatibility fallback {product_abbreviation(device_ip)} -> {rank.rule.removeprefix('compat:')} "
-                        f"(compute-runtime {release_text(FALLBACK_SINCE)} and newer) chose {hit.name}; {picked.why}")
-        return make(NATIVE, hit.name, rank.rule, f"native: member {hit.name} chosen by rule {rank.rule} ({RULES[rank.rule]}); {picked.why}")
+        return _poison_note(_native(picked, make, device_ip), hit.item, label)
+    return _not_native(picked, targets, release, device_ip, dev_name, dev_ip, embedded, make)
 
+
+def _poison_note(v: Verdict, image: Any, label: str) -> Verdict:
+    """A native verdict, naming the kernels the chosen image holds only as fp64 poison stubs."""
+    names = tuple(getattr(image, "poisoned", ()) or ())
+    if not names:
+        return v
+    from dataclasses import replace
+
+    many = len(names) != 1
+    return replace(v, reason=f"{v.reason}; kernel{'s' if many else ''} {', '.join(names)} {'are' if many else 'is'} poisoned in this "
+                             f"image ({label} has no fp64: -cl-poison-unsupported-fp64-kernels) and return{'' if many else 's'} "
+                             "without computing")
+
+
+def _native(picked: Any, make: Any, device_ip: str) -> Verdict:
+    """The native verdict for the image the lookup picked, worded by the rank that found it."""
+    rank, hit = picked.acceptable, picked.image
+    if hit.kind == BARE:
+        return make(NATIVE, f"image {getattr(hit.item, 'image', 0)} ({getattr(hit.item, 'format', 'zebin')})", rank.rule,
+                    f"native: {picked.why}")
+    if rank.rule.startswith("compat:"):
+        return make(NATIVE, hit.name, rank.rule,
+                    f"native: compatibility fallback {product_abbreviation(device_ip)} -> {rank.rule.removeprefix('compat:')} "
+                    f"(compute-runtime {release_text(FALLBACK_SINCE)} and newer) chose {hit.name}; {picked.why}")
+    return make(NATIVE, hit.name, rank.rule, f"native: member {hit.name} chosen by rule {rank.rule} ({RULES[rank.rule]}); {picked.why}")
+
+
+def _not_native(picked: Any, targets: Sequence[Any], release: Release | None, device_ip: str, dev_name: str | None, dev_ip: Any,
+                embedded: str, make: Any) -> Verdict:
+    """JIT (a refused image's own SPIR-V, else generic_ir / SPIR-V) or unsupported, saying why no
+    image served."""
+    rank = picked.acceptable
+    ir_image = "generic_ir" if any(_member_name(t) for t in targets) else "spirv"
     product = product_abbreviation(device_ip)
     members = any(_member_name(t) for t in targets)
-    notes = [why if image.kind == BARE else f"{image.name} ({why})" for _, image, why in picked.refused]
+    # one note per image (filters 1 and 3 can match the same member)
+    notes = list(dict.fromkeys(why if image.kind == BARE else f"{image.name} ({why})" for _, image, why in picked.refused))
+    # The first refused image that carries SPIR-V of its own is rebuilt from it, before generic_ir.
+    own = next((image for _, image, _ in picked.refused if getattr(image.item, "rebuildable", False)), None)
     why_not = f"no image for {dev_name or product or dev_ip} ({dev_ip}) among {embedded}"
     if notes:
         why_not += "; rejected: " + "; ".join(notes)
     if product and members and not _fallbacks(product, release):
         why_not += "; " + _no_fallback_note(product, device_ip, release, dev_name)
+    if own is not None:
+        where = own.name or f"image {getattr(own.item, 'image', 0)}"
+        return make(JIT, f"{where} (its own SPIR-V)", "own-ir",
+                    f"JIT: {why_not}; the driver rebuilds the SPIR-V that {where} carries (its .spv / SPIRV Object section) at first use")
     if rank is not None:  # the IR rank
         return make(JIT, ir_image, "ir", f"JIT: {why_not}; the driver rebuilds {ir_image} (SPIR-V) at first use")
     return make(

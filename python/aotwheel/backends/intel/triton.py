@@ -161,7 +161,8 @@ def mismatch_message(kernel: TritonKernel, devices: Sequence[str]) -> str:
 
 def compile_kernels(kernels: Sequence[TritonKernel], devlist: Any, *, resolve: Resolver, options: str = "",
                     grf: str = "auto", jit_fallback: bool = True, jobs: int | None = None,
-                    cache: DeviceCodeCache | None = None, strict_target: bool = False) -> list[TritonBuild]:
+                    cache: DeviceCodeCache | None = None, strict_target: bool = False,
+                    image_format: str | None = None, min_driver: str | None = None) -> list[TritonBuild]:
     """Build each kernel as Triton would: ocloc ``-options`` = its ``build_flags`` (then ``options``),
     no field defaults, and ``grf="auto"`` as Triton's own native path (``make_spv`` with
     ``TRITON_XPU_GEN_NATIVE_CODE``: a build that spills is rebuilt with 256 GRF). ``devlist``
@@ -194,7 +195,8 @@ def compile_kernels(kernels: Sequence[TritonKernel], devlist: Any, *, resolve: R
             raise AotwheelError(f"cannot read {k.spv}: {exc.strerror or exc}") from None
         opts = " ".join(w for w in (k.build_flags.strip(), options.strip()) if w)
         result = compile_spirv_report(spirv, dl, resolve=resolve, options=opts, jit_fallback=jit_fallback, grf=grf,
-                                      jobs=inner, cache=cache, field_defaults=False, append_as_triton=True)
+                                      jobs=inner, cache=cache, field_defaults=False, append_as_triton=True,
+                                      image_format=image_format, format_source="--legacy-images", min_driver=min_driver)
         return TritonBuild(k, result, other)
 
     # kernels in parallel too: a cache of single-device kernels would otherwise run one ocloc at a time

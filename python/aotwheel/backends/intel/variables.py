@@ -25,6 +25,13 @@ LLVM_SPIRV = Variable("AOTWHEEL_LLVM_SPIRV", None, "the llvm-spirv translator")
 OCLOC_JOBS = Variable("AOTWHEEL_OCLOC_JOBS", None, "at most this many ocloc jobs at once (read by CMake and aotwheel compile)")
 OCLOC_GROUPS = Variable("AOTWHEEL_OCLOC_GROUPS", None,
                         "ocloc edges per kernel source in a CMake build (default: planned for the cores; read at configure time)")
+MIN_DRIVER = Variable("USE_AOT_MIN_DRIVER", "auto",
+                      "the oldest Intel driver (compute-runtime year.week, e.g. 26.05) every listed device must run natively on; "
+                      "fewer images where its compatibility rules let one serve several (auto: the release that first runs every listed device)")
 ZE_LOADER = Variable("AOTWHEEL_ZE_LOADER", None, "the Level Zero loader library the probe opens")
+IMAGE_FORMAT = Variable("USE_AOT_IMAGE_FORMAT", "zebin",
+                        "Intel GPU images ocloc writes: zebin (every driver runs them natively) or legacy (patch-token "
+                        "images: Debian 12's ocloc 22.43 only; compute-runtime 26.18 and newer JIT-compile them); "
+                        "CMake variable, then environment; aotwheel compile --legacy-images")
 
-VARIABLES: tuple[Variable, ...] = (OCLOC, CLANG, LLVM_SPIRV, OCLOC_JOBS, OCLOC_GROUPS, ZE_LOADER)
+VARIABLES: tuple[Variable, ...] = (OCLOC, CLANG, LLVM_SPIRV, OCLOC_JOBS, OCLOC_GROUPS, MIN_DRIVER, ZE_LOADER, IMAGE_FORMAT)

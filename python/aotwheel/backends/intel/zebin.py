@@ -135,3 +135,35 @@ def _summary_notes(region: Region, sec_off: int, sec_size: int) -> dict[int, byt
             notes[ntype] = bytes(buf[desc : desc + descsz])
         pos = nxt
     return notes
+
+
+ZE_INFO_SECTION = ".ze_info"
+_ZE_INFO_LIMIT = 16 << 20  # a .ze_info larger than this is not read for poisoned kernels
+# .ze_info (YAML) of a kernel IGC removed for lack of fp64 (-cl-poison-unsupported-fp64-kernels;
+# ocloc 22.43 --format zebin and 26.27 -device acm-g10 alike):
+#   - name:            axpy64
+#     user_attributes:
+#       invalid_kernel:  uses-fp64-math
+_KERNEL_NAME = rb"^ *- name: *'?([^'\s]+)'? *$"
+_POISONED = rb"^ *invalid_kernel: *['\"]?uses-fp64-math"
+
+
+def poisoned_kernels(region: Region) -> tuple[str, ...]:
+    """Names of the kernels a zebin holds only as fp64 poison stubs (its ``.ze_info`` marks them
+    ``invalid_kernel: uses-fp64-math``): each marker's kernel is the nearest ``- name:`` before it."""
+    view = open_elf(region)
+    sec = view.section(ZE_INFO_SECTION)
+    if sec is None or not sec.size or sec.size > _ZE_INFO_LIMIT:
+        return ()
+    text = region.read(sec.offset, sec.size, "section '.ze_info'")
+    if b"invalid_kernel" not in text:
+        return ()
+    import re  # only for a zebin that has such a kernel
+
+    names = [(m.start(), m.group(1)) for m in re.finditer(_KERNEL_NAME, text, re.M)]
+    found: list[str] = []
+    for marker in re.finditer(_POISONED, text, re.M):
+        before = [name for at, name in names if at < marker.start()]
+        if before and before[-1].decode("utf-8", "replace") not in found:
+            found.append(before[-1].decode("utf-8", "replace"))
+    return tuple(found)

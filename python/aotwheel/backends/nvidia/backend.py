@@ -45,7 +45,7 @@ class NvidiaBackend:
     tools: tuple[ToolOption, ...] = ()  # nvcc is checked when a build configures, not by aotwheel resolve
     resolve_formats: tuple[FormatOption, ...] = ()
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None]) -> object | None:
+    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
         return None  # the table of archs is aotwheel's (targets.NVCC13_ARCHS); nothing to ask a tool
 
     def devlist_grammar(self, table: object | None = None) -> NvidiaGrammar:
@@ -139,15 +139,43 @@ class NvidiaBackend:
         return list(run_cuda(binary)[0])
 
 
+def _registered(module: Any) -> bool:
+    """Whether a CudaModule's containers are ones the CUDA runtime registers (.nv_fatbin; in a
+    static library's objects also __nv_relfatbin), not ones the library loads itself."""
+    from aotwheel.backends.nvidia.fatbin import SECTIONS
+
+    return all(part.rsplit(":", 1)[-1] in SECTIONS for part in module.section.split(", "))
+
+
 def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
+    """:func:`_with_registered_modules`, and how many of the containers the library loads itself
+    (other data sections: cuDNN's .cask_resource, cuFFT's .ldata; it picks among them) carry code
+    for the device: the verdict's counts cover every container inspect lists."""
+    v = _with_registered_modules(v, file, cc)
+    loaded = [m for m in file.cuda_modules if not _registered(m)]
+    if not loaded:
+        return v
+    from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name
+
+    total = sum(m.containers for m in loaded)
+    fit = sum(m.containers for m in loaded
+              if cuda_verdict([t for n in m.targets if (t := target_from_name(n)) is not None], cc).verdict != UNSUPPORTED)
+    where = ", ".join(dict.fromkeys(part for m in loaded for part in m.section.split(", ")))
+    registered = sum(m.containers for m in file.cuda_modules if _registered(m))
+    return replace(v, reason=f"{v.reason}; {registered} container{'s' if registered != 1 else ''} registered, and {total} more in {where} "
+                             f"that the library loads itself, {fit} of them with code for compute capability {cc[0]}.{cc[1]}")
+
+
+def _with_registered_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
     """A loadable verdict that names the binary's modules that cannot load (per kernel set: one
     .nv_fatbin container is one module to the CUDA runtime; FileReport.cuda_modules groups them)."""
-    if v.verdict == UNSUPPORTED or not file.cuda_modules:
+    registered = [m for m in file.cuda_modules if _registered(m)]
+    if v.verdict == UNSUPPORTED or len(registered) < 2:  # one kind of module: the file's verdict is its verdict
         return v
     from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name
 
     bad = []
-    for m in file.cuda_modules:
+    for m in registered:
         images = [t for n in m.targets if (t := target_from_name(n)) is not None]
         if cuda_verdict(images, cc).verdict == UNSUPPORTED:
             bad.append(m)

@@ -22,6 +22,7 @@ from aotwheel.results import DeviceResult, KernelResult
 LIBRARY = "libcuda.so.1"
 KERNELS = ("vector_add", "saxpy", "reduce_sum", "softmax_rows", "gemm_tiled")
 TOLERANCE = 1e-4  # max |got - ref| / max |ref|; float32 arithmetic lands far below
+CREATED = "created (no reference to run it against: not one of aotwheel's own kernels)"
 
 
 class CudaError(RuntimeError):
@@ -53,6 +54,23 @@ class Driver:
         mod = ctypes.c_void_p()
         self.call("cuModuleLoadData", ctypes.byref(mod), ctypes.c_char_p(image))
         return mod
+
+    def functions(self, mod: ctypes.c_void_p) -> dict[str, ctypes.c_void_p] | None:
+        """Every kernel of a loaded module by name (``cuModuleEnumerateFunctions``, CUDA 12.4+);
+        ``None`` where the driver has no such call."""
+        if not all(hasattr(self.lib, f) for f in ("cuModuleGetFunctionCount", "cuModuleEnumerateFunctions", "cuFuncGetName")):
+            return None
+        count = ctypes.c_uint()
+        self.call("cuModuleGetFunctionCount", ctypes.byref(count), mod)
+        handles = (ctypes.c_void_p * count.value)()
+        if count.value:
+            self.call("cuModuleEnumerateFunctions", handles, count, mod)
+        out = {}
+        for fn in handles:
+            name = ctypes.c_char_p()
+            self.call("cuFuncGetName", ctypes.byref(name), ctypes.c_void_p(fn))
+            out[(name.value or b"").decode(errors="replace")] = ctypes.c_void_p(fn)
+        return out
 
     def function(self, mod: ctypes.c_void_p, name: str) -> ctypes.c_void_p:
         fn = ctypes.c_void_p()
@@ -180,8 +198,10 @@ def run_cuda(path: str | os.PathLike[str], *, library: str = LIBRARY, seed: int 
     Returns the results and, when there are none, why (no driver, no GPU, no CUDA images).
     Never raises for a missing driver or a failing device: the error is in the result.
     """
-    import numpy as np
-
+    try:
+        import numpy as np
+    except ImportError:  # every module still loads and every kernel is created; none is run
+        np = None  # type: ignore[assignment]
     from aotwheel.backends.nvidia.probe import probe_cuda
     from aotwheel.backends.nvidia.rules import cuda_files, decide_cuda, nvidia_devices
     from aotwheel.errors import InspectError
@@ -206,22 +226,30 @@ def run_cuda(path: str | os.PathLike[str], *, library: str = LIBRARY, seed: int 
             t0 = time.perf_counter()
             modules = [driver.load(img) for img in images]
             res.build_ms = (time.perf_counter() - t0) * 1e3
-            funcs = {}
+            funcs: dict[str, Any] = {}
             for mod in modules:
-                for name in KERNELS:
-                    try:
-                        funcs[name] = driver.function(mod, name)
-                    except CudaError:
-                        pass
-            rng = np.random.default_rng(seed)
-            for name in KERNELS:
-                if name not in funcs:
+                listed = driver.functions(mod)
+                if listed is None:  # an older driver: look aotwheel's own kernels up by name
+                    listed = {}
+                    for name in KERNELS:
+                        try:
+                            listed[name] = driver.function(mod, name)
+                        except CudaError:
+                            pass
+                funcs.update(listed)
+            ours = set(funcs) <= set(KERNELS)  # aotwheel's kernels module (a user's same-named kernel is not run with our reference)
+            rng = np.random.default_rng(seed) if np is not None else None
+            for name in funcs:
+                if rng is None or not ours or name not in RUNNERS:
+                    why = "NumPy is missing: created, not run (pip install numpy)" if rng is None and ours and name in RUNNERS else CREATED
+                    res.kernels.append(KernelResult(name, None, 0.0, True, why))
                     continue
                 got, ref = RUNNERS[name](driver, funcs[name], rng)
                 err = max_error(got, ref)
                 res.kernels.append(KernelResult(name, err, TOLERANCE, err <= TOLERANCE))
             if not res.kernels:
-                res.error = f"none of {', '.join(KERNELS)} is in the fat binaries"
+                res.error = f"the {len(modules)} module(s) loaded, but they hold no kernel" if listed is not None else \
+                    f"none of {', '.join(KERNELS)} is in the fat binaries"
         except (CudaError, OSError) as exc:
             res.error = str(exc)
         finally:

@@ -23,9 +23,10 @@ import hashlib
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,18 +99,37 @@ class DeviceBuild:
     cache_hit: bool
     spills: tuple[Spill, ...] = ()  # of the build that was kept
     retried_after_spills: tuple[Spill, ...] = ()  # of the build that --grf auto replaced
+    poisoned: tuple[str, ...] = ()  # kernels IGC replaced by fp64 poison stubs (a device without fp64)
+    member: str = ""  # its fat-binary member: 64.<ip>, or 64.<generic> for an image several devices share
+    serves: tuple[str, ...] = ()  # the listed devices it serves natively (coverage.py)
     registers: int | None = None  # allocated, the most of any kernel (read from the image)
     kernel_registers: tuple[tuple[str, int], ...] = ()
     tried: tuple[Attempt, ...] = ()
     note: str = ""  # why --grf auto did not retry, or why its retry was dropped
 
     def to_dict(self) -> dict[str, object]:
-        return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "grf": self.grf,
+        return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "member": self.member,
+                "serves": list(self.serves), "grf": self.grf,
                 "registers": self.registers, "kernel_registers": dict(self.kernel_registers),
                 "size": self.size, "cache_hit": self.cache_hit,
                 "spills": [s.__dict__ for s in self.spills],
                 "retried_after_spills": [s.__dict__ for s in self.retried_after_spills],
-                "tried": [a.to_dict() for a in self.tried], "note": self.note}
+                "poisoned": list(self.poisoned), "tried": [a.to_dict() for a in self.tried], "note": self.note}
+
+
+def poisoned_kernels(binary: bytes, label: str) -> tuple[str, ...]:
+    """The kernels a built image holds only as fp64 poison stubs, read from the image itself (its
+    .ze_info, or a legacy image's patch tokens): what a cache hit reports as well as a fresh build."""
+    from aotwheel.backends.intel import legacy, zebin
+    from aotwheel.backends.intel.kinds import LEGACY, sniff
+    from aotwheel.errors import InspectError
+    from aotwheel.formats.region import Region
+
+    region = Region(binary, label)
+    try:
+        return (legacy if sniff(binary[:64]) == LEGACY else zebin).poisoned_kernels(region)
+    except InspectError:
+        return ()  # ocloc's own output; an image we cannot read has nothing to report here
 
 
 @dataclass(frozen=True)
@@ -124,6 +144,8 @@ class CompileResult:
     ocloc_version: str = ""
     options: str = ""
     spirv: bytes | None = None  # kept for JIT fallback
+    coverage: dict[str, object] | None = None  # the coverage plan (coverage.Coverage.to_dict)
+    image_format: str = "zebin"  # zebin, or legacy (patch-token) when asked for
 
     @property
     def builds(self) -> tuple[DeviceBuild, ...]:
@@ -131,8 +153,9 @@ class CompileResult:
 
     def to_dict(self) -> dict[str, object]:
         return {"spirv_sha256": self.spirv_sha256, "jit_fallback": self.jit_fallback, "ocloc": self.ocloc,
-                "ocloc_version": self.ocloc_version, "options": self.options, "size": len(self.fatbinary),
-                "devices": [b.to_dict() for b, _ in self.natives]}
+                "ocloc_version": self.ocloc_version, "options": self.options, "image_format": self.image_format,
+                "size": len(self.fatbinary),
+                "devices": [b.to_dict() for b, _ in self.natives], "coverage": self.coverage}
 
 
 def parse_spills(log: str) -> tuple[Spill, ...]:
@@ -170,9 +193,17 @@ def intel_devices(dl: Any) -> Any:
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
                          jit_fallback: bool = True, grf: str = "default", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True,
+                         image_format: str | None = None, format_source: str = "image_format",
+                         min_driver: str | None = None,
+                         progress: Callable[[DeviceBuild, float, int, str], None] | None = None,
                          append_as_triton: bool = False) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
     ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
+    ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin);
+    ``format_source`` names how it was asked for in an error line (``--legacy-images``).
+    ``min_driver``: the oldest driver release (``26.05``) every listed device runs natively on; its
+    images are planned for it (:mod:`aotwheel.backends.intel.coverage`; None: the default floor).
+    ``progress(build, seconds, images, image_format)`` is called as each image finishes (in this thread).
     ``append_as_triton``: add a GRF option as Triton's ``make_spv`` does (``flags + " " + option``,
     even to empty flags: ocloc's image differs with the option text's spacing)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
@@ -181,6 +212,15 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
 
     if grf not in GRF_MODES:
         raise AotwheelError(f"grf must be one of {', '.join(GRF_MODES)}, not {grf!r}")
+    from aotwheel.backends.intel.ocloc import image_format as read_format
+    from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+    if image_format is None:
+        from aotwheel import config
+
+        wanted = read_format(config.read().value(IMAGE_FORMAT), IMAGE_FORMAT.name)
+    else:
+        wanted = read_format(image_format, format_source)
     from aotwheel.backends.intel.options import with_field_options
 
     opts = options if isinstance(options, str) else " ".join(options)
@@ -189,6 +229,9 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     opts = with_field_options(opts, field_defaults)
     spirv = bytes(spirv)
     check_spirv(spirv)
+    from aotwheel.backends.intel.coverage import parse_release
+
+    parse_release(min_driver, "--min-driver / USE_AOT_MIN_DRIVER")  # a bad floor fails before anything runs
     dl = intel_devices(resolve(devlist, jit_fallback))
     keep_ir = jit_fallback and dl.jit_fallback
     if not dl.targets and not keep_ir:
@@ -196,7 +239,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     cache = cache if cache is not None else DeviceCodeCache.from_env()
     sha = hashlib.sha256(spirv).hexdigest()
     if not dl.targets:
-        return CompileResult(build_fatbin([], spirv), (), keep_ir, sha, options=opts, spirv=spirv)
+        return CompileResult(build_fatbin([], spirv), (), keep_ir, sha, options=opts, spirv=spirv, image_format=wanted)
 
     from aotwheel.buildsteps.remote import config_from
     from aotwheel.buildsteps.tiers import Tiers
@@ -204,20 +247,46 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     remote = config_from(os.environ, None)
     path, version, acronyms = ocloc_facts(cache)
     spellings = ocloc_spellings(list(dl.names), path, version, acronyms, hint="the device list")
+    from aotwheel.backends.intel import INTEL
+
+    # The fewest images the driver runs natively on every listed device from min_driver on (coverage.py).
+    coverage = dl.part(INTEL).coverage(min_driver, acronyms)
+    spellings |= ocloc_spellings([i.device for i in coverage.images if i.device not in spellings], path, version, acronyms,
+                                 hint="the device list")
+    images = {i.device: i for i in coverage.images}
+    from aotwheel.backends.intel.build.toolchain import ocloc_format_args
+
+    format_args = ocloc_format_args(cache, path, version, wanted,
+                                    source=IMAGE_FORMAT.name if image_format is None else format_source)
     with tempfile.TemporaryDirectory(prefix="aotwheel-compile-") as tmp:
         spv_path = os.path.join(tmp, "input.spv")
         Path(spv_path).write_bytes(spirv)
-        tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly)  # remote stores as in a build
+        tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly,
+                      secret=remote.secret)  # remote stores as in a build
         job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers,
-                   append_as_triton=append_as_triton)
-        workers = max(1, min(len(dl.targets), jobs or os.cpu_count() or 1))
+                   format_args=format_args, spirv_size=len(spirv), append_as_triton=append_as_triton)
+        workers = max(1, min(len(images), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
-            futures = [pool.submit(job.build, d.name, d.ip, spellings[d.name], grf) for d in dl.targets]
-            natives = tuple(f.result() for f in futures)  # first failure (devlist order) raises
+            futures = [pool.submit(job.timed, i.device, i.ip, spellings[i.device], grf) for i in images.values()]
+
+            def planned(build: DeviceBuild) -> DeviceBuild:
+                return replace(build, member=images[build.device].member, serves=images[build.device].serves)
+
+            for done in as_completed(futures):  # said as each image finishes
+                if done.exception() is not None:
+                    for f in futures:
+                        f.cancel()  # not started yet: nothing more to wait for
+                    break
+                if progress is not None:
+                    (build, _), seconds = done.result()
+                    progress(planned(build), seconds, len(futures), wanted)
+            # first failure (plan order) raises
+            natives = tuple((planned(b), data) for (b, data), _ in (f.result() for f in futures if not f.cancelled()))
     from aotwheel.backends.intel.build.fatbin import ir_options
 
-    fat = build_fatbin([(b.ip, data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
-    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None)
+    fat = build_fatbin([(b.member.partition(".")[2], data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
+    return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None,
+                         image_format=wanted, coverage=coverage.to_dict())
 
 
 @dataclass(frozen=True)
@@ -230,7 +299,14 @@ class _Job:
     ocloc_version: str
     options: str
     tiers: Tiers
+    format_args: tuple[str, ...] = ()  # --format zebin / patchtokens, as this ocloc takes it
+    spirv_size: int = 0
     append_as_triton: bool = False
+
+    def timed(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[tuple[DeviceBuild, bytes], float]:
+        """:meth:`build` and the seconds it took."""
+        began = time.monotonic()
+        return self.build(device, ip, ocloc_device, grf), time.monotonic() - began
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
         added = {"small": SMALL_GRF_OPTION, "large": LARGE_GRF_OPTION}.get(grf, "")
@@ -261,14 +337,15 @@ class _Job:
     def _report(device: str, ip: str, ocloc_device: str, data: bytes, kernels: dict[str, int], hit: bool,
                 spills: tuple[Spill, ...], replaced: tuple[Spill, ...], tried: tuple[Attempt, ...], note: str) -> DeviceBuild:
         regs = max(kernels.values(), default=None)
-        return DeviceBuild(device, ip, ocloc_device, grf_label(regs), len(data), hit, spills, replaced, regs,
-                           tuple(sorted(kernels.items())), tried, note)
+        return DeviceBuild(device, ip, ocloc_device, grf_label(regs), len(data), hit, spills, replaced,
+                           poisoned=poisoned_kernels(data, device), registers=regs,
+                           kernel_registers=tuple(sorted(kernels.items())), tried=tried, note=note)
 
     def _one(self, ocloc_device: str, ip: str, added: str) -> tuple[bytes, tuple[Spill, ...], bool]:
         """``(binary, spills, cache hit)`` of one ocloc run with ``added`` after the options. The
         log is cached beside the binary so that a cache hit still knows about spills; a binary
         without its log is rebuilt."""
-        from aotwheel.backends.intel.build.ocloc_job import compile_device_logged
+        from aotwheel.backends.intel.build.ocloc_job import LOG_LIMIT, compile_device_logged, image_limit
         from aotwheel.buildsteps.cache import CacheKey
 
         options = f"{self.options} {added}" if added and self.append_as_triton else f"{self.options} {added}".strip()
@@ -276,15 +353,18 @@ class _Job:
         # IP and ocloc's identity, so both share local and remote entries.
         fields = dict(input_sha256=self.sha, target=ip, tool="ocloc", tool_version=self.ocloc_version,
                       tool_sha256=self.tiers.local.tool_sha256(self.ocloc), options=options)
-        key = CacheKey(**fields, flags=_JOB_FLAGS)  # type: ignore[arg-type]
-        log_key = CacheKey(**fields, flags=_JOB_FLAGS + (_LOG_FLAG,))  # type: ignore[arg-type]
+        key = CacheKey(**fields, flags=_JOB_FLAGS + self.format_args)  # type: ignore[arg-type]
+        log_key = CacheKey(**fields, flags=_JOB_FLAGS + self.format_args + (_LOG_FLAG,))  # type: ignore[arg-type]
         label = f"compile:{self.sha[:12]}:{ocloc_device}"
-        data, _, writable = self.tiers.lookup(key, label)
-        log, _, log_writable = self.tiers.lookup(log_key, label) if data is not None else (None, "", [])
+        data, _, writable = self.tiers.lookup(key, label, limit=image_limit(self.spirv_size))
+        # The log is looked up only beside a binary; without one, it goes wherever the binary
+        # goes (the stores that missed it), so that a second machine compiles nothing.
+        log, _, log_writable = self.tiers.lookup(log_key, label, limit=LOG_LIMIT) if data is not None else (None, "", writable)
         if data is not None and log is not None:
             return data, parse_spills(log.decode(errors="replace")), True
         try:
-            data, text = compile_device_logged(ocloc=self.ocloc, spirv=self.spv_path, device=ocloc_device, options=options)
+            data, text = compile_device_logged(ocloc=self.ocloc, spirv=self.spv_path, device=ocloc_device, options=options,
+                                               format_args=self.format_args)
         except ToolchainError as exc:
             from aotwheel.variables import DEVLIST
 

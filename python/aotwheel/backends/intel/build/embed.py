@@ -105,7 +105,10 @@ def render_header(name: str) -> str:
 #define {guard}
 #ifndef AOTWHEEL_IMAGE_DEFINED
 #define AOTWHEEL_IMAGE_DEFINED
-/* One embedded device image: triple "spir64_gen" (ocloc fat binary) or "spir64" (SPIR-V). */
+/* One embedded device image: triple "spir64_gen" (ocloc fat binary) or "spir64" (SPIR-V), the
+ * kernel source it came from, and its bytes [begin, end) as stored (one zstd frame with COMPRESS ON).
+ * Python's side of the contract: the extension returns images() -> [(triple, source, bytes)],
+ * one tuple per entry, which aotwheel.opencl.build_program / load_program take. */
 struct aotwheel_image {{
     const char *triple;
     const char *source;

@@ -5,7 +5,8 @@ so for the same members the output equals ``ocloc compile -device a,b`` byte for
 
 - ``!<arch>\\n``, then per member an optional ``pad_N`` member (filled with spaces) that puts the
   next member's data on an 8-byte boundary, a 60-byte header (``name/`` , date/uid/gid ``0``,
-  mode ``644``, decimal size, `` `\\n``) and the data (odd sizes padded with ``\\n``);
+  mode ``644``, decimal size, `` `\\n``) and the data (odd sizes padded with one NUL byte, as
+  ``ArEncoder::appendFileEntry`` pads them: zebin members can have odd sizes, legacy ones did not);
 - members ``64.<maj.min.rev>`` per device and, for JIT fallback, ``generic_ir``: an ELF64 with
   e_type 0xFF02 (ET_OPENCL_OBJECTS) whose section "SPIRV Object" (type 0xff000009) holds the SPIR-V.
 """
@@ -59,7 +60,7 @@ def write_ar(members: list[Member]) -> bytes:
             pads += 1
         body += _header(m.name, len(m.data)) + m.data
         if len(m.data) & 1:
-            body += b"\n"
+            body += b"\0"
     return AR_MAGIC + bytes(body)
 
 

@@ -15,7 +15,8 @@ sibling shard's write, that is the same generation (the last run's), so the plan
 (Two CI runs of different commits racing on one record can still make their shards disagree:
 then some jobs are built twice, or left to the assembling build, which compiles what it misses.)
 
-The records are hints: a failing, damaged or foreign record is ignored without a warning (the
+Each record is stored bound to its key (and signed, with ``AOTWHEEL_REMOTE_CACHE_SECRET``) as
+objects are. The records are hints: a failing, damaged, misplaced or foreign record is ignored without a warning (the
 device-code lookups already warn once per build about a failing store); read-only builds never
 write them.
 """
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 FORMAT = "aotwheel-ocloc-costs"
 VERSION = 1
 GENERATIONS = 2
+RECORD_LIMIT = 1 << 20  # a record is a few hundred bytes: a larger answer is refused unread
 
 
 def record_key(cost_id: str) -> str:
@@ -51,9 +53,9 @@ def split_cpu(cpu_s: float, devices: list[str]) -> dict[str, float]:
     return {d: round(cpu_s * w / total, 4) for d, w in weights.items()}
 
 
-def _generations(blob: bytes | None) -> list[dict]:
+def _generations(blob: bytes | None, key: str, secret: bytes | None = None) -> list[dict]:
     """The generations of a stored record; anything not a well-formed record is none."""
-    payload = unpack_object(blob) if blob is not None else None
+    payload = unpack_object(blob, key, secret)[0] if blob is not None else None
     if payload is None:
         return []
     try:
@@ -85,32 +87,34 @@ def previous_costs(generations: list[dict], source_sha256: str) -> dict[str, flo
     return {}
 
 
-def _encode(cost_id: str, generations: list[dict]) -> bytes:
+def _encode(cost_id: str, generations: list[dict], secret: bytes | None = None) -> bytes:
     doc = {"format": FORMAT, "version": VERSION, "id": cost_id, "generations": generations}
-    return pack_object(json.dumps(doc, sort_keys=True).encode())
+    return pack_object(json.dumps(doc, sort_keys=True).encode(), record_key(cost_id), secret)
 
 
-def record(stores: Iterable[Store], cost_id: str, source_sha256: str, cpu_s: Mapping[str, float]) -> None:
+def record(stores: Iterable[Store], cost_id: str, source_sha256: str, cpu_s: Mapping[str, float],
+           secret: bytes | None = None) -> None:
     """Merge ``cpu_s`` (device -> CPU seconds) into the source's record in every store."""
     from aotwheel.buildsteps.remote import RemoteError
 
     key = record_key(cost_id)
     for store in stores:
         try:
-            gens = merged(_generations(store.get(key)), source_sha256, cpu_s)
-            store.put(key, _encode(cost_id, gens))
+            gens = merged(_generations(store.get(key, RECORD_LIMIT), key, secret), source_sha256, cpu_s)
+            store.put(key, _encode(cost_id, gens, secret))
         except RemoteError:
             continue
 
 
-def read(stores: Iterable[Store], cost_id: str, source_sha256: str) -> dict[str, float] | None:
+def read(stores: Iterable[Store], cost_id: str, source_sha256: str, secret: bytes | None = None) -> dict[str, float] | None:
     """The costs of the first store holding a usable generation for this source ({} if none);
     ``None`` when a store failed (the caller stops asking: each try may wait for a timeout)."""
     from aotwheel.buildsteps.remote import RemoteError
 
     for store in stores:
         try:
-            costs = previous_costs(_generations(store.get(record_key(cost_id))), source_sha256)
+            key = record_key(cost_id)
+            costs = previous_costs(_generations(store.get(key, RECORD_LIMIT), key, secret), source_sha256)
         except RemoteError:
             return None
         if costs:
@@ -118,7 +122,8 @@ def read(stores: Iterable[Store], cost_id: str, source_sha256: str) -> dict[str,
     return {}
 
 
-def measured_costs(sources: Mapping[str, str], prefix: str, stores: list[Store]) -> dict[tuple[str, str], float]:
+def measured_costs(sources: Mapping[str, str], prefix: str, stores: list[Store],
+                   secret: bytes | None = None) -> dict[tuple[str, str], float]:
     """``(stem, device) -> CPU seconds`` from the stores' records for ``sources`` (stem -> path, as
     :func:`shard.read_job_list` reads them from a job list file, or the Intel configure step's sources); cost ids ``<prefix>/<stem>``."""
     from aotwheel.buildsteps.cache import file_sha256
@@ -129,7 +134,7 @@ def measured_costs(sources: Mapping[str, str], prefix: str, stores: list[Store])
             sha = file_sha256(path)
         except OSError:
             continue
-        costs = read(stores, f"{prefix}/{stem}", sha)
+        costs = read(stores, f"{prefix}/{stem}", sha, secret)
         if costs is None:
             break
         out.update({(stem, device): seconds for device, seconds in costs.items()})

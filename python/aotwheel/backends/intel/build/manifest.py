@@ -9,14 +9,15 @@ from pathlib import Path
 
 
 def manifest_part(*, devlist: dict, toolchain: dict, options: str, images: list[dict], records: list[dict]) -> dict:
-    """``targets`` (name, IP) and ``ocloc_device`` in the devlist, ``ocloc_options`` after the
+    """``targets`` (name, IP), ``ocloc_device`` and ``coverage`` (the native-coverage plan) in the devlist, ``ocloc_options`` after the
     toolchain (whose per-device ``ocloc_names`` stay out), and the images this backend embedded
     (``spir64_gen`` fat binaries with their members, ``spir64`` SPIR-V)."""
     from aotwheel.backends.intel.build.embed import TRIPLES
 
     return {
         "devlist": [("input", "targets", [{"name": t["name"], "ip": t["ip"]} for t in devlist.get("targets", [])]),
-                    ("jit_fallback", "ocloc_device", devlist.get("ocloc_device", ""))],
+                    ("jit_fallback", "ocloc_device", devlist.get("ocloc_device", "")),
+                    ("ocloc_device", "coverage", devlist.get("coverage"))],  # which image serves which device, from which driver
         "private": ("ocloc_names",),
         "fields": [("toolchain", "ocloc_options", options)],
         "images": [_image(img) for img in images if img["triple"] in TRIPLES],

@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 # The SPIR-V travels once, in the fat binary's generic_ir member; per-device members omit it,
 # exactly as `ocloc compile -device a,b` does (its members equal `-exclude_ir` single builds).
 _FLAGS = ("-exclude_ir",)
+LOG_LIMIT = 4 << 20  # an ocloc log kept beside its binary: a remote answer beyond is refused unread
+
+
+def image_limit(spirv_size: int) -> int:
+    """The most bytes a native binary built from ``spirv_size`` bytes of SPIR-V may have, the
+    cap on a remote answer for it: zebins measured here are 0.3-4x their SPIR-V (kernels of this
+    repository, torch-xpu-ops); 64x and a 16 MiB floor leave room for any real one."""
+    return max(16 << 20, 64 * spirv_size)
 
 
 class JobResult(Value):
@@ -45,19 +53,23 @@ def provenance_file(output: Path | str) -> Path:
     return Path(f"{output}.provenance")
 
 
-def ocloc_command(ocloc: str, spirv: str, device: str, name: str, out_dir: str, options: str) -> list[str]:
-    """The ocloc argument list for one device (no shell: ``options`` stays one argument)."""
+def ocloc_command(ocloc: str, spirv: str, device: str, name: str, out_dir: str, options: str,
+                  format_args: tuple[str, ...] = ()) -> list[str]:
+    """The ocloc argument list for one device (no shell: ``options`` stays one argument);
+    ``format_args`` (``--format zebin``: the toolchain's ``ocloc_format_args``) say which images it writes."""
     cmd = [ocloc, "compile", "-file", spirv, "-spirv_input", "-device", device,
-           "-output", name, "-out_dir", out_dir, "-output_no_suffix", *_FLAGS]
+           "-output", name, "-out_dir", out_dir, "-output_no_suffix", *_FLAGS, *format_args]
     if options.strip():
         cmd += ["-options", options]
     return cmd
 
 
-def ocloc_key(*, spirv: bytes, target: str, ocloc: str, ocloc_version: str, ocloc_sha256: str, options: str) -> CacheKey:
-    """The portable key of one job: content and tool identity, never paths (schema 2)."""
+def ocloc_key(*, spirv: bytes, target: str, ocloc: str, ocloc_version: str, ocloc_sha256: str, options: str,
+              format_args: tuple[str, ...] = ()) -> CacheKey:
+    """The portable key of one job: content and tool identity, never paths (schema 2); the
+    format arguments are flags (a zebin and a legacy build of one SPIR-V are different objects)."""
     return CacheKey(input_sha256=hashlib.sha256(spirv).hexdigest(), target=target, tool="ocloc",
-                    tool_version=ocloc_version, tool_sha256=ocloc_sha256, options=options, flags=_FLAGS)
+                    tool_version=ocloc_version, tool_sha256=ocloc_sha256, options=options, flags=_FLAGS + tuple(format_args))
 
 
 def run_job(
@@ -71,6 +83,7 @@ def run_job(
     target: str | None = None,
     cache: DeviceCodeCache | None = None,
     tiers: Tiers | None = None,
+    format_args: tuple[str, ...] = (),
 ) -> JobResult:
     """Produce ``output`` for ``device``: from the caches when possible, else by running ocloc.
 
@@ -83,11 +96,12 @@ def run_job(
             cache = DeviceCodeCache.from_env(warn_once=out.parent / ".aotwheel-cache-warning")
         tiers = Tiers(local=cache, build_dir=out.parent)
     key = ocloc_key(spirv=Path(spirv).read_bytes(), target=target or device, ocloc=ocloc,
-                    ocloc_version=ocloc_version, ocloc_sha256=tiers.local.tool_sha256(ocloc), options=options)
+                    ocloc_version=ocloc_version, ocloc_sha256=tiers.local.tool_sha256(ocloc), options=options,
+                    format_args=format_args)
     label = f"{Path(spirv).name}:{device}"
-    data, provenance, writable = tiers.lookup(key, label)
+    data, provenance, writable = tiers.lookup(key, label, limit=image_limit(Path(spirv).stat().st_size))
     if data is None:
-        data = compile_device(ocloc=ocloc, spirv=spirv, device=device, options=options)
+        data = compile_device(ocloc=ocloc, spirv=spirv, device=device, options=options, format_args=format_args)
         tiers.store(key, data, label, writable)
     atomic_write(provenance_file(out), provenance.encode())
     atomic_write(out, data)
@@ -105,7 +119,8 @@ class GroupJob(Value):
 
 
 def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: str, options: str,
-              tiers: Tiers, on_compiled: Callable[[list[str], float], None] | None = None) -> list[JobResult]:
+              tiers: Tiers, on_compiled: Callable[[list[str], float], None] | None = None,
+              format_args: tuple[str, ...] = ()) -> list[JobResult]:
     """Produce every job's output: per-device cache lookups, then one ocloc run for the misses.
 
     Each result is stored under its own key and written with its provenance, as :func:`run_job`
@@ -120,8 +135,8 @@ def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: st
     missing: list[tuple[GroupJob, CacheKey, list]] = []
     for job in jobs:
         key = ocloc_key(spirv=blob, target=job.ip, ocloc=ocloc, ocloc_version=ocloc_version,
-                        ocloc_sha256=tool_sha, options=options)
-        data, provenance, writable = tiers.lookup(key, f"{Path(spirv).name}:{job.ocloc_name}")
+                        ocloc_sha256=tool_sha, options=options, format_args=format_args)
+        data, provenance, writable = tiers.lookup(key, f"{Path(spirv).name}:{job.ocloc_name}", limit=image_limit(len(blob)))
         if data is None:
             missing.append((job, key, writable))
         else:
@@ -129,7 +144,7 @@ def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: st
     if missing:
         cpu0 = _children_cpu()
         built = compile_devices(ocloc=ocloc, spirv=spirv, devices=[(j.ocloc_name, j.ip) for j, _, _ in missing],
-                                options=options)
+                                options=options, format_args=format_args)
         if on_compiled is not None:
             on_compiled([j.device for j, _, _ in missing], _children_cpu() - cpu0)
         for job, key, writable in missing:
@@ -154,7 +169,8 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], options: str = "") -> dict[str, bytes]:
+def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], options: str = "",
+                    format_args: tuple[str, ...] = ()) -> dict[str, bytes]:
     """Binaries for ``(ocloc name, IP)`` pairs, keyed by ocloc name: one ``ocloc -device a,b`` split
     into its ``64.<ip>`` members (one device: a plain single-device run).
 
@@ -162,19 +178,19 @@ def compile_devices(*, ocloc: str, spirv: str, devices: list[tuple[str, str]], o
     names the device that fails (with its log printed) and the others are still produced.
     """
     if len(devices) == 1:
-        return {devices[0][0]: compile_device(ocloc=ocloc, spirv=spirv, device=devices[0][0], options=options)}
+        return {devices[0][0]: compile_device(ocloc=ocloc, spirv=spirv, device=devices[0][0], options=options, format_args=format_args)}
     out: dict[str, bytes] = {}
     import tempfile  # only when compiling (a cache hit never needs it)
 
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         names = ",".join(name for name, _ in devices)
-        proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), names, "fat", tmp, options), tmp)
+        proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), names, "fat", tmp, options, format_args), tmp)
         produced = _produced(tmp, "fat")
         if proc.returncode == 0 and produced is not None:
             out = _split_members(produced.read_bytes(), devices)
     for name, _ in devices:  # failed run, or a member not found: that device on its own
         if name not in out:
-            out[name] = compile_device(ocloc=ocloc, spirv=spirv, device=name, options=options)
+            out[name] = compile_device(ocloc=ocloc, spirv=spirv, device=name, options=options, format_args=format_args)
     return out
 
 
@@ -211,23 +227,24 @@ def _split_members(fat: bytes, devices: list[tuple[str, str]]) -> dict[str, byte
     return out
 
 
-def compile_device(*, ocloc: str, spirv: str, device: str, options: str = "") -> bytes:
+def compile_device(*, ocloc: str, spirv: str, device: str, options: str = "", format_args: tuple[str, ...] = ()) -> bytes:
     """Run ocloc for one device in a private temporary directory and return the binary.
 
     On failure prints ocloc's log and raises :class:`ToolchainError` with one line.
     """
-    return compile_device_logged(ocloc=ocloc, spirv=spirv, device=device, options=options, echo_failure=True)[0]
+    return compile_device_logged(ocloc=ocloc, spirv=spirv, device=device, options=options, echo_failure=True,
+                                 format_args=format_args)[0]
 
 
 def compile_device_logged(*, ocloc: str, spirv: str, device: str, options: str = "",
-                          echo_failure: bool = False) -> tuple[bytes, str]:
+                          echo_failure: bool = False, format_args: tuple[str, ...] = ()) -> tuple[bytes, str]:
     """Like :func:`compile_device`, returning ``(binary, ocloc's log)``; the log holds its warnings
     (spills among them). With ``echo_failure=False`` a failure's message quotes the log's first
     error line instead of printing the whole log."""
     import tempfile  # only when compiling (a cache hit never needs it)
 
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
-        proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), device, "image", tmp, options), tmp)
+        proc = _run_ocloc(ocloc, ocloc_command(ocloc, str(Path(spirv).resolve()), device, "image", tmp, options, format_args), tmp)
         produced = _produced(tmp, "image")
         log = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0 or produced is None:

@@ -29,8 +29,9 @@ class Native:
     """One device's native binary: ``ocloc -device <device>`` output, keyed by its IP version."""
 
     device: str  # canonical name, e.g. "pvc"
-    ip: str  # "12.60.7": the cache key's target and the fat binary's member name
+    ip: str  # "12.60.7": the cache key's target
     output: str  # <stem>.<device>.bin
+    member: str = ""  # its fat-binary member where the coverage plan names it (64.bmg); else 64.<ip>
 
 
 @dataclass(frozen=True)
@@ -60,12 +61,14 @@ class FatbinJob:
 def build_plan(*, name: str, work: Path, sources: list[str], devices: list[tuple[str, str]],
                groups: dict[str, list[list[str]]], toolchain: str, settings: str = "", ir: bool = False,
                options: str = "", clang_args: tuple[str, ...] = (), source_root: str = "", build_root: str = "",
-               cost_prefix: str = "", note: str = "") -> Plan:
+               cost_prefix: str = "", note: str = "", members: dict[str, str] | None = None) -> Plan:
     """The edges of ``sources`` (absolute paths) for ``devices`` (``(name, ip)``, devlist order):
     ``groups`` holds per source stem its ocloc edges' devices (a source absent from it is another
-    shard's: no edge at all; with no device every source gets its SPIR-V edge alone)."""
+    shard's: no edge at all; with no device every source gets its SPIR-V edge alone). ``devices``
+    are the images to build (the coverage plan's, :mod:`..coverage`), ``members`` their member names."""
     stems = unique_stems(sources)
     ips = dict(devices)
+    member_of = members or {}
     spirv_job = SpirvJob(clang_args=clang_args, source_root=source_root, build_root=build_root)
     common = tuple(p for p in (toolchain, settings) if p)
     edges: list[Edge] = []
@@ -80,16 +83,16 @@ def build_plan(*, name: str, work: Path, sources: list[str], devices: list[tuple
         edges.append(Edge(id=f"{stem}.spirv", step="spirv", source=src, outputs=(spv,), inputs=common, depfile=f"{spv}.d",
                           comment=f"{base} -> SPIR-V", data=spirv_job))
         mine = {d for g in groups.get(stem, []) for d in g}
-        natives = {d: Native(d, ip, str(work / f"{stem}.{d}.bin")) for d, ip in devices if d in mine}
+        natives = {d: Native(d, ip, str(work / f"{stem}.{d}.bin"), member_of.get(d, "")) for d, ip in devices if d in mine}
         if natives:
             fatbin = str(work / f"{stem}.fatbin")
             split = len(groups[stem]) > 1
             for k, group in enumerate(groups[stem], 1):
-                members = tuple(natives[d] for d in group)
-                job = OclocJob(spirv=spv, natives=members, options=options, cost_id=f"{cost_prefix}/{stem}")
-                outputs = tuple(n.output for n in members)
+                group_natives = tuple(natives[d] for d in group)
+                job = OclocJob(spirv=spv, natives=group_natives, options=options, cost_id=f"{cost_prefix}/{stem}")
+                outputs = tuple(n.output for n in group_natives)
                 if not split:  # one process for the source: no separate fatbin step
-                    job = OclocJob(spirv=spv, natives=members, options=options, cost_id=job.cost_id,
+                    job = OclocJob(spirv=spv, natives=group_natives, options=options, cost_id=job.cost_id,
                                    fatbin=fatbin, info=f"{fatbin}.json", ir=ir)
                     outputs += (fatbin, f"{fatbin}.json")
                 edges.append(Edge(id=f"{stem}.ocloc{k}", step="ocloc", source=src, outputs=outputs, inputs=(spv, *common),

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aotwheel.backends.intel.build.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
-from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id, unpack_object
+from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id
 from aotwheel.buildsteps.values import Value
 from aotwheel.variables import REMOTE_CACHE
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 SCHEMA = "aotwheel-spirv-manifest 1"
 MAX_ENTRIES = 8  # header states remembered per key (branches, edits and back)
+MANIFEST_LIMIT = 4 << 20  # the most a manifest of MAX_ENTRIES entries can take (a remote answer beyond is refused)
 #: the events.log device column of the two objects; stats() counts them apart from device images
 MANIFEST_TARGET, SPIRV_TARGET = "spirv-deps", "spirv"
 COMPILED, LOCAL, REMOTE = "compiled", "local", "remote"
@@ -213,31 +214,21 @@ class SpirvCache:
         yield _entries(self.local.get(key, label)), LOCAL
         if self.tiers is None:
             return
-        from aotwheel.buildsteps.remote import RemoteError
-
-        digest = key.digest()
         for store in self.tiers.stores:
-            try:
-                blob = store.get(digest)
-            except RemoteError as exc:
-                self.tiers._failed(store, key, label, str(exc))
+            payload, usable = self.tiers.fetch(store, key, label, MANIFEST_LIMIT)
+            if not usable:
                 continue
-            answered.append(store)
-            if blob is None:
-                self.local.event("remote-miss", digest, key.target, label)
-                continue
-            payload = unpack_object(blob)
-            if payload is None:  # left in `answered`: the compile's manifest replaces it
-                self.tiers._failed(store, key, label, f"{store.name}: damaged object {digest[:16]}… ({len(blob)} bytes)")
-                continue
-            self.local.event("remote-hit", digest, key.target, label, len(blob))
-            yield _entries(payload), REMOTE
+            answered.append(store)  # a miss or a refused object: the compile's manifest replaces it
+            if payload is not None:
+                yield _entries(payload), REMOTE
 
-    def _spirv(self, sha: str, label: str) -> tuple[bytes | None, str, list[Store]]:
-        """The SPIR-V with this sha256 from the first tier holding an intact copy."""
+    def _spirv(self, sha: str, label: str, size: object = None) -> tuple[bytes | None, str, list[Store]]:
+        """The SPIR-V with this sha256 from the first tier holding an intact copy (``size``: what
+        the manifest recorded, the cap on a remote answer)."""
         key = spirv_key(sha)
         if self.tiers is not None:
-            data, provenance, writable = self.tiers.lookup(key, label)
+            limit = size if isinstance(size, int) and 0 <= size < 1 << 31 else None
+            data, provenance, writable = self.tiers.lookup(key, label, limit=limit)
         else:
             data = self.local.get(key, label)
             provenance, writable = (LOCAL if data is not None else COMPILED), []
@@ -269,7 +260,7 @@ class SpirvCache:
                 recorded = [tuple(d) for d in entry["deps"]]
                 if not all(len(d) == 3 and hashes(roots.resolve(d[0], d[1])) == d[2] for d in recorded):
                     continue
-                data, provenance, writable = self._spirv(entry["spirv"], label)
+                data, provenance, writable = self._spirv(entry["spirv"], label, entry.get("size"))
                 payload_writable += writable
                 if data is None:
                     continue

@@ -43,7 +43,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
     build plan of the call's sources (:mod:`aotwheel.backends.intel.build.plan`)."""
     from aotwheel.backends.intel.build.toolchain import discover
 
-    devices = _devices(a)
+    devices, members = _images(_devices(a), a)
     names = [d for d, _ in devices]
     groups: dict[str, list[list[str]]] = {}
     note = ""
@@ -52,7 +52,10 @@ def cmd_configure(a: argparse.Namespace) -> int:
     from aotwheel.buildsteps.manifest import mark_events
 
     mark_events(Path(a.out).parent)
-    tc = discover(names, build_dir=Path(a.out).parent)
+    from aotwheel.backends.intel.ocloc import image_format
+    from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+    tc = discover(names, build_dir=Path(a.out).parent, image_format=image_format(a.image_format, IMAGE_FORMAT.name))
     write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
     if a.plan:
         from aotwheel.backends.intel.build.plan import build_plan
@@ -60,7 +63,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
         build_plan(name=a.name, work=Path(a.plan).parent, sources=a.source or [], devices=devices, groups=groups,
                    toolchain=a.out, settings=a.settings or "", ir=a.ir, options=a.options, clang_args=tuple(a.clang_arg or ()),
                    source_root=a.source_root or "", build_root=a.build_root or "", cost_prefix=a.cost_prefix or "",
-                   note=note).write(a.plan)
+                   note=note, members=members).write(a.plan)
     return 0
 
 
@@ -71,6 +74,18 @@ def _devices(a: argparse.Namespace) -> list[tuple[str, str]]:
         doc = json.loads(Path(a.devlist).read_text())
         return [(t["name"], t["ip"]) for t in doc.get("targets", [])]
     return [(d, "") for d in (a.devices or "").split(",") if d]
+
+
+def _images(devices: list[tuple[str, str]], a: argparse.Namespace) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The devices whose images the build makes and each one's fat-binary member: the resolver's
+    native-coverage plan (``coverage.images``: one image may serve several listed devices), else
+    one image per listed device."""
+    if not a.devlist:
+        return devices, {}
+    images = (json.loads(Path(a.devlist).read_text()).get("coverage") or {}).get("images")
+    if not images:
+        return devices, {}
+    return [(i["device"], i["ip"]) for i in images], {i["device"]: i["member"] for i in images}
 
 
 def _ocloc_groups(a: argparse.Namespace, devices: list[str]) -> tuple[dict[str, list[list[str]]], str]:
@@ -112,29 +127,51 @@ def _measured(jobs: list, sources: dict[str, str], cost_prefix: str, settings_fi
     from aotwheel.buildsteps.remote import config_from
 
     cfg = config_from(os.environ, settings)
-    return history.with_measured(jobs, history.measured_costs(sources, cost_prefix, cfg.stores()))
+    return history.with_measured(jobs, history.measured_costs(sources, cost_prefix, cfg.stores(), cfg.secret))
 
 
 def _from_plan(a: argparse.Namespace, step: str) -> None:
     """Fill ``a`` from its edge of the build plan (``--plan``/``--edge``, as CMake runs the step):
     the arguments a by-hand run gives on the command line."""
-    from aotwheel.buildsteps.edge import load_edge
+    from aotwheel.buildsteps.edge import load_edge, plan_data
 
     plan, edge = load_edge(a.plan, a.edge, a.digest)
-    if edge["step"] != step:
-        raise AotwheelError(f"edge '{a.edge}' of {a.plan} is a {edge['step']} edge, not {step}; re-run CMake configure")
-    job = edge["data"]
-    a.toolchain, a.settings, a.source = plan["toolchain"], plan["settings"], edge["source"]
+    if edge.get("step") != step:
+        raise AotwheelError(f"edge '{a.edge}' of {a.plan} is a {edge.get('step')} edge, not {step}; re-run CMake configure")
+    plan_data(edge, a.plan, lambda job: _fill(a, step, plan, edge, job))
+
+
+def _text(value: object) -> str:
+    """A plan's string field: one line, as a device name or a path is (a newline is damage)."""
+    if not isinstance(value, str) or "\n" in value or "\r" in value:
+        raise ValueError(f"{value!r} is not one line of text")
+    return value
+
+
+def _str(value: object) -> str:
+    """A plan's free text (options: the user's, newlines and all)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{value!r} is not text")
+    return value
+
+
+def _fill(a: argparse.Namespace, step: str, plan: dict, edge: dict, job: dict) -> None:
+    a.toolchain, a.settings, a.source = _str(plan["toolchain"]), _str(plan["settings"]), _text(edge["source"])
+    natives = [(_text(n["device"]), _text(n["ip"]), _text(n["output"])) for n in job.get("natives", ())]
     if step == "spirv":
-        a.output, a.depfile, a.clang_arg = edge["outputs"][0], edge["depfile"], job["clang_args"]
-        a.source_root, a.build_root = job["source_root"], job["build_root"]
+        a.output, a.depfile = edge["outputs"][0], edge["depfile"]
+        a.clang_arg = [_str(x) for x in job["clang_args"]]
+        a.source_root, a.build_root = _text(job["source_root"]), _text(job["build_root"])
     elif step == "ocloc":
-        a.spirv, a.options, a.cost_id, a.fatbin, a.info, a.ir = (job["spirv"], job["options"], job["cost_id"],
-                                                                  job["fatbin"], job["info"], job["ir"])
-        a.specs = [(n["device"], n["ip"], n["output"]) for n in job["natives"]]
+        a.spirv, a.options, a.cost_id, a.fatbin, a.info = (_text(job["spirv"]), _str(job["options"]),
+                                                           _text(job["cost_id"]), _text(job["fatbin"]), _text(job["info"]))
+        a.ir, a.specs = bool(job["ir"]), natives
     else:
-        a.output, a.info, a.spirv, a.options = job["output"], job["info"], job["spirv"], job["options"]
-        a.natives = [(n["device"], n["ip"], n["output"]) for n in job["natives"]]
+        a.output, a.info, a.spirv, a.options = (_text(job["output"]), _text(job["info"]), _text(job["spirv"]),
+                                                _str(job["options"]))
+        a.natives = natives
+    if step != "spirv":
+        a.members = {_text(n["device"]): _text(n["member"]) for n in job["natives"] if n.get("member")}
 
 
 def cmd_spirv(a: argparse.Namespace) -> int:
@@ -179,7 +216,8 @@ def cmd_ocloc(a: argparse.Namespace) -> int:
     if a.fatbin:
         natives = [(d, *built[d]) for d, _, _ in specs]  # the devlist's order
         version = _load_toolchain(a.toolchain).get("ocloc_version")
-        _write_fatbin(a.fatbin, a.info, natives, Path(a.spirv).read_bytes() if a.ir else None, version, a.options)
+        _write_fatbin(a.fatbin, a.info, natives, Path(a.spirv).read_bytes() if a.ir else None, version, a.options,
+                      getattr(a, "members", None))
     return 0
 
 
@@ -213,13 +251,19 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
                 sha = file_sha256(a.source)
             except OSError:  # a hint only: a source gone since CMake ran records nothing
                 return
-            history.record(tiers.stores, a.cost_id, sha, history.split_cpu(cpu_s, devices))
+            history.record(tiers.stores, a.cost_id, sha, history.split_cpu(cpu_s, devices), tiers.secret)
+    import time
+
+    began = time.monotonic()
     results = run_group(spirv=a.spirv, jobs=jobs, ocloc=t["ocloc"], ocloc_version=t["ocloc_version"],
-                        options=a.options, tiers=tiers, on_compiled=on_compiled)
+                        options=a.options, tiers=tiers, on_compiled=on_compiled,
+                        format_args=tuple(t.get("ocloc_format_args", ())))
+    took = time.monotonic() - began
     out = {}
-    # ninja prints this only with -v or on failure; the cache's events.log is the record.
+    # pip shows this only with -v or on failure; `aotwheel build warm` reads it as each edge
+    # finishes (its progress lines); the cache's events.log is the record.
     for job, res in zip(jobs, results):
-        print(f"aotwheel: {Path(a.spirv).name} -device {job.ocloc_name}: {res.provenance} ({res.size} bytes)")
+        print(f"aotwheel: {Path(a.spirv).name} -device {job.ocloc_name}: {res.provenance} ({res.size} bytes) in {took:.1f} s")
         out[job.device] = (job.ip, res.data, res.provenance)
     return out
 
@@ -244,16 +288,18 @@ def cmd_shard(a: argparse.Namespace) -> int:
 
 
 def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, bytes, str]], spirv: bytes | None,
-                  ocloc_version: str | None = None, options: str = "") -> None:
+                  ocloc_version: str | None = None, options: str = "", members: dict[str, str] | None = None) -> None:
     """One source's fat binary from ``(device, ip, binary, provenance)`` in devlist order (+ the
-    SPIR-V as generic_ir, laid out as this ocloc lays it out), and its member list for the manifest."""
+    SPIR-V as generic_ir, laid out as this ocloc lays it out), and its member list for the manifest.
+    ``members``: a device's member name where the coverage plan names it (``64.bmg``), else ``64.<ip>``."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin, ir_options, member_name, spirv_ir_elf
     from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.buildsteps.manifest import fatbin_info
 
     build_options = ir_options(ocloc_version, options)
-    atomic_write(Path(output), build_fatbin([(ip, data) for _, ip, data, _ in natives], spirv, build_options))
-    info = [(device, member_name(ip), len(data)) for device, ip, data, _ in natives]
+    named = [((members or {}).get(device) or member_name(ip), device, data) for device, ip, data, _ in natives]
+    atomic_write(Path(output), build_fatbin([(m.partition(".")[2], data) for m, _, data in named], spirv, build_options))
+    info = [(device, m, len(data)) for m, device, data in named]
     ir_size = len(spirv_ir_elf(spirv, build_options)) if spirv is not None else None
     write_if_changed(info_path, json.dumps(fatbin_info(info, ir_size, [how for *_, how in natives]), indent=2) + "\n")
 
@@ -270,7 +316,8 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
         how = prov.read_text().strip() if prov.is_file() else "compiled"
         natives.append((device, ip, Path(path).read_bytes(), how))
     version = _load_toolchain(a.toolchain).get("ocloc_version") if a.toolchain else None
-    _write_fatbin(a.output, a.info, natives, Path(a.spirv).read_bytes() if a.spirv else None, version, a.options)
+    _write_fatbin(a.output, a.info, natives, Path(a.spirv).read_bytes() if a.spirv else None, version, a.options,
+                  getattr(a, "members", None))
     return 0
 
 
@@ -317,6 +364,7 @@ def _configure_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--settings", help="remote-cache settings CMake wrote (NAME=value lines)")
     s.add_argument("--ir", action="store_true", help="keep SPIR-V for JIT: embedded, and generic_ir in the fat binaries")
     s.add_argument("--options", default="", help="the ocloc -options string")
+    s.add_argument("--image-format", default="", help="USE_AOT_IMAGE_FORMAT: zebin (default, also when empty) or legacy")
     s.add_argument("--clang-arg", action="append", help="extra clang argument (repeatable)")
     s.add_argument("--source-root", help="the top source tree (the SPIR-V cache's relative paths)")
     s.add_argument("--build-root", help="the top build tree (likewise)")

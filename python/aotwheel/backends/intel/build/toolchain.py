@@ -27,25 +27,29 @@ class OpenToolchain(Value):
     """What the build edges need: the SPIR-V pair and, when there are devices, ocloc;
     ``ocloc_names`` maps each canonical device name to the spelling this ocloc accepts for ``-device``."""
 
-    __slots__ = ("spirv", "ocloc", "ocloc_version", "ocloc_names")
+    __slots__ = ("spirv", "ocloc", "ocloc_version", "ocloc_names", "image_format", "ocloc_format_args")
     __hash__ = None  # type: ignore[assignment]  # holds a dict
 
     def __init__(self, spirv: SpirvToolchain, ocloc: str | None = None, ocloc_version: str | None = None,
-                 ocloc_names: dict[str, str] | None = None) -> None:
+                 ocloc_names: dict[str, str] | None = None, image_format: str = "zebin",
+                 ocloc_format_args: tuple[str, ...] = ()) -> None:
         self.spirv, self.ocloc, self.ocloc_version = spirv, ocloc, ocloc_version
         self.ocloc_names: dict[str, str] = {} if ocloc_names is None else ocloc_names
+        # What the images are (USE_AOT_IMAGE_FORMAT) and the ocloc arguments that make them so.
+        self.image_format, self.ocloc_format_args = image_format, tuple(ocloc_format_args)
 
     def to_dict(self) -> dict[str, object]:
-        """The toolchain JSON the build edges read (paths, versions, ocloc spellings)."""
+        """The toolchain JSON the build edges read (paths, versions, ocloc spellings, image format)."""
         return {**self.spirv.to_dict(), "ocloc": self.ocloc, "ocloc_version": self.ocloc_version,
-                "ocloc_names": dict(self.ocloc_names)}
+                "ocloc_names": dict(self.ocloc_names), "image_format": self.image_format,
+                "ocloc_format_args": list(self.ocloc_format_args)}
 
 
 def _facts_key(tool_sha256: str):  # type: ignore[no-untyped-def]
     from aotwheel.buildsteps.cache import CacheKey
 
     return CacheKey(input_sha256=tool_sha256, target="tool-facts", tool="ocloc", tool_version="",
-                    tool_sha256=tool_sha256, options="version,acronyms")
+                    tool_sha256=tool_sha256, options="version,acronyms,formats")
 
 
 def _ocloc_path(explicit: str | None) -> str | None:
@@ -64,7 +68,7 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
 
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
     facts = cache.tool_facts(path) if os.path.exists(path) else None
-    if facts and "version" in facts and "acronyms" in facts:
+    if facts and "version" in facts and "acronyms" in facts and "formats" in facts:
         return path, facts["version"], frozenset(facts["acronyms"])
     tiers = key = writable = None
     if build_dir is not None and os.path.isfile(path):
@@ -73,29 +77,45 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
         tiers = Tiers.for_build(build_dir)
         tiers.local, cache.build = cache, tiers.local.build  # this cache, this build's events
         # CMake shows a configure step's stderr only when it fails: leave the once-per-build
-        # warning (and its marker) to the first ocloc edge, whose output ninja does show.
-        tiers.build_dir = None
+        # warning (and its marker) to the first ocloc edge, whose output ninja does show. A store
+        # that fails here is still marked down for the build's steps (no second timeout).
+        tiers.quiet = True
         key = _facts_key(cache.tool_sha256(path))
         data = None
         if tiers.stores:  # locally, tools/*.json above is the memo
-            data, _, writable = tiers.lookup(key, "ocloc-facts")
+            data, _, writable = tiers.lookup(key, "ocloc-facts", limit=1 << 20)
         if data is not None:
             try:
                 remote = json.loads(data)
                 version, acronyms = str(remote["version"]), frozenset(str(a) for a in remote["acronyms"])
+                formats = sorted(str(f) for f in remote["formats"])
             except (ValueError, KeyError, TypeError):
                 pass  # not ours: ask ocloc
             else:
-                cache.store_tool_facts(path, {"version": version, "acronyms": sorted(acronyms)})
+                cache.store_tool_facts(path, {"version": version, "acronyms": sorted(acronyms), "formats": formats})
                 return path, version, acronyms
     from aotwheel.backends.intel.ocloc import find_ocloc  # here: a warm configure runs no ocloc (nor imports subprocess)
 
     found = find_ocloc(path)
-    doc = {"version": found.version, "acronyms": sorted(found.acronyms)}
+    doc = {"version": found.version, "acronyms": sorted(found.acronyms), "formats": sorted(found.formats)}
     cache.store_tool_facts(path, {**(cache.tool_facts(path) or {}), **doc})  # keeps the device table
     if tiers is not None and key is not None and writable is not None:
         tiers.push(writable, key, json.dumps(doc, sort_keys=True).encode(), "ocloc-facts")
     return path, found.version, found.acronyms
+
+
+def ocloc_format_args(cache: DeviceCodeCache, path: str, version: str, image_format: str, *, source: str) -> tuple[str, ...]:
+    """The ocloc arguments that write ``image_format`` images (:func:`aotwheel.backends.intel.ocloc.format_args`),
+    from the ``--format`` values :func:`ocloc_facts` recorded for this ocloc binary."""
+    from aotwheel.backends.intel.ocloc import format_args
+
+    facts = cache.tool_facts(path) or {}
+    if "formats" not in facts:  # facts from before formats were recorded, or another cache
+        from aotwheel.backends.intel.ocloc import find_ocloc
+
+        facts = {**facts, "formats": sorted(find_ocloc(path).formats)}
+        cache.store_tool_facts(path, facts)
+    return format_args(image_format, frozenset(facts["formats"]), version, path, source=source)
 
 
 def installed_catalog(explicit: str | None = None, cache: DeviceCodeCache | None = None):  # type: ignore[no-untyped-def]
@@ -167,8 +187,10 @@ def llvm_version(cache: DeviceCodeCache, path: str) -> str:
     return version
 
 
-def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir: Path | None = None) -> OpenToolchain:
-    """Find the tools for ``devices`` (canonical names; may be empty) and check ocloc knows each.
+def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir: Path | None = None,
+             image_format: str = "zebin") -> OpenToolchain:
+    """Find the tools for ``devices`` (canonical names; may be empty) and check ocloc knows each,
+    and that it writes ``image_format`` images (zebin, the default, or legacy).
 
     ``build_dir`` (the configure step's): also look the ocloc facts up in the remote stores.
 
@@ -180,7 +202,11 @@ def discover(devices: list[str], cache: DeviceCodeCache | None = None, build_dir
         return OpenToolchain(spirv=spirv)
     path, version, acronyms = ocloc_facts(cache, build_dir)
     names = ocloc_spellings(devices, path, version, acronyms, hint=DEVLIST.name)
-    return OpenToolchain(spirv=spirv, ocloc=path, ocloc_version=version, ocloc_names=names)
+    from aotwheel.backends.intel.variables import IMAGE_FORMAT
+
+    args = ocloc_format_args(cache, path, version, image_format, source=IMAGE_FORMAT.name)
+    return OpenToolchain(spirv=spirv, ocloc=path, ocloc_version=version, ocloc_names=names, image_format=image_format,
+                         ocloc_format_args=args)
 
 
 def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: frozenset[str], *,
@@ -201,6 +227,8 @@ def ocloc_spellings(devices: list[str], path: str, version: str, acronyms: froze
         usable = [s for s in spellings if s.lower() in acronyms]
         if usable:
             names[name] = usable[0]
+        elif name.count(".") == 2 and name.replace(".", "").isdigit() and installed_catalog(path).source(name) != "catalog":
+            names[name] = name  # a stepping target (grammar.stepping), which this ocloc's device table lists by IP
         else:
             missing.append((name, dev.ip if dev else "?"))
     if missing:  # every target this ocloc cannot build, in one line

@@ -100,7 +100,7 @@ def probe(library: str | None = None) -> ProbeResult:
     if rc != 0:
         # 0x78000001 = ZE_RESULT_ERROR_UNINITIALIZED: loader present, no driver or no device.
         return ProbeResult("levelzero", [], f"zeInit failed with 0x{rc:08x} (no Level Zero driver or no GPU)")
-    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog
+    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog, valid_u32_ip
 
     catalog = load_catalog()
     devices: list[ProbedDevice] = []
@@ -114,8 +114,10 @@ def probe(library: str | None = None) -> ProbeResult:
                 rc = lib.zeDeviceGetProperties(ctypes.c_void_p(handle), ctypes.byref(props))
                 if rc != 0:
                     raise _ZeError("zeDeviceGetProperties", rc)
-                ip = format_ip(ip_from_u32(ext.ipVersion)) if ext.ipVersion else None
-                known = catalog.by_ip(ext.ipVersion) if ext.ipVersion else None
+                # architecture 0 is a core number (22.43's OpenCL answers one), not an IP; reserved bits set: garbage
+                real = ext.ipVersion >> 22 != 0 and valid_u32_ip(ext.ipVersion)
+                ip = format_ip(ip_from_u32(ext.ipVersion)) if real else None
+                known = catalog.by_ip(ext.ipVersion) if real else None
                 if known is None and props.vendorId == INTEL_VENDOR_ID:
                     known = catalog.by_pci_id(props.deviceId)
                     ip = ip or (known.ip if known else None)

@@ -88,7 +88,7 @@ def cpu_vendor(name: str, runtime_vendor: str, cpuinfo: str = "/proc/cpuinfo") -
 
 def describe(cl, platform, device, index: int = 0, lib_cache: list | None = None) -> ProbedDevice:
     """A :class:`ProbedDevice` for one pyopencl device (IP version read through ctypes)."""
-    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog
+    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, load_catalog, valid_u32_ip
 
     kind = _kind(cl, device)
     intel = device.vendor_id == INTEL_VENDOR_ID
@@ -99,10 +99,13 @@ def describe(cl, platform, device, index: int = 0, lib_cache: list | None = None
             cache.append(_loaded_opencl_library())
         raw = _query_u32(cache[0], device.int_ptr, CL_DEVICE_IP_VERSION_INTEL)
         pci_id = _query_u32(cache[0], device.int_ptr, CL_DEVICE_ID_INTEL)
-        if raw:
+        if raw and raw >> 22 and valid_u32_ip(raw):  # 22.43 answers a core number (architecture 0); reserved bits: garbage
             ip = format_ip(ip_from_u32(raw))
             known = load_catalog().by_ip(raw)
             catalog_name = known.name if known else None
+        elif pci_id:  # the PCI id names the product, as Level Zero's probe falls back to
+            known = load_catalog().by_pci_id(pci_id)
+            ip, catalog_name = (known.ip, known.name) if known else (None, None)
     il = getattr(device, "il_version", "") or ""
     return ProbedDevice(
         name=device.name.strip(),

@@ -14,7 +14,7 @@ from aotwheel.results import ProbedDevice, ProbeResult
 
 def ip_from_sycl_architecture(value: int) -> str | None:
     """``"12.60.7"`` for an Intel GPU architecture enum value, else ``None``."""
-    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32
+    from aotwheel.backends.intel.catalog import format_ip, ip_from_u32, valid_u32_ip
 
     if value <= 0:
         return None
@@ -22,6 +22,8 @@ def ip_from_sycl_architecture(value: int) -> str | None:
         if value >> 56:  # nonzero vendor byte: NVIDIA, AMD, x86 CPU
             return None
         value = (value >> 8) & 0xFFFFFFFF
+    if not valid_u32_ip(value):
+        return None
     ip = ip_from_u32(value)
     return format_ip(ip) if ip[0] else None
 

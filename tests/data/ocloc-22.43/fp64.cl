@@ -1,0 +1,2 @@
+__kernel void saxpy(float a, __global const float *x, __global float *y) { size_t i = get_global_id(0); y[i] = a * x[i] + y[i]; }
+__kernel void axpy64(double a, __global const double *x, __global double *y) { size_t i = get_global_id(0); y[i] = a * x[i] + y[i]; }
