@@ -76,6 +76,13 @@ def reader_module(name: str) -> str | None:
     return module.rpartition(".")[0] + ".reader" if module else None
 
 
+def reader(name: str) -> ModuleType | None:
+    """Backend ``name``'s binary reader module (:func:`reader_module`), imported; ``None`` for a name
+    no backend has. What the inspector imported already costs nothing more."""
+    module = reader_module(name)
+    return load_module(module) if module else None
+
+
 def settings(name: str) -> Any:
     """Backend ``name``'s settings module (its package's ``variables``), imported: standard library
     only, so asking costs no backend object (a build step, ``--help``). It defines ``VARIABLES``

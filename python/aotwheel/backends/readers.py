@@ -54,7 +54,3 @@ def all_readers() -> tuple[ModuleType, ...]:
     """Every reader module (:class:`aotwheel.backends.protocol.Reader`), imported, in the order they are asked."""
     return tuple(module for _, module in _imported())
 
-
-def by_name(name: str) -> ModuleType | None:
-    """Backend ``name``'s reader module, imported (None for a backend without one)."""
-    return next((module for n, module in _imported() if n == name), None)

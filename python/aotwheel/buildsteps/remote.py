@@ -581,4 +581,7 @@ def warn_once(marker: Path | None, message: str) -> None:
             return
         except OSError:
             pass
-    print(f"aotwheel: warning: {message}", file=sys.stderr, flush=True)
+    # One write, newline included: print() writes the text and its end apart, and the warnings of
+    # parallel ocloc jobs (threads of `aotwheel compile`) ran into one line between the two.
+    sys.stderr.write(f"aotwheel: warning: {message}\n")
+    sys.stderr.flush()

@@ -117,11 +117,11 @@ def _table(fr: FileReport) -> list[str]:
 
 def _serves(fr: FileReport) -> list[str]:
     """Each reader's note on images that serve more devices than their own (``READS.serves``)."""
-    from aotwheel.backends import readers
+    from aotwheel import backends
 
     lines: list[str] = []
     for vendor in dict.fromkeys(t.vendor for t in fr.native_targets):
-        reader = readers.by_name(vendor)
+        reader = backends.reader(vendor) if vendor in backends.names() else None
         if reader is not None and reader.READS.serves:
             lines.extend(reader.serves(fr))
     return lines
