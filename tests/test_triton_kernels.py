@@ -96,7 +96,7 @@ def allocated(image: bytes, device: str, work: Path) -> dict[str, int]:
 
         with (work / "image.bin").open("rb") as f:
             info = yaml.safe_load(ELFFile(f).get_section_by_name(".ze_info").data())
-        return {k["name"]: k["execution_env"]["grf_count"] for k in info["kernels"]}
+        return {k["name"]: k["execution_env"]["grf_count"] for k in info["kernels"] if k["name"] != "Intel_Symbol_Table_Void_Program"}
     proc = subprocess.run(["ocloc", "disasm", "-file", str(work / "image.bin"), "-device", device, "-dump", str(work / "dump")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -51,7 +51,7 @@ def _zebin(text: str) -> dict[str, int]:
     for line in text.splitlines():
         if (m := _KERNEL_LINE.match(line)) is not None:
             kernel = m[1]
-        elif kernel is not None and (g := _GRF_LINE.match(line)) is not None:
+        elif kernel is not None and kernel != _SYMBOL_TABLE and (g := _GRF_LINE.match(line)) is not None:
             out[kernel] = int(g[1])
     return out
 
