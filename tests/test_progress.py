@@ -54,9 +54,9 @@ def test_compile_in_a_log_says_each_device_as_it_finishes(spv: Path, tmp_path: P
     gate.touch()
     rest, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    assert still_running and re.fullmatch(r"\[1/2\] pvc \(12\.60\.7\) \d+\.\d s: zebin, \d+ bytes, small GRF, compiled\n", first), first
+    assert still_running and re.fullmatch(r"\[1/2\] pvc \(12\.60\.7\) \d+\.\d s: zebin, \d+ bytes, small GRF \(128 registers\), compiled\n", first), first
     lines = rest.splitlines()
-    assert re.fullmatch(r"\[2/2\] acm-g10 \(12\.55\.8\) \d+\.\d s: zebin, \d+ bytes, small GRF, compiled", lines[0]), rest
+    assert re.fullmatch(r"\[2/2\] acm-g10 \(12\.55\.8\) \d+\.\d s: zebin, \d+ bytes, small GRF \(128 registers\), compiled", lines[0]), rest
     assert lines[1].startswith("wrote ") and len(lines) == 2, rest  # the numbered lines are the report
     assert "\r" not in first + rest and "\x1b" not in first + rest
 

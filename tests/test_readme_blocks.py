@@ -60,6 +60,10 @@ COVERAGE: dict[str, str] = {
         "test_readme_blocks::test_compile_blocks",
     'fat = aotwheel.compile_spirv(spirv_bytes, "pvc,acm-g10", options=["-cl-fast-relaxed-math"], grf="auto")':
         "test_readme_blocks::test_compile_blocks",
+    "aotwheel compile tests/data/triton/pvc -o triton-aot          # a folder: <hash>/<name>.ar per kernel + aotwheel-triton.json":
+        "test_readme_blocks::test_triton_blocks",
+    'builds = aotwheel.compile_triton("tests/data/triton/dg2", output="triton-aot-dg2")  # a path or a list; returns one build per kernel':
+        "test_readme_blocks::test_triton_blocks",
 }
 
 
@@ -358,3 +362,23 @@ def test_compile_blocks(user: User, tmp_path: Path) -> None:
     _run(user, [str(user.python), "-c", script], cwd=tmp_path)
     members = subprocess.run(["ar", "t", str(tmp_path / "api.ar")], capture_output=True, text=True, check=True).stdout.split()
     assert {"64.12.60.7", "64.12.55.8", "generic_ir"} <= {m.rstrip("/") for m in members}
+
+
+def test_triton_blocks(user: User, tmp_path: Path) -> None:
+    """Issue 38: the Triton blocks in the clone, on the committed triton-xpu fixtures (no Triton
+    installed): a fat binary per kernel and the manifest, the device-mismatch warning, inspect's
+    archive summary; then the Python line builds the dg2 kernels through the API."""
+    require("ocloc")
+    text = block("aotwheel compile tests/data/triton/pvc -o triton-aot          # a folder: <hash>/<name>.ar per kernel + aotwheel-triton.json").text
+    proc = run_block(text, user.root, user.env)
+    index = json.loads((user.root / "tests/data/triton/pvc/index.json").read_text())
+    manifest = json.loads((user.root / "triton-aot" / "aotwheel-triton.json").read_text())
+    assert sorted(k["fatbinary"] for k in manifest["kernels"]) == sorted(f"{e}.ar" for e in index.values())
+    assert "aotwheel: warning: Triton kernel add_kernel" in proc.stderr and "not for acm-g10" in proc.stderr
+    listed = subprocess.run(["ar", "t", str(user.root / "add.ar")], capture_output=True, text=True, check=True).stdout.split()
+    members = [m for m in listed if not m.startswith("pad_")]  # ocloc's alignment padding is no member
+    assert f"  {len(members)} archive members: 2 with native code, 1 IR for JIT (SPIR-V)" in proc.stdout.splitlines()
+    line = block('builds = aotwheel.compile_triton("tests/data/triton/dg2", output="triton-aot-dg2")  # a path or a list; returns one build per kernel').text
+    _run(user, [str(user.python), "-c", f"import aotwheel\n{line}print(len(builds))\n"])
+    manifest = json.loads((user.root / "triton-aot-dg2" / "aotwheel-triton.json").read_text())
+    assert {k["target_ip"] for k in manifest["kernels"]} == {"12.55.8"} and len(manifest["kernels"]) == 5

@@ -7,6 +7,7 @@ Public API (imported lazily so that ``import aotwheel`` stays cheap):
 - :func:`check` / :func:`ensure` / :class:`Verdict` / :class:`JITWarning` -- native, JIT or
   unsupported here (:func:`detect_devices` lists the devices);
 - :func:`compile_spirv` -- any SPIR-V module -> an ocloc fat binary for a device list;
+- :func:`compile_triton` -- Triton kernels as Triton leaves them -> a fat binary per kernel;
 - :mod:`aotwheel.opencl` -- ``build_program``: native image, cached JIT result, else SPIR-V.
 """
 
@@ -34,6 +35,7 @@ _LAZY = {
     "Verdict": "aotwheel.results",
     "Target": "aotwheel.model",
     "compile_spirv": "aotwheel.compile",
+    "compile_triton": "aotwheel.compile",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -41,7 +41,7 @@ def resolve_devlist(devlist: DevlistLike, jit_fallback: bool = True) -> DevList:
 
 
 def compile_spirv(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] | str = (), jit_fallback: bool = True,
-                  grf: str = "small", jobs: int | None = None, cache: DeviceCodeCache | None = None,
+                  grf: str = "default", jobs: int | None = None, cache: DeviceCodeCache | None = None,
                   field_defaults: bool = True) -> bytes:
     """Compile a SPIR-V module for every device of ``devlist`` and return an ocloc fat binary.
 
@@ -52,9 +52,10 @@ def compile_spirv(spirv: bytes, devlist: DevlistLike, *, options: Sequence[str] 
     and torch-xpu-ops pass (``-cl-intel-enable-auto-large-GRF-mode
     -cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required``) unless
     ``field_defaults`` is off: a kernel using double then builds for a device without fp64, with
-    its fp64 kernels poisoned there. ``grf`` is ``"small"``
-    (ocloc's default), ``"large"`` (``-cl-intel-256-GRF-per-thread``) or ``"auto"`` (large only
-    where the small build spilled). Builds run one ocloc per device, ``jobs`` at a time
+    its fp64 kernels poisoned there. ``grf`` is ``"default"`` (the
+    options as given), ``"small"`` (``-cl-intel-128-GRF-per-thread``), ``"large"``
+    (``-cl-intel-256-GRF-per-thread``) or ``"auto"`` (large only where the default build spilled
+    and more registers are possible). Builds run one ocloc per device, ``jobs`` at a time
     (default: CPU count), through the device-code cache (``AOTWHEEL_CACHE_DIR``).
 
     Raises :class:`~aotwheel.errors.AotwheelError` (one line) for bad SPIR-V, an unknown device,
@@ -71,3 +72,27 @@ def compile_spirv_report(spirv: bytes, devlist: DevlistLike, **options: Any) -> 
 
     module = importlib.import_module(backends.spirv_compiler())
     return module.compile_spirv_report(spirv, devlist, resolve=resolve_devlist, **options)
+
+
+def compile_triton(kernels: Any, devlist: DevlistLike | None = None, *, options: Sequence[str] | str = (), grf: str = "auto",
+                   jit_fallback: bool = True, jobs: int | None = None, cache: DeviceCodeCache | None = None,
+                   strict_target: bool = False, output: str | None = None) -> list[Any]:
+    """Compile Triton kernels as Triton leaves them, for a packaging script.
+
+    ``kernels``: a path (a kernel's ``.spv`` with its metadata ``.json`` beside it, a cache entry,
+    or a folder of them such as ``$TRITON_CACHE_DIR``) or a list of such paths. Each kernel is
+    built with its own ``build_flags`` (then ``options``; no field defaults) for ``devlist``, or
+    for the GPU it was specialised for when ``devlist`` is None; a listed device other than that
+    GPU warns, or raises with ``strict_target``. Returns one build per kernel (``kernel``,
+    ``result.fatbinary``, ``to_dict()``); with ``output``, also writes ``output/<hash>/<name>.ar``
+    per kernel and ``output/aotwheel-triton.json`` (the manifest), all or nothing.
+    """
+    from pathlib import Path
+
+    from aotwheel import backends
+
+    module = importlib.import_module(backends.spirv_compiler())
+    return list(module.compile_triton(kernels if isinstance(kernels, (list, tuple)) else [kernels], devlist,
+                                      resolve=resolve_devlist, options=options if isinstance(options, str) else " ".join(options),
+                                      grf=grf, jit_fallback=jit_fallback, jobs=jobs, cache=cache, strict_target=strict_target,
+                                      output=None if output is None else str(Path(output))))

@@ -137,7 +137,7 @@ def _size(n: int) -> str:
 
 def render(report: Report, *, show_all: bool = False) -> str:
     """Human output: a compact table and a summary line per binary with device code."""
-    from aotwheel.model import ir_labels
+    from aotwheel.model import ImageKind, ir_labels
     from aotwheel.report import carried_summary, ir_name
 
     ir_kinds = ir_labels()  # the IR image kinds (the backends' too: the inspect that made the report imported their readers)
@@ -159,6 +159,13 @@ def render(report: Report, *, show_all: bool = False) -> str:
         forms = ", ".join(ir_name(k) for k in ir_kinds if k in ir_forms)
         detail = (f"  {len(fr.images)} embedded image{'s' if len(fr.images) != 1 else ''}: {native_images} with native code, {ir_images} IR for JIT"
                   + (f" ({forms})" if forms else ""))
+        if fr.kind == ImageKind.AR and len(fr.images) == 1 and fr.images[0].members:
+            # a bare fat binary (issue 38): count its members, each native code or IR, as the summary does
+            members = fr.images[0].members
+            native = sum(1 for t in fr.native_targets if t.member in members)
+            forms = ", ".join(ir_name(k) for k in fr.ir)
+            detail = (f"  {len(members)} archive member{'s' if len(members) != 1 else ''}: {native} with native code, "
+                      f"{len(members) - native} IR for JIT" + (f" ({forms})" if forms else ""))
         if compressed:
             packed = [i for i in fr.images if i.compressed]
             detail += f"; {compressed} compressed"

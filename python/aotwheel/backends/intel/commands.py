@@ -23,7 +23,10 @@ DESCRIPTION = ("Compile IN.spv for every device of DEVLIST with ocloc, one job p
                "through the device-code cache ($AOTWHEEL_CACHE_DIR). The output equals `ocloc compile -device a,b,...`: "
                "a fat binary with one member per image and generic_ir (the SPIR-V) for JIT fallback; one image serves several "
                "devices where the driver's compatibility rules let it from --min-driver on (members 64.bmg, 64.ptl, as "
-               "`ocloc -device bmg,ptl` names them), else one image per device (members 64.<ip>).")
+               "`ocloc -device bmg,ptl` names them), else one image per device (members 64.<ip>). "
+               "IN may also be a Triton-XPU kernel as Triton leaves it (a .spv beside its metadata .json, a cache entry, "
+               "or a folder of them such as $TRITON_CACHE_DIR): each is built with its build_flags, for its own target "
+               "unless -d names devices, into one fat binary per kernel (OUT/<hash>/<name>.ar + aotwheel-triton.json).")
 
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, **options: Any) -> CompileResult:
@@ -33,25 +36,45 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, **opt
     return build(spirv, devlist, resolve=resolve, **options)
 
 
+def compile_triton(paths: list[Any], devlist: Any, *, resolve: Resolver, output: str | None = None, **options: Any) -> list[Any]:
+    """The Triton kernels at ``paths`` built (:func:`aotwheel.backends.intel.triton.compile_kernels`),
+    and written to ``output`` when given."""
+    from pathlib import Path
+
+    from aotwheel.backends.intel.triton import compile_kernels, find_kernels, write_kernels
+
+    kernels = [k for p in paths for k in find_kernels(Path(p))]
+    builds = compile_kernels(kernels, devlist, resolve=resolve, **options)
+    if output is not None:
+        write_kernels(builds, output)
+    return builds
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``aotwheel compile``."""
-    p.add_argument("input", metavar="IN.spv", help="SPIR-V module")
+    p.add_argument("input", metavar="IN.spv", help="SPIR-V module, or Triton kernel(s): a .spv beside its .json, a cache entry or folder")
     p.add_argument("-d", "--devlist", default=None,
                    help="devices, USE_AOT_DEVLIST grammar (default, or when empty: $USE_AOT_DEVLIST, else "
                    "$TORCH_XPU_ARCH_LIST, else aotwheel's default devlist)")
-    p.add_argument("-o", "--output", default=None, help="output file (fatbin) or folder (dir); default IN.ar / IN.d")
-    p.add_argument("--options", default="", help="ocloc -options, one string (e.g. \"-cl-fast-relaxed-math\"), "
-                   "added to the field defaults")
+    p.add_argument("-o", "--output", default=None, help="output file (fatbin) or folder (dir; a folder of Triton kernels); default IN.ar / IN.d / IN.aot")
+    p.add_argument("--options", default="", help="ocloc -options, one string (e.g. \"-cl-fast-relaxed-math\"; the word "
+                   "after --options is its value even when it starts with -), added to the field defaults (to build_flags for Triton)")
     p.add_argument("--no-field-defaults", action="store_true",
                    help="do not pass the ocloc options IPEX and torch-xpu-ops pass (-cl-intel-enable-auto-large-GRF-mode "
                    "-cl-poison-unsupported-fp64-kernels -cl-intel-greater-than-4GB-buffer-required); "
-                   "env USE_AOT_FIELD_DEFAULTS=OFF does the same")
+                   "env USE_AOT_FIELD_DEFAULTS=OFF does the same; Triton kernels never get them (their build_flags are the options)")
     p.add_argument("--format", choices=("fatbin", "dir"), default="fatbin",
                    help="fatbin: one ocloc-compatible ar; dir: <device>.bin per image, named by the device it is built for "
                    "(+ generic_ir.spv with JIT fallback)")
-    p.add_argument("--grf", choices=("small", "large", "auto"), default="small",
-                   help="register file: small (ocloc default), large (-cl-intel-256-GRF-per-thread), "
-                   "auto (large where the small build spills)")
+    p.add_argument("--grf", choices=("default", "small", "large", "auto"), default=None,
+                   help="register file: default (the options as given: ocloc picks, 256 on pvc when it likes under "
+                   "-cl-intel-enable-auto-large-GRF-mode), small (-cl-intel-128-GRF-per-thread), large "
+                   "(-cl-intel-256-GRF-per-thread), auto (default, then large where that build spilled and more registers "
+                   "are possible; the default for Triton kernels, as Triton's own native path). The report gives the "
+                   "registers ocloc allocated, read from the image")
+    p.add_argument("--strict-target", action="store_true",
+                   help="Triton kernels: refuse (exit 2) a listed device other than the GPU the kernel was specialised "
+                   "for (default: build it and warn)")
     # --no-jit-fallback as `aotwheel resolve` spells it; --no-jit, the older spelling, stays hidden.
     p.add_argument("--no-jit-fallback", dest="no_jit", action="store_true", help="no generic_ir member (no JIT fallback)")
     p.add_argument("--no-jit", dest="no_jit", action="store_true", help=argparse.SUPPRESS)
@@ -66,6 +89,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-j", "--jobs", type=int, default=None,
                    help="parallel ocloc jobs (default: $AOTWHEEL_OCLOC_JOBS, else the CPU count)")
     p.add_argument("--json", action="store_true", help="print the per-device report as JSON")
+    _value_after(p, "--options")
+
+
+def _value_after(p: argparse.ArgumentParser, option: str) -> None:
+    """Make the word after ``option`` its value even when it starts with ``-`` (every ocloc option
+    does): argparse takes ``--options -cl-fast-relaxed-math`` for two options and stops with
+    "expected one argument". The subcommand's parser is handed its words through
+    ``parse_known_args`` (Python 3.10 to 3.14), where ``option VALUE`` becomes ``option=VALUE``."""
+    parse = p.parse_known_args
+
+    def joined(args: Any = None, namespace: Any = None) -> Any:
+        words = list(sys.argv[1:] if args is None else args)
+        out: list[str] = []
+        i = 0
+        while i < len(words):
+            if words[i] == "--":
+                out.extend(words[i:])
+                break
+            if words[i] == option and i + 1 < len(words):
+                out.append(f"{option}={words[i + 1]}")
+                i += 2
+                continue
+            out.append(words[i])
+            i += 1
+        return parse(out, namespace)
+
+    p.parse_known_args = joined  # type: ignore[method-assign]
 
 
 def _name(b: DeviceBuild) -> str:
@@ -75,16 +125,22 @@ def _name(b: DeviceBuild) -> str:
 
 
 def _report(b: DeviceBuild, image_format: str) -> str:
-    """One device's line of the report: format, size, GRF, where it came from, spills, poisoned kernels."""
+    """One device's line of the report: format, size, the GRF ocloc allocated (read from the image),
+    where it came from, spills, what --grf auto tried, poisoned kernels."""
+    regs = f"{b.registers} registers" if b.registers else "registers not recorded in the image"
     note = "cache hit" if b.cache_hit else "compiled"
-    if b.retried_after_spills:
-        worst = max(s.spill_bytes for s in b.retried_after_spills)
-        note += f"; small GRF spilled (~{worst} bytes), rebuilt with large GRF"
     if b.spills:
-        note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes with {b.grf} GRF"
+        note += f"; spills ~{max(s.spill_bytes for s in b.spills)} bytes"
+    if len(b.tried) > 1:
+        steps = [f"{a.added or 'no GRF option'}: {a.registers} registers, "
+                 + (f"spilled ~{max(s.spill_bytes for s in a.spills)} bytes" if a.spills else "no spills")
+                 + (" (kept)" if a.kept else "") for a in b.tried]
+        note += "; tried " + " then ".join(steps)
+    if b.note:
+        note += f"; {b.note}"
     if b.poisoned:
         note += f"; no fp64 here, poisoned (return without computing): {', '.join(b.poisoned)}"
-    return f"{image_format}, {b.size} bytes, {b.grf} GRF, {note}"
+    return f"{image_format}, {b.size} bytes, {b.grf} GRF ({regs}), {note}"
 
 
 def run(args: argparse.Namespace, resolve: Resolver) -> int:
@@ -106,10 +162,17 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
         jobs = int(text)
     if jobs is not None and jobs < 1:
         raise AotwheelError(f"--jobs / AOTWHEEL_OCLOC_JOBS must be at least 1, not {jobs}")
+    from aotwheel.backends.intel.triton import is_triton_input
+
+    path = Path(args.input)
+    if is_triton_input(path):
+        return _run_triton(args, path, resolve, jobs)
     try:
-        spirv = Path(args.input).read_bytes()
+        spirv = path.read_bytes()
     except OSError as exc:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
+    if args.strict_target:
+        raise AotwheelError("--strict-target is for Triton kernels (a .spv beside its metadata .json); drop it for a bare SPIR-V module")
     from aotwheel.buildsteps.progress import Progress
 
     settings = config.read()
@@ -133,13 +196,13 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
             progress.done(build.device, seconds)
 
     result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
-                                  grf=args.grf, jobs=jobs, field_defaults=settings.field_defaults and not args.no_field_defaults,
+                                  grf=args.grf or "default", jobs=jobs,
+                                  field_defaults=settings.field_defaults and not args.no_field_defaults,
                                   image_format="legacy" if args.legacy_images else None, format_source="--legacy-images",
                                   min_driver=min_driver, progress=finished)
     if progress is not None:
         progress.close()
-    stem = Path(args.input)
-    output = args.output or str(stem.with_suffix(".ar" if args.format == "fatbin" else ".d"))
+    output = args.output or str(path.with_suffix(".ar" if args.format == "fatbin" else ".d"))
     written = write_outputs(result, output, args.format)
     if args.json:
         print(json.dumps({**result.to_dict(), "format": args.format, "written": written}, indent=2))
@@ -150,3 +213,40 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     ir = " + generic_ir (JIT fallback)" if result.jit_fallback else ""
     print(f"wrote {', '.join(written)}{ir if args.format == 'fatbin' else ''}", file=sys.stdout)
     return 0
+
+
+def _run_triton(args: argparse.Namespace, path: Any, resolve: Resolver, jobs: int | None) -> int:
+    """Triton kernels: one file -> its fat binary (or --format dir) as for SPIR-V; a folder -> one
+    fat binary per kernel in OUT (default IN.aot) with aotwheel-triton.json."""
+    from aotwheel.backends.intel.build.compile import write_outputs
+    from aotwheel.backends.intel.triton import compile_kernels, find_kernels, write_kernels
+    from aotwheel.errors import AotwheelError
+
+    kernels = find_kernels(path)
+    if path.is_dir() and args.format != "fatbin":
+        raise AotwheelError("--format dir takes one kernel; a folder of Triton kernels gives one fat binary per kernel (drop --format)")
+    devlist = args.devlist if args.devlist and args.devlist.strip() else None  # None: each kernel's own target
+    import os
+
+    from aotwheel.backends.intel.variables import MIN_DRIVER
+
+    builds = compile_kernels(kernels, devlist, resolve=resolve, options=args.options, grf=args.grf or "auto",
+                             jit_fallback=not args.no_jit, jobs=jobs, strict_target=args.strict_target,
+                             image_format="legacy" if args.legacy_images else None,
+                             min_driver=args.min_driver if args.min_driver is not None else os.environ.get(MIN_DRIVER.name))
+    if path.is_dir():
+        written = write_kernels(builds, args.output or f"{str(path).rstrip('/')}.aot")
+    else:
+        output = args.output or str(kernels[0].spv.with_suffix(".ar" if args.format == "fatbin" else ".d"))
+        written = write_outputs(builds[0].result, output, args.format)
+    if args.json:
+        print(json.dumps({"kernels": [b.to_dict() for b in builds], "format": args.format, "written": written}, indent=2))
+        return 0
+    for b in builds:
+        k = b.kernel
+        print(f"{k.name} ({k.key}): Triton target {k.target_ip or 'unknown'}, ocloc -options {b.result.options!r}")
+        for d in b.result.builds:
+            print(f"  {_name(d)}: {_report(d, b.result.image_format)}")
+    print(f"wrote {', '.join(written)}")
+    return 0
+

@@ -49,11 +49,33 @@ def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
     if kind == _AR and not _is_fat_binary(region):
         return False  # a static library: the inspector reads its members' offload sections
     walk.add_image(region, triple=None, section=None)
+    if kind == _AR:
+        walk.report.kernels = _fat_binary_kernels(region)
     if kind == _LEGACY:
         from aotwheel.backends.intel.legacy import read_legacy
 
         walk.report.kernels = read_legacy(region).kernels
     return True
+
+
+def _fat_binary_kernels(region: Region) -> int | None:
+    """Kernels of a bare fat binary: its generic_ir SPIR-V's entry points, else the first native
+    member's kernels (as ``inspect k.spv`` counts them)."""
+    from aotwheel.backends.intel.grf import kernel_grf
+    from aotwheel.backends.intel.legacy import ir_payload
+    from aotwheel.formats.ar import member_target, read_ar
+    from aotwheel.formats.spirv import read_spirv
+
+    members = [m for m in read_ar(region) if not m.is_padding]
+    for m in members:
+        if m.name == "generic_ir":
+            payload = ir_payload(region.sub(m.offset, m.size, "ar member 'generic_ir'"))
+            if payload is not None and sniff(payload.head(8)) == ImageKind.SPIRV:
+                return read_spirv(payload, count_kernels=True).kernels
+    for m in members:
+        if member_target(m.name)[0]:
+            return len(kernel_grf(region.read(m.offset, m.size, f"ar member {m.name!r}"), f"{region.label} member {m.name}")) or None
+    return None
 
 
 def read_host(walk: ImageWalk, region: Region, view: ElfView, host: HostOffload) -> None:

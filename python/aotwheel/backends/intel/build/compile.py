@@ -6,10 +6,15 @@ resolver, device-code cache and per-device ocloc jobs as the CMake build, run in
 the same fat-binary writer, so the result equals ``ocloc compile -device a,b,…`` member by
 member (and byte for byte when the options match).
 
-``grf="auto"``: every device is built with ocloc's default register file first; a device whose
-ocloc log reports spills (22.43 prints ``warning: kernel K  compiled SIMD32 allocated 128 regs
-and spilled around 248``) is rebuilt with ``-cl-intel-256-GRF-per-thread``, and the report says
-so. Standard library only (it shares the build steps' import rules).
+GRF (the register file): the report gives what ocloc allocated, read from each image
+(:mod:`aotwheel.backends.intel.grf`: zebin ``.ze_info`` ``grf_count``, legacy ``NumGRFRequired``),
+never what was asked: ``-cl-intel-enable-auto-large-GRF-mode`` (a field default) lets ocloc pick
+256 on pvc. ``grf="auto"``: a device whose ocloc log reports spills (22.43 prints ``warning: kernel
+K  compiled SIMD32 allocated 128 regs and spilled around 248``) is rebuilt with
+``-cl-intel-256-GRF-per-thread`` only when a larger register file is possible (the build got less
+than 256 and the options do not pin ``-cl-intel-128-GRF-per-thread``); a rebuild that got no more
+registers is dropped. Each device's report lists what was tried. Standard library only (it shares
+the build steps' import rules).
 """
 
 from __future__ import annotations
@@ -32,7 +37,11 @@ if TYPE_CHECKING:
     from aotwheel.buildsteps.tiers import Tiers
 
 LARGE_GRF_OPTION = "-cl-intel-256-GRF-per-thread"
-GRF_MODES = ("small", "large", "auto")
+SMALL_GRF_OPTION = "-cl-intel-128-GRF-per-thread"
+LARGE_GRF = 256  # registers -cl-intel-256-GRF-per-thread asks for: the most any GRF option gives
+# default: the options as given (ocloc's choice under them); small/large: add the 128/256 option;
+# auto: as default, then large where that build spilled and more registers are possible
+GRF_MODES = ("default", "small", "large", "auto")
 SPIRV_MAGIC_LE = b"\x03\x02\x23\x07"
 _SPIRV_HEADER = 20  # magic, version, generator, bound, schema
 # ocloc 22.43 (IGC): "warning: kernel spill  compiled SIMD32 allocated 128 regs and spilled around 248";
@@ -60,28 +69,52 @@ class Spill:
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """One ocloc build of a device: the GRF option added to the options, what ocloc allocated
+    (the most registers of any kernel; None when the image records none) and its spills."""
+
+    added: str  # "" or the GRF option added for this build
+    registers: int | None
+    spills: tuple[Spill, ...]
+    kept: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return {"added_option": self.added, "registers": self.registers, "spills": [s.__dict__ for s in self.spills], "kept": self.kept}
+
+
+def grf_label(registers: int | None) -> str:
+    """``small`` (128 registers), ``large`` (256), another count as a number, ``unknown``."""
+    return {128: "small", LARGE_GRF: "large"}.get(registers or 0, str(registers) if registers else "unknown")
+
+
+@dataclass(frozen=True)
 class DeviceBuild:
     """What was built for one device."""
 
     device: str
     ip: str
     ocloc_device: str
-    grf: str  # "small" | "large"
+    grf: str  # what ocloc allocated: grf_label(registers)
     size: int
     cache_hit: bool
     spills: tuple[Spill, ...] = ()  # of the build that was kept
-    retried_after_spills: tuple[Spill, ...] = ()  # of the small-GRF build that --grf auto replaced
+    retried_after_spills: tuple[Spill, ...] = ()  # of the build that --grf auto replaced
     poisoned: tuple[str, ...] = ()  # kernels IGC replaced by fp64 poison stubs (a device without fp64)
     member: str = ""  # its fat-binary member: 64.<ip>, or 64.<generic> for an image several devices share
     serves: tuple[str, ...] = ()  # the listed devices it serves natively (coverage.py)
+    registers: int | None = None  # allocated, the most of any kernel (read from the image)
+    kernel_registers: tuple[tuple[str, int], ...] = ()
+    tried: tuple[Attempt, ...] = ()
+    note: str = ""  # why --grf auto did not retry, or why its retry was dropped
 
     def to_dict(self) -> dict[str, object]:
         return {"device": self.device, "ip": self.ip, "ocloc_device": self.ocloc_device, "member": self.member,
                 "serves": list(self.serves), "grf": self.grf,
+                "registers": self.registers, "kernel_registers": dict(self.kernel_registers),
                 "size": self.size, "cache_hit": self.cache_hit,
                 "spills": [s.__dict__ for s in self.spills],
                 "retried_after_spills": [s.__dict__ for s in self.retried_after_spills],
-                "poisoned": list(self.poisoned)}
+                "poisoned": list(self.poisoned), "tried": [a.to_dict() for a in self.tried], "note": self.note}
 
 
 def poisoned_kernels(binary: bytes, label: str) -> tuple[str, ...]:
@@ -158,18 +191,21 @@ def intel_devices(dl: Any) -> Any:
 
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
-                         jit_fallback: bool = True, grf: str = "small", jobs: int | None = None,
+                         jit_fallback: bool = True, grf: str = "default", jobs: int | None = None,
                          cache: DeviceCodeCache | None = None, field_defaults: bool = True,
                          image_format: str | None = None, format_source: str = "image_format",
                          min_driver: str | None = None,
-                         progress: Callable[[DeviceBuild, float, int, str], None] | None = None) -> CompileResult:
+                         progress: Callable[[DeviceBuild, float, int, str], None] | None = None,
+                         append_as_triton: bool = False) -> CompileResult:
     """:func:`aotwheel.compile.compile_spirv` with the per-device report (and binaries, for
     ``--format dir``); ``devlist`` is resolved by ``resolve`` once the input checked out.
     ``image_format``: ``zebin`` or ``legacy``; None reads ``USE_AOT_IMAGE_FORMAT`` (default zebin);
     ``format_source`` names how it was asked for in an error line (``--legacy-images``).
     ``min_driver``: the oldest driver release (``26.05``) every listed device runs natively on; its
     images are planned for it (:mod:`aotwheel.backends.intel.coverage`; None: the default floor).
-    ``progress(build, seconds, images, image_format)`` is called as each image finishes (in this thread)."""
+    ``progress(build, seconds, images, image_format)`` is called as each image finishes (in this thread).
+    ``append_as_triton``: add a GRF option as Triton's ``make_spv`` does (``flags + " " + option``,
+    even to empty flags: ocloc's image differs with the option text's spacing)."""
     from aotwheel.backends.intel.build.fatbin import build_fatbin
     from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
@@ -228,7 +264,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
         tiers = Tiers(local=cache, stores=remote.stores(), readonly=remote.readonly,
                       secret=remote.secret)  # remote stores as in a build
         job = _Job(spv_path=spv_path, sha=sha, ocloc=path, ocloc_version=version, options=opts, tiers=tiers,
-                   format_args=format_args, spirv_size=len(spirv))
+                   format_args=format_args, spirv_size=len(spirv), append_as_triton=append_as_triton)
         workers = max(1, min(len(images), jobs or os.cpu_count() or 1))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aotwheel-ocloc") as pool:
             futures = [pool.submit(job.timed, i.device, i.ip, spellings[i.device], grf) for i in images.values()]
@@ -265,6 +301,7 @@ class _Job:
     tiers: Tiers
     format_args: tuple[str, ...] = ()  # --format zebin / patchtokens, as this ocloc takes it
     spirv_size: int = 0
+    append_as_triton: bool = False
 
     def timed(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[tuple[DeviceBuild, bytes], float]:
         """:meth:`build` and the seconds it took."""
@@ -272,24 +309,46 @@ class _Job:
         return self.build(device, ip, ocloc_device, grf), time.monotonic() - began
 
     def build(self, device: str, ip: str, ocloc_device: str, grf: str) -> tuple[DeviceBuild, bytes]:
-        first = "large" if grf == "large" else "small"
-        data, spills, hit = self._one(ocloc_device, ip, first)
-        if grf != "auto" or not spills:
-            return DeviceBuild(device, ip, ocloc_device, first, len(data), hit, spills, (), poisoned_kernels(data, device)), data
-        data2, spills2, hit2 = self._one(ocloc_device, ip, "large")
-        return (DeviceBuild(device, ip, ocloc_device, "large", len(data2), hit and hit2, spills2, spills, poisoned_kernels(data2, device)),
-                data2)
+        added = {"small": SMALL_GRF_OPTION, "large": LARGE_GRF_OPTION}.get(grf, "")
+        data, spills, hit = self._one(ocloc_device, ip, added)
+        kernels = _registers(data)
+        regs = max(kernels.values(), default=None)
+        first = Attempt(added, regs, spills, True)
+        note = ""
+        if grf == "auto" and spills:
+            words = self.options.split()
+            if SMALL_GRF_OPTION in words:
+                note = f"spills; not rebuilt: the options pin {SMALL_GRF_OPTION}"
+            elif LARGE_GRF_OPTION in words or (regs or 0) >= LARGE_GRF:
+                note = f"spills with {regs} registers, the most {LARGE_GRF_OPTION} gives; not rebuilt"
+            else:
+                data2, spills2, hit2 = self._one(ocloc_device, ip, LARGE_GRF_OPTION)
+                kernels2 = _registers(data2)
+                regs2 = max(kernels2.values(), default=None)
+                if regs2 is not None and regs is not None and regs2 <= regs:  # this device has no larger GRF
+                    note = f"rebuilt with {LARGE_GRF_OPTION}, got {regs2} registers (no more than {regs}): first build kept"
+                    tried = (first, Attempt(LARGE_GRF_OPTION, regs2, spills2, False))
+                    return self._report(device, ip, ocloc_device, data, kernels, hit and hit2, spills, (), tried, note), data
+                tried = (Attempt(added, regs, spills, False), Attempt(LARGE_GRF_OPTION, regs2, spills2, True))
+                return self._report(device, ip, ocloc_device, data2, kernels2, hit and hit2, spills2, spills, tried, ""), data2
+        return self._report(device, ip, ocloc_device, data, kernels, hit, spills, (), (first,), note), data
 
-    def _options(self, grf: str) -> str:
-        return f"{self.options} {LARGE_GRF_OPTION}".strip() if grf == "large" else self.options
+    @staticmethod
+    def _report(device: str, ip: str, ocloc_device: str, data: bytes, kernels: dict[str, int], hit: bool,
+                spills: tuple[Spill, ...], replaced: tuple[Spill, ...], tried: tuple[Attempt, ...], note: str) -> DeviceBuild:
+        regs = max(kernels.values(), default=None)
+        return DeviceBuild(device, ip, ocloc_device, grf_label(regs), len(data), hit, spills, replaced,
+                           poisoned=poisoned_kernels(data, device), registers=regs,
+                           kernel_registers=tuple(sorted(kernels.items())), tried=tried, note=note)
 
-    def _one(self, ocloc_device: str, ip: str, grf: str) -> tuple[bytes, tuple[Spill, ...], bool]:
-        """``(binary, spills, cache hit)``. The log is cached beside the binary so that a cache
-        hit still knows about spills; a binary without its log is rebuilt."""
+    def _one(self, ocloc_device: str, ip: str, added: str) -> tuple[bytes, tuple[Spill, ...], bool]:
+        """``(binary, spills, cache hit)`` of one ocloc run with ``added`` after the options. The
+        log is cached beside the binary so that a cache hit still knows about spills; a binary
+        without its log is rebuilt."""
         from aotwheel.backends.intel.build.ocloc_job import LOG_LIMIT, compile_device_logged, image_limit
         from aotwheel.buildsteps.cache import CacheKey
 
-        options = self._options(grf)
+        options = f"{self.options} {added}" if added and self.append_as_triton else f"{self.options} {added}".strip()
         # The same portable key (schema 2) as the CMake build's ocloc jobs: content, the device's
         # IP and ocloc's identity, so both share local and remote entries.
         fields = dict(input_sha256=self.sha, target=ip, tool="ocloc", tool_version=self.ocloc_version,
@@ -314,6 +373,17 @@ class _Job:
         self.tiers.store(key, data, label, writable)
         self.tiers.store(log_key, text.encode(), label, log_writable)
         return data, parse_spills(text), False
+
+
+def _registers(image: bytes) -> dict[str, int]:
+    """``kernel -> registers`` ocloc allocated, read from the image (empty when it records none)."""
+    from aotwheel.backends.intel.grf import kernel_grf
+    from aotwheel.errors import InspectError
+
+    try:
+        return kernel_grf(image, "ocloc's image")
+    except InspectError:  # an image layout this reader does not know: the report says "unknown"
+        return {}
 
 
 def write_outputs(result: CompileResult, output: str, fmt: str) -> list[str]:
