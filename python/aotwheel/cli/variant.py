@@ -41,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.pick:
         wheel, ordered = variants.pick(args.pick)
-        if args.json:
-            print(json.dumps({"wheel": str(wheel), "label": wheel.name.rsplit("-", 1)[1][:-4], "order": ordered}, indent=2))
+        if args.json:  # flushed: pip's lines (its own process, on the same stdout) come after it
+            print(json.dumps({"wheel": str(wheel), "label": wheel.name.rsplit("-", 1)[1][:-4], "order": ordered}, indent=2), flush=True)
         else:
-            print(wheel)
+            print(wheel, flush=True)
         if args.install:
             import sys
 
