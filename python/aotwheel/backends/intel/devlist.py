@@ -145,8 +145,13 @@ class IntelPart:
                     else "  (no ahead-of-time targets: every device will JIT-compile from SPIR-V)"]
         width = max(len(t.name) for t in self.targets)
         lines = []
+        from aotwheel.backends.intel.ocloc_table import is_stepping_name
+
         for t in self.targets:
-            aliases = f"  aka {', '.join(t.aliases)}" if t.aliases else ""
+            # Stepping spellings a newer ocloc accepts for the same IP (pvc-xt-c0) resolve, but are
+            # no other name for the product: the line keeps to the names a user would write.
+            shown = [a for a in t.aliases if not is_stepping_name(a)]
+            aliases = f"  aka {', '.join(shown)}" if shown else ""
             lines.append(f"  {t.name:<{width}}  {t.ip:<8} {t.description}{aliases}")
         return lines
 

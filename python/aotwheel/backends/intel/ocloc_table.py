@@ -32,6 +32,11 @@ _GROUP_WORD = re.compile(r"^(gen\d+(lp)?|xe\d*p?(-[a-z]+)*)$")
 _STEPPING = re.compile(r"-[a-z]\d$|-[a-z]\d-")  # dg2-g10-c0, pvc-xt-c0-vg
 
 
+def is_stepping_name(word: str) -> bool:
+    """Whether an ocloc ``-device`` word names a stepping (``dg2-g10-c0``, ``pvc-xt-c0-vg``)."""
+    return bool(_STEPPING.search(word))
+
+
 @dataclass(frozen=True)
 class OclocTable:
     """Every ``-device`` word one ocloc accepts: products (with steppings) and groups, by IP."""
