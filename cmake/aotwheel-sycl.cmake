@@ -237,7 +237,10 @@ function(aotwheel_target_sycl target)
   if(dl_OCLOC_DEVICE STREQUAL "")
     message(STATUS "aotwheel: ${target}: SYCL with no Intel AOT (targets ${dl_SYCL_TARGETS})")
   else()
-    message(STATUS "aotwheel: ${target}: SYCL AOT for ${dl_OCLOC_DEVICE} (targets ${dl_SYCL_TARGETS})")
+    # icpx gets the listed products (its own oneAPI ocloc's generic names are unknown here), not
+    # the open toolchain's coverage plan (dl_OCLOC_DEVICE: 64.bmg where the installed ocloc knows bmg).
+    list(JOIN dl "," icpx_devices)
+    message(STATUS "aotwheel: ${target}: SYCL AOT for ${icpx_devices} (targets ${dl_SYCL_TARGETS})")
   endif()
   if(DEFINED arg_DESTINATION)
     _aotwheel_sycl_manifest(${fn} "${target}")
