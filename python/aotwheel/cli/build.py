@@ -141,7 +141,8 @@ def scikit_build_defines(source: Path, build: Path, env: dict[str, str]) -> dict
         doc = tomllib.loads((source / "pyproject.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if not str(doc.get("build-system", {}).get("build-backend", "")).startswith("scikit_build_core"):
+    # scikit-build-core's backend, or aotwheel's wrapper of it (aotwheel.pep517: the same build, one at a time)
+    if not str(doc.get("build-system", {}).get("build-backend", "")).startswith(("scikit_build_core", "aotwheel.pep517")):
         return {}
     project = doc.get("project", {})
     skb = doc.get("tool", {}).get("scikit-build", {})
