@@ -11,6 +11,7 @@ from aotwheel.backends.protocol import FormatOption, ToolOption
 from aotwheel.results import NATIVE, Verdict
 
 if TYPE_CHECKING:
+    from aotwheel.backends.amd.devlist import AmdGrammar
     from aotwheel.backends.protocol import DevlistPart
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice
@@ -40,10 +41,12 @@ class AmdBackend:
         return None
 
     def devlist_grammar(self, table: object | None = None) -> AmdGrammar:
+        from aotwheel.backends.amd.devlist import AmdGrammar
+
         return AmdGrammar()
 
     def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
-        return []  # nothing is built for AMD GPUs, so none is looked for
+        return []  # no AMD probe (no ROCm here): 'native' finds no AMD GPU
 
     def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
         return []
@@ -101,29 +104,6 @@ class AmdBackend:
         line = f"{binary}: {verdict.device} will compile its kernels from AMD SPIR-V at load (embedded code objects: {', '.join(verdict.targets) or 'none'})"
         fix = self.remedy(verdict)
         return line + (f"; {fix} to ship native code for it" if fix else "")
-
-
-class AmdGrammar:
-    """``gfx*`` in ``USE_AOT_DEVLIST``: aotwheel builds no HIP code, so every AMD target is refused
-    with the way to build it. Contributes no part to the list."""
-
-    detects_native = False
-    examples = None
-
-    def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
-        from aotwheel.errors import DevlistError
-
-        raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is an AMD GPU target; aotwheel inspects and checks HIP code but does not "
-                           "build it: pass --offload-arch to hipcc, and list Intel/NVIDIA devices here", raw)
-
-    def add_native(self, idents: Sequence[str]) -> tuple[tuple[str, ...], str]:
-        return (), ""
-
-    def suggest(self, token: str) -> tuple[str, ...]:
-        return ()
-
-    def finish(self, *, jit_fallback: bool, alone: bool) -> None:
-        return None
 
 
 BACKEND = AmdBackend()
