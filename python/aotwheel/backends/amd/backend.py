@@ -76,6 +76,19 @@ class AmdBackend:
         v = decide(native, ir, device, binary=binary)
         return v if v.verdict == NATIVE else replace(v, remedy=self.remedy(v))
 
+    def devlist_tokens(self, file: FileReport, add: str | None = None) -> list[str]:
+        """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s code objects (another vendor's remedy
+        keeps them): each target id the devlist spells (``gfx90a``, ``gfx90a:xnack-``), else its
+        processor (a code object for any feature setting runs on either)."""
+        from aotwheel.backends.amd.targets import parse_target_id
+
+        tokens = []
+        for name in [*self.code_in(file)[0], *([add] if add else [])]:
+            tid = parse_target_id(name)
+            if tid is not None:
+                tokens.append(str(tid) if len(tid.features) <= 1 and all(not on for on in tid.features.values()) else tid.processor)
+        return list(dict.fromkeys(tokens))
+
     def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
         return {}  # `aotwheel build toolchain` reports the open Intel toolchain only
 

@@ -52,6 +52,9 @@ class AmdPart:
         return [("expansions", AMD, {"targets": list(self.targets), "cmake_architectures": ";".join(self.targets)}
                  if self.targets else None)]
 
+    def cmake_variables(self, field_defaults: bool) -> dict[str, object]:
+        return {"AMD": list(self.targets)}  # aotwheel_resolve_devlist(<out>)'s <out>_AMD
+
     def describe(self, section: str) -> list[str]:
         if section != "images" or not self.targets:
             return []
