@@ -23,7 +23,7 @@
 #
 # Targets: TARGETS, else <DEVLIST>_AMD (set by aotwheel_resolve_devlist(<DEVLIST>)), else the AMD
 # part of USE_AOT_DEVLIST as aotwheel_resolve_devlist() resolves it (Python parses every token;
-# CMake never does). No AMD target: the function does nothing (no hipcc needed). A bad token, a
+# CMake never does). No AMD target: no hipcc is needed, and the header declares no image. A bad token, a
 # processor the installed hipcc cannot build or a missing hipcc stops configure with one line.
 #
 # Each call records its images on <target> (property AOTWHEEL_AMD_IMAGES: a JSON file per call)
@@ -49,37 +49,38 @@ function(aotwheel_add_hip_device_code target)
   _aotwheel_amd_targets(${fn} tokens)
   _aotwheel_vendors_built(amd)
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_amd")
+  file(MAKE_DIRECTORY "${work}")
+  set(bundles "")
   if(NOT tokens)
     message(STATUS "aotwheel: no AMD targets in the device list; ${ARG_NAME} gets no HIP code objects")
-    if(ARG_OUT_TARGETS)
-      set(${ARG_OUT_TARGETS} "" PARENT_SCOPE)
-    endif()
-    return()
+    set(plan_TARGETS "")
+  else()
+    _aotwheel_remote_settings("${work}/remote-settings")
+    list(JOIN tokens "," csv)
+    set(args "")
+    foreach(src IN LISTS ARG_SOURCES)
+      get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+      list(APPEND args "--source=${src}")
+    endforeach()
+    list(TRANSFORM ARG_HIPCC_OPTIONS PREPEND "--option=" OUTPUT_VARIABLE hipcc_args)  # no user word reads as a keyword
+    _aotwheel_python(${fn} amd configure --targets "${csv}" --out "${work}/amd.json" --plan "${work}/plan.json"
+                     --name "${ARG_NAME}" --settings "${work}/remote-settings" ${args} ${hipcc_args})
+    _aotwheel_plan_edges(plan "${work}/plan.json")
+    message(STATUS "aotwheel: ${ARG_NAME} HIP code objects [${plan_TARGETS}]")
+    set(bundles "${plan_OUTPUTS}")
+    set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_AMD_BUNDLES "${bundles}")
+    set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_AMD_IMAGES "${plan_RECORD}")
   endif()
-  file(MAKE_DIRECTORY "${work}")
-  _aotwheel_remote_settings("${work}/remote-settings")
-  list(JOIN tokens "," csv)
-  set(args "")
-  foreach(src IN LISTS ARG_SOURCES)
-    get_filename_component(src "${src}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-    list(APPEND args "--source=${src}")
-  endforeach()
-  list(TRANSFORM ARG_HIPCC_OPTIONS PREPEND "--option=" OUTPUT_VARIABLE hipcc_args)  # no user word reads as a keyword
-  _aotwheel_python(${fn} amd configure --targets "${csv}" --out "${work}/amd.json" --plan "${work}/plan.json"
-                   --name "${ARG_NAME}" --settings "${work}/remote-settings" ${args} ${hipcc_args})
-  _aotwheel_plan_edges(plan "${work}/plan.json")
-  message(STATUS "aotwheel: ${ARG_NAME} HIP code objects [${plan_TARGETS}]")
   if(ARG_OUT_TARGETS)
     set(${ARG_OUT_TARGETS} "${plan_TARGETS}" PARENT_SCOPE)
   endif()
-  # The generated C file that .incbin's the bundles into .hip_fatbin, and its header.
+  # The generated C file that .incbin's the bundles into .hip_fatbin, and its header: with no
+  # bundle too (a count of 0), so the project's code compiles whatever the list names.
   set(embed_c "${work}/${ARG_NAME}_hip_embed.c")
-  _aotwheel_python(${fn} amd embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_hip.h" ${plan_OUTPUTS})
-  set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${plan_OUTPUTS}")  # .incbin is invisible to the scanner
+  _aotwheel_python(${fn} amd embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_hip.h" ${bundles})
+  set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${bundles}")  # .incbin is invisible to the scanner
   target_sources(${target} PRIVATE "${embed_c}")
   target_include_directories(${target} PRIVATE "${work}")
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_AMD_BUNDLES "${plan_OUTPUTS}")
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_AMD_IMAGES "${plan_RECORD}")
 endfunction()
 
 # _aotwheel_amd_targets(<fn> <out>): the AMD tokens asked for: the caller's ARG_TARGETS, else

@@ -95,8 +95,8 @@ def parse_listed(token: str, raw: str | None = None) -> TargetId:
     known = known_processors()
     if target is not None and processor in known and set(target.features) <= set(FEATURES):
         return target
-    scored = [(difflib.SequenceMatcher(None, processor, k).ratio(), _shared_prefix(k, processor), k) for k in known]
-    near = tuple(k for ratio, _, k in sorted(scored, key=lambda s: (-round(s[0], 2), -s[1]))[:3] if ratio >= 0.6)
+    scored = [(difflib.SequenceMatcher(None, processor, k).ratio(), _shared_prefix(k, processor), _step(k, processor), k) for k in known]
+    near = tuple(k for ratio, _, _, k in sorted(scored, key=lambda s: (-round(s[0], 2), -s[1], s[2]))[:3] if ratio >= 0.6)
     if target is not None and processor in known:
         raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' has a feature AMD target ids lack; write {processor} or "
                            f"{processor}:xnack- (features: {', '.join(FEATURES)})", raw, (processor,))
@@ -111,3 +111,12 @@ def _shared_prefix(a: str, b: str) -> int:
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
+
+
+def _step(a: str, b: str) -> int:
+    """How far apart the first differing characters of ``a`` and ``b`` are as base-36 digits:
+    among names as close and sharing as much, ``gfx90a`` comes before ``gfx900`` for ``gfx90b``."""
+    n = _shared_prefix(a, b)
+    if n >= min(len(a), len(b)) or not (a[n].isalnum() and b[n].isalnum()):
+        return 36
+    return abs(int(a[n], 36) - int(b[n], 36))
