@@ -47,7 +47,8 @@ aotwheel_resolve_devlist(AOT)
 {calls}
 install(TARGETS _k LIBRARY DESTINATION hippkg)
 """
-HIP_CALL = 'aotwheel_add_hip_device_code(_k NAME kernels DEVLIST AOT {dest} SOURCES "{hip}" OUT_TARGETS made)\nfile(WRITE "${{CMAKE_BINARY_DIR}}/made.txt" "${{made}}")'
+HIP_CALL = ('aotwheel_add_hip_device_code(_k NAME kernels DEVLIST AOT {dest} SOURCES "{hip}" OUT_TARGETS made)\n'
+            'file(WRITE "${{CMAKE_BINARY_DIR}}/made.txt" "${{made}}")')
 CUDA_CALL = 'aotwheel_add_cuda_device_code(_k NAME kernels DEVLIST AOT SOURCES "{kernels}/elementwise.cl")'
 INTEL_CALL = 'aotwheel_add_device_code(_k NAME kernels DEVLIST AOT DESTINATION hippkg SOURCES "{kernels}/elementwise.cl")'
 STUB = '#include "kernels_hip.h"\nunsigned k_images(void) { return aotwheel_kernels_hip_image_count; }\n'

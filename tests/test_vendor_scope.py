@@ -1,0 +1,56 @@
+"""A vendor is one folder (issue 40): the change that made AMD build (hipcc, ``gfx*`` in
+USE_AOT_DEVLIST) touched only the AMD package, its CMake file, its tests, docs, ci/setup.sh and
+the HIP kernel in csrc/ -- nothing of the core. Read from git history, not from the code: the
+files that differ between the commit before the AMD change (``BASE``, recorded here) and the last
+commit of that change (the newest commit whose subject starts with ``amd:``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+# main as the AMD branch last merged it: the Backend protocol (narrow), CMake by vendor (cmakev)
+# and the rest of issue 40's core, before any AMD build code on top of it.
+BASE = ""
+MARK = "amd:"  # the subject prefix of the AMD change's commits
+
+# What the AMD change may touch, and why each place is the vendor's own.
+SCOPE = {
+    "python/aotwheel/backends/amd/*": "the AMD package",
+    "cmake/aotwheel-amd.cmake": "its CMake file",
+    "tests/test_amd*.py": "its tests",
+    "tests/test_vendor_scope.py": "this test",
+    "tests/test_ci_setup.py": "ci/setup.sh's test: the main job asks for no hipcc",
+    "docs/*.md": "docs",
+    "README.md": "docs",
+    "ci/setup.sh": "installs hipcc in the Debian 12 lane",
+    "csrc/hip/*": "the HIP kernel",
+    "CMakeLists.txt": "this repository's own build calls aotwheel_add_hip_device_code() for the HIP kernel",
+}
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_amd_change_touches_only_the_amd_vendor() -> None:
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout (the history is what this test reads)")
+    if _git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("a shallow clone: the commit before the AMD change is not in its history (git fetch --unshallow)")
+    if _git("cat-file", "-e", f"{BASE}^{{commit}}").returncode != 0:
+        pytest.skip(f"commit {BASE[:12]} (before the AMD change) is not in this clone's history")
+    assert _git("merge-base", "--is-ancestor", BASE, "HEAD").returncode == 0, f"{BASE[:12]} is not an ancestor of HEAD"
+    since = _git("log", "--format=%H %s", f"{BASE}..HEAD").stdout.splitlines()  # newest first
+    head = next((line.split(" ", 1)[0] for line in since if line.split(" ", 1)[-1].startswith(MARK)), "")
+    assert head, f"no commit whose subject starts with '{MARK}' after {BASE[:12]}"
+    changed = _git("diff", "--name-only", BASE, head).stdout.split()
+    assert any(fnmatch.fnmatch(f, "python/aotwheel/backends/amd/*") for f in changed), changed  # the change is there at all
+    outside = [f for f in changed if not any(fnmatch.fnmatch(f, pattern) for pattern in SCOPE)]
+    assert outside == [], f"the AMD change touched files outside the AMD vendor's scope: {outside}"
