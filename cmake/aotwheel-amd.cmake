@@ -10,32 +10,36 @@
 #                                [PACKAGE <python package>]) # for the _aot.py hook; default from DESTINATION
 #
 # HIP C++ sources, compiled for the device only. One ninja edge per (source, target):
-# `hipcc --offload-arch=<target> --genco --no-gpu-bundle-output` (HIP_PLATFORM=amd, so an nvcc on
-# PATH never takes over), each looked up in aotwheel's device-code cache first; one
-# `clang-offload-bundler` per source (the bundler hipcc's clang names); all bundles land
-# page-aligned in <target>'s `.hip_fatbin` section (where hipcc puts them, so roc-obj-ls,
-# clang-offload-bundler and `aotwheel inspect` read them) through a generated C file. Its header
-# "<NAME>_hip.h" declares
+# `hipcc --offload-arch=<target> --genco --no-gpu-bundle-output` (with HIP_PLATFORM=amd: hipcc
+# never turns to another vendor's compiler it finds on PATH), each looked up in aotwheel's
+# device-code cache first; one `clang-offload-bundler` edge per source (the bundler hipcc's clang
+# names, the empty host entry first, as hipcc writes it); all bundles land page-aligned in
+# <target>'s `.hip_fatbin` section (where hipcc puts them, so roc-obj-ls, clang-offload-bundler
+# and `aotwheel inspect` read them) through a generated C file. Its header "<NAME>_hip.h" declares
 #   struct aotwheel_hip_image { const unsigned char *start, *end; };
 #   aotwheel_<NAME>_hip_images[], aotwheel_<NAME>_hip_image_count
-# each image being one hipModuleLoadData() argument. Nothing links against ROCm: the extension
-# imports without a GPU, and the HIP runtime is needed only when a program loads the images.
+# each image being one hipModuleLoadData() argument (with no AMD target: none, and no hipcc
+# needed). Nothing links against ROCm: the extension imports without a GPU.
 #
-# Targets: TARGETS, else <DEVLIST>_AMD (set by aotwheel_resolve_devlist(<DEVLIST>)), else the AMD
-# part of USE_AOT_DEVLIST as aotwheel_resolve_devlist() resolves it (Python parses every token;
-# CMake never does). No AMD target: no hipcc is needed, and the header declares no image. A bad token, a
-# processor the installed hipcc cannot build or a missing hipcc stops configure with one line.
+# Targets: TARGETS, else <DEVLIST>_AMD, else the AMD part of USE_AOT_DEVLIST as
+# aotwheel_resolve_devlist() resolves it (Python parses every token; CMake never does). A bad
+# token, a processor the installed hipcc cannot build or a missing hipcc stops configure with one
+# line naming the fix.
 #
-# Each call records its images on <target> (property AOTWHEEL_AMD_IMAGES: a JSON file per call)
-# for the manifest; a project built by hipcc alone passes DESTINATION here instead.
+# aotwheel_resolve_devlist(<out>) sets this vendor's variable (AMD's DevlistPart.cmake_variables()):
+#   <out>_AMD   the AMD target ids listed (gfx90a;gfx1030; empty if none)
+#
+# Each call records its images on <target> (property AOTWHEEL_IMAGES_amd: a JSON file per call;
+# AOTWHEEL_IMAGE_FILES_amd: the bundles) so that whichever call on the target writes
+# _aot_manifest.json lists them. A project built by hipcc alone passes DESTINATION here: the same
+# manifest and _aot.py (one call per target may own them).
 include_guard(GLOBAL)
 
 if(NOT DEFINED _AOTWHEEL_STEP_COMMAND)
   include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-config.cmake")
 endif()
 
-set(_AOTWHEEL_VENDOR_CALLS_amd "aotwheel_add_hip_device_code()")
-set(_AOTWHEEL_VENDOR_WORDS_amd "AMD targets")
+_aotwheel_register_vendor(amd WORDS "AMD targets" CALLS "aotwheel_add_hip_device_code()")
 
 function(aotwheel_add_hip_device_code target)
   set(fn aotwheel_add_hip_device_code)
@@ -45,17 +49,18 @@ function(aotwheel_add_hip_device_code target)
                         "Usage: ${fn}(<target> SOURCES <file.hip>... [TARGETS gfx90a ...|DEVLIST <prefix>] [NAME <id>] "
                         "[HIPCC_OPTIONS <arg>...] [DESTINATION <dir> [PACKAGE <pkg>]])")
   endif()
-  _aotwheel_check_device_code_args(${fn} "${target}" "Pass the HIP sources, e.g. SOURCES csrc/hip/vadd.hip")
+  _aotwheel_check_device_code_args(${fn} "${target}" "Pass the HIP sources, e.g. SOURCES csrc/hip/elementwise.hip")
   _aotwheel_amd_targets(${fn} tokens)
   _aotwheel_vendors_built(amd)
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_amd")
   file(MAKE_DIRECTORY "${work}")
   set(bundles "")
+  set(facts "")
   if(NOT tokens)
     message(STATUS "aotwheel: no AMD targets in the device list; ${ARG_NAME} gets no HIP code objects")
     set(plan_TARGETS "")
   else()
-    _aotwheel_remote_settings("${work}/remote-settings")
+    _aotwheel_remote_settings("${work}/remote-settings")  # -C cmake.define.AOTWHEEL_REMOTE_CACHE=... reaches hipcc steps too
     list(JOIN tokens "," csv)
     set(args "")
     foreach(src IN LISTS ARG_SOURCES)
@@ -63,31 +68,50 @@ function(aotwheel_add_hip_device_code target)
       list(APPEND args "--source=${src}")
     endforeach()
     list(TRANSFORM ARG_HIPCC_OPTIONS PREPEND "--option=" OUTPUT_VARIABLE hipcc_args)  # no user word reads as a keyword
+    # hipcc found and asked (--version, one -### dry run), every target checked, the plan written.
     _aotwheel_python(${fn} amd configure --targets "${csv}" --out "${work}/amd.json" --plan "${work}/plan.json"
                      --name "${ARG_NAME}" --settings "${work}/remote-settings" ${args} ${hipcc_args})
     _aotwheel_plan_edges(plan "${work}/plan.json")
     message(STATUS "aotwheel: ${ARG_NAME} HIP code objects [${plan_TARGETS}]")
     set(bundles "${plan_OUTPUTS}")
-    set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_AMD_BUNDLES "${bundles}")
-    set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_AMD_IMAGES "${plan_RECORD}")
+    # What this call builds per source (its bundle and the code objects in it), for the manifest.
+    set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_IMAGES_amd "${plan_RECORD}")
+    set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_IMAGE_FILES_amd "${bundles}")
+    file(READ "${work}/amd.json" facts)  # hipcc's facts: the manifest's toolchain when this call owns it
+    string(STRIP "${facts}" facts)
   endif()
   if(ARG_OUT_TARGETS)
     set(${ARG_OUT_TARGETS} "${plan_TARGETS}" PARENT_SCOPE)
   endif()
-  # The generated C file that .incbin's the bundles into .hip_fatbin, and its header: with no
-  # bundle too (a count of 0), so the project's code compiles whatever the list names.
+  # The generated C file that .incbin's the bundles into .hip_fatbin, and its header.
   set(embed_c "${work}/${ARG_NAME}_hip_embed.c")
   _aotwheel_python(${fn} amd embed --name "${ARG_NAME}" --out-c "${embed_c}" --out-h "${work}/${ARG_NAME}_hip.h" ${bundles})
   set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${bundles}")  # .incbin is invisible to the scanner
   target_sources(${target} PRIVATE "${embed_c}")
   target_include_directories(${target} PRIVATE "${work}")
+  if(DEFINED ARG_DESTINATION)
+    if(tokens_JSON STREQUAL "")  # TARGETS: the list is the caller's, resolved here for the manifest
+      list(JOIN ARG_TARGETS "," csv)
+      aotwheel_resolve_devlist(explicit DEVLIST "${csv}")
+      set(tokens_JSON "${explicit_JSON}")
+    endif()
+    set(package_arg "")
+    if(DEFINED ARG_PACKAGE)
+      set(package_arg PACKAGE "${ARG_PACKAGE}")
+    endif()
+    _aotwheel_target_manifest(${fn} "${target}" "${work}" "${tokens_JSON}" "${facts}" NAME "${ARG_NAME}"
+                              CUSTOM_TARGET ${ARG_NAME}_hip_aot_manifest JIT_FALLBACK OFF
+                              DESTINATION "${ARG_DESTINATION}" ${package_arg})
+  endif()
 endfunction()
 
 # _aotwheel_amd_targets(<fn> <out>): the AMD tokens asked for: the caller's ARG_TARGETS, else
-# <ARG_DEVLIST>_AMD, else the AMD part of USE_AOT_DEVLIST through aotwheel_resolve_devlist().
+# <ARG_DEVLIST>_AMD, else the AMD part of USE_AOT_DEVLIST through aotwheel_resolve_devlist();
+# <out>_JSON: the resolver's JSON of that list (for the manifest), empty for TARGETS.
 function(_aotwheel_amd_targets fn out)
   if(DEFINED ARG_TARGETS)
     set(${out} "${ARG_TARGETS}" PARENT_SCOPE)
+    set(${out}_JSON "" PARENT_SCOPE)
     return()
   elseif(DEFINED ARG_DEVLIST)
     if(NOT DEFINED ${ARG_DEVLIST}_JSON)
@@ -99,11 +123,6 @@ function(_aotwheel_amd_targets fn out)
     set(dl _aotw_hdl)
   endif()
   _aotwheel_vendors_wanted(${fn} ${dl})
-  # The resolver's JSON, read here until the core sets <dl>_AMD itself.
-  string(JSON type ERROR_VARIABLE err TYPE "${${dl}_JSON}" amd)
-  set(names "")
-  if(type STREQUAL "OBJECT")
-    _aotwheel_json_field(names "${${dl}_JSON}" "" amd targets)
-  endif()
-  set(${out} "${names}" PARENT_SCOPE)
+  set(${out} "${${dl}_AMD}" PARENT_SCOPE)
+  set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
 endfunction()
