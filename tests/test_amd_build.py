@@ -254,3 +254,25 @@ def test_an_amd_list_without_the_hip_call_stops_configure(tmp_path: Path) -> Non
     assert procs[0].returncode != 0
     said = " ".join(procs[0].stderr.split())
     assert "USE_AOT_DEVLIST names AMD targets (gfx90a) but no aotwheel_add_hip_device_code() call" in said, procs[0].stderr[-3000:]
+
+
+def test_this_repository_builds_its_hip_kernel_for_amd_alone(tmp_path: Path) -> None:
+    """This repository's own build (CMakeLists.txt) with USE_AOT_DEVLIST=gfx90a,gfx1030 and the
+    Intel tools pointing nowhere: _kernels carries csrc/hip/elementwise.hip's code objects for
+    both, as the bundler lists them, and its manifest names them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_ALLOW", "AOTWHEEL_REMOTE"))}
+    env.update(NO_INTEL_TOOLS, USE_AOT_DEVLIST="gfx90a,gfx1030", AOTWHEEL_CACHE_DIR=str(tmp_path / "cache"))
+    bld = tmp_path / "b"
+    for cmd in (["cmake", "-S", str(REPO), "-B", str(bld), "-G", "Ninja", f"-DPython_EXECUTABLE={sys.executable}"],
+                ["ninja", "-C", str(bld)]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [so] = bld.glob("_kernels*.so")
+    assert bundled_ids(so, tmp_path) == [["host-x86_64-unknown-linux", HIP_ID + "gfx90a", HIP_ID + "gfx1030"]]
+    # the kernel is there under its own name: the bundler's gfx90a entry, unbundled, defines vector_add
+    co = tmp_path / "gfx90a.co"
+    run_tool([BUNDLER, "-unbundle", "-type=o", f"-input={tmp_path / 'bundle0.bin'}", f"-targets={HIP_ID}gfx90a", f"-output={co}"])
+    assert re.search(r"\bFUNC\s+GLOBAL\s+\w+\s+\d+\s+vector_add$", run_tool(["readelf", "-sW", str(co)]).stdout, re.M)
+    manifest = json.loads((bld / "aotwheel" / "kernels" / "_aot_manifest.json").read_text())
+    assert manifest["devlist"]["amd"] == ["gfx90a", "gfx1030"]
+    assert [(i["vendor"], i["source"]) for i in manifest["images"]] == [("amd", "elementwise.hip")]
