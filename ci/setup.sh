@@ -46,6 +46,7 @@ case "$toolchain" in
       clang-19 llvm-spirv-19 llvm-19  # OpenCL C -> LLVM IR -> SPIR-V
       libclang-rt-19-dev clang-tools-19  # fuzzer/sanitizer runtimes; clang-offload-bundler-19
       g++-15  # nvcc 13.0 takes host compilers up to gcc 15; sid's default gcc is newer (ci/test.sh points nvcc at it)
+      hipcc   # AMD's HIP compiler (ROCm 6.4 on clang-21: gfx1100 and generic processors too): the AMD build tests
     ) ;;
   *) echo "ci/setup.sh: error: AOTWHEEL_TOOLCHAIN=$toolchain; use debian12 or current" >&2; exit 2 ;;
 esac

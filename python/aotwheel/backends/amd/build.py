@@ -123,6 +123,8 @@ def compile_image(args: argparse.Namespace) -> int:
     data = tmp.read_bytes()
     tmp.unlink()
     atomic_write(out, data)
+    if depfile and not Path(depfile).is_file():  # clang 16+ writes none for a device-only job: the source, as on a hit
+        Path(depfile).write_text(f"{_escape(str(out))}: {_escape(str(source))}\n")
     tiers.store(key, data, source.name, writable)
     return 0
 

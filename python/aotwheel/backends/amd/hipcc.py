@@ -25,7 +25,7 @@ _CLANG_VERSION_RE = re.compile(r"clang version ([0-9][0-9.]*)")
 # What `hipcc -###` prints: each argument of each command quoted.
 _QUOTED_RE = re.compile(r'"((?:[^"\\]|\\.)*)"')
 # ROCm's device libraries hold one oclc_isa_version_<processor digits>.bc per processor they serve.
-_ISA_RE = re.compile(r"oclc_isa_version_([0-9a-f]+)\.bc")
+_ISA_RE = re.compile(r"oclc_isa_version_([0-9a-f]+|[0-9]+(?:-[0-9]+)*-generic)\.bc")
 
 
 def hip_env(base: dict[str, str] | None = None) -> dict[str, str]:
