@@ -44,21 +44,13 @@ def _targets(text: str) -> tuple[str, ...]:
 
 def configure(args: argparse.Namespace) -> int:
     """Find hipcc, check every target against what it builds, write the toolchain JSON and the plan."""
-    from aotwheel.backends.amd.hipcc import find_hipcc, query
+    from aotwheel.backends.amd.hipcc import find_hipcc, query, require_processors
 
     targets = _targets(args.targets)
     if not targets:
         raise ToolchainError("no AMD targets given; pass --targets gfx90a,... (USE_AOT_DEVLIST's gfx names)")
     hipcc = query(find_hipcc(args.hipcc or None), list(targets))
-    processors = list(dict.fromkeys(t.split(":")[0] for t in targets))
-    missing = [p for p in processors if hipcc.device_libs and p not in hipcc.processors]
-    if missing:
-        # the newest of each generation's spelling (gfx9xx, gfx1xxx): "gfx940 and gfx1036"
-        newest = [max(p for p in hipcc.processors if len(p) == n) for n in sorted({len(p) for p in hipcc.processors})]
-        raise ToolchainError(f"hipcc {hipcc.version} (clang {hipcc.clang_version}) at {hipcc.path} cannot build {', '.join(missing)}: "
-                             f"its ROCm device libraries ({hipcc.device_libs}) serve {len(hipcc.processors)} processors up to "
-                             f"{' and '.join(newest)}; install a newer ROCm (Debian sid's hipcc, or AMD's packages) or drop "
-                             f"{', '.join(missing)} from USE_AOT_DEVLIST")
+    require_processors(hipcc, targets)
     data = {**hipcc.to_dict(), "targets": list(targets)}
     text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     out = Path(args.out)

@@ -104,6 +104,21 @@ def query(path: str, processors: list[str]) -> Hipcc:
     return Hipcc(path, hip[1], clang[1], os.path.realpath(clang_bin), bundler, host, libs, served)
 
 
+def require_processors(hipcc: Hipcc, targets: tuple[str, ...] | list[str]) -> None:
+    """Raise :class:`ToolchainError` (one line naming the fix) unless ``hipcc``'s device
+    libraries serve the processor of every target id in ``targets``."""
+    processors = list(dict.fromkeys(t.split(":")[0] for t in targets))
+    missing = [p for p in processors if hipcc.device_libs and p not in hipcc.processors]
+    if not missing:
+        return
+    # the newest of each generation's spelling (gfx9xx, gfx1xxx): "gfx940 and gfx1036"
+    newest = [max(p for p in hipcc.processors if len(p) == n) for n in sorted({len(p) for p in hipcc.processors if "generic" not in p})]
+    raise ToolchainError(f"hipcc {hipcc.version} (clang {hipcc.clang_version}) at {hipcc.path} cannot build {', '.join(missing)}: "
+                         f"its ROCm device libraries ({hipcc.device_libs}) serve {len(hipcc.processors)} processors up to "
+                         f"{' and '.join(newest)}; install a newer ROCm (Debian sid's hipcc, or AMD's packages) or drop "
+                         f"{', '.join(missing)} from USE_AOT_DEVLIST")
+
+
 def _run(args: list[str], what: str) -> str:
     try:
         proc = subprocess.run(args, capture_output=True, text=True, timeout=_TIMEOUT, check=False, env=hip_env())
