@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from aotwheel import backends
 from aotwheel.backends import ReadSpec, readers
 from aotwheel.backends.intel import kinds as intel_kinds
 from aotwheel.errors import InspectError
@@ -64,7 +65,8 @@ def xdev_reader(tmp_path, monkeypatch):
     """A fourth vendor's reader, registered under the name ``xdev`` for the test only."""
     (tmp_path / "xdev_reader.py").write_text(_READER)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(readers._REGISTERED, "xdev", "xdev_reader")
+    # One registry entry; its backend and settings modules are never imported by inspection.
+    monkeypatch.setitem(backends._VENDORS, "xdev", {"backend": "xdev_backend", "settings": "xdev_settings", "reader": "xdev_reader", "build": None})
     import xdev_reader
 
     xdev_reader.CALLS.clear()

@@ -36,7 +36,7 @@ def resolve_devlist(devlist: DevlistLike, jit_fallback: bool = True) -> DevList:
     if isinstance(devlist, str):  # anything else: the resolver's own one-line error
         from aotwheel import backends
 
-        tables = {b.name: t for b in backends.all_backends() if (t := b.devlist_table(devlist, {})) is not None}
+        tables = {name: t for name, tc in backends.toolchains() if (t := tc.table(devlist, {})) is not None}
     return resolve(devlist, jit_fallback=jit_fallback, tables=tables)
 
 

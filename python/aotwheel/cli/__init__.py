@@ -67,7 +67,7 @@ def _modules(command: str | None) -> list[str]:
         return own
     from aotwheel import backends
 
-    extra = {c: m for b in backends.all_backends() for c, m in b.commands.items()}
+    extra = {c: m for b in backends.all_backends() for c, m in b.capabilities.commands}
     if command in extra:
         return [extra[command]]
     return [m for entry in _COMMAND_MODULES for m in ([entry[0]] if entry else dict.fromkeys(extra.values()))]
