@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import sys
 
-from aotwheel.records import record
-
 # Not typing.TYPE_CHECKING: a build step imports this package (its parent) and must not pay for typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -216,61 +214,3 @@ def rebuild_devlist(file: FileReport, vendor: str, own: Sequence[str]) -> str:
         elif (extra := b.capabilities.rebuild_tokens) is not None:
             tokens += extra(file)
     return ",".join(dict.fromkeys(t for t in tokens if t))
-
-
-@record
-class ReadSpec:
-    """What of a binary a backend reads (a :class:`Reader` module's ``READS``).
-
-    :mod:`aotwheel.inspector` walks the vendor-free containers (wheels, host ELFs and their
-    ``.tgtimg`` tables and ``.llvm.offloading`` sections, static libraries, zstd frames,
-    OffloadBinaries) and hands the payloads claimed here to the reader's functions."""
-
-    magic: tuple[bytes, ...]  # whole files starting with one of these (kind "unknown" to sniff): read_file
-    file_kinds: tuple[str, ...]  # whole files of these sniffed kinds: read_file, which may decline
-    sections: tuple[str, ...]  # host ELF sections: read_host runs when one of them is present
-    image_kinds: tuple[str, ...]  # embedded images and archive members of these kinds: read_image
-    # (an offload triple's first component, the IR kind its images are): the inspector notes such
-    # images as that IR without decompressing them (SYCL: spir64 -> SPIR-V)
-    ir_triples: tuple[tuple[str, str], ...]
-    suffixes: tuple[str, ...]  # file names (besides .so, .a, .o, .spv, .bin, .ar) a wheel or directory walk reads
-    # Readers are asked in ascending ``order``, ties in the backends' registry order: a host binary's
-    # images of several vendors follow that order in its report (HIP bundles before CUDA fat binaries).
-    order: int
-    # Its ELF-based formats, (e_type, e_machine, kind) with None for any (formats.sniff.ElfKinds
-    # says which rule wins): the inspector names a sniffed ELF (a whole file, an image, a zstd
-    # frame's content) by them, and hands it to read_file / read_image by that kind.
-    elf_kinds: tuple[tuple[int | None, int | None, str], ...]
-    # LLVM OffloadBinary image kind numbers of its formats -> their names (OffloadEntry.image_kind).
-    offload_image_kinds: tuple[tuple[int, str], ...]
-    # What its whole files are called in the inspector's "not an ELF, wheel, ar, ..." error line.
-    formats: tuple[str, ...]
-    # Its native targets have IP versions (Target.ip): ``aotwheel inspect``'s IP column shows "?"
-    # for one it could not read, and "-" (does not apply) for the other vendors' targets.
-    ip_versions: bool
-    # Magic numbers of standalone images a library may keep in its data sections and load itself
-    # (cuModuleLoadData, zeModuleCreate, hipModuleLoadData): the inspector finds each in a host
-    # ELF's data sections, outside the images a runtime registers, and hands it to read_carried.
-    carried: tuple[bytes, ...]
-    # Its reader defines ``serves(file) -> list[str]``: ``aotwheel inspect``'s note on images that
-    # serve devices besides their own (Intel's shared members, such as 64.bmg).
-    serves: bool
-
-    def __init__(self, magic: tuple[bytes, ...] = (), file_kinds: tuple[str, ...] = (), sections: tuple[str, ...] = (),
-                 image_kinds: tuple[str, ...] = (), ir_triples: tuple[tuple[str, str], ...] = (), suffixes: tuple[str, ...] = (),
-                 order: int = 0, elf_kinds: tuple[tuple[int | None, int | None, str], ...] = (),
-                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (), ip_versions: bool = False,
-                 carried: tuple[bytes, ...] = (), serves: bool = False) -> None:
-        self.magic = magic
-        self.file_kinds = file_kinds
-        self.sections = sections
-        self.image_kinds = image_kinds
-        self.ir_triples = ir_triples
-        self.suffixes = suffixes
-        self.order = order
-        self.elf_kinds = elf_kinds
-        self.offload_image_kinds = offload_image_kinds
-        self.formats = formats
-        self.ip_versions = ip_versions
-        self.carried = carried
-        self.serves = serves
