@@ -18,14 +18,14 @@ import pytest
 from aotwheel import backends
 from aotwheel.backends import readers
 from aotwheel.backends.intel import kinds as intel_kinds
-from aotwheel.backends.readers import ReadSpec
+from aotwheel.backends.readspec import ReadSpec
 from aotwheel.errors import InspectError
 from aotwheel.inspector import inspect
 from aotwheel.model import Image, ImageKind
 from aotwheel.records import asdict
 
 _READER = '''
-from aotwheel.backends.readers import ReadSpec
+from aotwheel.backends.readspec import ReadSpec
 from aotwheel.model import ImageKind, Target
 
 XDEV_ELF = ImageKind.declare("xdev-elf")  # its ELF-based format: e_machine 0x7de7

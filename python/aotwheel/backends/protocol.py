@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from aotwheel.backends.readers import ReadSpec as ReadSpec  # with the readers: the inspector imports no typing
+from aotwheel.backends.readspec import ReadSpec as ReadSpec  # a module of its own: the inspector imports no typing
 
 if TYPE_CHECKING:
     from collections.abc import Callable

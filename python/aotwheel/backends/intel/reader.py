@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.kinds import CPU_AOT, ELF_KINDS, ELF_LOOKUP, IR_ELF, LEGACY, ZEBIN
-from aotwheel.backends.readers import ReadSpec
+from aotwheel.backends.readspec import ReadSpec
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
 from aotwheel.model import Image, ImageKind, NativeTarget, Target
