@@ -23,7 +23,7 @@ DevlistLike = Union[str, "DevList"]
 def resolve_devlist(devlist: DevlistLike, jit_fallback: bool = True) -> DevList:
     """``devlist`` resolved (a :class:`~aotwheel.devlist.DevList` as it is): an empty text means
     unset, as everywhere (the settings' device list); each backend's toolchain table is asked as
-    ``aotwheel resolve`` asks it (:meth:`Backend.devlist_table`)."""
+    ``aotwheel resolve`` asks it (its ``capabilities.toolchain.table``)."""
     from aotwheel.devlist import DevList, resolve
 
     if isinstance(devlist, DevList):

@@ -158,8 +158,8 @@ def resolve(
 
     ``jit_fallback=False`` drops the IR image (as does the ``no-jit`` token). ``detect`` returns
     the devices on this machine as devlist words (``"12.60.7"``, ``"sm_90"``), for ``native``; by
-    default each backend's :meth:`native_tokens` is asked. ``tables`` are backends' device tables
-    by name (:meth:`Backend.devlist_table`: what the installed toolchain knows), ``catalog`` the
+    default each backend's ``capabilities.native_tokens`` is asked. ``tables`` are backends' device tables
+    by name (each toolchain capability's ``table``: what the installed tools know), ``catalog`` the
     default backend's; each backend's built-in one otherwise. Raises :class:`DevlistError` on
     any bad input.
     """

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 # Subcommand modules and the commands each registers, in --help order; None marks where the
-# backends' own commands (``Backend.commands``, e.g. Intel's ``compile``) go. Each module must import
+# backends' own commands (``Capabilities.commands``, e.g. Intel's ``compile``) go. Each module must import
 # only light modules at top level.
 _COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]] | None, ...] = (
     ("aotwheel.cli.resolve", ("resolve",)),
