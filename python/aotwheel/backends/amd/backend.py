@@ -3,63 +3,51 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aotwheel.backends.amd import AMD
-from aotwheel.backends.protocol import FormatOption, ToolOption
+from aotwheel.backends.protocol import Backend, Capabilities
 from aotwheel.results import NATIVE, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.amd.devlist import AmdGrammar
-    from aotwheel.backends.protocol import DevlistPart
     from aotwheel.report import FileReport
-    from aotwheel.results import Device, ProbedDevice
+    from aotwheel.results import Device
+
+
+def rebuild_tokens(file: FileReport) -> list[str]:
+    """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s code objects (another vendor's remedy
+    keeps them): each target id the devlist spells (``gfx90a``, ``gfx90a:xnack-``), else its
+    processor (a code object for any feature setting runs on either)."""
+    from aotwheel.backends.amd.targets import parse_target_id
+
+    tokens = []
+    for name in dict.fromkeys(t.name or "" for t in file.native_targets if t.vendor == AMD):
+        tid = parse_target_id(name)
+        if tid is not None:
+            tokens.append(str(tid) if len(tid.features) <= 1 and not any(tid.features.values()) else tid.processor)
+    return list(dict.fromkeys(tokens))
 
 
 class AmdBackend:
     name = AMD
     title = "AMD"
-    probes = ()  # no ROCm here: AMD devices are named (--device gfx90a / AOTWHEEL_DEVICE)
-    commands: dict[str, str] = {}  # no command of its own
-
-    def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
-        from aotwheel.backends.amd.targets import require_target_id
-        from aotwheel.results import ProbedDevice
-
-        tid = str(require_target_id(token))
-        return [ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor=AMD, catalog=tid)]
+    # No probes (no ROCm here: AMD devices are named, --device gfx90a / AOTWHEEL_DEVICE), no
+    # self-test (no HIP runtime binding); its builds keep their target ids in other vendors' remedies.
+    capabilities = Capabilities(rebuild_tokens=rebuild_tokens)
 
     def owns_token(self, token: str) -> bool:
         # Every gfx* token, valid or not, so that a typo gets this backend's message.
         return token.startswith("gfx")
-
-    tools: tuple[ToolOption, ...] = ()
-    resolve_formats: tuple[FormatOption, ...] = ()
-
-    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
-        return None
 
     def devlist_grammar(self, table: object | None = None) -> AmdGrammar:
         from aotwheel.backends.amd.devlist import AmdGrammar
 
         return AmdGrammar()
 
-    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
-        return []  # no AMD probe (no ROCm here): 'native' finds no AMD GPU
-
-    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
-        return []
-
-    def check_toolchain(self, part: DevlistPart, tool: str, path: str | None) -> None:
-        return None
-
     def owns_device(self, device: Device) -> bool:
         # A GPU only: an AMD CPU seen through Intel's OpenCL CPU runtime runs SPIR-V by Intel's rules.
         return str(getattr(device, "vendor", "")).lower() == AMD and getattr(device, "kind", "gpu") == "gpu"
-
-    def prepare_probes(self) -> None:
-        return None
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
         from aotwheel.backends.amd.rules import SPIRV_IR
@@ -75,29 +63,6 @@ class AmdBackend:
         native, ir = self.code_in(file)
         v = decide(native, ir, device, binary=binary)
         return v if v.verdict == NATIVE else replace(v, remedy=self.remedy(v))
-
-    def devlist_tokens(self, file: FileReport, add: str | None = None) -> list[str]:
-        """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s code objects (another vendor's remedy
-        keeps them): each target id the devlist spells (``gfx90a``, ``gfx90a:xnack-``), else its
-        processor (a code object for any feature setting runs on either)."""
-        from aotwheel.backends.amd.targets import parse_target_id
-
-        tokens = []
-        for name in [*self.code_in(file)[0], *([add] if add else [])]:
-            tid = parse_target_id(name)
-            if tid is not None:
-                tokens.append(str(tid) if len(tid.features) <= 1 and all(not on for on in tid.features.values()) else tid.processor)
-        return list(dict.fromkeys(tokens))
-
-    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
-        return {}  # `aotwheel build toolchain` reports the open Intel toolchain only
-
-    def selftest(self, binary: str) -> list[Any]:
-        """Nothing to run: aotwheel has no HIP runtime binding and no AMD GPU is reachable here."""
-        return []
-
-    def device_key(self, device: Any) -> str | None:
-        return None  # the device's own key
 
     def remedy(self, verdict: Verdict) -> str:
         from aotwheel.backends.amd.targets import parse_target_id
@@ -119,4 +84,4 @@ class AmdBackend:
         return line + (f"; {fix} to ship native code for it" if fix else "")
 
 
-BACKEND = AmdBackend()
+BACKEND: Backend = AmdBackend()  # checked against the protocol by mypy

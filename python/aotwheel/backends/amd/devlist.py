@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from aotwheel.backends.amd import AMD
 from aotwheel.backends.amd.targets import parse_listed
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aotwheel.results import ProbedDevice
+
 
 @dataclass(frozen=True)
 class AmdPart:
@@ -96,6 +100,14 @@ class AmdGrammar:
             return (str(parse_listed(token)),)
         except DevlistError as exc:
             return tuple(exc.suggestions)
+
+    def devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
+        """An AMD GPU by its target id (``gfx90a``, ``gfx90a:xnack-``; AMD GPUs are never probed)."""
+        from aotwheel.backends.amd.targets import require_target_id
+        from aotwheel.results import ProbedDevice
+
+        tid = str(require_target_id(token))
+        return [ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor=AMD, catalog=tid)]
 
     def finish(self, *, jit_fallback: bool, alone: bool) -> AmdPart:
         return AmdPart(tuple(self._targets))
