@@ -24,15 +24,22 @@ MARK = "amd:"  # the subject prefix of the AMD change's commits
 SCOPE = {
     "python/aotwheel/backends/amd/*": "the AMD package",
     "cmake/aotwheel-amd.cmake": "its CMake file",
+    "python/aotwheel/backends/__init__.py": "the registry entry naming AMD's build module (its lines only: LINES)",
     "tests/test_amd*.py": "its tests",
     "tests/test_vendor_scope.py": "this test",
     "tests/test_ci_setup.py": "ci/setup.sh's test: the main job asks for no hipcc",
+    "tests/test_layering.py": "the registry entry's vendor words it allows (its lines only: LINES)",
+    "tests/test_backend_protocol.py": "its assertion that AMD has no build module (its lines only: LINES)",
+    "tests/test_build_plan.py": "its 'no build steps' line was asked of AMD; now of a registered vendor that builds nothing",
     "docs/*.md": "docs",
     "README.md": "docs",
-    "ci/setup.sh": "installs hipcc in the Debian 12 lane",
+    "ci/setup.sh": "installs hipcc in both lanes' test packages",
     "csrc/hip/*": "the HIP kernel",
     "CMakeLists.txt": "this repository's own build calls aotwheel_add_hip_device_code() for the HIP kernel",
 }
+# Core files the change may touch only in lines that name the AMD package.
+LINES = {"python/aotwheel/backends/__init__.py": "aotwheel.backends.amd.", "tests/test_layering.py": "aotwheel.backends.amd.",
+         "tests/test_backend_protocol.py": "amd"}
 
 
 def _git(*args: str) -> subprocess.CompletedProcess[str]:
@@ -54,3 +61,7 @@ def test_the_amd_change_touches_only_the_amd_vendor() -> None:
     assert any(fnmatch.fnmatch(f, "python/aotwheel/backends/amd/*") for f in changed), changed  # the change is there at all
     outside = [f for f in changed if not any(fnmatch.fnmatch(f, pattern) for pattern in SCOPE)]
     assert outside == [], f"the AMD change touched files outside the AMD vendor's scope: {outside}"
+    for path, word in LINES.items():
+        diff = _git("diff", "--unified=0", BASE, head, "--", path).stdout.splitlines()
+        lines = [ln for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+        assert all(word in ln for ln in lines), f"{path}: the AMD change touched lines that do not name {word!r}: {lines}"
