@@ -20,7 +20,7 @@ from aotwheel.backends.intel import kinds as intel_kinds
 from aotwheel.errors import InspectError
 from aotwheel.inspector import inspect
 from aotwheel.model import Image, ImageKind
-from aotwheel.records import asdict
+from dataclasses import asdict
 
 _READER = '''
 from aotwheel.backends import ReadSpec
