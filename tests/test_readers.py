@@ -11,6 +11,7 @@ import shutil
 import struct
 import subprocess
 import textwrap
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,6 @@ from aotwheel.backends.intel import kinds as intel_kinds
 from aotwheel.errors import InspectError
 from aotwheel.inspector import inspect
 from aotwheel.model import Image, ImageKind
-from dataclasses import asdict
 
 _READER = '''
 from aotwheel.backends import ReadSpec

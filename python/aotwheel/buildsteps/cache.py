@@ -32,11 +32,11 @@ warning and the cache is off for the rest of the process.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 import hashlib
 import json
 import os
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from aotwheel.variables import CACHE_DIR, DISABLED_WORDS

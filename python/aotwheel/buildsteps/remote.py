@@ -32,13 +32,13 @@ by the build's later steps for :data:`RETRY_AFTER` seconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import io
 import os
 import socket
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 

@@ -19,6 +19,7 @@ job).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from aotwheel.errors import AotwheelError
 
 # How far over the ideal load (total / n) a shard may go to keep a source whole. Splitting a

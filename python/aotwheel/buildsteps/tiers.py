@@ -11,9 +11,9 @@ naming it, and is overwritten. And the job's provenance (``compiled``, ``local``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import DAMAGED, CacheKey, DeviceCodeCache, build_id, pack_object, unpack_object

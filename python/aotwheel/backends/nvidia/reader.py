@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from aotwheel.backends import ReadSpec
 from aotwheel.backends.nvidia import NVIDIA
-from aotwheel.model import Image, ImageKind, Target
 from aotwheel.backends.nvidia.report import CudaModule, cuda_fields
+from aotwheel.model import Image, ImageKind, Target
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -6,6 +6,7 @@ verdicts. The report JSON keeps them where schema 1 put them: ``cuda`` after ``w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
 from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.report import FileReport, declare_fields
 
@@ -55,8 +56,8 @@ class CudaFields:
         return len(self.loadable), len(self.modules)
 
     def undo(self, mark: object) -> None:
-        loadable, modules = mark  # type: ignore[misc]  # mark()'s pair
-        del self.loadable[loadable:], self.modules[modules:]
+        assert isinstance(mark, tuple)  # mark()'s pair
+        del self.loadable[mark[0]:], self.modules[mark[1]:]
 
 
 def cuda_fields(report: FileReport) -> CudaFields:

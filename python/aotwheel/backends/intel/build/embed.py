@@ -11,9 +11,8 @@ images without parsing its own ELF. GNU assembler syntax: Linux (ELF) only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import re
-
+from dataclasses import dataclass
 
 SECTION_PREFIX = "__CLANG_OFFLOAD_BUNDLE__sycl-"
 #: Full triples used in ``.tgtsym`` names, as icpx writes them.

@@ -13,9 +13,8 @@ so for the same members the output equals ``ocloc compile -device a,b`` byte for
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import struct
-
+from dataclasses import dataclass
 
 AR_MAGIC = b"!<arch>\n"
 _HEADER_SIZE = 60

@@ -10,10 +10,10 @@ tests/test_ocloc_groups.py). A member that is not where expected is compiled on 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import hashlib
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write

@@ -7,10 +7,10 @@ a compile needs (subprocess) is imported when one runs; finding the tools is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import os
 import struct
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from aotwheel.errors import AotwheelError, ToolchainError

@@ -9,10 +9,10 @@ binary's sha256: a fresh machine against a warm remote runs no ocloc at all, not
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import json
 import os
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.backends.intel.build.spirv import SpirvToolchain
