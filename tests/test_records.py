@@ -17,8 +17,10 @@ from aotwheel.model import Image, ImageKind, Target
 from aotwheel.report import FileReport, Report
 
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "aotwheel"
-# Not converted here: ReadSpec (aotwheel.backends) is made a dataclass by its owner's branch.
-NOT_YET = {("backends/__init__.py", "ReadSpec")}
+# Not converted here: ReadSpec (aotwheel.backends) is made a dataclass by its owner's branch; and
+# Variable stays a class with slots: a backend's settings module imports no dataclasses
+# (tests/test_settings.py: check --help reads every backend's, each build step its own).
+NOT_YET = {("backends/__init__.py", "ReadSpec"), ("variables.py", "Variable")}
 
 
 def _field_only_inits() -> list[tuple[str, str]]:

@@ -8,9 +8,11 @@ checks at class creation that ``__init__`` takes exactly the annotated fields, i
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+TYPE_CHECKING = False  # not typing's: importing the registry (aotwheel.backends) imports no typing (tests/test_layering.py)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
 
-T = TypeVar("T")
+    T = TypeVar("T")
 
 
 def record(cls: type[T] | None = None, *, slots: bool = False) -> Any:

@@ -5,23 +5,22 @@ else; each backend declares the variables of its own tools and probes as :class:
 package's ``variables`` module (``aotwheel.backends.intel.variables``), with its words in
 ``AOTWHEEL_DEVICE`` and, for the default backend, the default device list. :func:`aotwheel.config.all_variables` lists them all (through the
 registry) and :mod:`aotwheel.config` builds the typed settings object from them. Standard library
-only.
+only, and no ``dataclasses`` or ``typing``: every build step (one process per ninja edge) imports
+this module.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from aotwheel.errors import SettingError
 
 
-@dataclass(frozen=True, slots=True)
 class Variable:
     """One environment variable: its name, its default (``None``: unset) and what it does."""
 
-    name: str
-    default: str | None
-    help: str = field(compare=False)
+    __slots__ = ("name", "default", "help")
+
+    def __init__(self, name: str, default: str | None, help: str) -> None:
+        self.name, self.default, self.help = name, default, help
 
     def __repr__(self) -> str:
         return f"Variable({self.name!r}, {self.default!r})"
