@@ -6,7 +6,8 @@
 The rows, side by side in one run: ``python -c pass``, ``python -c "import aotwheel"``, and the
 commands of issue 40's budget through the console script pip installs beside PY (what users type):
 ``aotwheel inspect LIB``, ``aotwheel check --device pvc LIB``, ``aotwheel resolve`` (the default
-device list), ``aotwheel resolve pvc``, ``aotwheel --version`` and ``aotwheel compile --help``,
+device list), ``aotwheel resolve pvc``, ``aotwheel --version`` and ``aotwheel compile --help``
+(and ``python -m aotwheel inspect LIB``, shown apart: ``-m`` adds runpy to any package),
 where LIB is this repository's own default-built extension, the installed ``aotwheel._kernels``
 (``--lib`` names another). Each run interleaves the rows round by round (one sample of each per
 round, after one warm-up round, so that a change of machine load hits every row alike) and keeps
@@ -58,6 +59,8 @@ def commands(python: str, lib: Path) -> dict[str, list[str]]:
         BASE: [python, "-c", "pass"],
         IMPORT: [python, "-c", "import aotwheel"],
         "aotwheel inspect LIB": [str(script), "inspect", str(lib)],
+        # `-m` adds runpy and its imports to any package's start-up: shown, not a goal
+        "python -m aotwheel inspect LIB": [python, "-m", "aotwheel", "inspect", str(lib)],
         "aotwheel check --device pvc LIB": [str(script), "check", "--device", "pvc", str(lib)],
         "aotwheel resolve": [str(script), "resolve"],
         "aotwheel resolve pvc": [str(script), "resolve", "pvc"],
