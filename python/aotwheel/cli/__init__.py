@@ -10,9 +10,9 @@ unknown device, a corrupt binary, a bad option). Warnings are one line each on s
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
+from typing import Any
 
 from aotwheel.errors import run_command
 
@@ -34,11 +34,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     registered (a command's start-up pays for its own imports only), else every command."""
     from aotwheel import __version__
 
-    parser = argparse.ArgumentParser(prog="aotwheel", description="Ahead-of-time GPU device code for Python wheels.",
-                                     epilog="Exit status: 0 ok, 1 a verdict the policy rejects, 2 bad input.", formatter_class=HelpFormatter)
+    parser = Parser(prog="aotwheel", description="Ahead-of-time GPU device code for Python wheels.",
+                    epilog="Exit status: 0 ok, 1 a verdict the policy rejects, 2 bad input.")
     parser.add_argument("--version", action="version", version=f"aotwheel {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                parser_class=functools.partial(argparse.ArgumentParser, formatter_class=HelpFormatter))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _modules(command):
         from aotwheel.backends import load_module
 
@@ -59,6 +58,15 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None) -> None:
         super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with :class:`HelpFormatter` unless given another (its
+    sub-commands' parsers are of its class)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(**kwargs)
 
 
 def _terminal_columns() -> int:
