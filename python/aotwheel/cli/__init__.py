@@ -12,9 +12,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
 
 from aotwheel.errors import run_command
+
+TYPE_CHECKING = False  # not typing's: `check --help` loads no typing (tests/test_settings.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 # Subcommand modules and the commands each registers, in --help order; None marks where the
 # backends' own commands (``Backend.commands``, e.g. Intel's ``compile``) go. Each module must import
