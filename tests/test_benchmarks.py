@@ -299,4 +299,5 @@ def test_cli_startup_rows_and_what_each_command_imports(tmp_path):
     assert rows["aotwheel --version"]["aotwheel_modules"] == ["aotwheel", "aotwheel.cli", "aotwheel.errors"]
     assert "aotwheel.devlist" in rows["aotwheel resolve pvc"]["aotwheel_modules"]
     assert list(res["goals"]) == ["import aotwheel", *commands] and res["machine"]["cores"] >= 1
+    assert rows["import aotwheel"]["import_aotwheel_us"] > 0 and rows["python -c pass"]["import_aotwheel_us"] is None
     assert Path(res["library"]).name.startswith("_kernels") and res["runs"] == 2  # this repository's own extension, as installed
