@@ -129,8 +129,10 @@ def _hook(argv: list[str]) -> int:
 
 
 def _vendor_main(vendor: str, module: str, argv: list[str]) -> int:
+    import importlib
+
     try:
-        steps = __import__(module, fromlist=["main"])
+        steps = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name != module:
             raise
