@@ -140,7 +140,7 @@ function(_aotwheel_resolve_args out)
       list(APPEND args --no-field-defaults)
     endif()
   endif()
-  if(DEFINED USE_AOT_COMPRESS AND NOT USE_AOT_COMPRESS STREQUAL "")  # checked by aotwheel_add_device_code
+  if(DEFINED USE_AOT_COMPRESS AND NOT USE_AOT_COMPRESS STREQUAL "")  # checked by the device-code functions
     list(APPEND args "--compress=${USE_AOT_COMPRESS}")
   endif()
   if(DEFINED ARG_JIT_FALLBACK)
