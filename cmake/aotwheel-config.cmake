@@ -11,6 +11,19 @@
 # new vendor is a new file, with no edit here) and which registers its vendor with
 # _aotwheel_register_vendor().
 #
+# A new vendor's file, aotwheel-<name>.cmake (tests/test_cmake_layout.py checks the first three):
+#   1. include_guard(GLOBAL), then `_aotwheel_register_vendor(<vendor> WORDS "<its targets, in
+#      words>" CALLS "<its function>()")`, <vendor> its backend's name (aotwheel.backends.names()).
+#   2. Names no other vendor's words or functions; this file names none.
+#   3. Its function: _aotwheel_check_device_code_args; the list from aotwheel_resolve_devlist (its
+#      own <out>_<KEY> variables: its backend's DevlistPart.cmake_variables()); _aotwheel_vendors_built(<vendor>)
+#      and _aotwheel_vendors_wanted(<fn> <prefix>); _aotwheel_remote_settings; its configure step
+#      through _aotwheel_python(<fn> <vendor> configure ...) writing a build plan; _aotwheel_plan_edges.
+#   4. Its images' records on the target for whichever call writes the manifest:
+#      set_property(TARGET <t> APPEND PROPERTY AOTWHEEL_IMAGES_<vendor> <plan_RECORD>) and
+#      AOTWHEEL_IMAGE_FILES_<vendor> <the files they describe>; with DESTINATION,
+#      _aotwheel_target_manifest(...) (its backend's build module gets the records in manifest_part).
+#
 # Public:  aotwheel_resolve_devlist
 # Private, for the vendor files: _aotwheel_python, _aotwheel_register_vendor, _aotwheel_vendors_built,
 #   _aotwheel_vendors_wanted, _aotwheel_check_device_code_args, _aotwheel_check_switch,
