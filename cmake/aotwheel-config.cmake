@@ -11,7 +11,7 @@
 # new vendor is a new file, with no edit here) and which registers its vendor with
 # _aotwheel_register_vendor().
 #
-# A new vendor's file, aotwheel-<name>.cmake (tests/test_cmake_layout.py checks the first three):
+# A new vendor's file, aotwheel-<name>.cmake (tests/test_cmake_layout.py checks 1 and 2):
 #   1. include_guard(GLOBAL), then `_aotwheel_register_vendor(<vendor> WORDS "<its targets, in
 #      words>" CALLS "<its function>()")`, <vendor> its backend's name (aotwheel.backends.names()).
 #   2. Names no other vendor's words or functions; this file names none.
@@ -29,7 +29,7 @@
 #   _aotwheel_vendors_wanted, _aotwheel_check_device_code_args, _aotwheel_check_switch,
 #   _aotwheel_field_switch, _aotwheel_plan_edges, _aotwheel_remote_settings, _aotwheel_write_if_changed,
 #   _aotwheel_compress_edges, _aotwheel_manifest_edge, _aotwheel_install_hook, _aotwheel_target_manifest,
-#   _aotwheel_claim_manifest, _aotwheel_json_field, _aotwheel_json_bool, _aotwheel_json_string.
+#   _aotwheel_claim_manifest, _aotwheel_json_field, _aotwheel_json_members, _aotwheel_json_bool, _aotwheel_json_string.
 include_guard(GLOBAL)
 
 set(aotwheel_FOUND TRUE)
