@@ -15,9 +15,9 @@ import pytest
 
 from conftest import REPO
 
-# main as the AMD branch last merged it: the Backend protocol (narrow), CMake by vendor (cmakev)
-# and the rest of issue 40's core, before any AMD build code on top of it.
-BASE = ""
+# main as the AMD branch last merged it ("Merge cmakev: CMake by vendor"): the narrow Backend, one
+# record system, CMake by vendor -- issue 40's core, before the AMD build code on top of it.
+BASE = "3fcb987d45ba54e092e61e1bcb86cca3c386081c"
 MARK = "amd:"  # the subject prefix of the AMD change's commits
 
 # What the AMD change may touch, and why each place is the vendor's own.
