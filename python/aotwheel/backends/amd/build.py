@@ -80,7 +80,6 @@ def _cache_key(tc: dict, source: bytes, target: str, options: list[str], tool_sh
 
 def compile_image(args: argparse.Namespace) -> int:
     """One hipcc job, the plan's edge ``--edge``: the code object of its target; cached."""
-    from aotwheel.backends.amd.hipcc import hip_env
     from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.buildsteps.edge import load_edge, plan_data
     from aotwheel.buildsteps.tiers import Tiers, load_settings
@@ -99,6 +98,8 @@ def compile_image(args: argparse.Namespace) -> int:
         if depfile:
             Path(depfile).write_text(f"{_escape(str(out))}: {_escape(str(source))}\n")
         return 0
+    from aotwheel.backends.amd.hipcc import hip_env  # a miss only: a hit needs no hipcc facts
+
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     cmd = [tc["hipcc"], f"--offload-arch={target}", "--genco", "--no-gpu-bundle-output", *options, str(source), "-o", str(tmp)]
     if depfile:

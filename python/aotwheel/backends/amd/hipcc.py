@@ -1,6 +1,6 @@
 """AMD's HIP compiler driver ``hipcc`` (clang with the AMDGPU back end and ROCm's device
 libraries): where, which version, which ``clang-offload-bundler`` it bundles with, which
-processors it builds. Standard library only: build steps (one process per ninja edge) import it.
+processors it builds. Standard library only: the configure step and the compile edges import it.
 
 hipcc drives nvcc instead when ``HIP_PLATFORM`` says so, or when it is unset and nvcc is on
 ``PATH``: every run here sets ``HIP_PLATFORM=amd`` (:func:`hip_env`).
@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 
 from aotwheel.backends.amd.variables import HIPCC
 from aotwheel.errors import ToolchainError
@@ -36,21 +37,18 @@ def hip_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+@dataclass(frozen=True)
 class Hipcc:
-    """One hipcc and what its ``--version`` and ``-###`` say (a plain class: edges import it)."""
+    """One hipcc and what its ``--version`` and ``-###`` say."""
 
-    __slots__ = ("path", "version", "clang_version", "clang", "bundler", "host_bundle_id", "device_libs", "processors")
-
-    def __init__(self, path: str, version: str, clang_version: str, clang: str, bundler: str, host_bundle_id: str,
-                 device_libs: str, processors: frozenset[str]) -> None:
-        self.path = path  # hipcc itself, resolved
-        self.version = version  # "5.2.21153": the HIP release (ROCm 5.2)
-        self.clang_version = clang_version  # "15.0.6"
-        self.clang = clang  # the clang hipcc runs (its hash keys the cache)
-        self.bundler = bundler  # the clang-offload-bundler clang runs
-        self.host_bundle_id = host_bundle_id  # the (empty) host entry's id it writes: "host-x86_64-unknown-linux"
-        self.device_libs = device_libs  # ROCm's device library folder ("" when -### named none)
-        self.processors = processors  # processors the device libraries serve ("gfx90a", "gfx1030", ...)
+    path: str  # hipcc itself, resolved
+    version: str  # "5.2.21153": the HIP release (ROCm 5.2)
+    clang_version: str  # "15.0.6"
+    clang: str  # the clang hipcc runs (its hash keys the cache)
+    bundler: str  # the clang-offload-bundler clang runs
+    host_bundle_id: str  # the (empty) host entry's id it writes: "host-x86_64-unknown-linux"
+    device_libs: str  # ROCm's device library folder ("" when -### named none)
+    processors: frozenset[str]  # processors the device libraries serve ("gfx90a", "gfx1030", ...)
 
     def to_dict(self) -> dict[str, object]:
         return {"hipcc": self.path, "version": self.version, "clang_version": self.clang_version, "clang": self.clang,
