@@ -111,6 +111,47 @@ def frame_facts(buf: Any, at: int, size: int) -> tuple[int, int | None] | None:
     return (pos - at, declared) if pos <= end else None
 
 
+def first_block_end(buf: Any, at: int, size: int) -> int | None:
+    """Bytes from the start of the zstd frame at ``buf[at : at + size]`` to the end of its first
+    block, or of the whole frame (its checksum included) when that block is the last; ``None`` when
+    the headers are unusual (:func:`frame_facts` says the same)."""
+    if size < 6:
+        return None
+    fhd = buf[at + 4]
+    if fhd & 0x08:
+        return None
+    single_segment = (fhd >> 5) & 1
+    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3] + (single_segment, 2, 4, 8)[fhd >> 6]
+    if pos + 3 > size:
+        return None
+    header = int.from_bytes(buf[at + pos : at + pos + 3], "little")
+    btype = (header >> 1) & 3
+    if btype == 3:
+        return None
+    pos += 3 + (1 if btype == 1 else header >> 3) + (4 if header & 1 and fhd & 4 else 0)
+    return pos if pos <= size else None
+
+
+def peek_frame(buf: Any, at: int, size: int, dctx: Any, n: int = 64) -> bytes:
+    """The first ``n`` decompressed bytes of the ``size``-byte zstd frame at ``buf[at:]``, from its
+    first block alone (at most 128 KiB of output, zstd's block limit): what tells one kind of image
+    from another without decompressing the rest. A frame of one block is decompressed whole, so
+    its checksum is verified. Raises :class:`ValueError` with the reason for a frame that does not
+    decode (a failed checksum named as such)."""
+    import zstandard
+
+    end = first_block_end(buf, at, size)
+    if end is None:
+        raise ValueError("unreadable zstd frame header")
+    try:
+        out = dctx.decompressobj().decompress(bytes(buf[at : at + end]))
+    except zstandard.ZstdError as exc:
+        if "checksum" in str(exc):
+            raise ValueError("its zstd frame fails its checksum (the stored bytes changed after compression)") from None
+        raise ValueError(f"corrupt zstd data ({exc})") from None
+    return bytes(out[:n])
+
+
 def frame_size(region: Region) -> int:
     """Bytes the zstd frame at the start of ``region`` occupies, from its block headers only.
 
