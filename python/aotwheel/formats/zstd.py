@@ -227,7 +227,8 @@ def decompress_image(data: bytes | bytearray | memoryview, label: str, cap: int 
     try:
         out = zstandard.ZstdDecompressor().decompress(frame, max_output_size=declared)
     except zstandard.ZstdError as exc:
-        raise region.error(0, f"corrupt zstd data ({exc}); the file is damaged: reinstall the package") from None
+        what = "the zstd frame fails its checksum" if "checksum" in str(exc) else f"corrupt zstd data ({exc})"
+        raise region.error(0, f"{what}; the file is damaged: reinstall the package") from None
     if len(out) != declared:
         raise region.error(0, f"zstd frame declares {declared} bytes but holds {len(out)}")
     return out
