@@ -107,12 +107,12 @@ def test_a_malformed_zebin_is_one_line_in_deep_only(how: str, zebin: bytes, tmp_
 def test_a_malformed_zebin_member_of_a_fat_binary_is_a_damaged_slot_in_deep(zebin: bytes, tmp_path: Path) -> None:
     """In an ocloc fat binary embedded in a library, a malformed zebin member names its image in
     --deep (no target from it) and leaves the default report alone."""
-    from _inspect_util import host_library, zstd_frame
-
     import io
     import re
 
     from elftools.elf.elffile import ELFFile
+
+    from _inspect_util import host_library, zstd_frame
 
     fat = fu.fat_zebin_seed().read_bytes()
     # the first zebin member (an ELF of e_machine 205, EM_INTELGT): its .ze_info loses 'version'

@@ -659,7 +659,7 @@ def _peek_ir_slots(walk: _Walk, first: int, region: Region) -> None:
     """The compressed IR slots the default walk named from their triple (the C scanner's leaves and
     the Python loop's alike): each frame's first block is decompressed and its head read, so that a
     fat binary (or anything else) in an IR slot is damage here too, as in ``--deep`` and the loader.
-    A frame of one block (onemkl's ~2 KB images) is decompressed whole and its checksum verified;
+    A frame of one block (most SYCL images: a few KB) is decompressed whole and its checksum verified;
     a larger frame's checksum is left to ``--deep`` and the loader, which decompress it all."""
     damaged = walk.memo.get("damaged", ())
     readers, dctx = walk.readers, None
@@ -699,7 +699,7 @@ def _dctx(walk: _Walk) -> Any:
 def _drop_damaged_ir(walk: _Walk, first: int) -> None:
     """No IR claim from a damaged slot: an IR kind only damaged images of the table gave (the C
     scanner lists a leaf's kind before its slot is judged) leaves ``ir``, unless an intact image or
-    a reader (an ocloc fat binary's ``generic_ir``) also gave it."""
+    a reader (the IR a native image carries beside its code) also gave it."""
     fr, damaged = walk.report, walk.memo["damaged"]
     lost = {k for img in fr.images[first:] if img.index in damaged
             for k in (img.kind, img.content, walk.readers.ir_of(img.triple)) if k in _LEAF_KINDS}
