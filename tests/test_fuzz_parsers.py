@@ -97,6 +97,16 @@ _HOSTILE = textwrap.dedent("""
                 struct.pack_into("<Q", data, shoff + i * shentsize + 32, 1 << 60)
             from aotwheel.formats.elf import open_elf
             open_elf(Region(bytes(data), "x"))
+        elif case in ("elf-extended-shnum", "elf-extended-phnum"):  # gABI extended numbering: the counts in section 0
+            shoff, = struct.unpack_from("<Q", data, 40)
+            if case == "elf-extended-shnum":
+                struct.pack_into("<H", data, 60, 0)  # e_shnum 0: section 0's sh_size holds the count
+                struct.pack_into("<Q", data, shoff + 32, 1 << 40)
+            else:
+                struct.pack_into("<H", data, 56, 0xFFFF)  # e_phnum PN_XNUM: section 0's sh_info holds the count
+                struct.pack_into("<I", data, shoff + 44, 0xFFFFFFFF)
+            from aotwheel.formats.elf import open_elf
+            open_elf(Region(bytes(data), "x"))
         elif case == "zstd-declared":  # a real frame re-headed to declare 1 TiB of content
             import zstandard
             frame = zstandard.ZstdCompressor(write_content_size=False).compress(bytes(data))
@@ -158,6 +168,8 @@ _HOSTILE_SEEDS = {
     "zstd-bomb": fu.fat_seed,
     "offload-size": fu.offload_seed,
     "cuda-size": fu.cuda_fatbin_seed,
+    "elf-extended-shnum": fu.host_so_seed,
+    "elf-extended-phnum": fu.host_so_seed,
     "offload-strings": fu.offload_seed,
     "bundle-count": fu.amd_bundle_seed,
     "ccob-size": fu.amd_bundle_seed,
