@@ -143,3 +143,24 @@ def test_zeroing_4_kib_of_an_icpx_library_names_the_image(tmp_path: Path, scanne
         assert len(named) == 1 and "all zero bytes" in named[0] and fr.native_targets == [], (name, fr.warnings)
         check = json.loads(_cli("check", "--device", "pvc", "--json", str(path)).stdout)
         assert [w.removeprefix(f"{path}: ") for w in check["warnings"]] == named, check
+
+
+def test_a_static_library_judges_each_members_slots_apart(tmp_path: Path, scanner: str) -> None:
+    """Members of one archive share the walk's memo: a damaged slot 0 in one member must not make
+    another member's intact slot 0 count as damaged (its SPIR-V claim was dropped)."""
+    import shutil
+
+    from _inspect_util import require, run
+
+    require("gcc", "ar")
+    spv = spirv(tmp_path)
+    fat = zstd_frame(tmp_path, ocloc_fat(spv, "pvc,tgllp", tmp_path / "fat").read_bytes(), "fat")
+    good = zstd_frame(tmp_path, spv.read_bytes(), "good")
+    # members: two gcc-built shared objects (a walk reads any ELF member as a host binary)
+    members = [str(host_library(tmp_path, [("spir64", blob, len(blob))], name=name)) for name, blob in (("a", fat), ("b", good))]
+    lib = tmp_path / "libboth.a"
+    run([shutil.which("ar") or "ar", "rcs", str(lib), *members])
+    (fr,) = inspect(lib).files
+    named = [w for w in fr.warnings if " is damaged: " in w]
+    assert len(named) == 1 and named[0].startswith("liba.so: image 0 (spir64 in ") and "misplaced" in named[0], fr.warnings
+    assert fr.ir == ["spirv"], fr  # libb.so's intact SPIR-V slot

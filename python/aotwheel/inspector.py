@@ -532,6 +532,8 @@ def _walk_host(walk: _Walk, region: Region) -> ElfView:
     from aotwheel.formats.elf import DESCRIPTORS_ALWAYS_UP_TO, open_elf, read_host
 
     view = open_elf(region)
+    # This table's slots by index (the memo outlives one report: a static library's members share it).
+    walk.memo["damaged"], walk.memo["walked"] = set(), set()
     for name in (".tgtimg", ".tgtsym"):  # read whole: one sweep, not a fault per page
         sec = view.section(name)
         if sec is not None and sec.type != "SHT_NOBITS" and sec.size > _PAGE:
