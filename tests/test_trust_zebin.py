@@ -89,6 +89,29 @@ def test_real_zebins_are_well_formed(zebin: bytes) -> None:
     assert problem is None and {"version", "kernels"} <= top and kernels == ["add", "scale"]  # fu.KERNEL's two kernels
 
 
+def _committed_binaries() -> list[Path]:
+    data = fu.REPO / "tests" / "data"
+    return sorted(p for p in (*data.glob("ocloc-*/*.ar"), *data.glob("ocloc-*/*.zebin"), *data.glob("ocloc-*/*.bin")))
+
+
+@pytest.mark.parametrize("path", _committed_binaries(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_ocloc_and_icpx_zebins_pass_deep(path: Path, tmp_path: Path) -> None:
+    """Both ocloc releases' output (22.43 and 26.27, fat binaries and single images, committed in
+    tests/data) and icpx's (vLLM's libmhc_kernels: 20 zebins with kernels) are well formed."""
+    for fr in inspect(path, deep=True).files:
+        assert fr.native_targets and not any("damaged" in w or ".ze_info" in w for w in fr.warnings), fr.warnings
+
+
+def test_icpx_zebins_with_kernels_pass_deep(tmp_path: Path) -> None:
+    import zstandard
+
+    packed = fu.REPO / "tests" / "data" / "vllm-xpu-kernels-0.1.16.2" / "libmhc_kernels_xe_2.so.zst"
+    lib = tmp_path / "libmhc_kernels_xe_2.so"
+    lib.write_bytes(zstandard.ZstdDecompressor().decompress(packed.read_bytes(), max_output_size=1 << 30))
+    (fr,) = inspect(lib, deep=True).files
+    assert len(fr.native_targets) == 20 and not any(" is damaged: " in w for w in fr.warnings), fr.warnings
+
+
 @pytest.mark.parametrize("how", CASES)
 def test_a_malformed_zebin_is_one_line_in_deep_only(how: str, zebin: bytes, tmp_path: Path) -> None:
     path = tmp_path / f"{how}.zebin"
