@@ -9,6 +9,7 @@ TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.rec
 if TYPE_CHECKING:
     from typing import Any
 
+CHECKSUM_FAILS = "its zstd frame fails its checksum (the stored bytes changed after compression)"
 DEFAULT_CAP = 2 << 30  # no real device image comes close; hostile frames stop here
 # Device code compresses a few times over; a frame claiming more than this ratio is a bomb.
 # The floor keeps small, highly regular images (padding, tables) decompressible.
@@ -67,7 +68,7 @@ def decompress(region: Region, cap: int = DEFAULT_CAP) -> bytes:
                 raise region.error(0, f"zstd data expands beyond the {cap}-byte cap")
             chunks.append(chunk)
     except zstandard.ZstdError as exc:
-        raise region.error(0, f"corrupt zstd data ({exc})") from None
+        raise region.error(0, CHECKSUM_FAILS if "checksum" in str(exc) else f"corrupt zstd data ({exc})") from None
     if declared is not None and total != declared:
         raise region.error(0, f"zstd frame declares {declared} bytes but holds {total}")
     return b"".join(chunks)
@@ -147,7 +148,7 @@ def peek_frame(buf: Any, at: int, size: int, dctx: Any, n: int = 64) -> bytes:
         out = dctx.decompressobj().decompress(bytes(buf[at : at + end]))
     except zstandard.ZstdError as exc:
         if "checksum" in str(exc):
-            raise ValueError("its zstd frame fails its checksum (the stored bytes changed after compression)") from None
+            raise ValueError(CHECKSUM_FAILS) from None
         raise ValueError(f"corrupt zstd data ({exc})") from None
     return bytes(out[:n])
 
