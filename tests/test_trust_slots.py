@@ -165,3 +165,21 @@ def test_a_static_library_judges_each_members_slots_apart(tmp_path: Path, scanne
     named = [w for w in fr.warnings if " is damaged: " in w]
     assert len(named) == 1 and named[0].startswith("liba.so: image 0 (spir64 in ") and "misplaced" in named[0], fr.warnings
     assert fr.ir == ["spirv"], fr  # libb.so's intact SPIR-V slot
+
+
+def test_what_the_default_mode_reads_of_a_frame_that_declares_no_size_or_a_large_one(tmp_path: Path, scanner: str) -> None:
+    """The documented bound (docs/reliability.md §6): a frame declaring at most 128 KiB, or of one
+    block, is decompressed whole (checksum verified); of any other only the first block is read,
+    enough to name a fat binary in the SPIR-V slot, and its checksum is left to --deep."""
+    spv = spirv(tmp_path)
+    fat = ocloc_fat(spv, "pvc,tgllp", tmp_path / "fat").read_bytes()
+    nosize = zstd_frame(tmp_path, fat, "nosize", "--no-content-size")
+    big = zstd_frame(tmp_path, spv.read_bytes() * 400, "big")  # several 128 KiB blocks
+    assert len(spv.read_bytes()) * 400 > 3 * (128 << 10)
+    big_bad = _flip_checksum(big)
+    so = host_library(tmp_path, [("spir64", b, len(b)) for b in (nosize, big_bad)])
+    (fast,) = inspect(so).files
+    (w,) = fast.warnings
+    assert w.startswith("image 0 (spir64 in ") and "holds ar where spirv belongs" in w, fast.warnings
+    (deep,) = inspect(so, deep=True).files
+    assert [w[:8] for w in deep.warnings] == ["image 0 ", "image 1 "] and "checksum" in deep.warnings[1], deep.warnings

@@ -665,13 +665,19 @@ def _peek_ir_slots(walk: _Walk, first: int, region: Region) -> None:
     a larger frame's checksum is left to ``--deep`` and the loader, which decompress it all."""
     damaged = walk.memo.get("damaged", ())
     readers, dctx = walk.readers, None
+    irs: dict[str | None, ImageKind | None] = {}  # triple -> its IR (a table repeats a few triples)
+    buf, origin = region.buf, region.origin
     for image in walk.report.images[first:]:
-        if image.kind != _ZSTD or image.index in damaged or (ir := readers.ir_of(image.triple)) is None or image.content != ir:
+        if image.kind != _ZSTD or image.index in damaged:
+            continue
+        triple = image.triple
+        ir = irs[triple] if triple in irs else irs.setdefault(triple, readers.ir_of(triple))
+        if ir is None or image.content != ir:
             continue
         if dctx is None:
             dctx = _dctx(walk)
         try:
-            head = _peek_frame(region.buf, image.offset - region.origin, image.size, dctx)
+            head = _peek_frame(buf, image.offset - origin, image.size, dctx, image.decompressed_size)
         except ValueError as exc:
             _damaged(walk, image, str(exc))
             continue
@@ -681,11 +687,14 @@ def _peek_ir_slots(walk: _Walk, first: int, region: Region) -> None:
             _damaged(walk, image, _slot_check(walk, image.triple, content, image.size, head=head) or f"it holds {content}")
 
 
-def _peek_frame(buf: Any, at: int, size: int, dctx: Any) -> bytes:
-    """:func:`aotwheel.formats.zstd.peek_frame`, imported at the first compressed IR slot."""
+def _peek_frame(buf: Any, at: int, size: int, dctx: Any, declared: int | None) -> bytes:
+    """:func:`aotwheel.formats.zstd.peek_frame`, imported at the first compressed IR slot (then
+    called directly: this name is rebound to it), not at start-up."""
+    global _peek_frame
     from aotwheel.formats.zstd import peek_frame
 
-    return peek_frame(buf, at, size, dctx)
+    _peek_frame = peek_frame
+    return peek_frame(buf, at, size, dctx, declared)
 
 
 def _dctx(walk: _Walk) -> Any:
