@@ -47,7 +47,7 @@ def vendor_parts(*, devlist: dict, toolchain: dict, options: str, images: list[d
                  records: dict[str, list[dict]]) -> list[dict]:
     """Each backend's part of the manifest, in registry order: its build module's
     ``manifest_part(devlist=, toolchain=, options=, images=, records=)`` (backends without build
-    steps, or without that function, have none). ``images`` are every image the call embeds
+    steps have none). ``images`` are every image the call embeds
     (``triple``, ``source``, ``path``, ``info``, ``stored``): each backend lists those it built;
     ``records`` its own image records, by backend name. A part is a dict of ``devlist`` and
     ``fields`` (``(after, key, value)``: keys placed after the core key ``after``), ``images``
@@ -57,16 +57,10 @@ def vendor_parts(*, devlist: dict, toolchain: dict, options: str, images: list[d
     parts = []
     for name in backends.names():
         module = backends.build_module(name)
-        try:
-            steps = __import__(module, fromlist=["manifest_part"]) if module else None
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            steps = None
-        render = getattr(steps, "manifest_part", None)
-        if render is not None:
-            parts.append(render(devlist=devlist, toolchain=toolchain, options=options, images=images,
-                                records=records.get(name, [])))
+        if module is not None:  # every build module defines manifest_part (the registry names it)
+            steps = backends.load_module(module)
+            parts.append(steps.manifest_part(devlist=devlist, toolchain=toolchain, options=options, images=images,
+                                             records=records.get(name, [])))
     return parts
 
 
