@@ -15,9 +15,9 @@ import pytest
 
 from conftest import REPO
 
-# main as the AMD branch last merged it ("Merge cmakev: CMake by vendor"): the narrow Backend, one
-# record system, CMake by vendor -- issue 40's core, before the AMD build code on top of it.
-BASE = "3fcb987d45ba54e092e61e1bcb86cca3c386081c"
+# main as the AMD branch last merged it ("Merge trust2"): the narrow Backend, one record system,
+# CMake by vendor -- issue 40's core, before the AMD build code on top of it.
+BASE = "85180db26865131bff2a6ebe277124ba94a610a7"
 MARK = "amd:"  # the subject prefix of the AMD change's commits
 
 # What the AMD change may touch, and why each place is the vendor's own.
