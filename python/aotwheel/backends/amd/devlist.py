@@ -1,5 +1,5 @@
 """The AMD share of ``USE_AOT_DEVLIST``: target ids (``gfx90a``, ``gfx1030``, ``gfx90a:xnack-``),
-each one code object that hipcc builds (:mod:`aotwheel.backends.amd.build`), as the resolver
+each one code object that hipcc builds (:mod:`aotwheel.backends.amd.buildsteps`), as the resolver
 (:mod:`aotwheel.devlist`) asks for them through :class:`aotwheel.backends.protocol.DevlistGrammar`.
 """
 
