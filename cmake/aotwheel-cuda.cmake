@@ -46,7 +46,7 @@ if(NOT DEFINED _AOTWHEEL_STEP_COMMAND)
   include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-config.cmake")
 endif()
 
-# The nvcc build steps (python/aotwheel/backends/nvidia/build.py), through the one step command.
+# The nvcc build steps (python/aotwheel/backends/nvidia/buildsteps.py), through the one step command.
 set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_STEP_COMMAND} nvidia)
 
 # The portability header: a source checkout's csrc/, or include/ of an installed aotwheel.

@@ -60,12 +60,12 @@ def get(name: str) -> Backend:
 
 
 def build_module(name: str) -> str | None:
-    """The module holding backend ``name``'s build steps (its package's ``build``, exposing
+    """The module holding backend ``name``'s build steps (its package's ``buildsteps``, exposing
     ``main(argv)``), not imported: ``python -m aotwheel.buildsteps <name> <step> ...`` runs it per
     ninja edge, where importing the backend object (typing, the data model) would cost every edge.
     ``None`` for a name no backend has."""
     module = _BUILTIN.get(name)
-    return module.rpartition(".")[0] + ".build" if module else None
+    return module.rpartition(".")[0] + ".buildsteps" if module else None
 
 
 def reader_module(name: str) -> str | None:

@@ -8,7 +8,7 @@ cache      print the cache root and its hit/miss/store counters
 hook       write <package>/_aot.py (``python -m aotwheel.hook``)
 resolve    resolve a device list (``python -m aotwheel resolve``; CMake's aotwheel_resolve_devlist)
 <vendor>   that backend's own steps, e.g. ``intel ocloc ...``, ``nvidia compile ...``: its
-           package's ``build`` module (``aotwheel.backends.build_module``), imported by name
+           package's ``buildsteps`` module (``aotwheel.backends.build_module``), imported by name
 
 Errors print ``aotwheel: error: <one line>`` and exit 2.
 """
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] not in _STEPS:
         from aotwheel.backends import build_module
 
-        module = build_module(argv[0])  # a vendor's steps: its package's ``build`` module, by name
+        module = build_module(argv[0])  # a vendor's steps: its package's ``buildsteps`` module, by name
         if module is not None:
             return _vendor_main(argv[0], module, argv[1:])
     return run_step(_PROG, __doc__, _STEPS, argv)

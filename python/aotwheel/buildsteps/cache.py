@@ -15,7 +15,7 @@ are ignored without error. ``<build>`` groups the events of one build (build tre
 for ``aotwheel build cache``; kinds are ``hit miss store corrupt`` for this cache and
 ``remote-hit remote-miss remote-store remote-fail`` for the remote stores. Events whose
 ``<device>`` is ``spirv-deps``/``spirv`` belong to the SPIR-V step's cache (its manifests and
-modules, :mod:`aotwheel.backends.intel.build.spvcache`; ``spirv-hit spirv-remote-hit spirv-compiled`` are
+modules, :mod:`aotwheel.backends.intel.buildsteps.spvcache`; ``spirv-hit spirv-remote-hit spirv-compiled`` are
 its per-step outcomes) and are counted apart from the device images.
 
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent

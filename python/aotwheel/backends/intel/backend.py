@@ -222,7 +222,7 @@ class IntelBackend:
         return line
 
     def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
-        from aotwheel.backends.intel.build.toolchain import discover, ocloc_facts
+        from aotwheel.backends.intel.buildsteps.toolchain import discover, ocloc_facts
         from aotwheel.errors import ToolchainError
 
         doc = discover(list(devices), cache).to_dict()

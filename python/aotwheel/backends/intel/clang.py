@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 # The pair's record lives with the build step that uses it, so that each `spirv` step process
 # need not import this backend package (aotwheel.model, aotwheel.config, typing, ...).
-from aotwheel.backends.intel.build.spirv import SpirvToolchain as SpirvToolchain
+from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain as SpirvToolchain
 from aotwheel.backends.intel.variables import CLANG, LLVM_SPIRV
 from aotwheel.errors import ToolchainError
 

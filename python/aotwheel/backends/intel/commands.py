@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # the command's start-up: no typing import
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotwheel.backends.intel.build.compile import CompileResult, DeviceBuild, Resolver
+    from aotwheel.backends.intel.buildsteps.compile import CompileResult, DeviceBuild, Resolver
 
 HELP = "compile a SPIR-V module for a device list (Triton / Inductor kernels)"
 DESCRIPTION = ("Compile IN.spv for every device of DEVLIST with ocloc, one job per device in parallel, "
@@ -30,8 +30,8 @@ DESCRIPTION = ("Compile IN.spv for every device of DEVLIST with ocloc, one job p
 
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, **options: Any) -> CompileResult:
-    """Build ``spirv`` for ``devlist`` (:func:`aotwheel.backends.intel.build.compile.compile_spirv_report`)."""
-    from aotwheel.backends.intel.build.compile import compile_spirv_report as build
+    """Build ``spirv`` for ``devlist`` (:func:`aotwheel.backends.intel.buildsteps.compile.compile_spirv_report`)."""
+    from aotwheel.backends.intel.buildsteps.compile import compile_spirv_report as build
 
     return build(spirv, devlist, resolve=resolve, **options)
 
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     from pathlib import Path
 
     from aotwheel import config
-    from aotwheel.backends.intel.build.compile import write_outputs
+    from aotwheel.backends.intel.buildsteps.compile import write_outputs
     from aotwheel.backends.intel.variables import OCLOC_JOBS
     from aotwheel.errors import AotwheelError
 
@@ -218,7 +218,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
 def _run_triton(args: argparse.Namespace, path: Any, resolve: Resolver, jobs: int | None) -> int:
     """Triton kernels: one file -> its fat binary (or --format dir) as for SPIR-V; a folder -> one
     fat binary per kernel in OUT (default IN.aot) with aotwheel-triton.json."""
-    from aotwheel.backends.intel.build.compile import write_outputs
+    from aotwheel.backends.intel.buildsteps.compile import write_outputs
     from aotwheel.backends.intel.triton import compile_kernels, find_kernels, write_kernels
     from aotwheel.errors import AotwheelError
 

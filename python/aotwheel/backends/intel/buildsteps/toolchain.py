@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from aotwheel.backends.intel.build.spirv import SpirvToolchain
+from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache

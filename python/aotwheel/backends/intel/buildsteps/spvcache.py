@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from aotwheel.backends.intel.build.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
+from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id
 from aotwheel.buildsteps.values import Value
 from aotwheel.variables import REMOTE_CACHE
