@@ -80,9 +80,9 @@ def devlist_choice(env: Mapping[str, str], devlist: str | None = None,
     ``USE_AOT_DEVLIST`` variable), ``$USE_AOT_DEVLIST``, ``torch_arch_list`` (CMake's
     ``TORCH_XPU_ARCH_LIST`` variable), ``$TORCH_XPU_ARCH_LIST``, then the default; the first that
     is not empty or blank wins."""
-    for value, where in ((devlist, DEVLIST.name), (env.get(DEVLIST.name), f"{DEVLIST.name} (environment)"),
+    for value, where in ((devlist, DEVLIST.name), (DEVLIST.given(env), f"{DEVLIST.name} (environment)"),
                          (torch_arch_list, TORCH_ARCH_LIST.name),
-                         (env.get(TORCH_ARCH_LIST.name), f"{TORCH_ARCH_LIST.name} (environment)")):
+                         (TORCH_ARCH_LIST.given(env), f"{TORCH_ARCH_LIST.name} (environment)")):
         if value is not None and value.strip():
             return value, where
     return DEFAULT_DEVLIST, "the default"
@@ -125,11 +125,10 @@ class Config:
         """Read every variable from ``env`` (validated: a bad value raises one clear error)."""
 
         def get(var: Variable) -> str | None:
-            value = env.get(var.name, "").strip()
-            return value or var.default
+            return var.get(env)
 
         def switch(var: Variable) -> bool:
-            return flag(env.get(var.name), flag(var.default, name=var.name), name=var.name)
+            return flag(var.given(env), flag(var.default, name=var.name), name=var.name)
 
         devlist, source = devlist_choice(env)
         return cls(
@@ -149,7 +148,7 @@ class Config:
             remote_cache_secret=get(REMOTE_CACHE_SECRET),
             shard=get(SHARD),
             jit_cache_dir=get(JIT_CACHE_DIR),
-            no_fastscan=not off(env.get(NO_FASTSCAN.name)),
+            no_fastscan=not off(NO_FASTSCAN.given(env)),
             allow_undeclared=get(ALLOW_UNDECLARED),
             backend_values={v.name: get(v) for v in backend_variables()},
         )

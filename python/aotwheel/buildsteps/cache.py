@@ -150,7 +150,7 @@ def _linked(exc: OSError, path: Path) -> OSError:
 
 def default_root() -> Path | None:
     """The cache root from the environment, or ``None`` when caching is disabled."""
-    env = os.environ.get(ENV, "").strip()
+    env = CACHE_DIR.given()
     if env:
         return None if env.lower() in _DISABLED else Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()

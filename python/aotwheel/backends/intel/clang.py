@@ -49,8 +49,8 @@ def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None
     memoised in the cache). Raises :class:`ToolchainError` naming the missing tool and the package
     to install.
     """
-    clang = clang or os.environ.get(CLANG.name) or None
-    llvm_spirv = llvm_spirv or os.environ.get(LLVM_SPIRV.name) or None
+    clang = clang or CLANG.given()
+    llvm_spirv = llvm_spirv or LLVM_SPIRV.given()
     if clang and llvm_spirv:
         return _pair(_which(clang, "clang"), _which(llvm_spirv, "llvm-spirv"), version)
 

@@ -146,7 +146,6 @@ def _report(b: DeviceBuild, image_format: str) -> str:
 def run(args: argparse.Namespace, resolve: Resolver) -> int:
     """Compile (the device list resolved by ``resolve``, the core's), write the output only when
     every device built, print the report."""
-    import os
     from pathlib import Path
 
     from aotwheel import config
@@ -155,8 +154,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     from aotwheel.errors import AotwheelError
 
     jobs = args.jobs
-    if jobs is None and os.environ.get(OCLOC_JOBS.name, "").strip():
-        text = os.environ[OCLOC_JOBS.name].strip()
+    if jobs is None and (text := OCLOC_JOBS.given()) is not None:
         if not text.isdigit():
             raise AotwheelError(f"AOTWHEEL_OCLOC_JOBS={text!r} is not a number of jobs; set it to 1 or more, or unset it")
         jobs = int(text)
@@ -179,7 +177,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
     from aotwheel.backends.intel.variables import MIN_DRIVER
 
-    min_driver = args.min_driver if args.min_driver is not None else os.environ.get(MIN_DRIVER.name)
+    min_driver = args.min_driver if args.min_driver is not None else MIN_DRIVER.given()
     # Each image as it finishes: on a terminal one live line (stdout's, or stderr's under --json),
     # erased before the report; in a log its report line, numbered, at once (the report is those lines).
     live = sys.stderr if args.json else sys.stdout
@@ -226,14 +224,13 @@ def _run_triton(args: argparse.Namespace, path: Any, resolve: Resolver, jobs: in
     if path.is_dir() and args.format != "fatbin":
         raise AotwheelError("--format dir takes one kernel; a folder of Triton kernels gives one fat binary per kernel (drop --format)")
     devlist = args.devlist if args.devlist and args.devlist.strip() else None  # None: each kernel's own target
-    import os
 
     from aotwheel.backends.intel.variables import MIN_DRIVER
 
     builds = compile_kernels(kernels, devlist, resolve=resolve, options=args.options, grf=args.grf or "auto",
                              jit_fallback=not args.no_jit, jobs=jobs, strict_target=args.strict_target,
                              image_format="legacy" if args.legacy_images else None,
-                             min_driver=args.min_driver if args.min_driver is not None else os.environ.get(MIN_DRIVER.name))
+                             min_driver=args.min_driver if args.min_driver is not None else MIN_DRIVER.given())
     if path.is_dir():
         written = write_kernels(builds, args.output or f"{str(path).rstrip('/')}.aot")
     else:

@@ -96,11 +96,10 @@ class IntelPart:
     def planned(self) -> Coverage | None:
         """The coverage plan for ``USE_AOT_MIN_DRIVER`` (read here, where the resolver's answer is made)
         and the installed ocloc: the images a build makes."""
-        import os
 
         from aotwheel.backends.intel.variables import MIN_DRIVER
 
-        return self.coverage(os.environ.get(MIN_DRIVER.name))
+        return self.coverage(MIN_DRIVER.given())
 
     @property
     def ocloc_device(self) -> str:

@@ -174,7 +174,7 @@ def _sane_dep(dep: object) -> bool:
 def _remote_named(settings: str | None) -> bool:
     """True when a remote store is configured (the settings file CMake wrote, else the environment),
     read without importing the remote module."""
-    if (os.environ.get(REMOTE_CACHE.name) or "").strip():
+    if REMOTE_CACHE.given():
         return True
     try:
         text = Path(settings).read_text() if settings else ""
