@@ -33,7 +33,7 @@ CORE_TO_VENDOR: dict[str, set[str]] = {
 
 # What a vendor module may import outside the vendor packages.
 LOWER_CORE = ("aotwheel", "aotwheel.formats", "aotwheel.buildsteps", "aotwheel.model", "aotwheel.results", "aotwheel.records", "aotwheel.acceptable",
-              "aotwheel.errors", "aotwheel.config", "aotwheel.variables", "aotwheel.report", "aotwheel.jitcache", "aotwheel.backends",
+              "aotwheel.errors", "aotwheel.variables", "aotwheel.report", "aotwheel.jitcache", "aotwheel.backends",
               "aotwheel.backends.protocol", "aotwheel.backends.readers")
 LOWER_CORE_PACKAGES = ("aotwheel.formats.", "aotwheel.buildsteps.")
 
@@ -71,6 +71,17 @@ def test_vendors_import_only_the_lower_core() -> None:
     edges = _import_graph()
     upper = {m: {e for e in out if _vendor(e) is None and not _lower(e)} for m, out in edges.items() if _vendor(m)}
     assert {m: e for m, e in upper.items() if e} == VENDOR_TO_UPPER
+
+
+def test_the_lower_core_imports_no_registry() -> None:
+    # Layer 1 (data, containers, settings declarations, build infrastructure) sits below the
+    # registries: what it needs of the backends is handed in (the manifest step gets each backend's
+    # build-steps module from its caller). config reads every backend's variables through the
+    # registry, so it is a core service above it; vendors read their own through aotwheel.variables.
+    edges = _import_graph()
+    below = {m for m in edges if _vendor(m) is None and _lower(m) and m not in (*REGISTRIES, "aotwheel", "aotwheel.backends.protocol")}
+    upward = {m: sorted(e for e in edges[m] if e in REGISTRIES or not _lower(e) and _vendor(e) is None) for m in below}
+    assert {m: e for m, e in upward.items() if e} == {}
 
 
 def test_the_registry_names_every_vendor_package_and_imports_none_at_import_time() -> None:

@@ -6,6 +6,10 @@ here or downstream writes to ``os.environ``. The variables themselves (names, de
 vocabulary of switches) are declared in :mod:`aotwheel.variables` (the core's) and in each backend's
 settings module (:func:`aotwheel.backends.settings`), which build steps import alone.
 
+A core service above the registry (it asks it for every backend's variables and the default
+device list): backends and build steps never import this module; they read their own variables
+through their declarations (:meth:`aotwheel.variables.Variable.get`), as :class:`Config` does.
+
 CMake reads ``USE_AOT_DEVLIST`` / ``TORCH_XPU_ARCH_LIST`` / ``USE_AOT_JIT_FALLBACK`` /
 ``USE_AOT_FIELD_DEFAULTS`` as CMake variables at configure time and passes them to the Python
 resolver (``USE_AOT_COMPRESS`` too: the resolver passes its word, else this default, to CMake as

@@ -69,7 +69,8 @@ def cmd_manifest(a: argparse.Namespace) -> int:
     if a.jit_fallback is not None:
         devlist["jit_fallback"] = a.jit_fallback == "on"
     doc = build_manifest(name=a.name, devlist=devlist, toolchain=_load_toolchain(a.toolchain), options=a.options,
-                         images=images, kernels=kernels, records=records)
+                         images=images, kernels=kernels, records=records,
+                         steps={name: backends.build_module(name) for name in backends.names()})
     doc["remote_cache"] = remote_outcomes(Path(a.output).parent)
     atomic_write(Path(a.output), (json.dumps(doc, indent=2) + "\n").encode())
     return 0

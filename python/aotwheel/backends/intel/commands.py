@@ -148,7 +148,6 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
     every device built, print the report."""
     from pathlib import Path
 
-    from aotwheel import config
     from aotwheel.backends.intel.buildsteps.compile import write_outputs
     from aotwheel.backends.intel.variables import OCLOC_JOBS
     from aotwheel.errors import AotwheelError
@@ -171,11 +170,12 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
     if args.strict_target:
         raise AotwheelError("--strict-target is for Triton kernels (a .spv beside its metadata .json); drop it for a bare SPIR-V module")
-    from aotwheel.buildsteps.progress import Progress
-
-    settings = config.read()
-    devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
     from aotwheel.backends.intel.variables import MIN_DRIVER
+    from aotwheel.buildsteps.progress import Progress
+    from aotwheel.variables import FIELD_DEFAULTS, flag
+
+    devlist = args.devlist or ""  # empty = unset: the core's resolver takes the settings' list
+    field_defaults = flag(FIELD_DEFAULTS.get(), name=FIELD_DEFAULTS.name) and not args.no_field_defaults
 
     min_driver = args.min_driver if args.min_driver is not None else MIN_DRIVER.given()
     # Each image as it finishes: on a terminal one live line (stdout's, or stderr's under --json),
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
 
     result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
                                   grf=args.grf or "default", jobs=jobs,
-                                  field_defaults=settings.field_defaults and not args.no_field_defaults,
+                                  field_defaults=field_defaults,
                                   image_format="legacy" if args.legacy_images else None, format_source="--legacy-images",
                                   min_driver=min_driver, progress=finished)
     if progress is not None:

@@ -216,9 +216,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     from aotwheel.backends.intel.variables import IMAGE_FORMAT
 
     if image_format is None:
-        from aotwheel import config
-
-        wanted = read_format(config.read().value(IMAGE_FORMAT), IMAGE_FORMAT.name)
+        wanted = read_format(IMAGE_FORMAT.get(), IMAGE_FORMAT.name)
     else:
         wanted = read_format(image_format, format_source)
     from aotwheel.backends.intel.options import with_field_options
