@@ -56,12 +56,12 @@ def vendor_parts(*, devlist: dict, toolchain: dict, options: str, images: list[d
     parts = []
     for name, module in steps.items():
         try:
-            steps = __import__(module, fromlist=["manifest_part"]) if module else None
+            found = __import__(module, fromlist=["manifest_part"]) if module else None
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
-            steps = None
-        render = getattr(steps, "manifest_part", None)
+            found = None
+        render = getattr(found, "manifest_part", None)
         if render is not None:
             parts.append(render(devlist=devlist, toolchain=toolchain, options=options, images=images,
                                 records=records.get(name, [])))
