@@ -82,10 +82,11 @@ def _fail(message: str) -> int:
 
 def resolve_variant(variant: Variant) -> tuple[set[str], bool]:
     """The canonical target names a variant must produce, and whether SPIR-V must be kept."""
+    from aotwheel.backends.intel.devlist import IntelPart
     from aotwheel.devlist import resolve
 
     devlist = resolve(variant.devlist, jit_fallback=variant.jit_fallback)
-    return set(devlist.names), devlist.jit_fallback
+    return set(devlist.part_of(IntelPart).names), devlist.jit_fallback
 
 
 def describe(path: Path) -> WheelReport:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from aotwheel.backends.intel.catalog import load_catalog
+from aotwheel.backends.intel.devlist import IntelPart
+from aotwheel.backends.nvidia.devlist import NvidiaPart
 from aotwheel.devlist import DEFAULT_DEVLIST, MAX_LENGTH, env_flag, resolve
 from aotwheel.errors import DevlistError
 
@@ -67,14 +69,15 @@ OK_CASES = [
 @pytest.mark.parametrize("text,names,jit", OK_CASES)
 def test_resolves(text: str, names: list[str], jit: bool) -> None:
     dl = resolve(text)
-    assert [t.name for t in dl.targets] == names
+    intel = dl.part_of(IntelPart)
+    assert [t.name for t in intel.targets] == names
     assert dl.jit_fallback is jit
     # ocloc -device gets one word per planned image (tests/test_coverage.py): the names, or where
     # the installed ocloc knows generic names and one image serves several devices, a generic name
     # (bmg builds bmg-g21) in place of the devices it serves.
     roots = dict(load_catalog().generic)
-    words = dl.ocloc_device.split(",") if dl.ocloc_device else []
-    assert len(words) <= len(names) and {roots.get(w, w) for w in words} <= set(names) | set(roots.values()), dl.ocloc_device
+    words = intel.ocloc_device.split(",") if intel.ocloc_device else []
+    assert len(words) <= len(names) and {roots.get(w, w) for w in words} <= set(names) | set(roots.values()), intel.ocloc_device
     if not set(words) & set(roots):
         assert words == names
 
@@ -122,19 +125,19 @@ def test_a_stepping_ip_resolves_as_its_own_target(ip: str, product: str) -> None
     # compute-runtime's AOT tables (platforms.h) name these steppings: BMG_G21_B0_RESERVED = 20.1.4
     # (what icpx's intel_gpu_bmg_g21 means), BMG_G21_A1_RESERVED = 20.1.1, PVC_XT_A0 = 12.60.3,
     # DG2_G10_B0 = 12.55.4. The driver matches images against the exact IP, so each stays itself.
-    (t,) = resolve(ip).targets
+    (t,) = resolve(ip).part_of(IntelPart).targets
     assert (t.name, t.ip, t.shipping) == (ip, ip, False)
     assert product in t.description
-    assert resolve(ip).ocloc_device == ip
+    assert resolve(ip).part_of(IntelPart).ocloc_device == ip
     # icpx's numeric arch spelling names the same target (-fsycl-targets=intel_gpu_20_1_4)
-    assert [(t.name, t.ip) for t in resolve("intel_gpu_" + ip.replace(".", "_")).targets] == [(ip, ip)]
+    assert [(t.name, t.ip) for t in resolve("intel_gpu_" + ip.replace(".", "_")).part_of(IntelPart).targets] == [(ip, ip)]
 
 
 def test_sycl_targets_follow_fallback() -> None:
     assert resolve("pvc").sycl_targets == "spir64_gen,spir64"
     assert resolve("pvc", jit_fallback=False).sycl_targets == "spir64_gen"
     assert resolve("none").sycl_targets == "spir64"
-    assert resolve("none").ocloc_device == ""
+    assert resolve("none").part_of(IntelPart).ocloc_device == ""
 
 
 def test_family_expansion_is_reported() -> None:
@@ -147,7 +150,7 @@ def test_family_expansion_is_reported() -> None:
 
 
 def test_native_uses_detected_devices() -> None:
-    assert [t.name for t in resolve("native", detect=lambda: ["12.60.7", "12.60.7"]).targets] == ["pvc"]
+    assert [t.name for t in resolve("native", detect=lambda: ["12.60.7", "12.60.7"]).part_of(IntelPart).targets] == ["pvc"]
     with pytest.raises(DevlistError, match="found no Intel or NVIDIA GPU"):
         resolve("native", detect=lambda: [])
     with pytest.raises(DevlistError, match="unknown to the catalog: 1.2.3"):
@@ -156,8 +159,9 @@ def test_native_uses_detected_devices() -> None:
 
 def test_native_includes_nvidia_gpus() -> None:
     dl = resolve("native", detect=lambda: ["sm_90", "12.55.8"])
-    assert [t.name for t in dl.targets] == ["acm-g10"]
-    assert dl.cuda is not None and dl.cuda.names == ("sm_90",)
+    assert [t.name for t in dl.part_of(IntelPart).targets] == ["acm-g10"]
+    cuda = dl.part_of(NvidiaPart).cuda
+    assert cuda is not None and cuda.names == ("sm_90",)
 
 
 # Mixed vendors: (input, Intel names, NVIDIA images, -fsycl-targets). NVIDIA rules from docs/formats.md §5.
@@ -175,10 +179,11 @@ MIXED_CASES = [
 @pytest.mark.parametrize("text,intel,nvidia,sycl", MIXED_CASES)
 def test_mixed_vendor_lists(text: str, intel: list[str], nvidia: tuple[str, ...], sycl: str) -> None:
     dl = resolve(text)
-    assert [t.name for t in dl.targets] == intel
-    assert dl.cuda is not None and dl.cuda.names == nvidia
+    assert [t.name for t in dl.part_of(IntelPart).targets] == intel
+    cuda = dl.part_of(NvidiaPart).cuda
+    assert cuda is not None and cuda.names == nvidia
     assert dl.sycl_targets == sycl
-    assert dl.ocloc_device == ",".join(intel)
+    assert dl.part_of(IntelPart).ocloc_device == ",".join(intel)
 
 
 @pytest.mark.parametrize("text,jit,spirv,vendors,summary", [
@@ -192,7 +197,7 @@ def test_mixed_vendor_lists(text: str, intel: list[str], nvidia: tuple[str, ...]
 def test_jit_fallback_is_per_vendor(text: str, jit: bool, spirv: bool, vendors: tuple[str, ...], summary: str) -> None:
     """SPIR-V only where the list names Intel devices (or nothing: 'none'); NVIDIA's JIT form is PTX, kept with 'ptx'."""
     dl = resolve(text, jit_fallback=jit)
-    assert (dl.spirv, dl.vendors, dl.jit_summary) == (spirv, vendors, summary)
+    assert (dl.part_of(IntelPart).spirv, dl.vendors, dl.jit_summary) == (spirv, vendors, summary)
     d = dl.to_dict()
     assert (d["spirv"], tuple(d["vendors"]), d["jit_summary"]) == (spirv, vendors, summary)
 

@@ -97,9 +97,10 @@ def test_fp64_poisoned_kernel_is_native_and_named(tmp_path):
 def test_a_stepping_ip_is_judged_as_its_own_device(tmp_path):
     # 20.1.4 (BMG_G21_B0_RESERVED; what icpx's intel_gpu_bmg_g21 means) resolves as a target of its
     # own; a 20.1.0 member does not validate on it (compatibilityMapping lists no image for 20.1.4).
+    from aotwheel.backends.intel.devlist import IntelPart
     from aotwheel.devlist import resolve
 
-    assert [(t.name, t.ip) for t in resolve("20.1.4").targets] == [("20.1.4", "20.1.4")]
+    assert [(t.name, t.ip) for t in resolve("20.1.4").part_of(IntelPart).targets] == [("20.1.4", "20.1.4")]
     probe = load(OCLOC22 / "pvc.zebin", "pvc", tmp_path / "probe")  # which driver release is this?
     if probe.release < (25, 27):
         return  # Debian 12's driver simulates no Battlemage: the resolution above is this lane's part

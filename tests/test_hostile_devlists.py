@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aotwheel.backends.intel.catalog import load_catalog
+from aotwheel.backends.intel.devlist import IntelPart
 from aotwheel.devlist import DevList, resolve
 from aotwheel.errors import DevlistError
 
@@ -173,8 +174,9 @@ def test_property_any_string_resolves_or_raises_devlist_error(text: str) -> None
     assert isinstance(result, DevList)
     cat = load_catalog()
     # the catalog's device for its IP, or a stepping of compute-runtime's tables named by its IP (20.1.4)
-    assert all(cat.by_ip(t.ip) is t or (t.name == t.ip and cat.by_ip(t.ip) is None and not t.shipping) for t in result.targets)
-    assert len({t.name for t in result.targets}) == len(result.targets)
+    targets = result.part_of(IntelPart).targets
+    assert all(cat.by_ip(t.ip) is t or (t.name == t.ip and cat.by_ip(t.ip) is None and not t.shipping) for t in targets)
+    assert len({t.name for t in targets}) == len(targets)
 
 
 _WORDS = sorted({*load_catalog().vocabulary(), "none", "native", "no-jit", "12.60.7", "pvcx", "dg"})
@@ -190,7 +192,7 @@ def test_property_token_soup(words: list[str], sep: str) -> None:
         return
     cat = load_catalog()
     # Every target comes from some word, in first-mention order, without duplicates.
-    names = [t.name for t in result.targets]
+    names = [t.name for t in result.part_of(IntelPart).targets]
     assert len(names) == len(set(names))
     for w in words:
         dev = cat.by_name(w)

@@ -149,6 +149,9 @@ def test_inspecting_a_library_imports_none_of_the_modules_that_cost_its_start_up
     # (re, gettext, locale), pathlib, zipfile, hashlib, json, contextlib, importlib.
     heavy = {"typing", "dataclasses", "inspect", "ast", "enum", "re", "argparse", "gettext", "locale", "pathlib", "zipfile", "hashlib",
              "json", "tempfile", "shutil", "contextlib", "functools", "collections", "importlib", "importlib.util"}
+    # Issue 40 trades that budget for plain dataclasses (any command within 4 x `python -c pass`):
+    # the readers' ReadSpec is one, so what `import dataclasses` itself loads is allowed, nothing more.
+    heavy -= set(_new_modules("import dataclasses"))
     for argv in (("inspect", str(SMALL_LIB)), ("inspect", "--all", str(SMALL_LIB))):
         loaded = _cli_modules(*argv)
         assert "aotwheel.inspector" in loaded and not heavy & loaded, sorted(heavy & loaded)

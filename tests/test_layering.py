@@ -34,7 +34,7 @@ CORE_TO_VENDOR: dict[str, set[str]] = {
 # What a vendor module may import outside the vendor packages.
 LOWER_CORE = ("aotwheel", "aotwheel.formats", "aotwheel.buildsteps", "aotwheel.model", "aotwheel.results", "aotwheel.records", "aotwheel.acceptable",
               "aotwheel.errors", "aotwheel.variables", "aotwheel.report", "aotwheel.jitcache", "aotwheel.backends",
-              "aotwheel.backends.protocol", "aotwheel.backends.readers")
+              "aotwheel.backends.protocol", "aotwheel.backends.readers", "aotwheel.backends.readspec")
 LOWER_CORE_PACKAGES = ("aotwheel.formats.", "aotwheel.buildsteps.")
 
 # Vendor modules that still import the upper core: module -> upper-core modules.
@@ -91,10 +91,15 @@ def test_the_registry_names_every_vendor_package_and_imports_none_at_import_time
     from aotwheel import backends
     from aotwheel.backends import readers
 
-    assert {backends._BUILTIN[n].split(".")[2] for n in backends.names()} == set(VENDORS)
+    # One entry per vendor, every module it names inside that vendor's own package.
+    assert set(backends.names()) == set(VENDORS)
+    for name, vendor in backends._VENDORS.items():
+        named = [m for m in vendor.values() if m is not None]
+        assert named and all(m.startswith(f"aotwheel.backends.{name}.") for m in named), (name, vendor)
     # Every backend has its reader in its own package, under the same name.
     assert sorted(readers.names()) == sorted(backends.names())
-    assert {n: readers.modules()[n].rsplit(".", 1)[0] for n in readers.names()} == {n: backends._BUILTIN[n].rsplit(".", 1)[0] for n in backends.names()}
+    assert {n: readers.modules()[n].rsplit(".", 1)[0] for n in readers.names()} == \
+        {n: backends._VENDORS[n]["backend"].rsplit(".", 1)[0] for n in backends.names()}
     code = "import sys, aotwheel.backends; print(sorted(m for m in sys.modules if m.startswith('aotwheel.backends.') or m == 'typing'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -109,9 +114,11 @@ VENDOR_WORD = re.compile(r"\bptx\b|\bintel\b|\bnvidia\b|\bamd\b|\bcuda\b|\bhip\b
 # The only string constants of core modules that may name one (module -> those constants, sorted):
 # anything else asks its backend or the registry.
 ALLOWED_VENDOR_WORDS: dict[str, list[str]] = {
-    # The registry: one line per vendor (name -> its backend module), as adding a backend requires.
-    "backends/__init__.py": ["amd", "aotwheel.backends.amd.backend", "aotwheel.backends.intel.backend", "aotwheel.backends.nvidia.backend",
-                             "intel", "nvidia"],
+    # The registry: one entry per vendor (name -> its modules), as adding a backend requires.
+    "backends/__init__.py": ["amd", "aotwheel.backends.amd.backend", "aotwheel.backends.amd.reader", "aotwheel.backends.amd.variables",
+                             "aotwheel.backends.intel.backend", "aotwheel.backends.intel.buildsteps", "aotwheel.backends.intel.reader",
+                             "aotwheel.backends.intel.variables", "aotwheel.backends.nvidia.backend", "aotwheel.backends.nvidia.buildsteps",
+                             "aotwheel.backends.nvidia.reader", "aotwheel.backends.nvidia.variables", "intel", "nvidia"],
     # aotwheel.load_catalog, a published API name (Intel's device catalog), imported lazily.
     "__init__.py": ["aotwheel.backends.intel.catalog"],
     # LLVM's OffloadKind enum (OFK_Cuda, OFK_HIP): programming models LLVM's vendor-neutral container names.

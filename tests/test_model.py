@@ -259,7 +259,7 @@ def _import_graph() -> dict[str, set[str]]:
     from aotwheel import backends
     from aotwheel.backends import readers
 
-    edges["aotwheel.backends"] |= {backends._BUILTIN[n] for n in backends.names()}
+    edges["aotwheel.backends"] |= {backends._VENDORS[n]["backend"] for n in backends.names()}
     edges["aotwheel.backends"] |= {backends.settings(n).__name__ for n in backends.names()}
     edges["aotwheel.backends.readers"] |= set(readers.modules().values())
     return edges

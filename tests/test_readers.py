@@ -15,15 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends import ReadSpec, readers
+from aotwheel import backends
+from aotwheel.backends import readers
 from aotwheel.backends.intel import kinds as intel_kinds
+from aotwheel.backends.readspec import ReadSpec
 from aotwheel.errors import InspectError
 from aotwheel.inspector import inspect
 from aotwheel.model import Image, ImageKind
 from aotwheel.records import asdict
 
 _READER = '''
-from aotwheel.backends import ReadSpec
+from aotwheel.backends.readspec import ReadSpec
 from aotwheel.model import ImageKind, Target
 
 XDEV_ELF = ImageKind.declare("xdev-elf")  # its ELF-based format: e_machine 0x7de7
@@ -64,7 +66,8 @@ def xdev_reader(tmp_path, monkeypatch):
     """A fourth vendor's reader, registered under the name ``xdev`` for the test only."""
     (tmp_path / "xdev_reader.py").write_text(_READER)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(readers._REGISTERED, "xdev", "xdev_reader")
+    # One registry entry; its backend and settings modules are never imported by inspection.
+    monkeypatch.setitem(backends._VENDORS, "xdev", {"backend": "xdev_backend", "settings": "xdev_settings", "reader": "xdev_reader", "build": None})
     import xdev_reader
 
     xdev_reader.CALLS.clear()

@@ -51,9 +51,10 @@ def _installed_catalog():  # type: ignore[no-untyped-def]
 
 
 def _resolve_ips(text: str) -> list[str]:
+    from aotwheel.backends.intel.devlist import IntelPart
     from aotwheel.devlist import resolve
 
-    return [t.ip for t in resolve(text, catalog=_installed_catalog()).targets]
+    return [t.ip for t in resolve(text, catalog=_installed_catalog()).part_of(IntelPart).targets]
 
 
 def _is_group_word(word: str) -> bool:

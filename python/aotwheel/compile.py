@@ -23,7 +23,7 @@ DevlistLike = Union[str, "DevList"]
 def resolve_devlist(devlist: DevlistLike, jit_fallback: bool = True) -> DevList:
     """``devlist`` resolved (a :class:`~aotwheel.devlist.DevList` as it is): an empty text means
     unset, as everywhere (the settings' device list); each backend's toolchain table is asked as
-    ``aotwheel resolve`` asks it (:meth:`Backend.devlist_table`)."""
+    ``aotwheel resolve`` asks it (its ``capabilities.toolchain.table``)."""
     from aotwheel.devlist import DevList, resolve
 
     if isinstance(devlist, DevList):
@@ -36,7 +36,7 @@ def resolve_devlist(devlist: DevlistLike, jit_fallback: bool = True) -> DevList:
     if isinstance(devlist, str):  # anything else: the resolver's own one-line error
         from aotwheel import backends
 
-        tables = {b.name: t for b in backends.all_backends() if (t := b.devlist_table(devlist, {})) is not None}
+        tables = {name: t for name, tc in backends.toolchains() if (t := tc.table(devlist, {})) is not None}
     return resolve(devlist, jit_fallback=jit_fallback, tables=tables)
 
 

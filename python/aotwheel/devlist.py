@@ -25,7 +25,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from aotwheel.buildsteps.values import place
 from aotwheel.config import DEFAULT_DEVLIST
@@ -34,6 +34,8 @@ from aotwheel.errors import DevlistError
 
 if TYPE_CHECKING:
     from aotwheel.backends.protocol import DevlistExamples, DevlistGrammar, DevlistPart
+
+P = TypeVar("P")
 
 MAX_LENGTH = 4096
 MAX_TOKENS = 256
@@ -70,8 +72,9 @@ class Expansion:
 class DevList:
     """A resolved device list: what will be compiled ahead of time, and whether IR is kept.
 
-    ``parts`` holds each backend's share (registry order); their own views are attributes of
-    the list too (Intel: ``targets``, ``names``, ``spirv``, ``ocloc_device``; NVIDIA: ``cuda``).
+    ``parts`` holds each backend's share (registry order); a vendor's own views of the list
+    (Intel: ``targets``, ``names``, ``spirv``, ``ocloc_device``; NVIDIA: ``cuda``) are its part's,
+    asked for by type: ``devlist.part_of(IntelPart).targets``.
     """
 
     parts: tuple[DevlistPart, ...]
@@ -79,17 +82,17 @@ class DevList:
     expansions: tuple[Expansion, ...] = ()
     text: str = ""
 
-    def __getattr__(self, name: str) -> Any:
-        # Only for names the dataclass lacks: a backend part's view (dl.targets, dl.cuda).
-        if not name.startswith("_"):
-            for part in self.__dict__.get("parts", ()):
-                if hasattr(part, name):
-                    return getattr(part, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def part(self, vendor: str) -> DevlistPart | None:
         """The share of backend ``vendor`` (``None`` if it has none)."""
         return next((p for p in self.parts if p.vendor == vendor), None)
+
+    def part_of(self, kind: type[P]) -> P:
+        """The part of type ``kind`` (a vendor's own part class, with its own views of the list);
+        ``LookupError`` when the list has none (that vendor's grammar made no part)."""
+        found = next((p for p in self.parts if isinstance(p, kind)), None)
+        if found is None:
+            raise LookupError(f"this device list has no {kind.__name__}")
+        return found
 
     @property
     def aot(self) -> bool:
@@ -155,8 +158,8 @@ def resolve(
 
     ``jit_fallback=False`` drops the IR image (as does the ``no-jit`` token). ``detect`` returns
     the devices on this machine as devlist words (``"12.60.7"``, ``"sm_90"``), for ``native``; by
-    default each backend's :meth:`native_tokens` is asked. ``tables`` are backends' device tables
-    by name (:meth:`Backend.devlist_table`: what the installed toolchain knows), ``catalog`` the
+    default each backend's ``capabilities.native_tokens`` is asked. ``tables`` are backends' device tables
+    by name (each toolchain capability's ``table``: what the installed tools know), ``catalog`` the
     default backend's; each backend's built-in one otherwise. Raises :class:`DevlistError` on
     any bad input.
     """
@@ -261,7 +264,7 @@ def _probe_gpus() -> list[str]:
         devices = []
     else:
         devices = detect_devices()
-    return [word for b in backends.all_backends() for word in b.native_tokens(devices)]
+    return [word for b in backends.all_backends() if (native := b.capabilities.native_tokens) is not None for word in native(devices)]
 
 
 def _reject_bad_characters(text: str, default: DevlistGrammar, tables: Mapping[str, object]) -> None:

@@ -380,11 +380,12 @@ def evaluate(module_or_path: Any, devices: Any = None, *, policy: str | None = N
 
 
 def _device_key(device: Any, verdict: Verdict) -> str:
-    """Identity to warn once per device: the verdict's backend's (:meth:`Backend.device_key`), else
+    """Identity to warn once per device: the verdict's backend's (``capabilities.device_key``), else
     the probe's key."""
     from aotwheel import backends
 
-    own = backends.get(verdict.vendor).device_key(device) if verdict.vendor in backends.names() else None
+    key = backends.get(verdict.vendor).capabilities.device_key if verdict.vendor in backends.names() else None
+    own = key(device) if key is not None else None
     return str(own if own is not None else getattr(device, "key", None) or verdict.device)
 
 

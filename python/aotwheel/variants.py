@@ -1,7 +1,7 @@
 """Wheel variants (draft PEP 817 / 825 / 850): the labels that say which GPUs a device-list wheel
 runs natively, and the provider plugin aotwheel ships.
 
-Each backend names its vocabulary module (its optional ``variants`` attribute; the registry's
+Each backend names its vocabulary module (its ``capabilities.variants``; the registry's
 :func:`aotwheel.backends.variant_vocabularies`): a namespace, its provider (``PROVIDER_REQUIRES``,
 ``PLUGIN_API``, ``ALWAYS`` when it belongs in every wheel's provider table), the property of each
 of the backend's images (``target_property(target)``, ``ir_property(kind)``) and, for a provider

@@ -1,6 +1,7 @@
-"""What a vendor backend provides: the :class:`Backend` protocol and its :class:`ProbeSpec`; its
-binary :class:`Reader` (a module with a :class:`ReadSpec`) and the :class:`ImageWalk` that the
-inspector hands it.
+"""What a vendor backend provides: the narrow :class:`Backend` protocol, the
+:class:`Capabilities` it declares beyond it (each a small protocol or a callable: probes,
+toolchain, OpenCL, ...), its ``USE_AOT_DEVLIST`` grammar; its binary :class:`Reader` (a module
+with a :class:`ReadSpec`) and the :class:`ImageWalk` that the inspector hands it.
 
 Apart from the registry (:mod:`aotwheel.backends`) so that importing a vendor's build step, which
 imports the ``aotwheel.backends`` package first, never imports ``typing``.
@@ -9,9 +10,10 @@ imports the ``aotwheel.backends`` package first, never imports ``typing``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from aotwheel.backends import ReadSpec as ReadSpec  # defined with the registry: the inspector imports no typing
+from aotwheel.backends.readspec import ReadSpec as ReadSpec  # a module of its own: the inspector imports no typing
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -60,9 +62,13 @@ class DevlistExamples(NamedTuple):
 class DevlistPart(Protocol):
     """One backend's share of a resolved ``USE_AOT_DEVLIST`` (:class:`aotwheel.devlist.DevList`
     holds one per backend). Its other attributes are the vendor's own views of the list (Intel:
-    ``targets``, ``names``, ``spirv``, ``ocloc_device``; NVIDIA: ``cuda``), reachable on the DevList."""
+    ``targets``, ``names``, ``spirv``, ``ocloc_device``; NVIDIA: ``cuda``): the vendor's code asks
+    for its own part by type (:meth:`aotwheel.devlist.DevList.part_of`)."""
 
-    vendor: str  # the backend's name
+    @property
+    def vendor(self) -> str:
+        """The backend's name."""
+        ...
 
     @property
     def listed(self) -> tuple[str, ...]:
@@ -127,8 +133,15 @@ class DevlistGrammar(Protocol):
     :class:`DevlistPart` comes out. Errors are :class:`aotwheel.errors.DevlistError`, one line
     naming the fix (and the closest names)."""
 
-    detects_native: bool  # ``native`` looks for this vendor's GPUs
-    examples: DevlistExamples | None  # names for the core's messages (the default backend's are read)
+    @property
+    def detects_native(self) -> bool:
+        """Whether ``native`` looks for this vendor's GPUs."""
+        ...
+
+    @property
+    def examples(self) -> DevlistExamples | None:
+        """Names for the core's messages (the default backend's are read)."""
+        ...
 
     def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
         """Add one token this backend owns (``token`` lower-case, ``raw`` as typed, ``rest`` the
@@ -137,12 +150,19 @@ class DevlistGrammar(Protocol):
         ...
 
     def add_native(self, idents: Sequence[str]) -> tuple[tuple[str, ...], str]:
-        """Add the detected devices of this vendor (:meth:`Backend.native_tokens`' words): the
+        """Add the detected devices of this vendor (:attr:`Capabilities.native_tokens`' words): the
         target names added, and a note on those it cannot place (``""`` if none)."""
         ...
 
     def suggest(self, token: str) -> tuple[str, ...]:
         """The nearest names to ``token`` (``(token,)`` when it is itself a name)."""
+        ...
+
+    def devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
+        """The devices one ``AOTWHEEL_DEVICE`` / ``--device`` token names (``token`` lower-case,
+        ``raw`` as typed, ``source`` the variable or flag for messages); raises
+        :class:`aotwheel.errors.DevlistError` naming the fix (the caller puts ``source`` for
+        ``USE_AOT_DEVLIST`` in its message)."""
         ...
 
     def finish(self, *, jit_fallback: bool, alone: bool) -> DevlistPart | None:
@@ -218,27 +238,23 @@ class Reader(Protocol):
 
 
 class Backend(Protocol):
-    """What the core needs from one vendor (its binary :class:`Reader` is a module of its own, its
-    package's ``reader``, found by :mod:`aotwheel.backends.readers`: the inspector reaches it without
-    this object, whose rules and self-tests use the inspector)."""
+    """What the core needs from every vendor: ten members. Anything more is a capability the
+    backend declares in :attr:`capabilities` (its binary :class:`Reader` is a module of its own,
+    named in the registry: the inspector reaches it without this object, whose rules and
+    self-tests use the inspector)."""
 
     name: str  # "intel", "nvidia": the ``vendor`` of its targets, devices and verdicts
     title: str  # "Intel", "NVIDIA": for messages
-    probes: tuple[ProbeSpec, ...]  # asked in this order, after the previous backends' probes
-    # This vendor's own ``aotwheel`` subcommands: name -> module with ``register(subparsers)``
-    # (the CLI imports a module only when its command runs or help lists every command).
-    commands: Mapping[str, str]
-
-    def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
-        """The devices one ``AOTWHEEL_DEVICE`` / ``--device`` token names (``token`` lower-case,
-        ``raw`` as typed, ``source`` the variable or flag for messages); raises
-        :class:`aotwheel.errors.DevlistError` naming the fix (its grammar's ``USE_AOT_DEVLIST``
-        becomes ``source`` in the caller)."""
-        ...
+    capabilities: Capabilities  # what else it has, declared (the core never probes for attributes)
 
     def owns_token(self, token: str) -> bool:
         """Whether a (lower-case) ``USE_AOT_DEVLIST`` / ``AOTWHEEL_DEVICE`` token is in this
         vendor's grammar, valid or not (so that a typo gets this vendor's suggestion)."""
+        ...
+
+    def devlist_grammar(self, table: object | None = None) -> DevlistGrammar:
+        """A fresh grammar for one ``USE_AOT_DEVLIST`` / ``AOTWHEEL_DEVICE`` value (``table``:
+        from its :attr:`Capabilities.toolchain`, else the vendor's built-in one)."""
         ...
 
     def owns_device(self, device: Device) -> bool:
@@ -261,56 +277,70 @@ class Backend(Protocol):
         """What to rebuild with so that the verdict's device runs native code (``""`` if nothing)."""
         ...
 
-    def device_key(self, device: Any) -> str | None:
-        """The identity under which the run-time check warns once about one of this vendor's
-        ``device`` (NVIDIA: the probe, the device index and its target), or ``None`` for the
-        device's own ``key`` (kind and IP version, else name)."""
+
+class Toolchain(Protocol):
+    """A capability: installed tools this vendor's grammar consults, which ``aotwheel resolve``
+    (``--toolchain WORD``, ``--WORD PATH``, ``--list``) and ``aotwheel build toolchain`` check."""
+
+    tools: tuple[ToolOption, ...]  # ``aotwheel resolve --toolchain`` words (Intel's ocloc)
+
+    def table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
+        """The toolchain facts the grammar needs to resolve ``text`` (Intel: the installed ocloc's
+        device table, asked only where it can change the answer, or always with ``installed``:
+        what ``aotwheel resolve`` prints for a person); ``tools``: explicit tool paths by
+        :attr:`tools` word; ``None`` for the vendor's built-in table."""
         ...
 
-    def prepare_probes(self) -> None:
-        """Make this vendor's probes see what the user's runtime sees (Intel: the CPU OpenCL
-        runtime installed from PyPI); called by the CLI before it probes."""
-        ...
-
-    tools: tuple[ToolOption, ...]  # ``aotwheel resolve --toolchain`` words this backend checks (Intel's ocloc)
-    resolve_formats: tuple[FormatOption, ...]  # ``aotwheel resolve --format`` values its part's formats() prints
-
-    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
-        """The toolchain facts this vendor's grammar needs to resolve ``text`` (Intel: the installed
-        ocloc's device table, asked only where it can change the answer, or always with
-        ``installed``: what ``aotwheel resolve`` prints for a person, whose notes say what the
-        installed tools cannot build; ``tools``: explicit tool paths by :attr:`tools` word);
-        ``None`` for the vendor's built-in table."""
-        ...
-
-    def devlist_grammar(self, table: object | None = None) -> DevlistGrammar:
-        """A fresh grammar for one ``USE_AOT_DEVLIST`` value (``table`` from :meth:`devlist_table`)."""
-        ...
-
-    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
-        """Devlist words for this vendor's GPUs on this machine (``devices``: the probe runner's);
-        what ``native`` means for this vendor."""
-        ...
-
-    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
+    def listing(self, tools: Mapping[str, str | None]) -> list[str]:
         """Lines of ``aotwheel resolve --list``: every name this vendor's grammar knows."""
         ...
 
-    def check_toolchain(self, part: DevlistPart, tool: str, path: str | None) -> None:
+    def check(self, part: DevlistPart, tool: str, path: str | None) -> None:
         """``aotwheel resolve --toolchain TOOL``: raise :class:`aotwheel.errors.ToolchainError`
         (one line) unless the installed ``tool`` can build every target of ``part``."""
         ...
 
-    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
-        """``aotwheel build toolchain``'s fields for this vendor's tools (``{}`` when it builds
-        nothing itself); ``devices``: the ``--devices`` names to check it can build, ``cache`` the
-        device-code cache (:class:`aotwheel.buildsteps.cache.DeviceCodeCache`)."""
+    def report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        """``aotwheel build toolchain``'s fields for these tools; ``devices``: the ``--devices``
+        names to check they can build, ``cache`` the device-code cache
+        (:class:`aotwheel.buildsteps.cache.DeviceCodeCache`)."""
         ...
 
-    def selftest(self, binary: str) -> list[Any]:
-        """Run ``binary``'s kernels on this vendor's devices that OpenCL does not reach
-        (:class:`aotwheel.results.DeviceResult` each); ``[]`` when OpenCL covers them all."""
-        ...
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend has besides :class:`Backend`'s members, each declared here (``None`` or
+    empty: it has none). The core reads these fields; it never asks an object whether it has an
+    attribute."""
+
+    # Device probes (:mod:`aotwheel.probe`), asked in this order after the previous backends'.
+    probes: tuple[ProbeSpec, ...] = ()
+    # Make the probes see what the user's runtime sees (Intel: the CPU OpenCL runtime installed
+    # from PyPI); called by the CLI before it probes.
+    prepare_probes: Callable[[], None] | None = None
+    # ``native`` in USE_AOT_DEVLIST: devlist words for this vendor's GPUs on this machine
+    # (``devices``: the probe runner's).
+    native_tokens: Callable[[Sequence[ProbedDevice]], list[str]] | None = None
+    # The identity under which the run-time check warns once about one of its devices (NVIDIA:
+    # probe, index and target); without it, the device's own ``key``.
+    device_key: Callable[[Any], str] | None = None
+    toolchain: Toolchain | None = None  # installed tools its grammar consults and resolve/build check
+    resolve_formats: tuple[FormatOption, ...] = ()  # ``aotwheel resolve --format`` values its part's formats() prints
+    # ``USE_AOT_DEVLIST`` tokens that rebuild what a file carries for this vendor: another vendor's
+    # remedy keeps them (:func:`aotwheel.backends.rebuild_devlist`).
+    rebuild_tokens: Callable[[FileReport], list[str]] | None = None
+    # Run a binary's kernels on this vendor's devices that OpenCL does not reach (``DeviceResult`` each).
+    selftest: Callable[[str], list[Any]] | None = None
+    opencl: OpenClSupport | None = None  # its driver loads OpenCL programs (the loader and selftest ask it)
+    # Its own ``aotwheel`` subcommands: (name, module with ``register(subparsers)``).
+    commands: tuple[tuple[str, str], ...] = ()
+    # The module that compiles SPIR-V ahead of time: ``compile_spirv_report(spirv, devlist, *, resolve, ...)``
+    # and ``aotwheel compile``'s options, build and report (:mod:`aotwheel.cli.compile`).
+    spirv_compiler: str | None = None
+    # The module whose GPU driver simulates devices without hardware: ``named_devices(text)`` and
+    # ``selftest(modules, devices, check)`` for ``aotwheel selftest --simulate``.
+    simulator: str | None = None
+    variants: str | None = None  # its wheel-variant vocabulary module (:mod:`aotwheel.variants` says what it holds)
 
 
 class OpenClImages(NamedTuple):

@@ -7,8 +7,8 @@ manifest   write _aot_manifest.json (every target, whichever function built its 
 cache      print the cache root and its hit/miss/store counters
 hook       write <package>/_aot.py (``python -m aotwheel.hook``)
 resolve    resolve a device list (``python -m aotwheel resolve``; CMake's aotwheel_resolve_devlist)
-<vendor>   that backend's own steps, e.g. ``intel ocloc ...``, ``nvidia compile ...``: its
-           package's ``buildsteps`` module (``aotwheel.backends.build_module``), imported by name
+<vendor>   that backend's own steps, e.g. ``intel ocloc ...``, ``nvidia compile ...``: the
+           build-steps module its registry entry names (``aotwheel.backends.build_module``), imported by name
 
 Errors print ``aotwheel: error: <one line>`` and exit 2.
 """
@@ -129,13 +129,8 @@ def _hook(argv: list[str]) -> int:
     return hook_main(argv)
 
 
-def _vendor_main(vendor: str, module: str, argv: list[str]) -> int:
-    try:
-        steps = __import__(module, fromlist=["main"])
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        return run_command(lambda: _no_steps(vendor))
+def _vendor_main(module: str, argv: list[str]) -> int:
+    steps = __import__(module, fromlist=["main"])
     return int(steps.main(argv))
 
 
@@ -161,11 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in _DELEGATED:
         return _DELEGATED[argv[0]](argv[1:])
     if argv and argv[0] not in _STEPS:
-        from aotwheel.backends import build_module
+        from aotwheel.backends import build_module, names
 
-        module = build_module(argv[0])  # a vendor's steps: its package's ``buildsteps`` module, by name
-        if module is not None:
-            return _vendor_main(argv[0], module, argv[1:])
+        if argv[0] in names():
+            module = build_module(argv[0])  # a vendor's steps: the module its registry entry names
+            if module is None:
+                return run_command(lambda: _no_steps(argv[0]))
+            return _vendor_main(module, argv[1:])
     return run_step(_PROG, __doc__, _STEPS, argv)
 
 

@@ -48,23 +48,17 @@ def vendor_parts(*, devlist: dict, toolchain: dict, options: str, images: list[d
     """Each backend's part of the manifest, in the order of ``steps`` (backend name -> its build-steps
     module, ``aotwheel.backends.build_module``: the caller asks the registry, which sits above this
     module): that module's ``manifest_part(devlist=, toolchain=, options=, images=, records=)``
-    (backends without build steps, or without that function, have none). ``images`` are every image the call embeds
+    (backends without build steps have none). ``images`` are every image the call embeds
     (``triple``, ``source``, ``path``, ``info``, ``stored``): each backend lists those it built;
     ``records`` its own image records, by backend name. A part is a dict of ``devlist`` and
     ``fields`` (``(after, key, value)``: keys placed after the core key ``after``), ``images``
     (entries) and ``private`` (toolchain keys the manifest leaves out)."""
     parts = []
     for name, module in steps.items():
-        try:
-            found = __import__(module, fromlist=["manifest_part"]) if module else None
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            found = None
-        render = getattr(found, "manifest_part", None)
-        if render is not None:
-            parts.append(render(devlist=devlist, toolchain=toolchain, options=options, images=images,
-                                records=records.get(name, [])))
+        if module is not None:  # every build-steps module defines manifest_part (the registry names it)
+            found = __import__(module, fromlist=["manifest_part"])
+            parts.append(found.manifest_part(devlist=devlist, toolchain=toolchain, options=options, images=images,
+                                             records=records.get(name, [])))
     return parts
 
 

@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
     listed = _listed(args.devlist, args.devlist_option)
     doc = {}
-    for backend in backends.all_backends():  # each vendor reports its own tools
-        doc.update(backend.toolchain_report(listed.get(backend.name, []), cache))
+    for name, toolchain in backends.toolchains():  # each vendor with tools reports its own
+        doc.update(toolchain.report(listed.get(name, []), cache))
     _print(doc, args.json)
     return 0
 

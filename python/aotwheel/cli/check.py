@@ -73,7 +73,8 @@ def _prepare(args: argparse.Namespace) -> None:
 
     del args  # --device travels as an argument (check(devices=...)), never through os.environ
     for backend in backends.all_backends():
-        backend.prepare_probes()
+        if (prepare := backend.capabilities.prepare_probes) is not None:
+            prepare()
 
 
 def run_devices(args: argparse.Namespace) -> int:
@@ -225,7 +226,8 @@ def run_selftest(args: argparse.Namespace) -> int:
         except AotwheelError:
             continue
         for backend in backends.all_backends():
-            results += backend.selftest(path)
+            if (selftest := backend.capabilities.selftest) is not None:
+                results += selftest(path)
     if not results and opencl_error is not None:
         raise opencl_error
     if args.json:

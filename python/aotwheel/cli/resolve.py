@@ -9,19 +9,19 @@ SYCL_TARGETS = "sycl-targets"  # --format's one vendor-neutral value (every vend
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    # The backends' --format values and tools (Backend.resolve_formats / Backend.tools): building
+    # The backends' --format values and tools (Capabilities.resolve_formats / .toolchain): building
     # this parser imports the backend objects, which `aotwheel resolve` itself needs anyway.
     from aotwheel import backends
     from aotwheel.backends.protocol import FormatOption
     from aotwheel.config import DEFAULT_DEVLIST
 
     everyone = backends.all_backends()
-    declared = [f for b in everyone for f in b.resolve_formats]
+    declared = [f for b in everyone for f in b.capabilities.resolve_formats]
     # A tool's argument first (a backend's tool, then -fsycl-targets), then the plain lists.
     formats = [*(f for f in declared if f.argument), FormatOption(SYCL_TARGETS, "-fsycl-targets", argument=True),
                *(f for f in declared if not f.argument)]
     phrases = [f.phrase for f in formats]
-    tools = [t for b in everyone for t in b.tools]
+    tools = [t for _, toolchain in backends.toolchains() for t in toolchain.tools]
 
     p = sub.add_parser(
         "resolve",
@@ -71,9 +71,10 @@ def run(args: argparse.Namespace) -> int:
     from aotwheel.devlist import describe, resolve
     from aotwheel.errors import DevlistError
 
-    tools = {t.word: getattr(args, t.word, None) for b in backends.all_backends() for t in b.tools}  # --<tool> PATH
+    toolchains = backends.toolchains()
+    tools = {t.word: getattr(args, t.word, None) for _, toolchain in toolchains for t in toolchain.tools}  # --<tool> PATH
     if args.list:
-        lines = [line for b in backends.all_backends() for line in b.devlist_listing(tools)]
+        lines = [line for _, toolchain in toolchains for line in toolchain.listing(tools)]
         print("\n".join([*lines, "keywords: none (JIT-only), native (devices on this machine), no-jit (drop SPIR-V)"]))
         return 0
     config = read()  # an empty variable counts as unset (the shell idiom `USE_AOT_DEVLIST= cmd`)
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     # the installed ocloc only for names whose meaning it can change: no ocloc runs for pvc or sm_90).
     # Printed for a person (no --json / --format): the installed tools' view, whose notes say what they cannot build.
     person = not args.json and not args.format
-    tables = {b.name: t for b in backends.all_backends() if (t := b.devlist_table(text, tools, installed=person)) is not None}
+    tables = {name: t for name, toolchain in toolchains if (t := toolchain.table(text, tools, installed=person)) is not None}
     try:
         devlist = resolve(text, jit_fallback=jit_fallback, tables=tables)
     except DevlistError as exc:  # the grammar speaks of USE_AOT_DEVLIST: name the variable the list came from
@@ -107,10 +108,10 @@ def run(args: argparse.Namespace) -> int:
             raise DevlistError(str(exc).replace(DEVLIST.name, source, 1), exc.token, exc.suggestions) from None
         raise
     if args.toolchain:
-        for b in backends.all_backends():
-            part = devlist.part(b.name)
-            if any(t.word == args.toolchain for t in b.tools) and part is not None:
-                b.check_toolchain(part, args.toolchain, tools.get(args.toolchain))
+        for name, toolchain in toolchains:
+            part = devlist.part(name)
+            if any(t.word == args.toolchain for t in toolchain.tools) and part is not None:
+                toolchain.check(part, args.toolchain, tools.get(args.toolchain))
 
     reports = [p.report(field_on) for p in devlist.parts]
     if args.json:

@@ -50,7 +50,7 @@ def sniff(head: bytes, elf_kinds: ElfKinds | None = None) -> ImageKind:
 
 class ElfKinds:
     """Which device formats are ELF files, by their header: the backends' rules
-    (:class:`aotwheel.backends.ReadSpec` ``elf_kinds``, ``(e_type, e_machine, kind)`` with
+    (:class:`aotwheel.backends.readspec.ReadSpec` ``elf_kinds``, ``(e_type, e_machine, kind)`` with
     ``None`` for any). A rule naming both fields goes before one naming ``e_type`` only, which goes
     before one naming ``e_machine`` only; among equals the first given wins. An ELF no rule names
     is ``elf``. Built once per set of rules; each header's answer is kept (a library repeats a few),

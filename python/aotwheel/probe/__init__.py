@@ -4,7 +4,7 @@ Every backend is optional and lazy: a missing or broken runtime yields an empty
 :class:`ProbeResult` with a ``reason``; nothing here raises because a runtime is absent.
 ``AOTWHEEL_DEVICE`` (see :mod:`aotwheel.probe.override`) replaces the probes entirely.
 
-The probes are the backends' (``Backend.probes``, in registry order; Intel's: Level Zero, OpenCL,
+The probes are the backends' (``Capabilities.probes``, in registry order; Intel's: Level Zero, OpenCL,
 SYCL, ``torch.xpu``; NVIDIA's: the CUDA driver). A probe marked ``heavy`` (SYCL, ``torch.xpu``: they
 sit on the same Level Zero driver and cost seconds to import) runs in :func:`detect_devices` only
 when the application already imported its module; ``aotwheel devices`` (``probe_all(heavy=True)``)

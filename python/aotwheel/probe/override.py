@@ -44,7 +44,7 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
                                f"e.g. {ENV}={_examples()[0]}", token)
         owner = backends.for_token(low) or backends.default()
         try:
-            named = owner.override_devices(low, token, source)
+            named = owner.devlist_grammar().devices(low, token, source)
         except DevlistError as exc:  # a backend's grammar speaks of USE_AOT_DEVLIST: name this input instead
             raise DevlistError(str(exc).replace(DEVLIST.name, source, 1), exc.token, exc.suggestions) from None
         for dev in named:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from aotwheel.backends.amd import AMD
-from aotwheel.backends.protocol import FormatOption, ToolOption
+from aotwheel.backends.protocol import Backend, Capabilities
 from aotwheel.results import NATIVE, Verdict
 
 if TYPE_CHECKING:
-    from aotwheel.backends.protocol import DevlistPart
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice
 
@@ -19,44 +18,20 @@ if TYPE_CHECKING:
 class AmdBackend:
     name = AMD
     title = "AMD"
-    probes = ()  # no ROCm here: AMD devices are named (--device gfx90a / AOTWHEEL_DEVICE)
-    commands: dict[str, str] = {}  # no command of its own
-
-    def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
-        from aotwheel.backends.amd.targets import require_target_id
-        from aotwheel.results import ProbedDevice
-
-        tid = str(require_target_id(token))
-        return [ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor=AMD, catalog=tid)]
+    # No probes (no ROCm here: AMD devices are named, --device gfx90a / AOTWHEEL_DEVICE), no tools
+    # of its own, no self-test (no HIP runtime binding), nothing it builds.
+    capabilities = Capabilities()
 
     def owns_token(self, token: str) -> bool:
         # Every gfx* token, valid or not, so that a typo gets this backend's message.
         return token.startswith("gfx")
 
-    tools: tuple[ToolOption, ...] = ()
-    resolve_formats: tuple[FormatOption, ...] = ()
-
-    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
-        return None
-
     def devlist_grammar(self, table: object | None = None) -> AmdGrammar:
         return AmdGrammar()
-
-    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
-        return []  # nothing is built for AMD GPUs, so none is looked for
-
-    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
-        return []
-
-    def check_toolchain(self, part: DevlistPart, tool: str, path: str | None) -> None:
-        return None
 
     def owns_device(self, device: Device) -> bool:
         # A GPU only: an AMD CPU seen through Intel's OpenCL CPU runtime runs SPIR-V by Intel's rules.
         return str(getattr(device, "vendor", "")).lower() == AMD and getattr(device, "kind", "gpu") == "gpu"
-
-    def prepare_probes(self) -> None:
-        return None
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
         from aotwheel.backends.amd.rules import SPIRV_IR
@@ -72,16 +47,6 @@ class AmdBackend:
         native, ir = self.code_in(file)
         v = decide(native, ir, device, binary=binary)
         return v if v.verdict == NATIVE else replace(v, remedy=self.remedy(v))
-
-    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
-        return {}  # `aotwheel build toolchain` reports the open Intel toolchain only
-
-    def selftest(self, binary: str) -> list[Any]:
-        """Nothing to run: aotwheel has no HIP runtime binding and no AMD GPU is reachable here."""
-        return []
-
-    def device_key(self, device: Any) -> str | None:
-        return None  # the device's own key
 
     def remedy(self, verdict: Verdict) -> str:
         from aotwheel.backends.amd.targets import parse_target_id
@@ -122,8 +87,16 @@ class AmdGrammar:
     def suggest(self, token: str) -> tuple[str, ...]:
         return ()
 
+    def devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
+        """An AMD GPU by its target id (``gfx90a``, ``gfx90a:xnack-``)."""
+        from aotwheel.backends.amd.targets import require_target_id
+        from aotwheel.results import ProbedDevice
+
+        tid = str(require_target_id(token))
+        return [ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor=AMD, catalog=tid)]
+
     def finish(self, *, jit_fallback: bool, alone: bool) -> None:
         return None
 
 
-BACKEND = AmdBackend()
+BACKEND: Backend = AmdBackend()  # checked against the protocol by mypy

@@ -7,8 +7,8 @@ code object (:mod:`.codeobject`), one native target named by its bundle entry's 
 
 from __future__ import annotations
 
-from aotwheel.backends import ReadSpec
 from aotwheel.backends.amd import AMD
+from aotwheel.backends.readspec import ReadSpec
 from aotwheel.model import Image, ImageKind, Target
 
 TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)

@@ -9,75 +9,124 @@ from typing import TYPE_CHECKING, Any
 from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.kinds import CPU_AOT, LEGACY
 from aotwheel.backends.intel.variables import OCLOC
-from aotwheel.backends.protocol import FormatOption, OpenClImages, ProbeSpec, ToolOption
+from aotwheel.backends.protocol import Backend, Capabilities, FormatOption, OpenClImages, ProbeSpec, ToolOption
 from aotwheel.results import JIT, NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
 if TYPE_CHECKING:
-    from aotwheel.backends.intel.devlist import IntelGrammar, IntelPart
+    from aotwheel.backends.intel.devlist import IntelGrammar
+    from aotwheel.backends.protocol import DevlistPart
     from aotwheel.report import FileReport
     from aotwheel.results import Device
 
 IR_FORMS = ("spirv", "llvmbc")  # what an OpenCL / Level Zero driver can JIT-compile
 
 
-class IntelBackend:
-    name = INTEL
-    title = "Intel"
-    probes = (ProbeSpec("levelzero", "aotwheel.backends.intel.probes.levelzero"),
-              ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
-              ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
-              ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch"))
-    tools = (ToolOption("ocloc", f"ocloc to check against (default: ${OCLOC.name}, then PATH)"),)  # aotwheel resolve --toolchain ocloc
-    resolve_formats = (FormatOption("ocloc", "ocloc -device list", argument=True), FormatOption("names", "names"),
-                       FormatOption("ips", "IP versions"))
-    variants = "aotwheel.backends.intel.variants"  # wheel-variant vocabulary (aotwheel.variants)
-    # ``aotwheel compile``: the core's command (it resolves the device list), with this backend's
-    # SPIR-V compiler (options, build, report), which aotwheel.compile_spirv uses too.
-    commands = {"compile": "aotwheel.cli.compile"}
-    spirv_compiler = "aotwheel.backends.intel.commands"
-    # ``aotwheel selftest --simulate``: compute-runtime's simulation mode loads the images (simulate.selftest).
-    simulator = "aotwheel.backends.intel.simulate"
-    # The loader's view of an extension's images (the SYCL triples of the embedding, build/embed.py)
-    # and of a file it is handed: an ocloc fat binary is an ar archive.
+def _native_tokens(devices: Sequence[ProbedDevice]) -> list[str]:
+    """IP versions (``12.60.7``) of the GPUs the probes see."""
+    return [d.ip for d in devices if d.ip and d.kind == "gpu"]
+
+
+def _prepare_probes() -> None:
+    from aotwheel.backends.intel.probes.opencl import use_cpu_runtime_if_installed
+
+    use_cpu_runtime_if_installed()
+
+
+def rebuild_tokens(file: FileReport) -> list[str]:
+    """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s Intel GPU images (names, else IPs)."""
+    names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != CPU_AOT]
+    return list(dict.fromkeys(n for n in names if n))
+
+
+class IntelToolchain:
+    """The installed ocloc: its device table for the grammar, ``aotwheel resolve --toolchain ocloc``,
+    ``--list`` and ``aotwheel build toolchain``."""
+
+    tools: tuple[ToolOption, ...] = (ToolOption("ocloc", f"ocloc to check against (default: ${OCLOC.name}, then PATH)"),)  # aotwheel resolve --toolchain ocloc
+
+    def table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
+        from aotwheel.backends.intel.devlist import table_for
+
+        return table_for(text, tools, installed=installed)
+
+    def listing(self, tools: Mapping[str, str | None]) -> list[str]:
+        from aotwheel.backends.intel.devlist import listing
+
+        return listing(tools)
+
+    def check(self, part: DevlistPart, tool: str, path: str | None) -> None:
+        from aotwheel.backends.intel.devlist import IntelPart, check_ocloc
+
+        assert isinstance(part, IntelPart), part  # the resolver hands each toolchain its own vendor's part
+        check_ocloc(part, path)
+
+    def report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        from aotwheel.backends.intel.buildsteps.toolchain import discover, ocloc_facts
+        from aotwheel.errors import ToolchainError
+
+        doc = discover(list(devices), cache).to_dict()
+        if doc.get("ocloc") is None:  # no devices asked for: still say which ocloc the builds would use
+            try:
+                doc["ocloc"], doc["ocloc_version"], _ = ocloc_facts(cache)
+            except ToolchainError as exc:
+                doc["ocloc_error"] = str(exc)
+        return doc
+
+
+class IntelOpenCl:
+    """Intel's drivers load OpenCL programs: the loader's view of an extension's images (the SYCL
+    triples of the embedding, build/embed.py) and of a file it is handed (an ocloc fat binary is
+    an ar archive), and the driver's choice of image."""
+
     opencl_images = OpenClImages(native="spir64_gen", ir="spir64", native_magic=b"!<arch>\n", native_name="an ocloc fat binary")
     opencl_runtime = "install Intel's CPU runtime: pip install intel-opencl-rt tbb intel-cmplr-lib-rt"
 
-    def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
-        from aotwheel.backends.intel import grammar
-        from aotwheel.backends.intel.catalog import load_catalog
-        from aotwheel.results import ProbedDevice
+    def opencl_device(self, cl: Any, platform: Any, device: Any, index: int = 0) -> ProbedDevice:
+        from aotwheel.backends.intel.probes import opencl  # looked up per call: tests replace describe
 
-        _, targets = grammar.lookup(token, raw, (), load_catalog())
-        return [ProbedDevice(name=d.name, backend="override", kind="gpu", vendor=INTEL, ip=d.ip, catalog=d.name, spirv=True) for d in targets]
+        return opencl.describe(cl, platform, device, index)
+
+    def opencl_verdict(self, targets: Sequence[Any], has_spirv: bool, device: Any) -> Verdict:
+        # The lookup of the device's driver release where OpenCL reports it (legacy images are native
+        # only before 26.18), else the newest's; the driver itself then picks the member.
+        from aotwheel.backends.intel.rules import decide
+
+        return decide(targets, ["spirv"] if has_spirv else [], device, release=driver_release(getattr(device, "driver", None)))
+
+
+class IntelBackend:
+    name = INTEL
+    title = "Intel"
+    capabilities = Capabilities(
+        probes=(ProbeSpec("levelzero", "aotwheel.backends.intel.probes.levelzero"),
+                ProbeSpec("opencl", "aotwheel.backends.intel.probes.opencl"),
+                ProbeSpec("sycl", "aotwheel.backends.intel.probes.sycl", heavy="dpctl"),
+                ProbeSpec("torchxpu", "aotwheel.backends.intel.probes.torchxpu", heavy="torch")),
+        prepare_probes=_prepare_probes,
+        native_tokens=_native_tokens,
+        toolchain=IntelToolchain(),
+        resolve_formats=(FormatOption("ocloc", "ocloc -device list", argument=True), FormatOption("names", "names"),
+                         FormatOption("ips", "IP versions")),
+        rebuild_tokens=rebuild_tokens,
+        opencl=IntelOpenCl(),
+        # ``aotwheel compile``: the core's command (it resolves the device list), with this backend's
+        # SPIR-V compiler (options, build and report), which aotwheel.compile_spirv uses too.
+        commands=(("compile", "aotwheel.cli.compile"),),
+        spirv_compiler="aotwheel.backends.intel.commands",
+        # ``aotwheel selftest --simulate``: compute-runtime's simulation mode loads the images (simulate.selftest).
+        simulator="aotwheel.backends.intel.simulate",
+        variants="aotwheel.backends.intel.variants",  # wheel-variant vocabulary (aotwheel.variants)
+    )
 
     def owns_token(self, token: str) -> bool:
         from aotwheel.backends.intel.grammar import owns_token
 
         return owns_token(token)
 
-    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
-        from aotwheel.backends.intel.devlist import table_for
-
-        return table_for(text, tools, installed=installed)
-
     def devlist_grammar(self, table: object | None = None) -> IntelGrammar:
         from aotwheel.backends.intel.devlist import IntelGrammar
 
         return IntelGrammar(table)  # type: ignore[arg-type]
-
-    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
-        """IP versions (``12.60.7``) of the GPUs the probes see."""
-        return [d.ip for d in devices if d.ip and d.kind == "gpu"]
-
-    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
-        from aotwheel.backends.intel.devlist import listing
-
-        return listing(tools)
-
-    def check_toolchain(self, part: IntelPart, tool: str, path: str | None) -> None:
-        from aotwheel.backends.intel.devlist import check_ocloc
-
-        check_ocloc(part, path)
 
     def owns_device(self, device: Device) -> bool:
         return str(getattr(device, "vendor", "")).lower() == INTEL
@@ -107,23 +156,6 @@ class IntelBackend:
             v = _shared(_per_driver_version(targets, ir, device, binary), targets)
         return self._finish(_opencl_bindless(v, targets, ir, device, file, binary), file)
 
-    def prepare_probes(self) -> None:
-        from aotwheel.backends.intel.probes.opencl import use_cpu_runtime_if_installed
-
-        use_cpu_runtime_if_installed()
-
-    def opencl_device(self, cl: Any, platform: Any, device: Any, index: int = 0) -> ProbedDevice:
-        from aotwheel.backends.intel.probes import opencl  # looked up per call: tests replace describe
-
-        return opencl.describe(cl, platform, device, index)
-
-    def opencl_verdict(self, targets: Sequence[Any], has_spirv: bool, device: Any) -> Verdict:
-        # The lookup of the device's driver release where OpenCL reports it (legacy images are native
-        # only before 26.18), else the newest's; the driver itself then picks the member.
-        from aotwheel.backends.intel.rules import decide
-
-        return decide(targets, ["spirv"] if has_spirv else [], device, release=driver_release(getattr(device, "driver", None)))
-
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
 
@@ -135,11 +167,6 @@ class IntelBackend:
                 v = replace(v, jit_kernels=missing, reason=f"{v.reason}; {missing} kernel{'s' if missing != 1 else ''} exist only as "
                             "spir64 SPIR-V images and are JIT-compiled at first use")
         return v
-
-    def devlist_tokens(self, file: FileReport) -> list[str]:
-        """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s Intel GPU images (names, else IPs)."""
-        names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != CPU_AOT]
-        return list(dict.fromkeys(n for n in names if n))
 
     def covering_devlist(self, verdict: Verdict, file: FileReport | None = None) -> str | None:
         """``USE_AOT_DEVLIST`` value that adds the verdict's device to the binary's targets (with
@@ -166,9 +193,6 @@ class IntelBackend:
 
             return rebuild_devlist(file, INTEL, names)
         return ",".join(names)
-
-    def device_key(self, device: Any) -> str | None:
-        return None  # the device's own key
 
     def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
         if verdict.kind == "gpu" and file is not None and verdict.verdict != NATIVE and \
@@ -220,22 +244,6 @@ class IntelBackend:
         elif verdict.kind == "cpu":
             line += "; icpx -fsycl-targets=spir64_x86_64 ships native CPU code (aotwheel's USE_AOT_DEVLIST covers GPUs only)"
         return line
-
-    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
-        from aotwheel.backends.intel.buildsteps.toolchain import discover, ocloc_facts
-        from aotwheel.errors import ToolchainError
-
-        doc = discover(list(devices), cache).to_dict()
-        if doc.get("ocloc") is None:  # no devices asked for: still say which ocloc the builds would use
-            try:
-                doc["ocloc"], doc["ocloc_version"], _ = ocloc_facts(cache)
-            except ToolchainError as exc:
-                doc["ocloc_error"] = str(exc)
-        return doc
-
-    def selftest(self, binary: str) -> list[Any]:
-        return []  # Intel GPUs and CPUs run aotwheel.selftest's OpenCL loop
-
 
 # What a CPU's JIT of a build without icpx comes to: no native CPU code can be asked of aotwheel's
 # open toolchain (ocloc builds GPUs), and the JIT result outlives the process.
@@ -367,4 +375,4 @@ def _with_older_releases(newest: Verdict, older: Verdict) -> Verdict:
                                   f"older drivers give {older.verdict} ({older.reason.removeprefix('native: ')})")
 
 
-BACKEND = IntelBackend()
+BACKEND: Backend = IntelBackend()  # checked against the protocol by mypy

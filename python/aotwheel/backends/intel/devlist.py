@@ -19,6 +19,7 @@ from aotwheel.backends.protocol import DevlistExamples
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from aotwheel.backends.intel.coverage import Coverage
+    from aotwheel.results import ProbedDevice
 
 TOOL = "ocloc"  # aotwheel resolve --toolchain ocloc / --ocloc PATH
 EXAMPLES = DevlistExamples(device="pvc", devices="pvc,acm-g10", family="dg2", families="dg2 or xe-hpc")
@@ -219,6 +220,13 @@ class IntelGrammar:
         if self.catalog.by_name(token) or self.catalog.group(token):
             return (token,)
         return grammar.suggest(token, (), self.catalog)
+
+    def devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
+        """Intel GPUs by any name of the grammar (a family names each of its devices)."""
+        from aotwheel.results import ProbedDevice
+
+        _, targets = grammar.lookup(token, raw, (), self.catalog)
+        return [ProbedDevice(name=d.name, backend="override", kind="gpu", vendor=INTEL, ip=d.ip, catalog=d.name, spirv=True) for d in targets]
 
     def finish(self, *, jit_fallback: bool, alone: bool) -> IntelPart:
         return IntelPart(tuple(self._targets.values()), jit_fallback, alone, self.catalog, generic_named=tuple(self._generic))

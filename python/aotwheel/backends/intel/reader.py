@@ -8,9 +8,9 @@ Every native binary becomes one :class:`aotwheel.model.Target` named from the ca
 
 from __future__ import annotations
 
-from aotwheel.backends import ReadSpec
 from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.kinds import CPU_AOT, ELF_KINDS, ELF_LOOKUP, IR_ELF, LEGACY, ZEBIN
+from aotwheel.backends.readspec import ReadSpec
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import sniff
 from aotwheel.model import Image, ImageKind, NativeTarget, Target

@@ -178,7 +178,9 @@ def compile_kernels(kernels: Sequence[TritonKernel], devlist: Any, *, resolve: R
         if text is None:
             raise DevlistError(f"{k.metadata}: its target names no Intel GPU IP version; name the devices (-d pvc)")
         dl = resolve(text, jit_fallback)
-        other = tuple(d.name for d in dl.targets if k.target_ip is not None and d.ip != k.target_ip)
+        from aotwheel.backends.intel.devlist import IntelPart
+
+        other = tuple(d.name for d in dl.part_of(IntelPart).targets if k.target_ip is not None and d.ip != k.target_ip)
         if other and strict_target:
             raise DevlistError(mismatch_message(k, other).replace(" (--strict-target refuses)", "")
                                + "; or drop --strict-target to build anyway")

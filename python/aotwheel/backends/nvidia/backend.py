@@ -3,73 +3,76 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.nvidia import NVIDIA
-from aotwheel.backends.protocol import FormatOption, ProbeSpec, ToolOption
+from aotwheel.backends.protocol import Backend, Capabilities, ProbeSpec
 from aotwheel.results import NATIVE, UNSUPPORTED, Verdict
 
 if TYPE_CHECKING:
     from aotwheel.backends.nvidia.devlist import NvidiaGrammar
-    from aotwheel.backends.protocol import DevlistPart
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice
 
 PTX_PREFIX = "ptx "  # IR forms read "ptx compute_90"
 
 
+def rebuild_tokens(file: FileReport, add: str | None = None) -> list[str]:
+    """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s NVIDIA images (``add``, a device's
+    ``sm_XY``, among the cubins): its cubins, then ``ptx`` when it keeps PTX beside them (the
+    PTX of the newest cubin), else its ``compute_XY`` names."""
+    from aotwheel.backends.nvidia.rules import file_of
+
+    images = file_of(file, "").targets
+    cubins = [t.name for t in images if t.kind == "cubin"] + ([add] if add else [])
+    ptx = [t.name for t in images if t.kind == "ptx"]
+    return list(dict.fromkeys(cubins + (["ptx"] if ptx and cubins else ptx)))
+
+
+def _native_tokens(devices: Sequence[ProbedDevice]) -> list[str]:
+    """``sm_XY`` of the GPUs the CUDA driver itself reports (asked directly, not through ``devices``)."""
+    from aotwheel.backends.nvidia.devlist import native_tokens
+
+    return native_tokens()
+
+
+def _device_key(device: Any) -> str:
+    """The CUDA target of the device the probe found at that index (two GPUs of one name can differ)."""
+    return f"{getattr(device, 'backend', 'cuda')}:{getattr(device, 'index', 0)}:{getattr(device, 'catalog', '')}"
+
+
+def _selftest(binary: str) -> list[Any]:
+    from aotwheel.backends.nvidia.selftest import run_cuda
+
+    return list(run_cuda(binary)[0])
+
+
 class NvidiaBackend:
     name = NVIDIA
     title = "NVIDIA"
-    probes = (ProbeSpec("cuda", "aotwheel.backends.nvidia.probe", native=True),)
-    variants = "aotwheel.backends.nvidia.variants"  # wheel-variant vocabulary (aotwheel.variants)
-    commands: dict[str, str] = {}  # no command of its own
-
-    def override_devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
-        from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, parse_cuda_target
-        from aotwheel.errors import DevlistError
-        from aotwheel.results import ProbedDevice
-
-        if not token.startswith(("sm_", "nvidia_gpu_sm_")):
-            raise DevlistError(f"{source}: '{raw}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. AOTWHEEL_DEVICE=sm_90", raw)
-        target = parse_cuda_target(token, supported=DEVICE_ARCHS)
-        return [ProbedDevice(name=f"NVIDIA {target.name}", backend="override", kind="gpu", vendor=NVIDIA, catalog=target.name)]
+    capabilities = Capabilities(
+        probes=(ProbeSpec("cuda", "aotwheel.backends.nvidia.probe", native=True),),
+        native_tokens=_native_tokens,
+        device_key=_device_key,
+        rebuild_tokens=rebuild_tokens,
+        selftest=_selftest,
+        variants="aotwheel.backends.nvidia.variants",  # wheel-variant vocabulary (aotwheel.variants)
+    )
 
     def owns_token(self, token: str) -> bool:
         from aotwheel.backends.nvidia.targets import is_cuda_token
 
         return is_cuda_token(token)
 
-    tools: tuple[ToolOption, ...] = ()  # nvcc is checked when a build configures, not by aotwheel resolve
-    resolve_formats: tuple[FormatOption, ...] = ()
-
-    def devlist_table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
-        return None  # the table of archs is aotwheel's (targets.NVCC13_ARCHS); nothing to ask a tool
-
     def devlist_grammar(self, table: object | None = None) -> NvidiaGrammar:
         from aotwheel.backends.nvidia.devlist import NvidiaGrammar
 
         return NvidiaGrammar()
 
-    def native_tokens(self, devices: Sequence[ProbedDevice]) -> list[str]:
-        """``sm_XY`` of the GPUs the CUDA driver itself reports (asked directly, not through ``devices``)."""
-        from aotwheel.backends.nvidia.devlist import native_tokens
-
-        return native_tokens()
-
-    def devlist_listing(self, tools: Mapping[str, str | None]) -> list[str]:
-        return []
-
-    def check_toolchain(self, part: DevlistPart, tool: str, path: str | None) -> None:
-        return None
-
     def owns_device(self, device: Device) -> bool:
         return str(getattr(device, "vendor", "")).lower() == NVIDIA and str(getattr(device, "catalog", "") or "").startswith("sm_")
-
-    def prepare_probes(self) -> None:
-        return None
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
         names = [t.name or "" for t in file.native_targets if t.vendor == NVIDIA]
@@ -87,28 +90,13 @@ class NvidiaBackend:
         reason = v.reason.split("; rebuild with ")[0]
         return _with_remedy(replace(v, reason=reason), self._remedy(v, file))
 
-    def devlist_tokens(self, file: FileReport, add: str | None = None) -> list[str]:
-        """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s NVIDIA images (``add``, a device's
-        ``sm_XY``, among the cubins): its cubins, then ``ptx`` when it keeps PTX beside them (the
-        PTX of the newest cubin), else its ``compute_XY`` names."""
-        from aotwheel.backends.nvidia.rules import file_of
-
-        images = file_of(file, "").targets
-        cubins = [t.name for t in images if t.kind == "cubin"] + ([add] if add else [])
-        ptx = [t.name for t in images if t.kind == "ptx"]
-        return list(dict.fromkeys(cubins + (["ptx"] if ptx and cubins else ptx)))
-
     def _remedy(self, verdict: Verdict, file: FileReport) -> str:
         arch = _device_arch(verdict)
         if arch is None:
             return ""
         from aotwheel.backends import rebuild_devlist
 
-        return f"rebuild with USE_AOT_DEVLIST={rebuild_devlist(file, NVIDIA, self.devlist_tokens(file, arch))}"
-
-    def device_key(self, device: Any) -> str | None:
-        """The CUDA target of the device the probe found at that index (two GPUs of one name can differ)."""
-        return f"{getattr(device, 'backend', 'cuda')}:{getattr(device, 'index', 0)}:{getattr(device, 'catalog', '')}"
+        return f"rebuild with USE_AOT_DEVLIST={rebuild_devlist(file, NVIDIA, rebuild_tokens(file, arch))}"
 
     def remedy(self, verdict: Verdict) -> str:
         """From the verdict alone (no file at hand): its targets, the device's arch added."""
@@ -129,15 +117,6 @@ class NvidiaBackend:
             names = [t for t in verdict.targets if t.startswith("sm_")] + [arch, "ptx"]
             line += f"; rebuild with USE_AOT_DEVLIST={','.join(dict.fromkeys(names))} to ship native code for it"
         return line
-
-    def toolchain_report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
-        return {}  # `aotwheel build toolchain` reports the open Intel toolchain only
-
-    def selftest(self, binary: str) -> list[Any]:
-        from aotwheel.backends.nvidia.selftest import run_cuda
-
-        return list(run_cuda(binary)[0])
-
 
 def _registered(module: Any) -> bool:
     """Whether a CudaModule's containers are ones the CUDA runtime registers (.nv_fatbin; in a
@@ -201,4 +180,4 @@ def _with_remedy(v: Verdict, remedy: str) -> Verdict:
     return replace(v, remedy=remedy)
 
 
-BACKEND = NvidiaBackend()
+BACKEND: Backend = NvidiaBackend()  # checked against the protocol by mypy

@@ -11,6 +11,10 @@ from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.backends.nvidia import targets as cuda
 from aotwheel.errors import DevlistError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aotwheel.results import ProbedDevice
+
 
 @dataclass(frozen=True)
 class NvidiaPart:
@@ -104,6 +108,15 @@ class NvidiaGrammar:
             return (cuda.parse_cuda_target(token).name,)
         except DevlistError as exc:
             return tuple(exc.suggestions)
+
+    def devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
+        """A GPU by its cubin target (``sm_90``; ``compute_XY`` and ``ptx`` name no device)."""
+        from aotwheel.results import ProbedDevice
+
+        if not token.startswith(("sm_", "nvidia_gpu_sm_")):
+            raise DevlistError(f"{source}: '{raw}' is not a GPU; name an NVIDIA GPU by its cubin target, e.g. AOTWHEEL_DEVICE=sm_90", raw)
+        target = cuda.parse_cuda_target(token, supported=cuda.DEVICE_ARCHS)
+        return [ProbedDevice(name=f"NVIDIA {target.name}", backend="override", kind="gpu", vendor=NVIDIA, catalog=target.name)]
 
     def finish(self, *, jit_fallback: bool, alone: bool) -> NvidiaPart:
         if not self._targets and not self._keep_newest_ptx:

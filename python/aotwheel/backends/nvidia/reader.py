@@ -7,8 +7,8 @@ per cubin/PTX entry; cubins are native targets, PTX an IR form ``ptx compute_XY`
 
 from __future__ import annotations
 
-from aotwheel.backends import ReadSpec
 from aotwheel.backends.nvidia import NVIDIA
+from aotwheel.backends.readspec import ReadSpec
 from aotwheel.model import Image, ImageKind, Target
 from aotwheel.report import CudaModule
 

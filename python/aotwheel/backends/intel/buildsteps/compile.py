@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from aotwheel.errors import AotwheelError, DevlistError, ToolchainError
 
 if TYPE_CHECKING:
+    from aotwheel.backends.intel.devlist import IntelPart
     from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.buildsteps.tiers import Tiers
 
@@ -176,10 +177,11 @@ def check_spirv(spirv: bytes) -> None:
         raise AotwheelError(f"the input {what}; pass a SPIR-V module (llvm-spirv output, Triton's .spv)")
 
 
-def intel_devices(dl: Any) -> Any:
-    """``dl`` (a resolved device list) when it names Intel devices only: SPIR-V has no NVIDIA
-    path through ocloc."""
+def intel_devices(dl: Any) -> IntelPart:
+    """The Intel part of ``dl`` (a resolved device list) when it names Intel devices only: SPIR-V
+    has no NVIDIA path through ocloc."""
     from aotwheel.backends.intel import INTEL
+    from aotwheel.backends.intel.devlist import IntelPart
 
     other = next((p for p in dl.parts if p.vendor != INTEL and p.listed), None)  # another vendor's targets
     if other is not None:
@@ -187,7 +189,8 @@ def intel_devices(dl: Any) -> Any:
 
         raise DevlistError(f"'{','.join(other.listed)}' are {backends.get(other.vendor).title} targets; SPIR-V compiles for Intel devices only: "
                            "drop them from the device list")
-    return dl
+    part: IntelPart = dl.part_of(IntelPart)
+    return part
 
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, options: Sequence[str] | str = (),
@@ -245,10 +248,10 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     remote = config_from(os.environ, None)
     path, version, acronyms = ocloc_facts(cache)
     spellings = ocloc_spellings(list(dl.names), path, version, acronyms, hint="the device list")
-    from aotwheel.backends.intel import INTEL
 
     # The fewest images the driver runs natively on every listed device from min_driver on (coverage.py).
-    coverage = dl.part(INTEL).coverage(min_driver, acronyms)
+    coverage = dl.coverage(min_driver, acronyms)
+    assert coverage is not None  # None only without targets, returned above
     spellings |= ocloc_spellings([i.device for i in coverage.images if i.device not in spellings], path, version, acronyms,
                                  hint="the device list")
     images = {i.device: i for i in coverage.images}
