@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import threading
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,9 @@ def spv(tmp_path_factory) -> Path:
      ("tool_version", "24.1"), ("options", "-cl-intel-greater-than-4GB-buffer-required"), ("flags", ("-x",))],
 )
 def test_every_key_field_changes_the_digest(field, value):
-    other = CacheKey(**{**KEY.as_dict(), field: value})
+    other = CacheKey(**{**asdict(KEY), field: value})
     assert other.digest() != KEY.digest()
-    assert CacheKey(**KEY.as_dict()).digest() == KEY.digest()
+    assert CacheKey(**asdict(KEY)).digest() == KEY.digest()
 
 
 def test_digest_is_the_schema_2_key_json_so_objects_stored_by_earlier_releases_still_hit():
@@ -70,7 +71,7 @@ def test_get_put_and_counters(tmp_path):
     assert cache.get(KEY) is None
     cache.put(KEY, b"binary")
     assert cache.get(KEY) == b"binary"
-    assert cache.get(CacheKey(**{**KEY.as_dict(), "target": "12.0.0"})) is None
+    assert cache.get(CacheKey(**{**asdict(KEY), "target": "12.0.0"})) is None
     s = cache.stats()
     assert (s.hits, s.misses, s.stores) == (1, 2, 1)
     log = (tmp_path / "v2" / "events.log").read_text().split("\n")

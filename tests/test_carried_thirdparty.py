@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from aotwheel.backends.nvidia.report import cuda_fields
 from aotwheel.inspector import inspect
 
 from _cuda_util import listing, wheel_member
@@ -156,8 +157,8 @@ def test_cudnn_verdict_modules_count_every_container_inspect_lists() -> None:
     expected = sum(_containers(data, off, off + size, tiled=name == ".nv_fatbin")
                    for name in (".nv_fatbin", ".cask_resource") for off, size in [_section(so, name)])
     (fr,) = inspect(so).files
-    assert sum(m.containers for m in fr.cuda_modules) == expected
-    assert any(".cask_resource" in m.section for m in fr.cuda_modules)
+    assert sum(m.containers for m in cuda_fields(fr).modules) == expected
+    assert any(".cask_resource" in m.section for m in cuda_fields(fr).modules)
     proc = subprocess.run([sys.executable, "-m", "aotwheel", "check", str(so), "--device", "sm_80", "--json"], capture_output=True, text=True)
     (v,) = json.loads(proc.stdout)["verdicts"]
     # The verdict counts the registered containers (modules the CUDA runtime loads) and, apart, those
@@ -165,7 +166,7 @@ def test_cudnn_verdict_modules_count_every_container_inspect_lists() -> None:
     said = re.search(r"; (\d+) containers? registered, and (\d+) more in ([^;]*?) that the library loads itself, (\d+) of them", v["reason"])
     assert said is not None, v["reason"]
     assert int(said[1]) + int(said[2]) == expected and said[3] == ".cask_resource" and int(said[4]) <= int(said[2])
-    assert Counter(v["unsupported_modules"]) <= Counter(m.label() for m in fr.cuda_modules)
+    assert Counter(v["unsupported_modules"]) <= Counter(m.label() for m in cuda_fields(fr).modules)
 
 
 @pytest.mark.parametrize("member", ["lib/libmscclpp_static.a", "lib/libmscclpp_nccl_static.a"])

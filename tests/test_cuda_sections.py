@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from aotwheel.backends.nvidia.report import cuda_fields
 from aotwheel.inspector import inspect
 
 from _cuda_util import CACHE, CUFFT_WHEEL, REPO, VADD, listing, nvcc_out, run, source, wheel_member
@@ -77,7 +78,7 @@ def test_container_in_a_vendor_section_is_read_and_chance_magic_is_not(tmp_path:
     assert sorted([(i.kind, i.arch.replace("compute_", "sm_")) for i in fr.images]) == expected
     assert sorted((i.section, i.arch) for i in fr.images) == [(".cask_resource", "compute_90"), (".cask_resource", "sm_80"),
                                                               (".cask_resource", "sm_90"), (".nv_fatbin", "sm_75")]
-    assert sorted(fr.cuda) == ["compute_90", "sm_75", "sm_80", "sm_90"] and fr.warnings == []
+    assert sorted(cuda_fields(fr).loadable) == ["compute_90", "sm_75", "sm_80", "sm_90"] and fr.warnings == []
 
 
 def test_a_binary_without_cuda_sections_is_not_scanned(tmp_path: Path) -> None:
@@ -89,7 +90,7 @@ def test_a_binary_without_cuda_sections_is_not_scanned(tmp_path: Path) -> None:
     so = _library(tmp_path, "nocuda", {".cask_resource": cask}, b"")
     assert ".nv_fatbin" not in run(["readelf", "-SW", str(so)]).stdout
     (fr,) = inspect(so).files
-    assert fr.images == [] and fr.cuda == []
+    assert fr.images == [] and cuda_fields(fr).loadable == []
 
 
 @pytest.fixture(scope="module")

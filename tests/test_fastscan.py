@@ -343,7 +343,7 @@ def test_compressed_sycl_ir_leaves_made_in_c_read_as_python_reads_them(tmp_path:
     deferred = read_host(open_elf(Region(buf, so.name)), all_descriptors=False, descriptors_up_to=0, leaf_scan=True)
     assert deferred.scan is not None and deferred.scan.count == len(host.images)
     assert deferred.images == [host.images[6]]  # listed past its section: only the Python loop reads it
-    from aotwheel.records import asdict
+    from dataclasses import asdict
 
     got, stop, got_kinds, native = deferred.scan.leaves(0, 0, 0, 0, Image, -1)
     assert (stop, got_kinds, [asdict(m) for m in got]) == (5, ["spirv"], [asdict(m) for m in made])

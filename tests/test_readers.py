@@ -11,6 +11,7 @@ import shutil
 import struct
 import subprocess
 import textwrap
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,6 @@ from aotwheel.backends.readspec import ReadSpec
 from aotwheel.errors import InspectError
 from aotwheel.inspector import inspect
 from aotwheel.model import Image, ImageKind
-from aotwheel.records import asdict
 
 _READER = '''
 from aotwheel.backends.readspec import ReadSpec

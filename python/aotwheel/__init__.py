@@ -45,8 +45,9 @@ def __getattr__(name: str) -> object:  # no typing import: `import aotwheel` sta
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'aotwheel' has no attribute {name!r}")
-    # __import__ rather than importlib: importlib's package imports `warnings` (~1 ms).
-    return getattr(__import__(module, fromlist=(name,)), name)
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 def __dir__() -> list[str]:

@@ -20,7 +20,7 @@ from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region, advise
 from aotwheel.report import CARRIED, FileReport
 
-TYPE_CHECKING = False  # not typing's: plain `aotwheel inspect` runs this (aotwheel.records says why)
+TYPE_CHECKING = False  # not typing's: plain `aotwheel inspect` runs this
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
@@ -95,11 +95,17 @@ def _ask(walk: ImageWalk, region: Region, at: int, end: int, section: str, magic
     fr = walk.report
     sub = Region(region.buf, region.label, at, end - at, region.origin)
     for reader in readers:
-        marks = (len(fr.images), len(fr.native_targets), len(fr.ir), len(fr.cuda))
+        marks = (len(fr.images), len(fr.native_targets), len(fr.ir))
+        vendor_marks = {name: fields.mark() for name, fields in fr.vendor.items()}
         try:
             n = reader.read_carried(walk, sub, magic, section)
         except InspectError as exc:
-            del fr.images[marks[0]:], fr.native_targets[marks[1]:], fr.ir[marks[2]:], fr.cuda[marks[3]:]
+            del fr.images[marks[0]:], fr.native_targets[marks[1]:], fr.ir[marks[2]:]
+            for name in list(fr.vendor):  # a backend's fields: as they were, or none if the reader made them
+                if name in vendor_marks:
+                    fr.vendor[name].undo(vendor_marks[name])
+                else:
+                    del fr.vendor[name]
             fr.warnings.append(f"a device image in {section} at offset {sub.where(0):#x} is damaged: {exc}")
             return 0
         if n:

@@ -11,28 +11,27 @@ and hashes every image.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region, will_need
 from aotwheel.formats.sniff import SPIRV_MAGIC, ElfKinds, sniff
 from aotwheel.model import IR_KINDS, Image, ImageKind
-from aotwheel.records import record
 from aotwheel.report import FileReport, Report
 
-# Inspecting one library (``aotwheel inspect lib.so``) imports none of typing, dataclasses, re,
-# pathlib, zipfile, hashlib, tempfile or shutil: together they cost several times the command's
-# start-up goal (benchmarks/cli_startup.py). Wheels, directories, names and --deep import theirs.
-TYPE_CHECKING = False
+# Wheels, directories, names and --deep import what they need (re, zipfile, pathlib, hashlib,
+# tempfile): inspecting one library does without them.
 if TYPE_CHECKING:
     import re
     import zipfile
     from collections.abc import Iterator
     from contextlib import AbstractContextManager
     from pathlib import Path
-    from typing import Any
 
     from aotwheel.backends.protocol import Reader
     from aotwheel.formats.elf import ElfView, HostImage, TableScan
@@ -90,22 +89,21 @@ def inspect(path: str | os.PathLike[str], *, deep: bool = False) -> Report:
         return Report(text, [_inspect_region(region, target, deep)])
 
 
-class _cyclic_gc_paused:  # lower case: used as a function, `with _cyclic_gc_paused():`
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
     """Pause the cyclic collector while one binary is walked (issue 6, P4).
 
     A large SYCL library yields ~14,000 image records; their allocation alone triggered cyclic
     collections costing ~8 ms of a ~53 ms inspect (measured on mkl-dpcpp's 650 MB library). The
     records hold no reference cycles, so reference counting frees them all the same; the caller's
-    collector state is restored on exit, and left alone if it was already off. (A class, not a
-    contextlib generator: contextlib costs 2 ms of ``aotwheel inspect``'s start-up.)
+    collector state is restored on exit, and left alone if it was already off.
     """
-
-    def __enter__(self) -> None:
-        self.was_on = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        if self.was_on:
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
             gc.enable()
 
 
@@ -208,14 +206,9 @@ class _mapped:  # lower case: used as a function, `with _mapped(path) as region:
             self.fh.close()
 
 
-def _open_member(spec: str) -> AbstractContextManager[Region]:
+@contextlib.contextmanager
+def _open_member(spec: str) -> Iterator[Region]:
     """``wheel.whl!pkg/lib.so``: extract that member to a temporary file and map it."""
-    import contextlib  # here: wheels only (see _cyclic_gc_paused)
-
-    return contextlib.contextmanager(_member_region)(spec)
-
-
-def _member_region(spec: str) -> Iterator[Region]:
     import tempfile
     import zipfile
     from pathlib import Path
@@ -375,7 +368,7 @@ def _locate_module(name: str) -> Path | None:
 # Walking one binary
 
 
-@record
+@dataclass
 class _Readers:
     """Who reads what, from every registered reader's ``READS`` (built once per set of readers)."""
 
@@ -385,27 +378,11 @@ class _Readers:
     host: tuple[Reader, ...]  # in registry order: their images follow in that order
     ir_by_arch: dict[str, ImageKind]  # an offload triple's first component -> the IR its images are
     suffixes: tuple[str, ...]  # file name endings the readers add to the walks' (_CANDIDATE_SUFFIXES)
-    elf_kinds: ElfKinds | None  # the readers' ELF-based formats (sniff's second argument); None: they have none
-    offload_image_kinds: tuple[tuple[int, str], ...]  # OffloadBinary image kind numbers the readers name
-    formats: tuple[str, ...]  # the readers' formats, as the "not an ELF, ..." error line names them
-    carried: tuple[tuple[bytes, tuple[Reader, ...]], ...]  # standalone images' magic -> the readers that recognise them
-    own_sections: frozenset[str]  # the readers' host sections (parsed whole: not searched for carried images)
-
-    def __init__(self, magic: tuple[tuple[bytes, Reader], ...], by_file_kind: dict[str, tuple[Reader, ...]], by_image_kind: dict[str, Reader],
-                 host: tuple[Reader, ...], ir_by_arch: dict[str, ImageKind], suffixes: tuple[str, ...], elf_kinds: ElfKinds | None = None,
-                 offload_image_kinds: tuple[tuple[int, str], ...] = (), formats: tuple[str, ...] = (),
-                 carried: tuple[tuple[bytes, tuple[Reader, ...]], ...] = (), own_sections: frozenset[str] = frozenset()) -> None:
-        self.magic = magic
-        self.by_file_kind = by_file_kind
-        self.by_image_kind = by_image_kind
-        self.host = host
-        self.ir_by_arch = ir_by_arch
-        self.suffixes = suffixes
-        self.elf_kinds = elf_kinds
-        self.offload_image_kinds = offload_image_kinds
-        self.formats = formats
-        self.carried = carried
-        self.own_sections = own_sections
+    elf_kinds: ElfKinds | None = None  # the readers' ELF-based formats (sniff's second argument); None: they have none
+    offload_image_kinds: tuple[tuple[int, str], ...] = ()  # OffloadBinary image kind numbers the readers name
+    formats: tuple[str, ...] = ()  # the readers' formats, as the "not an ELF, ..." error line names them
+    carried: tuple[tuple[bytes, tuple[Reader, ...]], ...] = ()  # standalone images' magic -> the readers that recognise them
+    own_sections: frozenset[str] = frozenset()  # the readers' host sections (parsed whole: not searched for carried images)
 
     def ir_of(self, triple: str | None) -> ImageKind | None:
         """The IR kind images for ``triple`` hold by what the compiler put there (SYCL spir64: SPIR-V)."""
@@ -454,22 +431,16 @@ def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
                     own_sections=frozenset(x for r in readers for x in r.READS.sections))
 
 
-@record
+@dataclass
 class _Walk:
     """One binary being read (an :class:`aotwheel.backends.protocol.ImageWalk` for the readers)."""
 
     report: FileReport
     deep: bool
-    readers: _Readers
+    readers: _Readers = field(default_factory=lambda: _readers())
     # Per-walk answers that repeat across images, kept by the readers (a library of a thousand fat
     # binary members has a handful of distinct ones); and the walk's zstd decompression context.
-    memo: dict[Any, Any]
-
-    def __init__(self, report: FileReport, deep: bool, readers: _Readers | None = None, memo: dict[Any, Any] | None = None) -> None:
-        self.report = report
-        self.deep = deep
-        self.readers = _readers() if readers is None else readers
-        self.memo = {} if memo is None else memo
+    memo: dict[Any, Any] = field(default_factory=dict)
     max_depth = _MAX_DEPTH
 
     def add_ir(self, kind: str) -> None:
@@ -806,11 +777,9 @@ def _add_member(fr: FileReport, one: FileReport, name: str) -> None:
     fr.images += one.images
     fr.native_targets += one.native_targets
     fr.ir += [k for k in one.ir if k not in fr.ir]
-    fr.cuda += [k for k in one.cuda if k not in fr.cuda]
     fr.warnings += [f"{name}: {w}" for w in one.warnings]
-    for module in one.cuda_modules:
-        module.section = f"{name}:{module.section}"
-    fr.cuda_modules += one.cuda_modules
+    for backend, fields in one.vendor.items():
+        fr.fields(backend).add_member(fields, name)
     for triple, n in one.ir_kernels_missing_from.items():
         fr.ir_kernels_missing_from[triple] = fr.ir_kernels_missing_from.get(triple, 0) + n
 

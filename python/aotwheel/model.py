@@ -4,18 +4,13 @@ devices, selftest results).
 
 The resolver, the inspector, the probes, the run-time check and the CLI exchange these types;
 what differs between vendors (token grammar, how a binary is read, the driver's loading rules)
-lives behind :class:`aotwheel.backends.Backend`. Standard library only, and what ``aotwheel
-inspect`` builds is made without ``dataclasses`` or ``typing`` (:mod:`aotwheel.records`: they
-cost more than the command's whole start-up goal).
+lives behind :class:`aotwheel.backends.Backend`. Standard library only.
 """
 
 from __future__ import annotations
 
-from aotwheel.records import record
-
-TYPE_CHECKING = False  # not typing's (see above)
-if TYPE_CHECKING:
-    from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 
 class ImageKind(str):
@@ -30,8 +25,8 @@ class ImageKind(str):
     :meth:`declare` in its package (Intel's ``zebin`` in ``aotwheel.backends.intel.kinds``), which
     the inspector imports with the readers. ``ImageKind("spirv")`` is ``ImageKind.SPIRV``, and a
     declared vendor kind is found the same way (``ValueError`` for a value no one declared).
-    Not an ``enum.Enum``: importing :mod:`enum` (with functools and collections) costs 3 ms of
-    ``aotwheel inspect``'s start-up, whose goal leaves it 4.5 ms in all."""
+    Not an ``enum.Enum``: an enum is closed, and each backend adds its kinds when its package is
+    imported."""
 
     __slots__ = ()
 
@@ -114,7 +109,7 @@ def ir_labels() -> dict[str, str]:
     return dict(_LABELS)
 
 
-@record(slots=True)  # no per-instance __dict__: large libraries carry 14k images
+@dataclass(slots=True)  # no per-instance __dict__: large libraries carry 14k images
 class Image:
     """One embedded device image (or the whole file for raw inputs)."""
 
@@ -124,40 +119,20 @@ class Image:
     kind: ImageKind
     triple: str | None  # "spir64_gen", "spir64", "nvptx64", ... when known
     compressed: bool
-    section: str | None  # host section holding it
-    content: ImageKind | None  # kind of the decompressed bytes for zstd images
-    decompressed_size: int | None  # from the zstd frame header, or measured with deep
-    members: list[str]  # ar member names, padding excluded
-    sha256: str | None  # of the stored bytes; deep mode only
-    kernels: int | None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
-    listed_size: int | None  # the size the image table claims, when it differs from size
-    arch: str | None  # OffloadBinary "arch" string, or the CUDA target ("sm_90", "compute_90")
-    compile_options: str | None  # options the runtime passes when it builds this image
-    link_options: str | None  # (from the SYCL image descriptor; None when empty or not found)
-
-    def __init__(self, index: int, offset: int, size: int, kind: ImageKind, triple: str | None, compressed: bool, section: str | None = None,
-                 content: ImageKind | None = None, decompressed_size: int | None = None, members: list[str] | None = None, sha256: str | None = None,
-                 kernels: int | None = None, listed_size: int | None = None, arch: str | None = None, compile_options: str | None = None,
-                 link_options: str | None = None) -> None:
-        self.index = index
-        self.offset = offset
-        self.size = size
-        self.kind = kind
-        self.triple = triple
-        self.compressed = compressed
-        self.section = section
-        self.content = content
-        self.decompressed_size = decompressed_size
-        self.members = [] if members is None else members
-        self.sha256 = sha256
-        self.kernels = kernels
-        self.listed_size = listed_size
-        self.arch = arch
-        self.compile_options = compile_options
-        self.link_options = link_options
+    section: str | None = None  # host section holding it
+    content: ImageKind | None = None  # kind of the decompressed bytes for zstd images
+    decompressed_size: int | None = None  # from the zstd frame header, or measured with deep
+    members: list[str] = field(default_factory=list)  # ar member names, padding excluded
+    sha256: str | None = None  # of the stored bytes; deep mode only
+    kernels: int | None = None  # SPIR-V OpEntryPoint kernels; deep mode only (or raw .spv)
+    listed_size: int | None = None  # the size the image table claims, when it differs from size
+    arch: str | None = None  # OffloadBinary "arch" string, or the CUDA target ("sm_90", "compute_90")
+    compile_options: str | None = None  # options the runtime passes when it builds this image
+    link_options: str | None = None  # (from the SYCL image descriptor; None when empty or not found)
 
 
-@record
+
+@dataclass
 class Target:
     """A native device binary for one target, whatever the vendor.
 
@@ -173,30 +148,13 @@ class Target:
     format: ImageKind  # a kind its backend declares: Intel's zebin, legacy, cpu-aot; NVIDIA's cubin; AMD's code-object
     size: int
     image: int  # Image.index it came from
-    generic: str | None  # "bmg" for a `64.bmg` member
-    core: str | None  # gfx core family, e.g. "XE_HPC_CORE", when known
-    product: str | None  # zebin product family, e.g. "PVC", when known
-    rebuildable: bool  # carries its own SPIR-V the driver can rebuild from
-    vendor: str  # the backend that reads and runs it (its reader always names itself)
-    arch: str | None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"; Intel: the IP a zebin's product-config note declares
-    poisoned: tuple[str, ...]  # kernels the compiler removed for lack of fp64 (Intel: -cl-poison-unsupported-fp64-kernels)
-
-    def __init__(self, name: str | None, ip: str | None, member: str | None, format: ImageKind, size: int, image: int, generic: str | None = None,
-                 core: str | None = None, product: str | None = None, rebuildable: bool = False, vendor: str = "", arch: str | None = None,
-                 poisoned: tuple[str, ...] = ()) -> None:
-        self.name = name
-        self.ip = ip
-        self.member = member
-        self.format = format
-        self.size = size
-        self.image = image
-        self.generic = generic
-        self.core = core
-        self.product = product
-        self.rebuildable = rebuildable
-        self.vendor = vendor
-        self.arch = arch
-        self.poisoned = poisoned
+    generic: str | None = None  # "bmg" for a `64.bmg` member
+    core: str | None = None  # gfx core family, e.g. "XE_HPC_CORE", when known
+    product: str | None = None  # zebin product family, e.g. "PVC", when known
+    rebuildable: bool = False  # carries its own SPIR-V the driver can rebuild from
+    vendor: str = ""  # the backend that reads and runs it (its reader always names itself)
+    arch: str | None = None  # NVIDIA: "sm_90a"; AMD: the processor, "gfx90a"; Intel: the IP a zebin's product-config note declares
+    poisoned: tuple[str, ...] = ()  # kernels the compiler removed for lack of fp64 (Intel: -cl-poison-unsupported-fp64-kernels)
 
 
 NativeTarget = Target  # the name the inspector's API used before the vendor-neutral model

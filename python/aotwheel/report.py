@@ -6,51 +6,46 @@
 
 from __future__ import annotations
 
-from aotwheel.model import Image, ImageKind, Target, ir_labels
-from aotwheel.records import asdict, record
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-TYPE_CHECKING = False  # not typing's: inspecting a library imports this module (aotwheel.records says why)
-if TYPE_CHECKING:
-    from typing import Any
+from aotwheel.model import Image, ImageKind, Target, ir_labels
 
 SCHEMA = 2
 
 
-@record
-class CudaModule:
-    """NVIDIA images that load together: ``.nv_fatbin`` containers (the CUDA runtime registers each
-    as one module) that carry the same targets. Listed only when a file's modules differ, so that
-    a verdict can name the module that cannot load (xgboost 1.7.6: its statically linked NCCL
-    kernels have no PTX, its own do)."""
+class VendorFields(Protocol):
+    """A backend's own fields of a :class:`FileReport`, kept in ``FileReport.vendor[<backend>]`` by
+    its reader (:meth:`FileReport.fields`), in the file's JSON where the backend places them."""
 
-    section: str
-    containers: int
-    targets: list[str]  # sm_XY[a|f] cubins and compute_XY PTX
-    sources: list[str]  # source files nvcc named in the entries (up to 3)
-    size: int  # stored bytes of the images
-    kernels: int | None  # entry kernels, from one cubin per container (inspect --deep reads them)
-    kernel_sample: list[str]  # up to 3 of their (mangled) names
+    def json_fields(self) -> list[tuple[str, str, object]]:
+        """``(after, key, value)``: its keys of the file's JSON, each placed after the core key ``after``."""
+        ...
 
-    def __init__(self, section: str, containers: int, targets: list[str], sources: list[str], size: int, kernels: int | None = None,
-                 kernel_sample: list[str] | None = None) -> None:
-        self.section = section
-        self.containers = containers
-        self.targets = targets
-        self.sources = sources
-        self.size = size
-        self.kernels = kernels
-        self.kernel_sample = [] if kernel_sample is None else kernel_sample
+    def add_member(self, other: Any, member: str) -> None:
+        """An archive member's fields (``other``, of this type) into the archive's."""
+        ...
 
-    def label(self) -> str:
-        """``../src/gbm/gbtree.cu and 40 more`` / ``ncclKernel_* (129 kernels)`` / ``cubins sm_50, sm_60``."""
-        if self.sources:
-            more = self.containers - len(self.sources)
-            return ", ".join(self.sources) + (f" and {more} more" if more > 0 else "")
-        if self.kernel_sample:
-            return f"{self.kernels} kernels such as {self.kernel_sample[0]}"
-        return f"an unnamed module of {self.containers} container{'s' if self.containers != 1 else ''} ({self.size / (1 << 20):.1f} MiB)"
+    def mark(self) -> object:
+        """A mark to :meth:`undo` to: what a reader that failed half way added is taken back."""
+        ...
 
-@record
+    def undo(self, mark: object) -> None:
+        ...
+
+
+# Backend name -> how its empty fields are made, in declaration order (declare_fields).
+_DECLARED: dict[str, Callable[[], VendorFields]] = {}
+
+
+def declare_fields(backend: str, make: Callable[[], VendorFields]) -> None:
+    """Declare ``backend``'s own fields of every file report (its reader module does, when
+    imported): every file's JSON has its keys, empty ones where the reader found nothing."""
+    _DECLARED[backend] = make
+
+
+@dataclass
 class FileReport:
     """What one binary carries."""
 
@@ -59,36 +54,23 @@ class FileReport:
     ir: list[str]  # JIT-able forms: "spirv", "llvmbc", "ptx compute_90"
     images: list[Image]
     kernels: int | None  # distinct kernel names when known
-    kind: str  # an ImageKind (ELF: a host binary), or "error" (unreadable)
-    kernels_by_triple: dict[str, int]
-    warnings: list[str]
-    # loadable NVIDIA images: "sm_90", "sm_90a", "compute_80"; read by the _aot.py of wheels already published (keep)
-    cuda: list[str]
-    ir_kernels_missing_from: dict[str, int]  # {"spir64_gen": 5}: kernels only SPIR-V serves there
-    cuda_modules: list[CudaModule]  # only when the fat binary containers (every section's) carry different targets
-    error: str | None  # one-line reason this file could not be read (wheels/directories go on past it)
+    kind: str = ImageKind.UNKNOWN  # an ImageKind (ELF: a host binary), or "error" (unreadable)
+    kernels_by_triple: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    ir_kernels_missing_from: dict[str, int] = field(default_factory=dict)  # {"spir64_gen": 5}: kernels only SPIR-V serves there
+    error: str | None = None  # one-line reason this file could not be read (wheels/directories go on past it)
     # Standalone device images in the binary's data sections that no runtime registers: the library
     # loads them itself (cuModuleLoadData, zeModuleCreate). A report of its own (kind "carried"),
     # so that a backend decides on them as on any file; None: none found (or not a host ELF).
-    carried: FileReport | None
+    carried: FileReport | None = None
+    vendor: dict[str, VendorFields] = field(default_factory=dict)  # backend name -> its own fields (declare_fields)
 
-    def __init__(self, path: str, native_targets: list[Target], ir: list[str], images: list[Image], kernels: int | None, kind: str = ImageKind.UNKNOWN,
-                 kernels_by_triple: dict[str, int] | None = None, warnings: list[str] | None = None, cuda: list[str] | None = None,
-                 ir_kernels_missing_from: dict[str, int] | None = None, cuda_modules: list[CudaModule] | None = None,
-                 error: str | None = None, carried: FileReport | None = None) -> None:
-        self.path = path
-        self.native_targets = native_targets
-        self.ir = ir
-        self.images = images
-        self.kernels = kernels
-        self.kind = kind
-        self.kernels_by_triple = {} if kernels_by_triple is None else kernels_by_triple
-        self.warnings = [] if warnings is None else warnings
-        self.cuda = [] if cuda is None else cuda
-        self.ir_kernels_missing_from = {} if ir_kernels_missing_from is None else ir_kernels_missing_from
-        self.cuda_modules = [] if cuda_modules is None else cuda_modules
-        self.error = error
-        self.carried = carried
+    def fields(self, backend: str) -> Any:
+        """``backend``'s own fields of this report, made empty on first use (its reader types them)."""
+        found = self.vendor.get(backend)
+        if found is None:
+            found = self.vendor[backend] = _DECLARED[backend]()
+        return found
 
     def target_names(self) -> list[str]:
         """Distinct native targets in order, every vendor: catalog names (else IP versions, else
@@ -98,17 +80,46 @@ class FileReport:
             seen.setdefault(t.name or t.ip or t.generic or t.core or "unknown")
         return list(seen)
 
+    def to_dict(self) -> dict[str, Any]:
+        """This file's object of the report JSON (docs/report-schema.md): the core fields, each
+        declared backend's keys placed among them."""
+        core = {name: _plain(getattr(self, name)) for name in _CORE_KEYS}
+        core["carried"] = None if self.carried is None else self.carried.to_dict()
+        extra = [x for name, make in _DECLARED.items() for x in (self.vendor.get(name) or make()).json_fields()]
+        out: dict[str, Any] = {}
+        for key, value in core.items():
+            out[key] = value
+            out.update((k, _plain(v)) for after, k, v in extra if after == key)
+        out.update((k, _plain(v)) for after, k, v in extra if after not in core)
+        return out
 
-@record
+
+_CORE_KEYS = ("path", "native_targets", "ir", "images", "kernels", "kind", "kernels_by_triple", "warnings", "ir_kernels_missing_from",
+              "error")
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON-ready lists, dicts and leaves: ``dataclasses.asdict`` without its deep copy
+    of every leaf (the 11k images of cuFFT took 1 s that way)."""
+    cls = type(value)
+    if cls is list:
+        return [_plain(v) for v in value]
+    if cls is tuple:
+        return tuple(_plain(v) for v in value)
+    if cls is dict:
+        return {k: _plain(v) for k, v in value.items()}
+    names = getattr(cls, "__dataclass_fields__", None)
+    if names is not None:
+        return {n: _plain(getattr(value, n)) for n in names}
+    return value
+
+
+@dataclass
 class Report:
     """``inspect()``'s answer: the input and one :class:`FileReport` per binary inside it."""
 
     path: str
     files: list[FileReport]
-
-    def __init__(self, path: str, files: list[FileReport]) -> None:
-        self.path = path
-        self.files = files
 
     @property
     def errors(self) -> list[FileReport]:
@@ -117,7 +128,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form: the ``aotwheel inspect --json`` contract, schema 2 (docs/report-schema.md)."""
-        return {"schema": SCHEMA, "path": self.path, "files": [asdict(f) for f in self.files]}
+        return {"schema": SCHEMA, "path": self.path, "files": [f.to_dict() for f in self.files]}
 
 
 # IR kind -> what the summary adds after its name when a binary carries that IR only inside

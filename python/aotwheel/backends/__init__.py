@@ -59,7 +59,7 @@ def register(name: str, *, backend: str, settings: str, reader: str | None = Non
 def load_module(name: str) -> ModuleType:
     """The module called ``name``, imported if need be: ``importlib.import_module`` without
     importing ``importlib`` (and ``warnings`` with it), which ``aotwheel inspect``'s start-up
-    cannot afford (aotwheel.records says why)."""
+    cannot afford."""
     __import__(name)
     return sys.modules[name]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from aotwheel import backends
 
-TYPE_CHECKING = False  # not typing's: the inspector imports this module (aotwheel.records says why)
+TYPE_CHECKING = False  # not typing's: the inspector imports this module
 if TYPE_CHECKING:
     from types import ModuleType
 

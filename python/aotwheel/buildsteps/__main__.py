@@ -130,7 +130,9 @@ def _hook(argv: list[str]) -> int:
 
 
 def _vendor_main(module: str, argv: list[str]) -> int:
-    steps = __import__(module, fromlist=["main"])
+    import importlib
+
+    steps = importlib.import_module(module)
     return int(steps.main(argv))
 
 

@@ -36,9 +36,9 @@ import hashlib
 import json
 import os
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from aotwheel.buildsteps.values import Value
 from aotwheel.variables import CACHE_DIR, DISABLED_WORDS
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -60,23 +60,25 @@ _HEADER_MAX = len(_MAGIC) + 3 * 64 + 3
 DAMAGED, OTHER_KEY, UNSIGNED, FOREIGN = "damaged", "stored under another key", "unsigned", "signed with another secret"
 
 
-class CacheKey(Value):
+@dataclass(frozen=True, slots=True)
+class CacheKey:
     """Everything that determines a device binary, by content (key schema 2).
 
     ``input_sha256``: the SPIR-V (CUDA: source + portability header); ``target``: the device's IP
     version (CUDA: the arch); ``tool_sha256``: the tool binary's own hash, never its path.
     """
 
-    __slots__ = ("input_sha256", "target", "tool", "tool_version", "tool_sha256", "options", "flags")
-
-    def __init__(self, input_sha256: str, target: str, tool: str, tool_version: str, tool_sha256: str, options: str,
-                 flags: tuple[str, ...] = ()) -> None:
-        self.input_sha256, self.target, self.tool, self.tool_version = input_sha256, target, tool, tool_version
-        self.tool_sha256, self.options, self.flags = tool_sha256, options, flags
+    input_sha256: str
+    target: str
+    tool: str
+    tool_version: str
+    tool_sha256: str
+    options: str
+    flags: tuple[str, ...] = ()
 
     def digest(self) -> str:
         """Hex SHA-256 of all fields and the schema: the object's name, locally and remotely."""
-        blob = json.dumps({"schema": KEY_SCHEMA, **self.as_dict()}, sort_keys=True).encode()
+        blob = json.dumps({"schema": KEY_SCHEMA, **asdict(self)}, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()
 
 

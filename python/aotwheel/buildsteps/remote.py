@@ -38,10 +38,10 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from aotwheel.buildsteps.values import Value
 from aotwheel.errors import AotwheelError
 from aotwheel.variables import REMOTE_CACHE, REMOTE_CACHE_READONLY, REMOTE_CACHE_SECRET, REMOTE_CACHE_TIMEOUT, REMOTE_CACHE_TOKEN, flag
 
@@ -63,14 +63,15 @@ class RemoteError(Exception):
     """One failed exchange with a store; the message never holds credentials."""
 
 
-class Timeouts(Value):
+@dataclass(frozen=True, slots=True)
+class Timeouts:
     """Seconds to connect, to wait for each read, for one whole request and for all the requests
     of one build step (one process)."""
 
-    __slots__ = ("connect", "read", "request", "step")
-
-    def __init__(self, connect: float = 1.0, read: float = 10.0, request: float = 20.0, step: float = 40.0) -> None:
-        self.connect, self.read, self.request, self.step = connect, read, request, step
+    connect: float = 1.0
+    read: float = 10.0
+    request: float = 20.0
+    step: float = 40.0
 
 
 class _Breaker:
@@ -437,11 +438,9 @@ def read_http_response(fp: BinaryIO, *, head_only: bool = False, limit: int = DE
     return status, rest
 
 
-class _RedisError(Value):
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        self.message = message
+@dataclass(frozen=True, slots=True)
+class _RedisError:
+    message: str
 
 
 def _encode(args: list[bytes]) -> bytes:
@@ -518,16 +517,15 @@ class _Reader:
         raise RemoteError("redis: malformed reply")
 
 
-class RemoteConfig(Value):
+@dataclass(frozen=True, slots=True)
+class RemoteConfig:
     """The remote-cache settings of one build (the token and the signing secret are left out of the repr)."""
 
-    __slots__ = ("urls", "readonly", "token", "timeouts", "secret")
-    _hidden = ("token", "secret")
-
-    def __init__(self, urls: tuple[str, ...] = (), readonly: bool = False, token: str | None = None,
-                 timeouts: Timeouts | None = None, secret: bytes | None = None) -> None:
-        self.urls, self.readonly, self.token, self.secret = urls, readonly, token, secret
-        self.timeouts = Timeouts() if timeouts is None else timeouts
+    urls: tuple[str, ...] = ()
+    readonly: bool = False
+    token: str | None = field(default=None, repr=False)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    secret: bytes | None = field(default=None, repr=False)
 
     @property
     def enabled(self) -> bool:

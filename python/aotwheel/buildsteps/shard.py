@@ -18,7 +18,8 @@ job).
 
 from __future__ import annotations
 
-from aotwheel.buildsteps.values import Value
+from dataclasses import dataclass
+
 from aotwheel.errors import AotwheelError
 
 # How far over the ideal load (total / n) a shard may go to keep a source whole. Splitting a
@@ -29,13 +30,12 @@ from aotwheel.errors import AotwheelError
 IMBALANCE = 1.10
 
 
-class Shard(Value):
+@dataclass(frozen=True, slots=True)
+class Shard:
     """Shard ``index`` (1-based) of ``count``."""
 
-    __slots__ = ("index", "count")
-
-    def __init__(self, index: int, count: int) -> None:
-        self.index, self.count = index, count
+    index: int
+    count: int
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -52,14 +52,14 @@ def parse_shard(text: str | None) -> Shard | None:
     return Shard(int(i), int(n))
 
 
-class Job(Value):
+@dataclass(frozen=True, slots=True)
+class Job:
     """One (source, device) job and its estimated cost; ``source`` is the kernel source's stem
     (unique within a target)."""
 
-    __slots__ = ("source", "device", "cost")
-
-    def __init__(self, source: str, device: str, cost: float) -> None:
-        self.source, self.device, self.cost = source, device, cost
+    source: str
+    device: str
+    cost: float
 
 
 def assign(jobs: list[Job], count: int) -> dict[tuple[str, str], int]:

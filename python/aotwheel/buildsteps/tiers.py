@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import DAMAGED, CacheKey, DeviceCodeCache, build_id, pack_object, unpack_object
-from aotwheel.buildsteps.values import Value
 from aotwheel.variables import BUILD_STEP_SETTINGS, REMOTE_CACHE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~2.5 ms of each ocloc edge)
@@ -51,20 +51,18 @@ def remote_configured(environ: Mapping[str, str], settings: Mapping[str, str] | 
     return any(v.strip() for k, v in [*environ.items(), *(settings or {}).items()] if k.startswith(_REMOTE))
 
 
-class Tiers(Value):
+@dataclass(slots=True)
+class Tiers:
     """The caches one build step consults, in order; ``build_dir`` is where the once-per-build
     warning markers live."""
 
-    __slots__ = ("local", "stores", "readonly", "build_dir", "secret", "quiet", "_warned")
-    _hidden = _uncompared = ("secret", "_warned")
-    __hash__ = None  # type: ignore[assignment]  # mutable
-
-    def __init__(self, local: DeviceCodeCache, stores: list[Store] | None = None, readonly: bool = False,
-                 build_dir: Path | None = None, secret: bytes | None = None) -> None:
-        self.local, self.readonly, self.build_dir, self.secret = local, readonly, build_dir, secret
-        self.stores: list[Store] = [] if stores is None else stores
-        self.quiet = False  # configure: leave the once-per-build warning to the first edge (CMake hides its stderr)
-        self._warned: list[bool] = []  # the failure warning was given in this process (threads share it)
+    local: DeviceCodeCache
+    stores: list[Store] = field(default_factory=list)
+    readonly: bool = False
+    build_dir: Path | None = None
+    secret: bytes | None = field(default=None, repr=False, compare=False)
+    quiet: bool = field(default=False, init=False)  # configure: leave the once-per-build warning to the first edge (CMake hides its stderr)
+    _warned: list[bool] = field(default_factory=list, init=False, repr=False, compare=False)  # the failure warning was given in this process (threads share it)
 
     @classmethod
     def for_build(cls, build_dir: Path, settings: Mapping[str, str] | None = None,

@@ -9,15 +9,15 @@ unknown device, a corrupt binary, a bad option). Warnings are one line each on s
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 
 from aotwheel.errors import run_command
 
-TYPE_CHECKING = False  # not typing's: `aotwheel inspect lib.so` imports neither typing nor argparse
+TYPE_CHECKING = False  # not typing's: `check --help` loads no typing (tests/test_settings.py)
 if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Callable
-    from types import ModuleType
+    from typing import Any
 
 # Subcommand modules and the commands each registers, in --help order; None marks where the
 # backends' own commands (``Capabilities.commands``, e.g. Intel's ``compile``) go. Each module must import
@@ -35,12 +35,10 @@ _COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]] | None, ...] = (
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``aotwheel`` parser; with ``command``, only the module of that command is imported and
     registered (a command's start-up pays for its own imports only), else every command."""
-    import argparse
-
     from aotwheel import __version__
 
-    parser = argparse.ArgumentParser(prog="aotwheel", description="Ahead-of-time GPU device code for Python wheels.",
-                                     epilog="Exit status: 0 ok, 1 a verdict the policy rejects, 2 bad input.")
+    parser = Parser(prog="aotwheel", description="Ahead-of-time GPU device code for Python wheels.",
+                    epilog="Exit status: 0 ok, 1 a verdict the policy rejects, 2 bad input.")
     parser.add_argument("--version", action="version", version=f"aotwheel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _modules(command):
@@ -54,6 +52,38 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             continue  # subcommand not present in this build of aotwheel
         module.register(sub)
     return parser
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, at the width ``shutil.get_terminal_size`` gives, found without
+    importing shutil: argparse makes a formatter for every argument added (help printed or not),
+    and shutil's import (bz2, lzma, fnmatch) was a tenth of ``python -c pass``."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with :class:`HelpFormatter` unless given another (its
+    sub-commands' parsers are of its class)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(**kwargs)
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: ``$COLUMNS``, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def _modules(command: str | None) -> list[str]:
@@ -81,70 +111,8 @@ def _command(argv: list[str]) -> str | None:
     return "" if argv == ["--version"] else None
 
 
-class QuickArgs:
-    """What :func:`quick_args` parsed: the attributes argparse's ``Namespace`` would have."""
-
-    command: str
-    handler: Callable[[QuickArgs], int | None]  # the command module's run()
-
-    def __init__(self, **values: object) -> None:
-        self.__dict__.update(values)
-
-
-def quick_args(argv: list[str]) -> QuickArgs | None:
-    """The common call of a command whose module declares ``POSITIONAL`` and ``SWITCHES`` (one
-    path and store_true switches, e.g. ``inspect lib.so --json``), parsed without building
-    argparse's parser (argparse imports re, gettext and locale: a third of ``python -c pass``);
-    ``None`` for anything else (help, an abbreviated or unknown option, ``--``, another
-    argument count), which argparse then parses, errors included. tests/test_cli_quick.py holds
-    that both parse a call alike."""
-    module = _quick_module(argv[0]) if argv else None
-    if module is None:
-        return None
-    switches: dict[str, str] = module.SWITCHES
-    values: dict[str, object] = {"command": argv[0], "handler": module.run}
-    values.update((flag[2:].replace("-", "_"), False) for flag in switches)
-    positional: list[str] = []
-    for arg in argv[1:]:
-        if arg in switches:
-            values[arg[2:].replace("-", "_")] = True
-        elif arg.startswith("-"):
-            return None
-        else:
-            positional.append(arg)
-    if len(positional) != 1:
-        return None
-    values[module.POSITIONAL] = positional[0]
-    return QuickArgs(**values)
-
-
-def _quick_module(command: str) -> ModuleType | None:
-    """The module of a core ``command`` when it declares the quick form, else ``None``."""
-    for entry in _COMMAND_MODULES:
-        if entry is not None and command in entry[1]:
-            from aotwheel.backends import load_module
-
-            module = load_module(entry[0])
-            return module if hasattr(module, "SWITCHES") and hasattr(module, "POSITIONAL") else None
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv == ["--version"]:  # what argparse's version action prints, without building the parser
-        from aotwheel import __version__
-
-        print(f"aotwheel {__version__}")
-        return 0
-    quick = quick_args(argv)
-    if quick is not None:
-        # A quick command (inspect: it reads bytes) emits no Python warning (tests/test_cli_quick.py
-        # runs it with warnings as errors), so it needs no formatter for them: importing warnings
-        # alone cost 0.17 ms of its start-up.
-        try:
-            return run_command(lambda: quick.handler(quick))
-        except BrokenPipeError:
-            return 1
     parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not typing's; json is imported where it is used: inspecting a .so needs neither
+import argparse
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
-    import argparse
-
     from aotwheel.report import FileReport, Report
-
-# The switches (store_true), by flag: register() adds them, and aotwheel.cli reads the common call
-# (a path and switches) with them instead of building argparse's parser.
-SWITCHES = {
-    "--json": "print the full report as JSON",
-    "--deep": "also decompress and hash every image (slower)",
-    "--all": "also list binaries that carry no device code",
-}
-POSITIONAL = "path"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -24,9 +15,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="list the device targets embedded in a binary, wheel or module",
         description="Read which native GPU targets and JIT fallbacks a .so, .whl, installed module, ocloc fat binary, zebin/.bin or .spv carries.",
     )
-    p.add_argument(POSITIONAL, metavar="PATH", help="file, wheel, directory, or installed module/package name (e.g. 'dpctl')")
-    for flag, text in SWITCHES.items():
-        p.add_argument(flag, action="store_true", help=text)
+    p.add_argument("path", metavar="PATH", help="file, wheel, directory, or installed module/package name (e.g. 'dpctl')")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+    p.add_argument("--deep", action="store_true", help="also decompress and hash every image (slower)")
+    p.add_argument("--all", action="store_true", help="also list binaries that carry no device code")
     p.set_defaults(handler=run)
 
 

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import struct
 import sys
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
 from itertools import compress
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
-from aotwheel.records import record
 
-# Not typing's, nor collections' Counter: aotwheel inspect's start-up (aotwheel.records says why).
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from typing import Any
 
 R_X86_64_RELATIVE = 8
 _BUNDLE_PREFIX = "__CLANG_OFFLOAD_BUNDLE__"
@@ -42,25 +41,17 @@ _DESC_FORMATS = {0: "none", 1: "native", 2: "spirv", 3: "llvmbc", 4: "zstd"}
 _MAX_SMALL_SECTION = 256 << 20  # .tgtsym / relocation tables larger than this are not read
 
 
-@record
+@dataclass
 class Section:
     name: str
     type: int | str
     addr: int
     offset: int
     size: int
-    flags: int  # sh_flags (SHF_ALLOC 0x2, SHF_EXECINSTR 0x4, ...)
-
-    def __init__(self, name: str, type: int | str, addr: int, offset: int, size: int, flags: int = 0) -> None:
-        self.name = name
-        self.type = type
-        self.addr = addr
-        self.offset = offset
-        self.size = size
-        self.flags = flags
+    flags: int = 0  # sh_flags (SHF_ALLOC 0x2, SHF_EXECINSTR 0x4, ...)
 
 
-@record
+@dataclass
 class ElfView:
     """Headers of one ELF inside a region: its sections and loadable segments."""
 
@@ -69,21 +60,11 @@ class ElfView:
     e_machine: int
     sections: list[Section]
     segments: list[tuple[int, int, int]]  # (p_vaddr, p_offset, p_filesz) of PT_LOAD
-    dynamic: dict[int, int]  # first value of each .dynamic tag
-
-    def __init__(self, region: Region, e_type: int, e_machine: int, sections: list[Section], segments: list[tuple[int, int, int]],
-                 dynamic: dict[int, int] | None = None) -> None:
-        self.region = region
-        self.e_type = e_type
-        self.e_machine = e_machine
-        self.sections = sections
-        self.segments = segments
-        self.dynamic = {} if dynamic is None else dynamic
-        # Lookups built on first use (not fields: no part of the view's value).
-        self._by_name: dict[str, Section] | None = None
-        self._by_offset: tuple[list[int], list[Section]] | None = None
-        self._last_at: Section | None = None
-        self._bisect_right: Callable[[list[int], int], int]  # set with _by_offset
+    dynamic: dict[int, int] = field(default_factory=dict)  # first value of each .dynamic tag
+    # Lookups built on first use (no part of the view's value).
+    _by_name: dict[str, Section] | None = field(default=None, init=False, repr=False, compare=False)
+    _by_offset: tuple[list[int], list[Section]] | None = field(default=None, init=False, repr=False, compare=False)
+    _last_at: Section | None = field(default=None, init=False, repr=False, compare=False)
 
     def section(self, name: str) -> Section | None:
         if self._by_name is None:
@@ -119,18 +100,14 @@ class ElfView:
         starts, secs = self._by_offset
         if not starts:  # overlapping sections: only a scan in header order gives the same answer
             return next((s for s in secs if s.offset <= offset < s.offset + s.size), None)
-        i = self._bisect_right(starts, offset) - 1
+        i = bisect_right(starts, offset) - 1
         if i >= 0 and offset < secs[i].offset + secs[i].size:
             self._last_at = secs[i]
             return secs[i]
         return None
 
     def _offset_index(self) -> tuple[list[int], list[Section]]:
-        # Called once per image in big binaries (14k times): bisect instead of a scan. Imported
-        # here, once per view: a CUDA or plain library never needs it (aotwheel inspect's start-up).
-        from bisect import bisect_right
-
-        self._bisect_right = bisect_right
+        # Called once per image in big binaries (14k times): bisect instead of a scan.
         secs = [s for s in self.sections if s.type != "SHT_NOBITS" and s.size]
         ordered = sorted(secs, key=lambda s: s.offset)
         if any(a.offset + a.size > b.offset for a, b in zip(ordered, ordered[1:])):
@@ -292,7 +269,7 @@ def _dynamic_tags(region: Region, sections: list[Section], is64: bool, endian: s
     return tags
 
 
-@record(slots=True)
+@dataclass(slots=True)
 class HostImage:
     """One ``.tgtimg`` entry resolved to file bytes (not frozen: a frozen init costs 4x, and large
     libraries list 14k of them)."""
@@ -303,23 +280,10 @@ class HostImage:
     section: str | None
     triple: str | None  # from the descriptor's DeviceTargetSpec, else the bundle section name
     desc_format: str | None  # the descriptor's Format field, when the descriptor was found
-    listed_size: int | None  # the table's size when it cannot be the stored size (see _bounded_image)
-    compile_options: str | None  # the descriptor's CompileOptions, when found and not empty
-    link_options: str | None  # the descriptor's LinkOptions, when found and not empty
-    entry: int  # its position in the .tgtimg table
-
-    def __init__(self, offset: int, size: int, vaddr: int, section: str | None, triple: str | None, desc_format: str | None,
-                 listed_size: int | None = None, compile_options: str | None = None, link_options: str | None = None, entry: int = -1) -> None:
-        self.offset = offset
-        self.size = size
-        self.vaddr = vaddr
-        self.section = section
-        self.triple = triple
-        self.desc_format = desc_format
-        self.listed_size = listed_size
-        self.compile_options = compile_options
-        self.link_options = link_options
-        self.entry = entry
+    listed_size: int | None = None  # the table's size when it cannot be the stored size (see _bounded_image)
+    compile_options: str | None = None  # the descriptor's CompileOptions, when found and not empty
+    link_options: str | None = None  # the descriptor's LinkOptions, when found and not empty
+    entry: int = -1  # its position in the .tgtimg table
 
 
 class TableScan:
@@ -336,29 +300,18 @@ class TableScan:
         return self._fs.table_leaves(buf, table, count, lo, *rest, start, base, index, image_cls, fd, HostImage)  # type: ignore[no-any-return]
 
 
-@record
+@dataclass
 class HostOffload:
     # In table order; with read_host(leaf_scan=True) only the entries ``scan`` leaves to Python.
-    images: list[HostImage]
-    scan: TableScan | None
-    kernels_by_triple: dict[str, int]
-    kernels: int | None
-    offloading_sections: list[Section]  # .llvm.offloading (objects)
+    images: list[HostImage] = field(default_factory=list)
+    scan: TableScan | None = None
+    kernels_by_triple: dict[str, int] = field(default_factory=dict)
+    kernels: int | None = None
+    offloading_sections: list[Section] = field(default_factory=list)  # .llvm.offloading (objects)
     # The raw ``.tgtsym`` section and its distinct name prefixes, for :func:`ir_only_kernels`
     # (split and compared only when a native image exists: mkl's 26k names carry no native code).
-    tgtsym_raw: bytes
-    tgtsym_prefixes: list[bytes]
-
-    def __init__(self, images: list[HostImage] | None = None, scan: TableScan | None = None, kernels_by_triple: dict[str, int] | None = None,
-                 kernels: int | None = None, offloading_sections: list[Section] | None = None, tgtsym_raw: bytes = b"",
-                 tgtsym_prefixes: list[bytes] | None = None) -> None:
-        self.images = [] if images is None else images
-        self.scan = scan
-        self.kernels_by_triple = {} if kernels_by_triple is None else kernels_by_triple
-        self.kernels = kernels
-        self.offloading_sections = [] if offloading_sections is None else offloading_sections
-        self.tgtsym_raw = tgtsym_raw
-        self.tgtsym_prefixes = [] if tgtsym_prefixes is None else tgtsym_prefixes
+    tgtsym_raw: bytes = b""
+    tgtsym_prefixes: list[bytes] = field(default_factory=list)
 
     def ir_only_kernels(self, ir_triple: str, native_triples: tuple[str, ...]) -> dict[str, int]:
         """For each of ``native_triples`` present: how many kernels ``ir_triple`` has that it lacks
@@ -678,7 +631,6 @@ def _slot_relocs(view: ElfView, first: int, count: int) -> dict[int, int] | Slot
 
     fs = fastscan.module() if end < 1 << 64 else None
     records, filled = bytearray(16 * count if fs is not None else 0), 0  # the C scanner's (the Python loop fills `found`)
-    from bisect import bisect_left  # here: SYCL libraries only (aotwheel inspect's start-up)
 
     for sec in _rela_tables(view):
         with view.data(sec) as mv, mv.cast("Q") as table:
@@ -774,18 +726,12 @@ def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -
     }
 
 
-@record
+@dataclass
 class _Descriptor:
     triple: str | None
     format: str | None
     compile_options: str | None
     link_options: str | None
-
-    def __init__(self, triple: str | None, format: str | None, compile_options: str | None, link_options: str | None) -> None:
-        self.triple = triple
-        self.format = format
-        self.compile_options = compile_options
-        self.link_options = link_options
 
 
 def _cstring(view: ElfView, vaddr: int, limit: int = 64) -> str | None:

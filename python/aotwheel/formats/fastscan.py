@@ -9,13 +9,12 @@ same either way (tests/test_fastscan.py compares both paths).
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.variables import NO_FASTSCAN, off
 
-TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
 if TYPE_CHECKING:
-    from typing import Any
-
     from aotwheel.formats.region import Region
 
 ZebinFacts = tuple[int | None, int | None, int | None, str | None, bool]  # ip_u32, product, core, version, has_spirv
@@ -29,11 +28,12 @@ _module: Any = False  # the module, None (not importable), or False: not tried y
 _FILES: dict[int, int] = {}
 
 
+@dataclass
 class mapped_file:  # lower case: used as a function, `with mapped_file(buf, fd):`
     """Within the block, ``buf`` is a map of the whole file open as ``fd``."""
 
-    def __init__(self, buf: object, fd: int) -> None:
-        self.buf, self.fd = buf, fd
+    buf: object
+    fd: int
 
     def __enter__(self) -> None:
         _FILES[id(self.buf)] = self.fd

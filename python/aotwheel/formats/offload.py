@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import OFFLOAD_MAGIC
 
-TYPE_CHECKING = False  # not typing's (aotwheel.records says why)
+TYPE_CHECKING = False  # not typing's
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

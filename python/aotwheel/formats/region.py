@@ -5,14 +5,13 @@ from __future__ import annotations
 import io
 import struct
 import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import InspectError
-from aotwheel.records import record
 
-TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
 if TYPE_CHECKING:
     import mmap
-    from typing import Any
 
     Buffer = bytes | bytearray | memoryview | mmap.mmap
 
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 _FIX = "the file is corrupt or truncated; rebuild or re-download it"
 
 
-@record
+@dataclass(slots=True)
 class Region:
     """``size`` bytes of ``buf`` starting at ``start`` (not to be changed once made).
 
@@ -30,16 +29,15 @@ class Region:
 
     buf: Buffer
     label: str
-    start: int
-    size: int
-    origin: int
+    start: int = 0
+    size: int = -1  # -1: to the end of buf
+    origin: int = 0
 
-    def __init__(self, buf: Buffer, label: str, start: int = 0, size: int = -1, origin: int = 0) -> None:
-        if size < 0:
-            size = len(buf) - start
-        if start < 0 or start + size > len(buf):
-            raise InspectError(f"{label}: region at offset {origin + start:#x} runs past the end of the data; {_FIX}")
-        self.buf, self.label, self.start, self.size, self.origin = buf, label, start, size, origin
+    def __post_init__(self) -> None:
+        if self.size < 0:
+            self.size = len(self.buf) - self.start
+        if self.start < 0 or self.start + self.size > len(self.buf):
+            raise InspectError(f"{self.label}: region at offset {self.origin + self.start:#x} runs past the end of the data; {_FIX}")
 
     def __len__(self) -> int:
         return self.size

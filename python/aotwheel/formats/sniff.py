@@ -6,7 +6,7 @@ import struct
 
 from aotwheel.model import ImageKind
 
-TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
+TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

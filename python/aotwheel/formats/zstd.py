@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aotwheel.formats.region import Region
 
-TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (aotwheel.records)
+TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up
 if TYPE_CHECKING:
     from typing import Any
 

@@ -11,7 +11,7 @@ from aotwheel.backends.amd import AMD
 from aotwheel.backends.readspec import ReadSpec
 from aotwheel.model import Image, ImageKind, Target
 
-TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)
+TYPE_CHECKING = False  # not typing's: the inspector imports every reader
 if TYPE_CHECKING:
     from collections.abc import Callable
 

@@ -16,7 +16,7 @@ from aotwheel.formats.sniff import sniff
 from aotwheel.model import Image, ImageKind, NativeTarget, Target
 from aotwheel.report import note_contained_ir
 
-TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)
+TYPE_CHECKING = False  # not typing's: the inspector imports every reader
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -132,6 +132,7 @@ RULES = {
 }
 
 
+@functools.lru_cache(maxsize=1024)  # a coverage plan asks it thousands of times for a few dozen IPs
 def _ip_tuple(ip: str | None) -> tuple[int, int, int] | None:
     m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", ip or "")
     return (int(m[1]), int(m[2]), int(m[3])) if m else None
@@ -170,6 +171,7 @@ def product_abbreviation(ip: str | None) -> str | None:
     return dev.family if dev is not None else None
 
 
+@functools.lru_cache(maxsize=64)  # per release: a coverage plan asks it for every device and member (callers only read it)
 def _mapping(release: Release | None) -> dict[str, list[str]]:
     """compatibilityMapping as the given release has it: image IP -> device IPs, keys in enum order."""
     result: dict[str, list[str]] = {}

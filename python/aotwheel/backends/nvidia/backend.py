@@ -130,8 +130,10 @@ def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
     """:func:`_with_registered_modules`, and how many of the containers the library loads itself
     (other data sections: cuDNN's .cask_resource, cuFFT's .ldata; it picks among them) carry code
     for the device: the verdict's counts cover every container inspect lists."""
+    from aotwheel.backends.nvidia.report import cuda_fields
+
     v = _with_registered_modules(v, file, cc)
-    loaded = [m for m in file.cuda_modules if not _registered(m)]
+    loaded = [m for m in cuda_fields(file).modules if not _registered(m)]
     if not loaded:
         return v
     from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name
@@ -140,15 +142,17 @@ def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
     fit = sum(m.containers for m in loaded
               if cuda_verdict([t for n in m.targets if (t := target_from_name(n)) is not None], cc).verdict != UNSUPPORTED)
     where = ", ".join(dict.fromkeys(part for m in loaded for part in m.section.split(", ")))
-    registered = sum(m.containers for m in file.cuda_modules if _registered(m))
+    registered = sum(m.containers for m in cuda_fields(file).modules if _registered(m))
     return replace(v, reason=f"{v.reason}; {registered} container{'s' if registered != 1 else ''} registered, and {total} more in {where} "
                              f"that the library loads itself, {fit} of them with code for compute capability {cc[0]}.{cc[1]}")
 
 
 def _with_registered_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
     """A loadable verdict that names the binary's modules that cannot load (per kernel set: one
-    .nv_fatbin container is one module to the CUDA runtime; FileReport.cuda_modules groups them)."""
-    registered = [m for m in file.cuda_modules if _registered(m)]
+    .nv_fatbin container is one module to the CUDA runtime; CudaFields.modules groups them)."""
+    from aotwheel.backends.nvidia.report import cuda_fields
+
+    registered = [m for m in cuda_fields(file).modules if _registered(m)]
     if v.verdict == UNSUPPORTED or len(registered) < 2:  # one kind of module: the file's verdict is its verdict
         return v
     from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name

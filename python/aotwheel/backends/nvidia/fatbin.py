@@ -25,16 +25,10 @@ from __future__ import annotations
 
 import os
 import struct
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from aotwheel.formats.region import Region
-from aotwheel.records import record
-
-# Not typing's NamedTuple at run time: aotwheel inspect's start-up (aotwheel.records says why).
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import NamedTuple as TupleRecord
-else:
-    from aotwheel.records import TupleRecord
 
 MAGIC = 0xBA55ED50
 MAGIC_BYTES = MAGIC.to_bytes(4, "little")
@@ -79,7 +73,7 @@ _READ_IN_ORDER = 64 << 10  # scanned sections this large are read in order (madv
 DEFAULT_CAP = 1 << 30  # largest decompressed payload entry_payload() will produce
 
 
-class FatbinEntry(TupleRecord):
+class FatbinEntry(NamedTuple):
     """One image in a fat binary: a cubin for ``sm_<arch>`` or PTX for ``compute_<arch>``.
 
     A named tuple, not a dataclass: cuFFT holds 11k of them, made from the C scanner's rows
@@ -131,7 +125,7 @@ class FatbinEntry(TupleRecord):
         }
 
 
-class FatbinContainer(TupleRecord):
+class FatbinContainer(NamedTuple):
     offset: int  # file offset of the container header
     version: int
     size: int  # fat_size: bytes of entries after the header
@@ -144,7 +138,7 @@ class FatbinContainer(TupleRecord):
         return self.section == "__nv_relfatbin"
 
 
-@record
+@dataclass
 class Fatbin:
     """Every container and entry found; ``section`` names the ELF sections read (None for a raw file).
 
@@ -156,11 +150,6 @@ class Fatbin:
     path: str
     section: str | None
     containers: tuple[FatbinContainer, ...]
-
-    def __init__(self, path: str, section: str | None, containers: tuple[FatbinContainer, ...]) -> None:
-        self.path = path
-        self.section = section
-        self.containers = containers
 
     @property
     def entries(self) -> tuple[FatbinEntry, ...]:

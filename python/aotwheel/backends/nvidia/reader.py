@@ -8,11 +8,11 @@ per cubin/PTX entry; cubins are native targets, PTX an IR form ``ptx compute_XY`
 from __future__ import annotations
 
 from aotwheel.backends.nvidia import NVIDIA
+from aotwheel.backends.nvidia.report import CudaModule, cuda_fields
 from aotwheel.backends.readspec import ReadSpec
 from aotwheel.model import Image, ImageKind, Target
-from aotwheel.report import CudaModule
 
-TYPE_CHECKING = False  # not typing's: the inspector imports every reader (aotwheel.records says why)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -75,8 +75,9 @@ def read_carried(walk: ImageWalk, region: Region, magic: bytes, section: str) ->
             return 0
         size, target = found
         fr.images.append(_hashed(walk, region, Image(len(fr.images), region.where(0), size, PTX, "nvptx64", False, section, arch=target)))
-        if target not in fr.cuda:
-            fr.cuda.append(target)
+        loadable = cuda_fields(fr).loadable
+        if target not in loadable:
+            loadable.append(target)
         walk.add_ir(f"ptx {target}")
         return size
     if region.size < 52 or region.read(18, 2, "ELF header") not in (b"\xbe\x00", b"\x00\xbe"):
@@ -104,8 +105,9 @@ def _add_cubin(walk: ImageWalk, img: Image, target: str, member: str | None) -> 
     fr = walk.report
     img.arch = target
     fr.native_targets.append(Target(target, None, member, CUBIN, img.size, img.index, vendor=NVIDIA, arch=target))
-    if target not in fr.cuda:
-        fr.cuda.append(target)
+    loadable = cuda_fields(fr).loadable
+    if target not in loadable:
+        loadable.append(target)
 
 
 def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
@@ -137,7 +139,7 @@ def _walk_cuda_sections(walk: ImageWalk, region: Region, view: ElfView) -> None:
         for e in entries:
             by_container.setdefault(e.container, []).append(e)
         containers += [(name, tuple(es)) for es in by_container.values()]
-    walk.report.cuda_modules = _cuda_modules(walk, region, containers)
+    cuda_fields(walk.report).modules = _cuda_modules(walk, region, containers)
     if any(entries for _, entries in groups):
         _add_cuda(walk, region, groups)
 
@@ -187,12 +189,13 @@ def _walk_cuda(walk: ImageWalk, region: Region, section: str | None) -> None:
 def _add_cuda(walk: ImageWalk, region: Region, groups: list[tuple[str | None, Sequence[FatbinEntry]]]) -> None:
     """NVIDIA fat binary entries, per section, of ``region``: one Image per cubin/PTX
     entry; cubins are native targets (vendor ``nvidia``), PTX an IR form ``ptx compute_XY``; all
-    loadable targets also in ``FileReport.cuda``. Deep mode hashes each stored payload and
+    loadable targets also in the report's :class:`~aotwheel.backends.nvidia.report.CudaFields`. Deep mode hashes each stored payload and
     decompresses it (bounded: fatbin.region_payload), so a damaged entry is an error."""
     fr = walk.report
+    loadable = cuda_fields(fr).loadable
     for e in sorted({e.target: e for _, entries in groups for e in entries}.values(), key=lambda e: (e.arch, e.kind, e.target)):
-        if e.target not in fr.cuda and e.kind in ("cubin", "ptx"):
-            fr.cuda.append(e.target)
+        if e.target not in loadable and e.kind in ("cubin", "ptx"):
+            loadable.append(e.target)
             if e.kind == "ptx":
                 walk.add_ir(f"ptx {e.target}")
     images, natives, deep, index = fr.images, fr.native_targets, walk.deep, len(fr.images)

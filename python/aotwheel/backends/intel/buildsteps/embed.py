@@ -12,8 +12,7 @@ images without parsing its own ELF. GNU assembler syntax: Linux (ELF) only.
 from __future__ import annotations
 
 import re
-
-from aotwheel.buildsteps.values import Value
+from dataclasses import dataclass
 
 SECTION_PREFIX = "__CLANG_OFFLOAD_BUNDLE__sycl-"
 #: Full triples used in ``.tgtsym`` names, as icpx writes them.
@@ -22,14 +21,14 @@ TRIPLES = {"spir64_gen": "spir64_gen-unknown-unknown", "spir64": "spir64-unknown
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class EmbeddedImage(Value):
+@dataclass(frozen=True, slots=True)
+class EmbeddedImage:
     """One image to embed: its triple (``spir64_gen`` | ``spir64``), the kernel source file it came
     from (for humans) and the file holding it (to ``.incbin``)."""
 
-    __slots__ = ("triple", "source", "path")
-
-    def __init__(self, triple: str, source: str, path: str) -> None:
-        self.triple, self.source, self.path = triple, source, path
+    triple: str
+    source: str
+    path: str
 
 
 def tgtsym(entries: list[tuple[str, list[str]]]) -> bytes:

@@ -14,8 +14,7 @@ so for the same members the output equals ``ocloc compile -device a,b`` byte for
 from __future__ import annotations
 
 import struct
-
-from aotwheel.buildsteps.values import Value
+from dataclasses import dataclass
 
 AR_MAGIC = b"!<arch>\n"
 _HEADER_SIZE = 60
@@ -26,13 +25,12 @@ SHT_OPENCL_SPIRV = 0xFF000009
 _SHT_STRTAB = 3
 
 
-class Member(Value):
+@dataclass(frozen=True, slots=True)
+class Member:
     """One ar member: name (at most 15 characters, no '/') and data."""
 
-    __slots__ = ("name", "data")
-
-    def __init__(self, name: str, data: bytes) -> None:
-        self.name, self.data = name, data
+    name: str
+    data: bytes
 
 
 def member_name(ip: str, pointer_bits: int = 64) -> str:

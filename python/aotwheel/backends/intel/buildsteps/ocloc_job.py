@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write
 from aotwheel.buildsteps.tiers import COMPILED, LOCAL, REMOTE, Tiers
-from aotwheel.buildsteps.values import Value
 from aotwheel.errors import ToolchainError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
@@ -37,15 +37,16 @@ def image_limit(spirv_size: int) -> int:
     return max(16 << 20, 64 * spirv_size)
 
 
-class JobResult(Value):
+@dataclass(frozen=True, slots=True)
+class JobResult:
     """What one job produced and where it came from: ``provenance`` compiled | local | remote;
     ``data`` what was written (run_group; not in the repr or comparisons)."""
 
-    __slots__ = ("output", "size", "cache_hit", "provenance", "data")
-    _hidden = _uncompared = ("data",)
-
-    def __init__(self, output: Path, size: int, cache_hit: bool, provenance: str = "compiled", data: bytes = b"") -> None:
-        self.output, self.size, self.cache_hit, self.provenance, self.data = output, size, cache_hit, provenance, data
+    output: Path
+    size: int
+    cache_hit: bool
+    provenance: str = "compiled"
+    data: bytes = field(default=b"", repr=False, compare=False)
 
 
 def provenance_file(output: Path | str) -> Path:
@@ -108,14 +109,15 @@ def run_job(
     return JobResult(output=out, size=len(data), cache_hit=provenance in (LOCAL, REMOTE), provenance=provenance)
 
 
-class GroupJob(Value):
+@dataclass(frozen=True, slots=True)
+class GroupJob:
     """One device of a group: the catalog name, ocloc's name for it, its IP (the key's target and
     the fat-binary member's name) and the output path."""
 
-    __slots__ = ("device", "ocloc_name", "ip", "output")
-
-    def __init__(self, device: str, ocloc_name: str, ip: str, output: Path) -> None:
-        self.device, self.ocloc_name, self.ip, self.output = device, ocloc_name, ip, output
+    device: str
+    ocloc_name: str
+    ip: str
+    output: Path
 
 
 def run_group(*, spirv: str, jobs: list[GroupJob], ocloc: str, ocloc_version: str, options: str,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import struct
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from aotwheel.buildsteps.values import Value
 from aotwheel.errors import AotwheelError, ToolchainError
 
 SPIRV_MAGIC = 0x07230203
@@ -25,14 +25,14 @@ _LANG_FLAGS = {
 }
 
 
-class SpirvToolchain(Value):
+@dataclass(frozen=True, slots=True)
+class SpirvToolchain:
     """A matching clang / llvm-spirv pair (found by :func:`aotwheel.backends.intel.clang.find_spirv_toolchain`)."""
 
-    __slots__ = ("clang", "clang_version", "llvm_spirv", "llvm_spirv_version")
-
-    def __init__(self, clang: str, clang_version: str, llvm_spirv: str, llvm_spirv_version: str) -> None:
-        self.clang, self.clang_version = clang, clang_version
-        self.llvm_spirv, self.llvm_spirv_version = llvm_spirv, llvm_spirv_version
+    clang: str
+    clang_version: str
+    llvm_spirv: str
+    llvm_spirv_version: str
 
     @property
     def major(self) -> int:

@@ -21,11 +21,11 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id
-from aotwheel.buildsteps.values import Value
 from aotwheel.variables import REMOTE_CACHE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
@@ -43,13 +43,12 @@ COMPILED, LOCAL, REMOTE = "compiled", "local", "remote"
 Dep = tuple[str, str, str]  # (role, path, sha256)
 
 
-class Roots(Value):
+@dataclass(frozen=True, slots=True)
+class Roots:
     """The project's source and build roots: dependencies under them are recorded relative."""
 
-    __slots__ = ("source", "build")
-
-    def __init__(self, source: str, build: str) -> None:
-        self.source, self.build = source, build
+    source: str
+    build: str
 
     def ordered(self) -> list[tuple[str, str]]:
         # The longer root first: a build tree inside the source tree is "build".
@@ -184,12 +183,12 @@ def _remote_named(settings: str | None) -> bool:
                for line in text.splitlines())
 
 
+@dataclass
 class SpirvCache:
     """One SPIR-V step's view of the tiers: the local cache and, when configured, the remote stores."""
 
-    def __init__(self, local: DeviceCodeCache, tiers: Tiers | None = None) -> None:
-        self.local = local
-        self.tiers = tiers  # None: no remote configured (and none imported)
+    local: DeviceCodeCache
+    tiers: Tiers | None = None  # None: no remote configured (and none imported)
 
     @classmethod
     def for_build(cls, build_dir: Path, settings: str | None) -> SpirvCache:

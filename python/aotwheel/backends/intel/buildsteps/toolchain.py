@@ -11,30 +11,31 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
 from aotwheel.buildsteps.cache import DeviceCodeCache
-from aotwheel.buildsteps.values import Value
 from aotwheel.errors import ToolchainError
 from aotwheel.variables import DEVLIST
 
 
-class OpenToolchain(Value):
+@dataclass(slots=True)
+class OpenToolchain:
     """What the build edges need: the SPIR-V pair and, when there are devices, ocloc;
     ``ocloc_names`` maps each canonical device name to the spelling this ocloc accepts for ``-device``."""
 
-    __slots__ = ("spirv", "ocloc", "ocloc_version", "ocloc_names", "image_format", "ocloc_format_args")
-    __hash__ = None  # type: ignore[assignment]  # holds a dict
+    spirv: SpirvToolchain
+    ocloc: str | None = None
+    ocloc_version: str | None = None
+    ocloc_names: dict[str, str] = field(default_factory=dict)
+    # What the images are (USE_AOT_IMAGE_FORMAT) and the ocloc arguments that make them so.
+    image_format: str = "zebin"
+    ocloc_format_args: tuple[str, ...] = ()
 
-    def __init__(self, spirv: SpirvToolchain, ocloc: str | None = None, ocloc_version: str | None = None,
-                 ocloc_names: dict[str, str] | None = None, image_format: str = "zebin",
-                 ocloc_format_args: tuple[str, ...] = ()) -> None:
-        self.spirv, self.ocloc, self.ocloc_version = spirv, ocloc, ocloc_version
-        self.ocloc_names: dict[str, str] = {} if ocloc_names is None else ocloc_names
-        # What the images are (USE_AOT_IMAGE_FORMAT) and the ocloc arguments that make them so.
-        self.image_format, self.ocloc_format_args = image_format, tuple(ocloc_format_args)
+    def __post_init__(self) -> None:
+        self.ocloc_format_args = tuple(self.ocloc_format_args)
 
     def to_dict(self) -> dict[str, object]:
         """The toolchain JSON the build edges read (paths, versions, ocloc spellings, image format)."""
