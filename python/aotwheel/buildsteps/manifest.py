@@ -7,6 +7,7 @@ toolchain, kernels, remote-cache outcomes); each backend's build module adds its
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def vendor_parts(*, devlist: dict, toolchain: dict, options: str, images: list[d
     parts = []
     for name, module in steps.items():
         if module is not None:  # every build-steps module defines manifest_part (the registry names it)
-            found = __import__(module, fromlist=["manifest_part"])
+            found = importlib.import_module(module)
             parts.append(found.manifest_part(devlist=devlist, toolchain=toolchain, options=options, images=images,
                                              records=records.get(name, [])))
     return parts
