@@ -91,7 +91,7 @@ def raw_edges_ninja(tree: BuildTree, scratch: Path) -> Path:
     ``ocloc -device <group>`` with the flags our edges pass and no aotwheel process around it: the
     control. What ``ninja -j<cores>`` of it takes is what per-source parallelism reaches on this
     machine at all; ours minus that is what our edges add."""
-    from aotwheel.backends.intel.build.ocloc_job import ocloc_command  # the argument list our edges run
+    from aotwheel.backends.intel.buildsteps.ocloc_job import ocloc_command  # the argument list our edges run
 
     toolchain = json.loads((tree.work / "toolchain.json").read_text())
     names = toolchain.get("ocloc_names", {})

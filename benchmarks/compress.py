@@ -106,7 +106,7 @@ def codec_rows(work: Path) -> list[dict]:
     """Per device count and zstd level: bytes and one-image extraction time of the three layouts."""
     import zstandard
 
-    from aotwheel.backends.intel.build.fatbin import build_fatbin, ir_options, member_name
+    from aotwheel.backends.intel.buildsteps.fatbin import build_fatbin, ir_options, member_name
     from aotwheel.formats.ar import read_ar
     from aotwheel.formats.region import Region
 

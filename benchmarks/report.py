@@ -22,7 +22,7 @@ _WHY = {
         "work between devices: one `ocloc -device pvc,acm-g10,tgllp,dg1,acm-g11,adl-p` on the linked module "
         "took 11.45 s CPU, the six single-device calls 11.36 s in sum (pvc 2.54 s, the others ≈1.76 s each; "
         "measured once with `/usr/bin/time ocloc compile -file all.spv -spirv_input -device <d>` on a quiet "
-        "machine). Ours: {edges} ocloc edges as configure planned them (`backends/intel/build/groups.py`: one edge per "
+        "machine). Ours: {edges} ocloc edges as configure planned them (`backends/intel/buildsteps/groups.py`: one edge per "
         "source with all its devices when the sources are at least the cores and of similar size, and that edge "
         "also writes the source's fat binary; before, min(N, cores) groups per source plus one `fatbin` step per "
         "source, 3·S Python processes at N = cores), each a `python …/buildsteps/__main__.py ocloc` process "

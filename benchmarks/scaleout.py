@@ -20,7 +20,7 @@ this one); all talk to one real nginx/WebDAV store on loopback. Measured, in one
 All of that twice, against the same remote: first the sources as generated (never built before:
 the shard plan weighs them by size), then their next commit (``next_commit``: one small kernel
 more in every source, so every job is new) whose shard plans weigh the sources by the ocloc costs
-the first round's edges recorded in the remote (backends/intel/build/history.py), as a CI matrix's shards
+the first round's edges recorded in the remote (backends/intel/buildsteps/history.py), as a CI matrix's shards
 do from the second run on. Each round has its own T1 (a cold one-machine build of that commit).
 
 ocloc, clang and llvm-spirv runs are counted by logging wrappers set via AOTWHEEL_OCLOC,
@@ -391,7 +391,7 @@ def run(a: argparse.Namespace, work: Path, done: list[dict[str, object]] | None 
         # The first round: these sources never built before, so the shard plan weighs them by size.
         **first,
         # The next commit: each shard plan weighs the sources by what the first round's ocloc
-        # edges measured (backends/intel/build/history.py); T1 is this commit's own one-machine build.
+        # edges measured (backends/intel/buildsteps/history.py); T1 is this commit's own one-machine build.
         "next_commit": second,
         "remote_objects": objects,
         "goal_ratio": 1.3,

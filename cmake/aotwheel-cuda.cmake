@@ -53,7 +53,7 @@ endif()
 
 _aotwheel_register_vendor(nvidia WORDS "NVIDIA targets" CALLS "aotwheel_add_cuda_device_code()")
 
-# The nvcc build steps (python/aotwheel/backends/nvidia/build.py), through the one step command.
+# The nvcc build steps (python/aotwheel/backends/nvidia/buildsteps.py), through the one step command.
 set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_STEP_COMMAND} nvidia)
 
 # The portability header: a source checkout's csrc/, or include/ of an installed aotwheel.

@@ -78,7 +78,7 @@ endif()
 
 _aotwheel_register_vendor(intel WORDS "Intel devices" CALLS "aotwheel_add_device_code()")
 
-# The open toolchain's build steps (python/aotwheel/backends/intel/build/steps.py), through the one
+# The open toolchain's build steps (python/aotwheel/backends/intel/buildsteps/steps.py), through the one
 # step command of aotwheel-config.cmake.
 set(_AOTWHEEL_INTEL_COMMAND ${_AOTWHEEL_STEP_COMMAND} intel)
 
@@ -289,7 +289,7 @@ endfunction()
 # The tools found and checked now (configure fails here, with one line, when one is missing) into
 # <work>/toolchain.json, and the build plan of SOURCES for the devices of <work>/devlist.json (IR ON:
 # SPIR-V kept for JIT) into <work>/plan.json
-# (python/aotwheel/backends/intel/build/plan.py): per source its SPIR-V edge, its ocloc edges (one
+# (python/aotwheel/backends/intel/buildsteps/plan.py): per source its SPIR-V edge, its ocloc edges (one
 # per source unless splitting a source's devices shortens the build on this machine's cores;
 # AOTWHEEL_OCLOC_GROUPS, CMake variable or environment, groups per source), and a fat-binary edge
 # for a split source. AOTWHEEL_SHARD=i/n (CMake variable, else the environment): the plan holds only

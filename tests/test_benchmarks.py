@@ -125,7 +125,7 @@ def test_quick_run_writes_json_with_the_expected_counts(tmp_path: Path) -> None:
     assert p1["devices"] == ["pvc", "acm-g10"]
     # quick: the configure-time plan of 2 sources x 2 devices on this machine's cores (one edge
     # per source on 2 cores), cache off: one ocloc per edge for its group
-    from aotwheel.backends.intel.build.groups import plan_edges, source_jobs, usable_cores
+    from aotwheel.backends.intel.buildsteps.groups import plan_edges, source_jobs, usable_cores
 
     kernels = sorted((tmp_path / "work" / "project" / "kernels").glob("ops_*.cl"))
     plan = plan_edges(source_jobs([(k.stem, str(k)) for k in kernels], ["pvc", "acm-g10"]), usable_cores())

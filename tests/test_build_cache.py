@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends.intel.build.ocloc_job import run_job
+from aotwheel.backends.intel.buildsteps.ocloc_job import run_job
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, default_root
 from aotwheel.errors import ToolchainError
 

@@ -364,7 +364,7 @@ def test_unsupported_device_for_this_ocloc_stops_configure(tmp_path):
 
 
 def test_discover_names_the_missing_tool_from_path(tmp_path, monkeypatch):
-    from aotwheel.backends.intel.build.toolchain import discover
+    from aotwheel.backends.intel.buildsteps.toolchain import discover
     from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.errors import ToolchainError
 
@@ -396,7 +396,7 @@ def test_clang_and_llvm_spirv_versions_are_asked_once_per_binary(tmp_path, monke
     # Configure asks `--version` once per binary (path, size, mtime), as it does ocloc's facts.
     import os
 
-    from aotwheel.backends.intel.build.toolchain import discover
+    from aotwheel.backends.intel.buildsteps.toolchain import discover
     from aotwheel.buildsteps.cache import DeviceCodeCache
 
     log = tmp_path / "runs.log"

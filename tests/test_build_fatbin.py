@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends.intel.build.fatbin import Member, build_fatbin, ir_options, spirv_ir_elf, write_ar
-from aotwheel.backends.intel.build.spirv import entry_points
+from aotwheel.backends.intel.buildsteps.fatbin import Member, build_fatbin, ir_options, spirv_ir_elf, write_ar
+from aotwheel.backends.intel.buildsteps.spirv import entry_points
 from aotwheel.errors import AotwheelError
 
 from _build_util import REPO, ar_members, compile_spirv, ocloc_ip, require, run

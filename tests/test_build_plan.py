@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends.intel.build.plan import build_plan as intel_plan
+from aotwheel.backends.intel.buildsteps.plan import build_plan as intel_plan
 from aotwheel.backends.nvidia.plan import build_plan as nvidia_plan
 from aotwheel.backends.nvidia.plan import image_record
 from aotwheel.backends.nvidia.targets import parse_cuda_target

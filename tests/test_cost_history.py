@@ -1,4 +1,4 @@
-"""Measured ocloc costs kept in the remote stores for the next shard plan (backends/intel/build/history.py):
+"""Measured ocloc costs kept in the remote stores for the next shard plan (backends/intel/buildsteps/history.py):
 the generation rule that keeps sibling shards' plans equal, records on REAL nginx and redis-server
 on loopback (damaged and foreign objects ignored, an unreachable store asked once), and real
 CMake + ninja + ocloc builds: the ocloc edges record what ocloc really cost, a read-only build
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends.intel.build import history
-from aotwheel.backends.intel.build.costs import job_cost, read_job_list
+from aotwheel.backends.intel.buildsteps import history
+from aotwheel.backends.intel.buildsteps.costs import job_cost, read_job_list
 from aotwheel.buildsteps.cache import file_sha256, pack_object, unpack_object
 from aotwheel.buildsteps.remote import HttpStore, Timeouts, config_from
 from aotwheel.buildsteps.shard import Job, assign

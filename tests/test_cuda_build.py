@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends.nvidia.build import render_embed
+from aotwheel.backends.nvidia.buildsteps import render_embed
 
 from _cuda_util import HEADER, KERNELS, listing, nvcc_path, run
 from conftest import CLANG, LLVM_SPIRV

@@ -75,10 +75,10 @@ def test_build_steps_import_only_what_a_cache_hit_needs():
     # them), and no http.client at all (HttpStore speaks HTTP on the socket module).
     unwanted = {"subprocess", "tempfile", "shutil", "http.client",
                 "aotwheel.backends.protocol", "aotwheel.backends.intel.backend", "aotwheel.model", "aotwheel.config"}
-    spirv = _new_modules("import aotwheel.backends.intel.build.spvcache, aotwheel.buildsteps.tiers, aotwheel.buildsteps.remote",
+    spirv = _new_modules("import aotwheel.backends.intel.buildsteps.spvcache, aotwheel.buildsteps.tiers, aotwheel.buildsteps.remote",
                          REPO / "python")
     assert not unwanted & set(spirv), sorted(unwanted & set(spirv))
-    ocloc = _new_modules("import aotwheel.backends.intel.build.ocloc_job, aotwheel.buildsteps.remote, aotwheel.backends.intel.build.fatbin, "
+    ocloc = _new_modules("import aotwheel.backends.intel.buildsteps.ocloc_job, aotwheel.buildsteps.remote, aotwheel.backends.intel.buildsteps.fatbin, "
                          "aotwheel.buildsteps.manifest", REPO / "python")
     assert not unwanted & set(ocloc), sorted(unwanted & set(ocloc))
 
@@ -88,7 +88,7 @@ def test_a_plan_edge_reads_its_entry_without_the_plan_module(tmp_path):
     # its entry as plain JSON, through the step dispatcher and the vendor's step module.
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"schema": 1, "edges": [{"id": "a.sm_90", "data": {}}]}))
-    statement = ("import aotwheel.buildsteps.__main__ as m, aotwheel.backends.intel.build.steps, aotwheel.backends.nvidia.build\n"
+    statement = ("import aotwheel.buildsteps.__main__ as m, aotwheel.backends.intel.buildsteps.steps, aotwheel.backends.nvidia.buildsteps\n"
                  "from aotwheel.buildsteps.edge import load_edge\n"
                  f"assert load_edge({str(plan)!r}, 'a.sm_90')[1]['id'] == 'a.sm_90'")
     loaded = set(_new_modules(statement, REPO / "python"))
@@ -98,7 +98,7 @@ def test_a_plan_edge_reads_its_entry_without_the_plan_module(tmp_path):
 def test_a_build_step_parses_its_arguments_without_shutil_or_the_other_steps_parsers():
     # argparse's help formatter imports shutil (to ask the terminal's width) unless given a width,
     # and building all nine steps' parsers was most of the argument parsing of every edge.
-    code = ("import json, sys; import aotwheel.backends.intel.build.steps as m; "
+    code = ("import json, sys; import aotwheel.backends.intel.buildsteps.steps as m; "
             "p = m.build_parser('ocloc'); a = p.parse_args(['ocloc', '--toolchain', 't', '--spirv', 's', '--job', 'pvc=12.60.7=o']); "
             "print(json.dumps(['shutil' in sys.modules, sorted(p._subparsers._group_actions[0].choices), a.job]))")
     out = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(REPO / 'python')!r}); {code}"],

@@ -33,7 +33,7 @@ CORE_TO_VENDOR: dict[str, set[str]] = {
 
 # What a vendor module may import outside the vendor packages.
 LOWER_CORE = ("aotwheel", "aotwheel.formats", "aotwheel.buildsteps", "aotwheel.model", "aotwheel.results", "aotwheel.acceptable",
-              "aotwheel.errors", "aotwheel.config", "aotwheel.variables", "aotwheel.report", "aotwheel.jitcache", "aotwheel.backends",
+              "aotwheel.errors", "aotwheel.variables", "aotwheel.report", "aotwheel.jitcache", "aotwheel.backends",
               "aotwheel.backends.protocol", "aotwheel.backends.readers", "aotwheel.backends.readspec")
 LOWER_CORE_PACKAGES = ("aotwheel.formats.", "aotwheel.buildsteps.")
 
@@ -73,6 +73,17 @@ def test_vendors_import_only_the_lower_core() -> None:
     assert {m: e for m, e in upper.items() if e} == VENDOR_TO_UPPER
 
 
+def test_the_lower_core_imports_no_registry() -> None:
+    # Layer 1 (data, containers, settings declarations, build infrastructure) sits below the
+    # registries: what it needs of the backends is handed in (the manifest step gets each backend's
+    # build-steps module from its caller). config reads every backend's variables through the
+    # registry, so it is a core service above it; vendors read their own through aotwheel.variables.
+    edges = _import_graph()
+    below = {m for m in edges if _vendor(m) is None and _lower(m) and m not in (*REGISTRIES, "aotwheel", "aotwheel.backends.protocol")}
+    upward = {m: sorted(e for e in edges[m] if e in REGISTRIES or not _lower(e) and _vendor(e) is None) for m in below}
+    assert {m: e for m, e in upward.items() if e} == {}
+
+
 def test_the_registry_names_every_vendor_package_and_imports_none_at_import_time() -> None:
     import subprocess
     import sys
@@ -106,8 +117,8 @@ ALLOWED_VENDOR_WORDS: dict[str, list[str]] = {
     # The registry: one entry per vendor (name -> its modules), as adding a backend requires.
     "backends/__init__.py": ["amd", "aotwheel.backends.amd.backend", "aotwheel.backends.amd.buildsteps", "aotwheel.backends.amd.reader",
                              "aotwheel.backends.amd.variables",
-                             "aotwheel.backends.intel.backend", "aotwheel.backends.intel.build", "aotwheel.backends.intel.reader",
-                             "aotwheel.backends.intel.variables", "aotwheel.backends.nvidia.backend", "aotwheel.backends.nvidia.build",
+                             "aotwheel.backends.intel.backend", "aotwheel.backends.intel.buildsteps", "aotwheel.backends.intel.reader",
+                             "aotwheel.backends.intel.variables", "aotwheel.backends.nvidia.backend", "aotwheel.backends.nvidia.buildsteps",
                              "aotwheel.backends.nvidia.reader", "aotwheel.backends.nvidia.variables", "intel", "nvidia"],
     # aotwheel.load_catalog, a published API name (Intel's device catalog), imported lazily.
     "__init__.py": ["aotwheel.backends.intel.catalog"],

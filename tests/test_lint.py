@@ -38,6 +38,14 @@ def test_every_source_file_is_checked() -> None:
     assert sorted(p for p in tracked if (REPO / p).resolve() not in checked) == []
 
 
+def test_no_source_folder_is_named_like_build_output() -> None:
+    # Tools skip folders called build, dist, ... as output (ruff's default excludes, .gitignore
+    # templates, sdist filters): a source package of that name drops out of them unnoticed.
+    output_names = {"build", "dist", "out", "target", "_build", "__pypackages__"}
+    named = sorted(str(d.relative_to(REPO)) for d in (REPO / "python").rglob("*") if d.is_dir() and d.name in output_names)
+    assert named == []
+
+
 def test_the_configuration_is_the_one_in_pyproject() -> None:
     # ruff reads [tool.ruff]; a stray ruff.toml or .ruff.toml would silently take over.
     assert not (REPO / "ruff.toml").exists() and not (REPO / ".ruff.toml").exists()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends.intel.build import groups
-from aotwheel.backends.intel.build.costs import DEVICE_COST, job_cost
-from aotwheel.backends.intel.build.groups import (
+from aotwheel.backends.intel.buildsteps import groups
+from aotwheel.backends.intel.buildsteps.costs import DEVICE_COST, job_cost
+from aotwheel.backends.intel.buildsteps.groups import (
     EDGE_OVERHEAD,
     device_groups,
     estimated_makespan,
@@ -27,7 +27,7 @@ from aotwheel.backends.intel.build.groups import (
     source_jobs,
     usable_cores,
 )
-from aotwheel.backends.intel.build.ocloc_job import GroupJob, compile_devices, run_group, run_job
+from aotwheel.backends.intel.buildsteps.ocloc_job import GroupJob, compile_devices, run_group, run_job
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.buildsteps.shard import Job
 from aotwheel.buildsteps.tiers import Tiers

@@ -71,7 +71,7 @@ def spirv_objects(server: NginxDav) -> list[Path]:
 
 
 def cost_records(server: NginxDav) -> list[Path]:
-    """The ocloc cost records on the server (backends/intel/build/history.py), by content."""
+    """The ocloc cost records on the server (backends/intel/buildsteps/history.py), by content."""
     return [p for p in server.objects() if _payload(p).startswith(b'{"format": "aotwheel-ocloc-costs"')]
 
 
@@ -242,7 +242,7 @@ def test_source_affine_shards_build_only_their_sources_and_assemble_matches(proj
     """2 sources of about the same size on 2 shards: each shard holds one whole source -- its
     SPIR-V edge, the ocloc edges the one planner (groups.plan_edges) gives that source alone on this
     machine's cores, nothing of the other source."""
-    from aotwheel.backends.intel.build.groups import plan_edges, source_jobs, usable_cores
+    from aotwheel.backends.intel.buildsteps.groups import plan_edges, source_jobs, usable_cores
 
     wrapper, log = ocloc_logger(tmp_path / "bin")
     base = build_env(tmp_path / "unused", AOTWHEEL_OCLOC=str(wrapper))

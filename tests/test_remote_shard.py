@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends.intel.build.costs import DEVICE_COST, in_slice, job_cost, read_jobs
-from aotwheel.backends.intel.build.groups import device_groups, plan_edges, slice_groups
+from aotwheel.backends.intel.buildsteps.costs import DEVICE_COST, in_slice, job_cost, read_jobs
+from aotwheel.backends.intel.buildsteps.groups import device_groups, plan_edges, slice_groups
 from aotwheel.buildsteps.shard import IMBALANCE, Job, Shard, assign, parse_shard
 from aotwheel.errors import AotwheelError
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from aotwheel.backends.intel.build.ocloc_job import run_job
+from aotwheel.backends.intel.buildsteps.ocloc_job import run_job
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.buildsteps.remote import config_from
 from aotwheel.buildsteps.tiers import Tiers

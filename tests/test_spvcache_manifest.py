@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from aotwheel.backends.intel.build.spvcache import SCHEMA, _entries
+from aotwheel.backends.intel.buildsteps.spvcache import SCHEMA, _entries
 
 SHA = "a" * 64
 

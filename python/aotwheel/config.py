@@ -6,6 +6,10 @@ here or downstream writes to ``os.environ``. The variables themselves (names, de
 vocabulary of switches) are declared in :mod:`aotwheel.variables` (the core's) and in each backend's
 settings module (:func:`aotwheel.backends.settings`), which build steps import alone.
 
+A core service above the registry (it asks it for every backend's variables and the default
+device list): backends and build steps never import this module; they read their own variables
+through their declarations (:meth:`aotwheel.variables.Variable.get`), as :class:`Config` does.
+
 CMake reads ``USE_AOT_DEVLIST`` / ``TORCH_XPU_ARCH_LIST`` / ``USE_AOT_JIT_FALLBACK`` /
 ``USE_AOT_FIELD_DEFAULTS`` as CMake variables at configure time and passes them to the Python
 resolver (``USE_AOT_COMPRESS`` too: the resolver passes its word, else this default, to CMake as
@@ -80,9 +84,9 @@ def devlist_choice(env: Mapping[str, str], devlist: str | None = None,
     ``USE_AOT_DEVLIST`` variable), ``$USE_AOT_DEVLIST``, ``torch_arch_list`` (CMake's
     ``TORCH_XPU_ARCH_LIST`` variable), ``$TORCH_XPU_ARCH_LIST``, then the default; the first that
     is not empty or blank wins."""
-    for value, where in ((devlist, DEVLIST.name), (env.get(DEVLIST.name), f"{DEVLIST.name} (environment)"),
+    for value, where in ((devlist, DEVLIST.name), (DEVLIST.given(env), f"{DEVLIST.name} (environment)"),
                          (torch_arch_list, TORCH_ARCH_LIST.name),
-                         (env.get(TORCH_ARCH_LIST.name), f"{TORCH_ARCH_LIST.name} (environment)")):
+                         (TORCH_ARCH_LIST.given(env), f"{TORCH_ARCH_LIST.name} (environment)")):
         if value is not None and value.strip():
             return value, where
     return DEFAULT_DEVLIST, "the default"
@@ -125,11 +129,10 @@ class Config:
         """Read every variable from ``env`` (validated: a bad value raises one clear error)."""
 
         def get(var: Variable) -> str | None:
-            value = env.get(var.name, "").strip()
-            return value or var.default
+            return var.get(env)
 
         def switch(var: Variable) -> bool:
-            return flag(env.get(var.name), flag(var.default, name=var.name), name=var.name)
+            return flag(var.given(env), flag(var.default, name=var.name), name=var.name)
 
         devlist, source = devlist_choice(env)
         return cls(
@@ -149,7 +152,7 @@ class Config:
             remote_cache_secret=get(REMOTE_CACHE_SECRET),
             shard=get(SHARD),
             jit_cache_dir=get(JIT_CACHE_DIR),
-            no_fastscan=not off(env.get(NO_FASTSCAN.name)),
+            no_fastscan=not off(NO_FASTSCAN.given(env)),
             allow_undeclared=get(ALLOW_UNDECLARED),
             backend_values={v.name: get(v) for v in backend_variables()},
         )

@@ -71,11 +71,10 @@ class Lookup:
 
 def default_root(env: Mapping[str, str] | None = None) -> Path | None:
     """The cache folder from the environment, or ``None`` when disabled."""
-    env = os.environ if env is None else env
-    value = env.get(ENV, "").strip()
+    value = JIT_CACHE_DIR.given(env)
     if value:
         return None if value.lower() in _DISABLED else Path(value).expanduser()
-    xdg = env.get("XDG_CACHE_HOME", "").strip()
+    xdg = (os.environ if env is None else env).get("XDG_CACHE_HOME", "").strip()
     return (Path(xdg) if xdg else Path.home() / ".cache") / "aotwheel" / "jit"
 
 

@@ -59,7 +59,7 @@ def jit_policy(value: str | None = None, env: Mapping[str, str] | None = None) -
 
     if value is not None:
         return config.jit_policy(value)
-    return config.jit_policy((os.environ if env is None else env).get(config.JIT.name))
+    return config.jit_policy(config.JIT.given(env))
 
 
 @functools.lru_cache(maxsize=1)

@@ -164,12 +164,12 @@ def _devlist_defines(ext: CMakeExtension) -> list[str]:
     from aotwheel import config
     from aotwheel.devlist import resolve
 
-    env = os.environ  # read only: unset values stay unset so that CMake applies its default
-    # Empty counts as unset (config.devlist_choice): CMake's resolver then reads the chain itself.
-    devlist = (ext.devlist or "").strip() or env.get(config.DEVLIST.name, "").strip() or None
+    # Read only; unset values stay unset so that CMake applies its default, and empty counts as
+    # unset (config.devlist_choice): CMake's resolver then reads the chain itself.
+    devlist = (ext.devlist or "").strip() or config.DEVLIST.given()
     jit = ext.jit_fallback
-    if jit is None and env.get(config.JIT_FALLBACK.name, "").strip():
-        jit = config.flag(env[config.JIT_FALLBACK.name])
+    if jit is None and (text := config.JIT_FALLBACK.given()) is not None:
+        jit = config.flag(text)
     if devlist is not None:
         resolve(devlist, jit_fallback=True if jit is None else jit)  # one-line DevlistError before CMake runs
     args = [f"-DUSE_AOT_DEVLIST={devlist}"] if devlist is not None else ["-UUSE_AOT_DEVLIST"]

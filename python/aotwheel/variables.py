@@ -11,16 +11,37 @@ this module.
 
 from __future__ import annotations
 
+import os
+
 from aotwheel.errors import SettingError
+
+# Not typing.TYPE_CHECKING: every build step imports this module and must not pay for typing.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 class Variable:
-    """One environment variable: its name, its default (``None``: unset) and what it does."""
+    """One environment variable: its name, its default (``None``: unset) and what it does.
+
+    :meth:`given` and :meth:`get` are how a declared variable is read (tests/test_settings_reads.py
+    holds that no module reads one from a mapping directly): :class:`aotwheel.config.Config` reads
+    every one with them, and a module that must not import :mod:`aotwheel.config` (a build step,
+    the inspector) or needs one value only reads its own."""
 
     __slots__ = ("name", "default", "help")
 
     def __init__(self, name: str, default: str | None, help: str) -> None:
         self.name, self.default, self.help = name, default, help
+
+    def given(self, env: Mapping[str, str] | None = None) -> str | None:
+        """Its text in ``env`` (default: this process's environment), stripped; ``None`` when unset
+        or empty (an empty value counts as unset everywhere), whatever the default."""
+        return (os.environ if env is None else env).get(self.name, "").strip() or None
+
+    def get(self, env: Mapping[str, str] | None = None) -> str | None:
+        """Its text in ``env`` (:meth:`given`), else its default."""
+        return self.given(env) or self.default
 
     def __repr__(self) -> str:
         return f"Variable({self.name!r}, {self.default!r})"

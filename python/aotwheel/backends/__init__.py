@@ -41,9 +41,9 @@ if TYPE_CHECKING:
 # The one registry: name -> its modules; order is the order backends and readers are asked.
 _VENDORS: dict[str, Vendor] = {
     "intel": {"backend": "aotwheel.backends.intel.backend", "settings": "aotwheel.backends.intel.variables",
-              "reader": "aotwheel.backends.intel.reader", "build": "aotwheel.backends.intel.build"},
+              "reader": "aotwheel.backends.intel.reader", "build": "aotwheel.backends.intel.buildsteps"},
     "nvidia": {"backend": "aotwheel.backends.nvidia.backend", "settings": "aotwheel.backends.nvidia.variables",
-               "reader": "aotwheel.backends.nvidia.reader", "build": "aotwheel.backends.nvidia.build"},
+               "reader": "aotwheel.backends.nvidia.reader", "build": "aotwheel.backends.nvidia.buildsteps"},
     "amd": {"backend": "aotwheel.backends.amd.backend", "settings": "aotwheel.backends.amd.variables",
             "reader": "aotwheel.backends.amd.reader", "build": "aotwheel.backends.amd.buildsteps"},
 }

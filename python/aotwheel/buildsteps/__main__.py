@@ -7,8 +7,8 @@ manifest   write _aot_manifest.json (every target, whichever function built its 
 cache      print the cache root and its hit/miss/store counters
 hook       write <package>/_aot.py (``python -m aotwheel.hook``)
 resolve    resolve a device list (``python -m aotwheel resolve``; CMake's aotwheel_resolve_devlist)
-<vendor>   that backend's own steps, e.g. ``intel ocloc ...``, ``nvidia compile ...``: the build
-           module its registry entry names (``aotwheel.backends.build_module``), imported by name
+<vendor>   that backend's own steps, e.g. ``intel ocloc ...``, ``nvidia compile ...``: the
+           build-steps module its registry entry names (``aotwheel.backends.build_module``), imported by name
 
 Errors print ``aotwheel: error: <one line>`` and exit 2.
 """
@@ -69,7 +69,8 @@ def cmd_manifest(a: argparse.Namespace) -> int:
     if a.jit_fallback is not None:
         devlist["jit_fallback"] = a.jit_fallback == "on"
     doc = build_manifest(name=a.name, devlist=devlist, toolchain=_load_toolchain(a.toolchain), options=a.options,
-                         images=images, kernels=kernels, records=records)
+                         images=images, kernels=kernels, records=records,
+                         steps={name: backends.build_module(name) for name in backends.names()})
     doc["remote_cache"] = remote_outcomes(Path(a.output).parent)
     atomic_write(Path(a.output), (json.dumps(doc, indent=2) + "\n").encode())
     return 0

@@ -15,7 +15,7 @@ are ignored without error. ``<build>`` groups the events of one build (build tre
 for ``aotwheel build cache``; kinds are ``hit miss store corrupt`` for this cache and
 ``remote-hit remote-miss remote-store remote-fail`` for the remote stores. Events whose
 ``<device>`` is ``spirv-deps``/``spirv`` belong to the SPIR-V step's cache (its manifests and
-modules, :mod:`aotwheel.backends.intel.build.spvcache`; ``spirv-hit spirv-remote-hit spirv-compiled`` are
+modules, :mod:`aotwheel.backends.intel.buildsteps.spvcache`; ``spirv-hit spirv-remote-hit spirv-compiled`` are
 its per-step outcomes) and are counted apart from the device images.
 
 Writes go to a temporary file in the same directory and are renamed into place, so concurrent
@@ -152,7 +152,7 @@ def _linked(exc: OSError, path: Path) -> OSError:
 
 def default_root() -> Path | None:
     """The cache root from the environment, or ``None`` when caching is disabled."""
-    env = os.environ.get(ENV, "").strip()
+    env = CACHE_DIR.given()
     if env:
         return None if env.lower() in _DISABLED else Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()

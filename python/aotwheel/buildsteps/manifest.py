@@ -7,6 +7,7 @@ toolchain, kernels, remote-cache outcomes); each backend's build module adds its
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from pathlib import Path
 
@@ -44,22 +45,20 @@ def digest(path: str) -> tuple[int, str]:
 
 
 def vendor_parts(*, devlist: dict, toolchain: dict, options: str, images: list[dict],
-                 records: dict[str, list[dict]]) -> list[dict]:
-    """Each backend's part of the manifest, in registry order: its build module's
-    ``manifest_part(devlist=, toolchain=, options=, images=, records=)`` (backends without build
-    steps have none). ``images`` are every image the call embeds
+                 records: dict[str, list[dict]], steps: dict[str, str | None]) -> list[dict]:
+    """Each backend's part of the manifest, in the order of ``steps`` (backend name -> its build-steps
+    module, ``aotwheel.backends.build_module``: the caller asks the registry, which sits above this
+    module): that module's ``manifest_part(devlist=, toolchain=, options=, images=, records=)``
+    (backends without build steps have none). ``images`` are every image the call embeds
     (``triple``, ``source``, ``path``, ``info``, ``stored``): each backend lists those it built;
     ``records`` its own image records, by backend name. A part is a dict of ``devlist`` and
     ``fields`` (``(after, key, value)``: keys placed after the core key ``after``), ``images``
     (entries) and ``private`` (toolchain keys the manifest leaves out)."""
-    from aotwheel import backends
-
     parts = []
-    for name in backends.names():
-        module = backends.build_module(name)
-        if module is not None:  # every build module defines manifest_part (the registry names it)
-            steps = backends.load_module(module)
-            parts.append(steps.manifest_part(devlist=devlist, toolchain=toolchain, options=options, images=images,
+    for name, module in steps.items():
+        if module is not None:  # every build-steps module defines manifest_part (the registry names it)
+            found = importlib.import_module(module)
+            parts.append(found.manifest_part(devlist=devlist, toolchain=toolchain, options=options, images=images,
                                              records=records.get(name, [])))
     return parts
 
@@ -73,12 +72,15 @@ def build_manifest(
     images: list[dict],
     kernels: list[str],
     records: dict[str, list[dict]] | None = None,
+    steps: dict[str, str | None] | None = None,
 ) -> dict[str, object]:
     """Assemble the manifest. ``images`` entries carry triple, source, path and optional info
-    and stored; ``records`` are the backends' image records (:func:`read_records`) by name."""
+    and stored; ``records`` are the backends' image records (:func:`read_records`) by name;
+    ``steps`` the backends' build-steps modules by name (:func:`vendor_parts`)."""
     from aotwheel import __version__
 
-    parts = vendor_parts(devlist=devlist, toolchain=toolchain, options=options, images=images, records=records or {})
+    parts = vendor_parts(devlist=devlist, toolchain=toolchain, options=options, images=images, records=records or {},
+                         steps=steps or {})
     private = {k for p in parts for k in p.get("private", ())}
     core_devlist: dict[str, object] = {"input": devlist.get("input", ""), "jit_fallback": devlist.get("jit_fallback", True)}
     doc: dict[str, object] = {

@@ -2,7 +2,7 @@
 
 Every runner of a CI matrix computes the same plan from the same inputs (the call's sources and
 devices, the kernel sources' sizes, each vendor's measured per-device costs: Intel's in
-``backends/intel/build/costs.py``), at configure time: a shard build's graph holds the edges of its
+``backends/intel/buildsteps/costs.py``), at configure time: a shard build's graph holds the edges of its
 slice only (the Intel configure step plans the slice into the build plan CMake reads). The
 results reach the assembling build through the remote cache. This module is the vendor-free part:
 the ``i/n`` setting, a job, and the assignment.

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         # USE_AOT_COMPRESS as written (CMake's variable, else the environment's), else its default
         # (ON): CMake reads no USE_AOT_* environment variable itself, and aotwheel_add_device_code
         # checks the word.
-        compress = (args.compress_option or "").strip() or os.environ.get(COMPRESS.name, "").strip() or str(COMPRESS.default)
+        compress = (args.compress_option or "").strip() or str(COMPRESS.get())
         extra = {k: v for fields, _ in reports for k, v in fields.items()}  # the backends' (Intel: fp64, field defaults)
         print(json.dumps({**devlist.to_dict(), "given": given, "source": source, **extra, "compress": compress,
                           **_cmake_keys(devlist, field_on)}, indent=2))

@@ -8,7 +8,6 @@ same either way (tests/test_fastscan.py compares both paths).
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -51,7 +50,7 @@ def file_of(buf: object) -> int:
 def module() -> Any:
     """The extension, or ``None`` (missing, or switched off by ``AOTWHEEL_NO_FASTSCAN``)."""
     global _module
-    if not off(os.environ.get(NO_FASTSCAN.name)):  # read per call: tests switch it on and off
+    if not off(NO_FASTSCAN.given()):  # read per call: tests switch it on and off
         return None
     if _module is False:
         _module = None

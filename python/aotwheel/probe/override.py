@@ -9,7 +9,6 @@ plus ``cpu`` for an OpenCL CPU device. Example: ``AOTWHEEL_DEVICE=acm-g11,sm_90,
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -66,13 +65,13 @@ def _examples() -> tuple[str, ...]:
 def from_environment(env: Mapping[str, str] | None = None) -> list[ProbedDevice] | None:
     """The override from ``AOTWHEEL_DEVICE`` in ``env`` (default: this process's environment),
     or ``None`` when it is unset or empty."""
-    text = (os.environ if env is None else env).get(ENV, "").strip()
+    text = DEVICE.given(env)
     return parse(text) if text else None
 
 
 def probe() -> ProbeResult:
     """Backend-shaped view of the override (for ``aotwheel devices``)."""
-    text = os.environ.get(ENV, "").strip()
+    text = DEVICE.given()
     if not text:
         return ProbeResult("override", [], f"{ENV} not set")
     return ProbeResult("override", parse(text), "")

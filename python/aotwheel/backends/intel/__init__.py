@@ -5,7 +5,7 @@ Modules: ``catalog`` (+ ``catalog.json``: devices, aliases, families, IP version
 compute-runtime's image lookup), ``ocloc`` / ``clang`` (the open toolchain). ``backend`` is the
 :class:`aotwheel.backends.Backend` the core calls; it imports its helpers lazily.
 
-Sub-packages: ``probes`` (Level Zero, OpenCL, SYCL, torch.xpu device probes) and ``build`` (the
+Sub-packages: ``probes`` (Level Zero, OpenCL, SYCL, torch.xpu device probes) and ``buildsteps`` (the
 open toolchain's build steps: clang -> SPIR-V, ocloc jobs, fat binaries, ``aotwheel compile``).
 """
 

@@ -61,7 +61,7 @@ class IntelToolchain:
         check_ocloc(part, path)
 
     def report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
-        from aotwheel.backends.intel.build.toolchain import discover, ocloc_facts
+        from aotwheel.backends.intel.buildsteps.toolchain import discover, ocloc_facts
         from aotwheel.errors import ToolchainError
 
         doc = discover(list(devices), cache).to_dict()

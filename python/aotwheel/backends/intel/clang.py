@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 # The pair's record lives with the build step that uses it, so that each `spirv` step process
 # need not import this backend package (aotwheel.model, aotwheel.config, typing, ...).
-from aotwheel.backends.intel.build.spirv import SpirvToolchain as SpirvToolchain
+from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain as SpirvToolchain
 from aotwheel.backends.intel.variables import CLANG, LLVM_SPIRV
 from aotwheel.errors import ToolchainError
 
@@ -49,8 +49,8 @@ def find_spirv_toolchain(clang: str | None = None, llvm_spirv: str | None = None
     memoised in the cache). Raises :class:`ToolchainError` naming the missing tool and the package
     to install.
     """
-    clang = clang or os.environ.get(CLANG.name) or None
-    llvm_spirv = llvm_spirv or os.environ.get(LLVM_SPIRV.name) or None
+    clang = clang or CLANG.given()
+    llvm_spirv = llvm_spirv or LLVM_SPIRV.given()
     if clang and llvm_spirv:
         return _pair(_which(clang, "clang"), _which(llvm_spirv, "llvm-spirv"), version)
 

@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # the command's start-up: no typing import
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotwheel.backends.intel.build.compile import CompileResult, DeviceBuild, Resolver
+    from aotwheel.backends.intel.buildsteps.compile import CompileResult, DeviceBuild, Resolver
 
 HELP = "compile a SPIR-V module for a device list (Triton / Inductor kernels)"
 DESCRIPTION = ("Compile IN.spv for every device of DEVLIST with ocloc, one job per device in parallel, "
@@ -30,8 +30,8 @@ DESCRIPTION = ("Compile IN.spv for every device of DEVLIST with ocloc, one job p
 
 
 def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, **options: Any) -> CompileResult:
-    """Build ``spirv`` for ``devlist`` (:func:`aotwheel.backends.intel.build.compile.compile_spirv_report`)."""
-    from aotwheel.backends.intel.build.compile import compile_spirv_report as build
+    """Build ``spirv`` for ``devlist`` (:func:`aotwheel.backends.intel.buildsteps.compile.compile_spirv_report`)."""
+    from aotwheel.backends.intel.buildsteps.compile import compile_spirv_report as build
 
     return build(spirv, devlist, resolve=resolve, **options)
 
@@ -146,17 +146,14 @@ def _report(b: DeviceBuild, image_format: str) -> str:
 def run(args: argparse.Namespace, resolve: Resolver) -> int:
     """Compile (the device list resolved by ``resolve``, the core's), write the output only when
     every device built, print the report."""
-    import os
     from pathlib import Path
 
-    from aotwheel import config
-    from aotwheel.backends.intel.build.compile import write_outputs
+    from aotwheel.backends.intel.buildsteps.compile import write_outputs
     from aotwheel.backends.intel.variables import OCLOC_JOBS
     from aotwheel.errors import AotwheelError
 
     jobs = args.jobs
-    if jobs is None and os.environ.get(OCLOC_JOBS.name, "").strip():
-        text = os.environ[OCLOC_JOBS.name].strip()
+    if jobs is None and (text := OCLOC_JOBS.given()) is not None:
         if not text.isdigit():
             raise AotwheelError(f"AOTWHEEL_OCLOC_JOBS={text!r} is not a number of jobs; set it to 1 or more, or unset it")
         jobs = int(text)
@@ -173,13 +170,14 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
         raise AotwheelError(f"cannot read {args.input}: {exc.strerror or exc}") from None
     if args.strict_target:
         raise AotwheelError("--strict-target is for Triton kernels (a .spv beside its metadata .json); drop it for a bare SPIR-V module")
-    from aotwheel.buildsteps.progress import Progress
-
-    settings = config.read()
-    devlist = args.devlist if args.devlist and args.devlist.strip() else settings.devlist  # empty = unset
     from aotwheel.backends.intel.variables import MIN_DRIVER
+    from aotwheel.buildsteps.progress import Progress
+    from aotwheel.variables import FIELD_DEFAULTS, flag
 
-    min_driver = args.min_driver if args.min_driver is not None else os.environ.get(MIN_DRIVER.name)
+    devlist = args.devlist or ""  # empty = unset: the core's resolver takes the settings' list
+    field_defaults = flag(FIELD_DEFAULTS.get(), name=FIELD_DEFAULTS.name) and not args.no_field_defaults
+
+    min_driver = args.min_driver if args.min_driver is not None else MIN_DRIVER.given()
     # Each image as it finishes: on a terminal one live line (stdout's, or stderr's under --json),
     # erased before the report; in a log its report line, numbered, at once (the report is those lines).
     live = sys.stderr if args.json else sys.stdout
@@ -197,7 +195,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
 
     result = compile_spirv_report(spirv, devlist, resolve=resolve, options=args.options, jit_fallback=not args.no_jit,
                                   grf=args.grf or "default", jobs=jobs,
-                                  field_defaults=settings.field_defaults and not args.no_field_defaults,
+                                  field_defaults=field_defaults,
                                   image_format="legacy" if args.legacy_images else None, format_source="--legacy-images",
                                   min_driver=min_driver, progress=finished)
     if progress is not None:
@@ -218,7 +216,7 @@ def run(args: argparse.Namespace, resolve: Resolver) -> int:
 def _run_triton(args: argparse.Namespace, path: Any, resolve: Resolver, jobs: int | None) -> int:
     """Triton kernels: one file -> its fat binary (or --format dir) as for SPIR-V; a folder -> one
     fat binary per kernel in OUT (default IN.aot) with aotwheel-triton.json."""
-    from aotwheel.backends.intel.build.compile import write_outputs
+    from aotwheel.backends.intel.buildsteps.compile import write_outputs
     from aotwheel.backends.intel.triton import compile_kernels, find_kernels, write_kernels
     from aotwheel.errors import AotwheelError
 
@@ -226,14 +224,13 @@ def _run_triton(args: argparse.Namespace, path: Any, resolve: Resolver, jobs: in
     if path.is_dir() and args.format != "fatbin":
         raise AotwheelError("--format dir takes one kernel; a folder of Triton kernels gives one fat binary per kernel (drop --format)")
     devlist = args.devlist if args.devlist and args.devlist.strip() else None  # None: each kernel's own target
-    import os
 
     from aotwheel.backends.intel.variables import MIN_DRIVER
 
     builds = compile_kernels(kernels, devlist, resolve=resolve, options=args.options, grf=args.grf or "auto",
                              jit_fallback=not args.no_jit, jobs=jobs, strict_target=args.strict_target,
                              image_format="legacy" if args.legacy_images else None,
-                             min_driver=args.min_driver if args.min_driver is not None else os.environ.get(MIN_DRIVER.name))
+                             min_driver=args.min_driver if args.min_driver is not None else MIN_DRIVER.given())
     if path.is_dir():
         written = write_kernels(builds, args.output or f"{str(path).rstrip('/')}.aot")
     else:

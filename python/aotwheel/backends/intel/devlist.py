@@ -97,11 +97,10 @@ class IntelPart:
     def planned(self) -> Coverage | None:
         """The coverage plan for ``USE_AOT_MIN_DRIVER`` (read here, where the resolver's answer is made)
         and the installed ocloc: the images a build makes."""
-        import os
 
         from aotwheel.backends.intel.variables import MIN_DRIVER
 
-        return self.coverage(os.environ.get(MIN_DRIVER.name))
+        return self.coverage(MIN_DRIVER.given())
 
     @property
     def ocloc_device(self) -> str:
@@ -243,7 +242,7 @@ class IntelGrammar:
 def _installed_acronyms() -> frozenset[str] | None:
     """The -device words of the ocloc builds would use (asked once per ocloc binary, then cached);
     None when there is none or it does not run (then the catalog's generic names count)."""
-    from aotwheel.backends.intel.build.toolchain import ocloc_facts
+    from aotwheel.backends.intel.buildsteps.toolchain import ocloc_facts
     from aotwheel.buildsteps.cache import DeviceCodeCache
     from aotwheel.errors import ToolchainError
 
@@ -259,7 +258,7 @@ def table_for(text: str, tools: Mapping[str, str | None], *, installed: bool = F
     catalog's: families, releases, ranges, ids and names the catalog lacks. A list of catalog
     products (``pvc,acm-g10``), ``none`` or ``sm_90`` runs no ocloc at configure (a fresh machine
     against a warm remote cache runs none at all)."""
-    from aotwheel.backends.intel.build.toolchain import catalog_for, installed_catalog
+    from aotwheel.backends.intel.buildsteps.toolchain import catalog_for, installed_catalog
 
     # installed: a person's `aotwheel resolve bmg-g21` is told when this ocloc cannot build it.
     return installed_catalog(tools.get(TOOL)) if installed else catalog_for(text, tools.get(TOOL))
@@ -267,7 +266,7 @@ def table_for(text: str, tools: Mapping[str, str | None], *, installed: bool = F
 
 def listing(tools: Mapping[str, str | None]) -> list[str]:
     """``aotwheel resolve --list``: the installed ocloc's view of the catalog."""
-    from aotwheel.backends.intel.build.toolchain import installed_catalog
+    from aotwheel.backends.intel.buildsteps.toolchain import installed_catalog
 
     cat = installed_catalog(tools.get(TOOL))
     where = (f"from the installed ocloc {cat.ocloc_version} and aotwheel's catalog; [ocloc]/[catalog]: only that one knows the name"

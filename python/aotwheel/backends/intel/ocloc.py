@@ -70,15 +70,23 @@ class Ocloc:
         return any(n.lower() in self.acronyms for n in names)
 
 
+def ocloc_path(explicit: str | None = None) -> str | None:
+    """The ocloc to use, as an absolute path (links not followed): ``explicit``, else
+    ``$AOTWHEEL_OCLOC``, else ``PATH``; None when none is named or found. The one reader of
+    AOTWHEEL_OCLOC: configure (:mod:`.buildsteps.toolchain`), ``aotwheel compile`` and the
+    resolver's ocloc check (:func:`find_ocloc`) all find the same binary here."""
+    candidate = explicit or OCLOC.given() or shutil.which("ocloc")
+    return os.path.abspath(shutil.which(candidate) or candidate) if candidate else None
+
+
 def find_ocloc(explicit: str | None = None) -> Ocloc:
-    """Locate ocloc (``explicit`` path, ``$AOTWHEEL_OCLOC``, then ``PATH``) and query it.
+    """Locate ocloc (:func:`ocloc_path`: ``explicit`` path, ``$AOTWHEEL_OCLOC``, then ``PATH``) and query it.
 
     Raises :class:`ToolchainError` with an install hint when it is missing or unusable.
     """
-    candidate = explicit or os.environ.get(OCLOC.name) or shutil.which("ocloc")
-    if not candidate:
+    path = ocloc_path(explicit)
+    if not path:
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
-    path = str(Path(candidate).resolve()) if os.path.sep in candidate else (shutil.which(candidate) or candidate)
     return _query(path)
 
 

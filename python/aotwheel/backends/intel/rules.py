@@ -69,23 +69,20 @@ _ABBREVIATION = {
     **dict.fromkeys(("35.10.0", "35.10.4"), "nvlp"), "35.11.0": "cri",
 }
 
-# AOT::deviceAcronyms (third_party/aot_config_headers/platforms.h) as IP versions, in declaration
-# order (for display); the driver's std::map walks them in key order (_DEVICE_ACRONYMS).
-_ACRONYMS = {
-    "tgllp": "12.0.0", "tgl": "12.0.0", "rkl": "12.1.0", "adl-s": "12.2.0", "rpl-s": "12.2.0",
-    "adl-p": "12.3.0", "rpl-p": "12.3.0", "adl-n": "12.4.0", "dg1": "12.10.0",
-    "acm-g10": "12.55.8", "dg2-g10": "12.55.8", "ats-m150": "12.55.8",
-    "acm-g11": "12.56.5", "dg2-g11": "12.56.5", "ats-m75": "12.56.5",
-    "acm-g12": "12.57.0", "dg2-g12": "12.57.0",
-    "pvc-sdv": "12.60.1", "pvc": "12.60.7", "pvc-vg": "12.61.7",
-    "mtl-u": "12.70.4", "mtl-s": "12.70.4", "mtl-m": "12.70.4", "arl-u": "12.70.4", "arl-s": "12.70.4",
-    "mtl-h": "12.71.4", "mtl-p": "12.71.4", "arl-h": "12.74.4",
-    "bmg-g21": "20.1.0", "bmg-g31": "20.2.0", "lnl-m": "20.4.4",
-    "ptl-h": "30.0.4", "ptl-u": "30.1.0", "wcl": "30.3.1",
-    "nvl-s": "30.4.4", "nvl-hx": "30.4.4", "nvl-ul": "30.4.4", "nvl-u": "30.5.4", "nvl-h": "30.5.4",
-    "nvl-p": "35.10.4", "cri": "35.11.0",
-}
-_DEVICE_ACRONYMS = sorted(_ACRONYMS.items())
+# AOT::deviceAcronyms (third_party/aot_config_headers/platforms.h) as IP versions: the catalog's
+# names and aliases, which are those acronyms (tests/test_catalog.py compares them with the
+# installed ocloc's), so one table holds each acronym's IP. In catalog order, canonical name first
+# (for display); the driver's std::map walks them in key order (_device_acronyms).
+@functools.cache
+def _acronyms() -> dict[str, str]:
+    from aotwheel.backends.intel.catalog import load_catalog
+
+    return {name: d.ip for d in load_catalog().devices for name in (d.name, *d.aliases)}
+
+
+@functools.cache
+def _device_acronyms() -> list[tuple[str, str]]:
+    return sorted(_acronyms().items())
 
 # AOT::compatibilityMapping (platforms.h): an image built for the first IP also serves the second,
 # from the first compute-runtime release tag whose platforms.h lists the pair until (exclusive) the
@@ -198,11 +195,11 @@ def release_text(release: Release) -> str:
 
 
 def _acronym(ip: str) -> str | None:
-    return next((name for name, value in _ACRONYMS.items() if value == ip), None)
+    return next((name for name, value in _acronyms().items() if value == ip), None)
 
 
 def _first_acronym(product: str) -> tuple[str, str] | None:
-    return next(((n, ip) for n, ip in _DEVICE_ACRONYMS if n == product or n.startswith(product + "-")), None)
+    return next(((n, ip) for n, ip in _device_acronyms() if n == product or n.startswith(product + "-")), None)
 
 
 def compatibility_fallbacks(product: str, release: Release | None = None) -> list[str]:
@@ -217,7 +214,7 @@ def compatibility_fallbacks(product: str, release: Release | None = None) -> lis
     result: list[str] = []
     for image_ip, served in _mapping(release).items():
         if first[1] in served:
-            name = next((n for n, ip in _DEVICE_ACRONYMS if ip == image_ip), None)
+            name = next((n for n, ip in _device_acronyms() if ip == image_ip), None)
             if name is not None and name.split("-")[0] not in result:
                 result.append(name.split("-")[0])
     return result

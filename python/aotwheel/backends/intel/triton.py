@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from aotwheel.errors import AotwheelError, DevlistError
 
 if TYPE_CHECKING:
-    from aotwheel.backends.intel.build.compile import CompileResult, Resolver
+    from aotwheel.backends.intel.buildsteps.compile import CompileResult, Resolver
     from aotwheel.buildsteps.cache import DeviceCodeCache
 
 _MAX_METADATA = 4 << 20  # a Triton metadata JSON is a few KiB; anything larger is not one
@@ -170,7 +170,7 @@ def compile_kernels(kernels: Sequence[TritonKernel], devlist: Any, *, resolve: R
     (:class:`TargetMismatchWarning`), or with ``strict_target`` raises before anything is built."""
     import warnings
 
-    from aotwheel.backends.intel.build.compile import compile_spirv_report
+    from aotwheel.backends.intel.buildsteps.compile import compile_spirv_report
 
     plans = []
     for k in kernels:

@@ -5,7 +5,7 @@ driver's loading rules), ``fatbin`` (the ``.nv_fatbin`` reader), ``nvcc`` (the t
 ``rules`` (verdicts for files and devices), ``selftest`` (run the kernels through the CUDA driver).
 ``backend`` holds the :class:`aotwheel.backends.Backend` the core calls.
 
-``probe`` asks the CUDA driver for devices; ``build`` holds the nvcc build steps that
+``probe`` asks the CUDA driver for devices; ``buildsteps`` holds the nvcc build steps that
 ``cmake/aotwheel-cuda.cmake`` runs.
 """
 

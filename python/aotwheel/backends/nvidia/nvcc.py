@@ -67,7 +67,7 @@ def find_nvcc(explicit: str | None = None) -> Nvcc:
 def _candidates(explicit: str | None) -> list[tuple[str, str | None]]:
     env = os.environ
     home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
-    out: list[tuple[str, str | None]] = [("the explicit path", explicit), (f"${NVCC.name}", env.get(NVCC.name)), ("$CUDACXX", env.get("CUDACXX"))]
+    out: list[tuple[str, str | None]] = [("the explicit path", explicit), (f"${NVCC.name}", NVCC.given(env)), ("$CUDACXX", env.get("CUDACXX"))]
     out.append(("search", "nvcc"))
     if home:
         out.append(("search", str(Path(home, "bin", "nvcc"))))

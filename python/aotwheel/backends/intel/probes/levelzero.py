@@ -8,7 +8,6 @@ gives the IP version the driver itself uses to pick a native image.
 from __future__ import annotations
 
 import ctypes
-import os
 
 from aotwheel.backends.intel.variables import ZE_LOADER
 from aotwheel.results import ProbedDevice, ProbeResult
@@ -89,7 +88,7 @@ class _ZeError(Exception):
 
 def probe(library: str | None = None) -> ProbeResult:
     """Devices from every Level Zero driver; an empty result with a reason when unusable."""
-    library = library or os.environ.get(ZE_LOADER.name) or LIBRARY
+    library = library or ZE_LOADER.given() or LIBRARY
     try:
         lib = _load(library)
     except OSError as exc:

@@ -209,8 +209,8 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     ``progress(build, seconds, images, image_format)`` is called as each image finishes (in this thread).
     ``append_as_triton``: add a GRF option as Triton's ``make_spv`` does (``flags + " " + option``,
     even to empty flags: ocloc's image differs with the option text's spacing)."""
-    from aotwheel.backends.intel.build.fatbin import build_fatbin
-    from aotwheel.backends.intel.build.toolchain import ocloc_facts, ocloc_spellings
+    from aotwheel.backends.intel.buildsteps.fatbin import build_fatbin
+    from aotwheel.backends.intel.buildsteps.toolchain import ocloc_facts, ocloc_spellings
     from aotwheel.buildsteps.cache import DeviceCodeCache
 
     if grf not in GRF_MODES:
@@ -219,9 +219,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     from aotwheel.backends.intel.variables import IMAGE_FORMAT
 
     if image_format is None:
-        from aotwheel import config
-
-        wanted = read_format(config.read().value(IMAGE_FORMAT), IMAGE_FORMAT.name)
+        wanted = read_format(IMAGE_FORMAT.get(), IMAGE_FORMAT.name)
     else:
         wanted = read_format(image_format, format_source)
     from aotwheel.backends.intel.options import with_field_options
@@ -257,7 +255,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
     spellings |= ocloc_spellings([i.device for i in coverage.images if i.device not in spellings], path, version, acronyms,
                                  hint="the device list")
     images = {i.device: i for i in coverage.images}
-    from aotwheel.backends.intel.build.toolchain import ocloc_format_args
+    from aotwheel.backends.intel.buildsteps.toolchain import ocloc_format_args
 
     format_args = ocloc_format_args(cache, path, version, wanted,
                                     source=IMAGE_FORMAT.name if image_format is None else format_source)
@@ -285,7 +283,7 @@ def compile_spirv_report(spirv: bytes, devlist: Any, *, resolve: Resolver, optio
                     progress(planned(build), seconds, len(futures), wanted)
             # first failure (plan order) raises
             natives = tuple((planned(b), data) for (b, data), _ in (f.result() for f in futures if not f.cancelled()))
-    from aotwheel.backends.intel.build.fatbin import ir_options
+    from aotwheel.backends.intel.buildsteps.fatbin import ir_options
 
     fat = build_fatbin([(b.member.partition(".")[2], data) for b, data in natives], spirv if keep_ir else None, ir_options(version, opts))
     return CompileResult(fat, natives, keep_ir, sha, path, version, opts, spirv if keep_ir else None,
@@ -348,7 +346,7 @@ class _Job:
         """``(binary, spills, cache hit)`` of one ocloc run with ``added`` after the options. The
         log is cached beside the binary so that a cache hit still knows about spills; a binary
         without its log is rebuilt."""
-        from aotwheel.backends.intel.build.ocloc_job import LOG_LIMIT, compile_device_logged, image_limit
+        from aotwheel.backends.intel.buildsteps.ocloc_job import LOG_LIMIT, compile_device_logged, image_limit
         from aotwheel.buildsteps.cache import CacheKey
 
         options = f"{self.options} {added}" if added and self.append_as_triton else f"{self.options} {added}".strip()

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from aotwheel.backends.intel.build.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
+from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id
 from aotwheel.variables import REMOTE_CACHE
 
@@ -173,7 +173,7 @@ def _sane_dep(dep: object) -> bool:
 def _remote_named(settings: str | None) -> bool:
     """True when a remote store is configured (the settings file CMake wrote, else the environment),
     read without importing the remote module."""
-    if (os.environ.get(REMOTE_CACHE.name) or "").strip():
+    if REMOTE_CACHE.given():
         return True
     try:
         text = Path(settings).read_text() if settings else ""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 import os
 
-from aotwheel.backends.intel.build.costs import DEVICE_COST, job_cost
+from aotwheel.backends.intel.buildsteps.costs import DEVICE_COST, job_cost
 from aotwheel.backends.intel.variables import OCLOC_GROUPS
 from aotwheel.buildsteps.shard import Job, Shard, assign
 from aotwheel.errors import AotwheelError

@@ -40,8 +40,8 @@ def _load_toolchain(path: str) -> dict:
 
 def cmd_configure(a: argparse.Namespace) -> int:
     """Find the tools and check the devices; write the toolchain JSON and, with ``--plan``, the
-    build plan of the call's sources (:mod:`aotwheel.backends.intel.build.plan`)."""
-    from aotwheel.backends.intel.build.toolchain import discover
+    build plan of the call's sources (:mod:`aotwheel.backends.intel.buildsteps.plan`)."""
+    from aotwheel.backends.intel.buildsteps.toolchain import discover
 
     devices, members = _images(_devices(a), a)
     names = [d for d, _ in devices]
@@ -58,7 +58,7 @@ def cmd_configure(a: argparse.Namespace) -> int:
     tc = discover(names, build_dir=Path(a.out).parent, image_format=image_format(a.image_format, IMAGE_FORMAT.name))
     write_if_changed(a.out, json.dumps(tc.to_dict(), indent=2, sort_keys=True) + "\n")
     if a.plan:
-        from aotwheel.backends.intel.build.plan import build_plan
+        from aotwheel.backends.intel.buildsteps.plan import build_plan
 
         build_plan(name=a.name, work=Path(a.plan).parent, sources=a.source or [], devices=devices, groups=groups,
                    toolchain=a.out, settings=a.settings or "", ir=a.ir, options=a.options, clang_args=tuple(a.clang_arg or ()),
@@ -93,7 +93,7 @@ def _ocloc_groups(a: argparse.Namespace, devices: list[str]) -> tuple[dict[str, 
     (``groups.plan_edges``), or this shard's slice (``AOTWHEEL_SHARD``: ``groups.slice_groups``,
     weighed by the costs earlier builds recorded where the remote stores hold them); and the
     configure line of a shard build."""
-    from aotwheel.backends.intel.build.groups import group_count, plan_edges, slice_groups, source_jobs, usable_cores
+    from aotwheel.backends.intel.buildsteps.groups import group_count, plan_edges, slice_groups, source_jobs, usable_cores
     from aotwheel.buildsteps.plan import unique_stems
     from aotwheel.buildsteps.shard import parse_shard
 
@@ -123,7 +123,7 @@ def _measured(jobs: list, sources: dict[str, str], cost_prefix: str, settings_fi
     settings = load_settings(settings_file)
     if not remote_configured(os.environ, settings):
         return jobs
-    from aotwheel.backends.intel.build import history
+    from aotwheel.backends.intel.buildsteps import history
     from aotwheel.buildsteps.remote import config_from
 
     cfg = config_from(os.environ, settings)
@@ -176,8 +176,8 @@ def _fill(a: argparse.Namespace, step: str, plan: dict, edge: dict, job: dict) -
 
 def cmd_spirv(a: argparse.Namespace) -> int:
     """Compile one kernel source to SPIR-V, through the SPIR-V cache (local, then the remote stores)."""
-    from aotwheel.backends.intel.build.spirv import SpirvToolchain
-    from aotwheel.backends.intel.build.spvcache import build_spirv
+    from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain
+    from aotwheel.backends.intel.buildsteps.spvcache import build_spirv
 
     if a.plan:
         _from_plan(a, "spirv")
@@ -225,7 +225,7 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
                 ) -> dict[str, tuple[str, bytes, str]]:
     """Run one ocloc step's jobs (``(device, ip, output)``) through the caches; per device
     ``(ip, binary, provenance)``."""
-    from aotwheel.backends.intel.build.ocloc_job import GroupJob, run_group
+    from aotwheel.backends.intel.buildsteps.ocloc_job import GroupJob, run_group
     from aotwheel.buildsteps.tiers import Tiers
 
     t = _load_toolchain(a.toolchain)
@@ -244,7 +244,7 @@ def _build_jobs(a: argparse.Namespace, specs: list[tuple[str, ...]], settings: d
     on_compiled = None
     if a.cost_id and a.source and tiers.stores and not tiers.readonly:
         def on_compiled(devices: list[str], cpu_s: float) -> None:  # for the next shard plans
-            from aotwheel.backends.intel.build import history
+            from aotwheel.backends.intel.buildsteps import history
             from aotwheel.buildsteps.cache import file_sha256
 
             try:
@@ -272,8 +272,8 @@ def cmd_shard(a: argparse.Namespace) -> int:
     """Write this shard's slice of a job list file (``<stem>\\t<device>\\t<path>`` lines) as
     ``<stem>\\t<group>|<group>...`` lines, each group comma-separated devices; sources with no job
     in this shard are absent. The same slice as ``configure --shard`` plans into the build plan."""
-    from aotwheel.backends.intel.build.costs import read_job_list
-    from aotwheel.backends.intel.build.groups import slice_groups
+    from aotwheel.backends.intel.buildsteps.costs import read_job_list
+    from aotwheel.backends.intel.buildsteps.groups import slice_groups
     from aotwheel.buildsteps.shard import parse_shard
 
     shard = parse_shard(a.shard)
@@ -292,7 +292,7 @@ def _write_fatbin(output: str, info_path: str, natives: list[tuple[str, str, byt
     """One source's fat binary from ``(device, ip, binary, provenance)`` in devlist order (+ the
     SPIR-V as generic_ir, laid out as this ocloc lays it out), and its member list for the manifest.
     ``members``: a device's member name where the coverage plan names it (``64.bmg``), else ``64.<ip>``."""
-    from aotwheel.backends.intel.build.fatbin import build_fatbin, ir_options, member_name, spirv_ir_elf
+    from aotwheel.backends.intel.buildsteps.fatbin import build_fatbin, ir_options, member_name, spirv_ir_elf
     from aotwheel.buildsteps.cache import atomic_write
     from aotwheel.buildsteps.manifest import fatbin_info
 
@@ -323,8 +323,8 @@ def cmd_fatbin(a: argparse.Namespace) -> int:
 
 def cmd_tgtsym(a: argparse.Namespace) -> int:
     """Write the .tgtsym names of all SPIR-V modules."""
-    from aotwheel.backends.intel.build.embed import tgtsym
-    from aotwheel.backends.intel.build.spirv import entry_points
+    from aotwheel.backends.intel.buildsteps.embed import tgtsym
+    from aotwheel.backends.intel.buildsteps.spirv import entry_points
     from aotwheel.buildsteps.cache import atomic_write
 
     triples = [t for t in a.triples.split(",") if t]
@@ -338,7 +338,7 @@ def cmd_tgtsym(a: argparse.Namespace) -> int:
 
 def cmd_embed(a: argparse.Namespace) -> int:
     """Write the embedding C/C++ file and its header (configure time)."""
-    from aotwheel.backends.intel.build.embed import EmbeddedImage, render_c, render_header
+    from aotwheel.backends.intel.buildsteps.embed import EmbeddedImage, render_c, render_header
 
     images = []
     for spec in a.image or []:

@@ -12,7 +12,7 @@ def manifest_part(*, devlist: dict, toolchain: dict, options: str, images: list[
     """``targets`` (name, IP), ``ocloc_device`` and ``coverage`` (the native-coverage plan) in the devlist, ``ocloc_options`` after the
     toolchain (whose per-device ``ocloc_names`` stay out), and the images this backend embedded
     (``spir64_gen`` fat binaries with their members, ``spir64`` SPIR-V)."""
-    from aotwheel.backends.intel.build.embed import TRIPLES
+    from aotwheel.backends.intel.buildsteps.embed import TRIPLES
 
     return {
         "devlist": [("input", "targets", [{"name": t["name"], "ip": t["ip"]} for t in devlist.get("targets", [])]),

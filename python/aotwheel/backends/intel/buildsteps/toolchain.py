@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aotwheel.backends.intel.build.spirv import SpirvToolchain
+from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
-from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
 from aotwheel.variables import DEVLIST
@@ -53,17 +51,12 @@ def _facts_key(tool_sha256: str):  # type: ignore[no-untyped-def]
                     tool_sha256=tool_sha256, options="version,acronyms,formats")
 
 
-def _ocloc_path(explicit: str | None) -> str | None:
-    """The ocloc builds use, as an absolute path: ``explicit``, else ``$AOTWHEEL_OCLOC``, else
-    ``PATH``; None when none is named or found."""
-    candidate = explicit or os.environ.get(OCLOC.name) or shutil.which("ocloc")
-    return os.path.abspath(shutil.which(candidate) or candidate) if candidate else None
-
-
 def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit: str | None = None) -> tuple[str, str, frozenset[str]]:
     """``(path, version, acronyms)`` of the ocloc in use (``explicit``, else ``$AOTWHEEL_OCLOC``,
     else ``PATH``), from the cache when its binary is unchanged."""
-    path = _ocloc_path(explicit)
+    from aotwheel.backends.intel.ocloc import ocloc_path
+
+    path = ocloc_path(explicit)
     if path is None:
         from aotwheel.backends.intel.ocloc import INSTALL_HINT
 
@@ -104,7 +97,7 @@ def ocloc_facts(cache: DeviceCodeCache, build_dir: Path | None = None, explicit:
             else:
                 cache.store_tool_facts(path, {"version": version, "acronyms": sorted(acronyms), "formats": formats})
                 return path, version, acronyms
-    from aotwheel.backends.intel.ocloc import find_ocloc  # here: a warm configure runs no ocloc (nor imports subprocess)
+    from aotwheel.backends.intel.ocloc import find_ocloc  # only here does configure run ocloc (a cold cache)
 
     found = find_ocloc(path)
     doc = {"version": found.version, "acronyms": sorted(found.acronyms), "formats": sorted(found.formats)}
@@ -145,7 +138,9 @@ def installed_catalog(explicit: str | None = None, cache: DeviceCodeCache | None
 
     base = load_catalog()
     cache = cache if cache is not None else DeviceCodeCache.from_env()
-    path = _ocloc_path(explicit)
+    from aotwheel.backends.intel.ocloc import ocloc_path
+
+    path = ocloc_path(explicit)
     if path is None or not os.path.isfile(path):
         return base
     facts = cache.tool_facts(path) or {}

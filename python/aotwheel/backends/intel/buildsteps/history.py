@@ -27,7 +27,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 
-from aotwheel.backends.intel.build.costs import DEVICE_COST
+from aotwheel.backends.intel.buildsteps.costs import DEVICE_COST
 from aotwheel.buildsteps.cache import pack_object, unpack_object
 from aotwheel.buildsteps.shard import Job
 

@@ -10,13 +10,13 @@ Per kernel source: :mod:`.spirv` (clang + llvm-spirv -> SPIR-V, cached by :mod:`
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m aotwheel.buildsteps intel <step> ...``: the steps of :mod:`.steps`."""
-    from aotwheel.backends.intel.build.steps import main as steps_main
+    from aotwheel.backends.intel.buildsteps.steps import main as steps_main
 
     return steps_main(argv)
 
 
 def manifest_part(*, devlist: dict, toolchain: dict, options: str, images: list[dict], records: list[dict]) -> dict:
     """This backend's part of ``_aot_manifest.json`` (:func:`.manifest.manifest_part`)."""
-    from aotwheel.backends.intel.build.manifest import manifest_part as render
+    from aotwheel.backends.intel.buildsteps.manifest import manifest_part as render
 
     return render(devlist=devlist, toolchain=toolchain, options=options, images=images, records=records)
