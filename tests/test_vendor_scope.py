@@ -15,9 +15,9 @@ import pytest
 
 from conftest import REPO
 
-# main as the AMD branch last merged it ("Merge trust2"): the narrow Backend, one record system,
-# CMake by vendor -- issue 40's core, before the AMD build code on top of it.
-BASE = "85180db26865131bff2a6ebe277124ba94a610a7"
+# main as the AMD branch last merged it ("Merge small"): the narrow Backend, one record system,
+# CMake by vendor, the buildsteps names -- issue 40's core, before the AMD build code on top of it.
+BASE = "ff224c268d1975febd0400884609dc105ed3b93b"
 MARK = "amd:"  # the subject prefix of the AMD change's commits
 
 # What the AMD change may touch, and why each place is the vendor's own.
