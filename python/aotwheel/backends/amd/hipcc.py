@@ -59,7 +59,7 @@ def find_hipcc(explicit: str | None = None) -> str:
     """Locate hipcc: ``explicit``, ``$AOTWHEEL_HIPCC``, ``$HIPCC``, ``PATH``, ``$ROCM_PATH/bin``,
     ``/opt/rocm/bin``. Raises :class:`ToolchainError` naming the fix when missing."""
     env = os.environ
-    candidates: list[tuple[str, str | None]] = [("the explicit path", explicit), (f"${HIPCC.name}", env.get(HIPCC.name)),
+    candidates: list[tuple[str, str | None]] = [("the explicit path", explicit), (f"${HIPCC.name}", HIPCC.given(env)),
                                                 ("$HIPCC", env.get("HIPCC")), ("search", "hipcc")]
     if env.get("ROCM_PATH"):
         candidates.append(("search", os.path.join(env["ROCM_PATH"], "bin", "hipcc")))
