@@ -34,6 +34,8 @@ case "$toolchain" in
       clang-15 llvm-spirv-15 llvm-15  # OpenCL C -> LLVM IR -> SPIR-V; llvm-link-15 for benchmarks/
       libclang-common-15-dev  # libclang_rt.fuzzer/asan/ubsan: the libFuzzer target fuzz/fastscan_fuzzer.c
       clang-tools-15     # clang-offload-bundler-15: makes and independently lists AMD offload bundles
+      hipcc              # AMD's HIP compiler 5.2.3 (clang-15's AMDGPU back end, rocm-device-libs): the AMD
+                         # build tests (tests/test_amd_build.py); the main job's default list names no AMD GPU
     ) ;;
   current)
     INTEL_PACKAGES=(
@@ -44,13 +46,14 @@ case "$toolchain" in
       clang-19 llvm-spirv-19 llvm-19  # OpenCL C -> LLVM IR -> SPIR-V
       libclang-rt-19-dev clang-tools-19  # fuzzer/sanitizer runtimes; clang-offload-bundler-19
       g++-15  # nvcc 13.0 takes host compilers up to gcc 15; sid's default gcc is newer (ci/test.sh points nvcc at it)
+      hipcc   # AMD's HIP compiler (ROCm 6.4 on clang-21: gfx1100 and generic processors too): the AMD build tests
     ) ;;
   *) echo "ci/setup.sh: error: AOTWHEEL_TOOLCHAIN=$toolchain; use debian12 or current" >&2; exit 2 ;;
 esac
-# The Intel packages above that only the tests use (disassembler, fuzzer runtimes, bundler, LLVM
-# tools, nvcc's host compiler, the GPU driver the simulation tests judge with): the main job's build
+# The packages above that only the tests use (disassembler, fuzzer runtimes, bundler, LLVM tools,
+# hipcc, nvcc's host compiler, the GPU driver the simulation tests judge with): the main job's build
 # needs ocloc, clang and llvm-spirv alone (on Debian 12 ocloc comes in intel-opencl-icd itself).
-TEST_ONLY=" libigc-tools llvm-15 libclang-common-15-dev clang-tools-15 llvm-19 libclang-rt-19-dev clang-tools-19 g++-15 libze1 libze-intel-gpu1 "
+TEST_ONLY=" libigc-tools llvm-15 libclang-common-15-dev clang-tools-15 hipcc llvm-19 libclang-rt-19-dev clang-tools-19 g++-15 libze1 libze-intel-gpu1 "
 if [[ $toolchain == current ]]; then TEST_ONLY+="intel-opencl-icd "; fi
 APT_PACKAGES=(
   cmake ninja-build gcc g++ binutils  # CMake + ninja drive the build (binutils: its linker)

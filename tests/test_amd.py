@@ -102,9 +102,18 @@ def test_cli_device_override_and_bad_target_id(hip_so):
     assert bad.returncode != 0 and bad.stderr.count("\n") == 1, bad.stderr
 
 
-def test_devlist_names_amd_targets_as_not_built_here():
+def test_devlist_takes_amd_target_ids_for_hipcc():
+    """gfx names in USE_AOT_DEVLIST are the AMD part of the list (hipcc builds them:
+    tests/test_amd_build.py), beside Intel's and NVIDIA's; a misspelt processor gets the nearest."""
     from aotwheel.devlist import resolve
     from aotwheel.errors import DevlistError
 
-    with pytest.raises(DevlistError, match=r"'gfx90a' is an AMD GPU target; .* --offload-arch"):
-        resolve("pvc,gfx90a")
+    dl = resolve("pvc,sm_90,gfx90a,GFX1030,gfx90a:xnack-,gfx90a")
+    assert dl.vendors == ("intel", "nvidia", "amd")
+    assert dl.to_dict()["amd"] == {"targets": ["gfx90a", "gfx1030", "gfx90a:xnack-"], "cmake_architectures": "gfx90a;gfx1030;gfx90a:xnack-"}
+    assert resolve("pvc").to_dict()["amd"] is None
+    with pytest.raises(DevlistError, match=r"'gfx90b' is not a known AMD GPU processor; did you mean gfx90c or gfx90a") as bad:
+        resolve("gfx90b")
+    assert bad.value.suggestions[:2] == ("gfx90c", "gfx90a")
+    with pytest.raises(DevlistError, match=r"'gfx90a:xnak-' has a feature AMD target ids lack; write gfx90a or gfx90a:xnack-"):
+        resolve("gfx90a:xnak-")

@@ -139,4 +139,4 @@ def test_a_registered_vendor_is_seen_by_every_part_of_the_registry(monkeypatch: 
     assert readers.modules()["xdev"] == "xdev.reader" and backends.reader_module("xdev") == "xdev.reader"
     assert backends.build_module("xdev") is None  # it builds nothing: no build module is guessed
     assert backends.build_module("intel") == backends._VENDORS["intel"]["build"]
-    assert backends.reader_module("amd") == "aotwheel.backends.amd.reader" and backends.build_module("amd") is None
+    assert backends.reader_module("amd") == "aotwheel.backends.amd.reader" and backends.build_module("amd") == "aotwheel.backends.amd.buildsteps"

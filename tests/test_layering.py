@@ -115,7 +115,8 @@ VENDOR_WORD = re.compile(r"\bptx\b|\bintel\b|\bnvidia\b|\bamd\b|\bcuda\b|\bhip\b
 # anything else asks its backend or the registry.
 ALLOWED_VENDOR_WORDS: dict[str, list[str]] = {
     # The registry: one entry per vendor (name -> its modules), as adding a backend requires.
-    "backends/__init__.py": ["amd", "aotwheel.backends.amd.backend", "aotwheel.backends.amd.reader", "aotwheel.backends.amd.variables",
+    "backends/__init__.py": ["amd", "aotwheel.backends.amd.backend", "aotwheel.backends.amd.buildsteps", "aotwheel.backends.amd.reader",
+                             "aotwheel.backends.amd.variables",
                              "aotwheel.backends.intel.backend", "aotwheel.backends.intel.buildsteps", "aotwheel.backends.intel.reader",
                              "aotwheel.backends.intel.variables", "aotwheel.backends.nvidia.backend", "aotwheel.backends.nvidia.buildsteps",
                              "aotwheel.backends.nvidia.reader", "aotwheel.backends.nvidia.variables", "intel", "nvidia"],

@@ -45,7 +45,7 @@ _VENDORS: dict[str, Vendor] = {
     "nvidia": {"backend": "aotwheel.backends.nvidia.backend", "settings": "aotwheel.backends.nvidia.variables",
                "reader": "aotwheel.backends.nvidia.reader", "build": "aotwheel.backends.nvidia.buildsteps"},
     "amd": {"backend": "aotwheel.backends.amd.backend", "settings": "aotwheel.backends.amd.variables",
-            "reader": "aotwheel.backends.amd.reader", "build": None},
+            "reader": "aotwheel.backends.amd.reader", "build": "aotwheel.backends.amd.buildsteps"},
 }
 
 

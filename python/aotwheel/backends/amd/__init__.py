@@ -2,10 +2,11 @@
 
 Modules: ``targets`` (target ids ``gfx90a:xnack-`` and the processor/feature rule), ``codeobject``
 (the code object's ELF header: processor number, xnack/sramecc settings), ``rules`` (the HIP
-runtime's choice of code object, as verdicts). The bundle reader is vendor-free
-(``aotwheel.formats.bundle``). Inspection and verdicts only: aotwheel neither builds HIP code nor
-probes AMD devices (no ROCm here); AMD devices are named with ``--device gfx90a`` /
-``AOTWHEEL_DEVICE``.
+runtime's choice of code object, as verdicts), ``devlist`` (``gfx*`` in ``USE_AOT_DEVLIST``),
+``hipcc`` (the toolchain), ``plan`` and ``buildsteps`` (the hipcc build steps that
+``cmake/aotwheel-amd.cmake`` runs), ``reader`` (bundles and code objects in binaries; the bundle
+format itself is vendor-free, ``aotwheel.formats.bundle``). No AMD device is probed (no ROCm
+runtime here): AMD devices are named with ``--device gfx90a`` / ``AOTWHEEL_DEVICE``.
 """
 
 # Only this backend's name here, on purpose: build steps import sub-modules of this package once

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from aotwheel.backends.amd import AMD
@@ -11,22 +10,39 @@ from aotwheel.backends.protocol import Backend, Capabilities
 from aotwheel.results import NATIVE, Verdict
 
 if TYPE_CHECKING:
+    from aotwheel.backends.amd.devlist import AmdGrammar
     from aotwheel.report import FileReport
-    from aotwheel.results import Device, ProbedDevice
+    from aotwheel.results import Device
+
+
+def rebuild_tokens(file: FileReport) -> list[str]:
+    """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s code objects (another vendor's remedy
+    keeps them): each target id the devlist spells (``gfx90a``, ``gfx90a:xnack-``), else its
+    processor (a code object for any feature setting runs on either)."""
+    from aotwheel.backends.amd.targets import parse_target_id
+
+    tokens = []
+    for name in dict.fromkeys(t.name or "" for t in file.native_targets if t.vendor == AMD):
+        tid = parse_target_id(name)
+        if tid is not None:
+            tokens.append(str(tid) if len(tid.features) <= 1 and not any(tid.features.values()) else tid.processor)
+    return list(dict.fromkeys(tokens))
 
 
 class AmdBackend:
     name = AMD
     title = "AMD"
-    # No probes (no ROCm here: AMD devices are named, --device gfx90a / AOTWHEEL_DEVICE), no tools
-    # of its own, no self-test (no HIP runtime binding), nothing it builds.
-    capabilities = Capabilities()
+    # No probes (no ROCm here: AMD devices are named, --device gfx90a / AOTWHEEL_DEVICE), no
+    # self-test (no HIP runtime binding); its builds keep their target ids in other vendors' remedies.
+    capabilities = Capabilities(rebuild_tokens=rebuild_tokens)
 
     def owns_token(self, token: str) -> bool:
         # Every gfx* token, valid or not, so that a typo gets this backend's message.
         return token.startswith("gfx")
 
     def devlist_grammar(self, table: object | None = None) -> AmdGrammar:
+        from aotwheel.backends.amd.devlist import AmdGrammar
+
         return AmdGrammar()
 
     def owns_device(self, device: Device) -> bool:
@@ -66,37 +82,6 @@ class AmdBackend:
         line = f"{binary}: {verdict.device} will compile its kernels from AMD SPIR-V at load (embedded code objects: {', '.join(verdict.targets) or 'none'})"
         fix = self.remedy(verdict)
         return line + (f"; {fix} to ship native code for it" if fix else "")
-
-
-class AmdGrammar:
-    """``gfx*`` in ``USE_AOT_DEVLIST``: aotwheel builds no HIP code, so every AMD target is refused
-    with the way to build it. Contributes no part to the list."""
-
-    detects_native = False
-    examples = None
-
-    def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
-        from aotwheel.errors import DevlistError
-
-        raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is an AMD GPU target; aotwheel inspects and checks HIP code but does not "
-                           "build it: pass --offload-arch to hipcc, and list Intel/NVIDIA devices here", raw)
-
-    def add_native(self, idents: Sequence[str]) -> tuple[tuple[str, ...], str]:
-        return (), ""
-
-    def suggest(self, token: str) -> tuple[str, ...]:
-        return ()
-
-    def devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
-        """An AMD GPU by its target id (``gfx90a``, ``gfx90a:xnack-``)."""
-        from aotwheel.backends.amd.targets import require_target_id
-        from aotwheel.results import ProbedDevice
-
-        tid = str(require_target_id(token))
-        return [ProbedDevice(name=f"AMD {tid}", backend="override", kind="gpu", vendor=AMD, catalog=tid)]
-
-    def finish(self, *, jit_fallback: bool, alone: bool) -> None:
-        return None
 
 
 BACKEND: Backend = AmdBackend()  # checked against the protocol by mypy

@@ -72,3 +72,51 @@ def runs_on(code: TargetId, device: TargetId) -> str | None:
         if have is not None and have != want:
             return f"built with {name}{'+' if want else '-'}, the device runs {name}{'+' if have else '-'}"
     return None
+
+
+def known_processors() -> tuple[str, ...]:
+    """Every processor aotwheel knows (LLVM's EF_AMDGPU_MACH table and the generic ones): what
+    ``USE_AOT_DEVLIST`` accepts before hipcc says which of them it builds."""
+    from aotwheel.backends.amd.codeobject import _MACH_NAMES
+
+    return (*_MACH_NAMES.values(), *GENERIC)
+
+
+def parse_listed(token: str, raw: str | None = None) -> TargetId:
+    """A ``USE_AOT_DEVLIST`` token as a target id of a known processor; a
+    :class:`~aotwheel.errors.DevlistError` naming the nearest processors otherwise."""
+    import difflib
+
+    from aotwheel.errors import DevlistError
+
+    raw = token if raw is None else raw
+    target = parse_target_id(token)
+    processor = target.processor if target is not None else token.split(":")[0]
+    known = known_processors()
+    if target is not None and processor in known and set(target.features) <= set(FEATURES):
+        return target
+    scored = [(difflib.SequenceMatcher(None, processor, k).ratio(), _shared_prefix(k, processor), _step(k, processor), k) for k in known]
+    near = tuple(k for ratio, _, _, k in sorted(scored, key=lambda s: (-round(s[0], 2), -s[1], s[2]))[:3] if ratio >= 0.6)
+    if target is not None and processor in known:
+        raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' has a feature AMD target ids lack; write {processor} or "
+                           f"{processor}:xnack- (features: {', '.join(FEATURES)})", raw, (processor,))
+    hint = f"; did you mean {' or '.join(near)}?" if near else "; write an AMD processor such as gfx90a or gfx1030"
+    raise DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a known AMD GPU processor{hint}", raw, near)
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share: among names equally close, the one
+    sharing more of the start comes first (``gfx90a`` before ``gfx950`` for ``gfx90b``)."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _step(a: str, b: str) -> int:
+    """How far apart the first differing characters of ``a`` and ``b`` are as base-36 digits:
+    among names as close and sharing as much, ``gfx90a`` comes before ``gfx900`` for ``gfx90b``."""
+    n = _shared_prefix(a, b)
+    if n >= min(len(a), len(b)) or not (a[n].isalnum() and b[n].isalnum()):
+        return 36
+    return abs(int(a[n], 36) - int(b[n], 36))

@@ -1,0 +1,245 @@
+"""Build steps of the AMD backend, run by ``cmake/aotwheel-amd.cmake`` (standard library only).
+
+    python -m aotwheel.buildsteps amd configure --targets gfx90a,gfx1030 --out amd.json --plan plan.json --source k.hip ...
+    python -m aotwheel.buildsteps amd compile --plan plan.json --edge k.gfx90a
+    python -m aotwheel.buildsteps amd bundle --plan plan.json --edge k.hipfb
+    python -m aotwheel.buildsteps amd embed --name kernels --out-c e.c --out-h e.h k.hipfb ...
+
+``configure`` finds hipcc, asks it (``--version`` and one ``-###`` dry run) for its clang, its
+``clang-offload-bundler`` and the processors its ROCm device libraries serve, checks every target
+against them and writes the build plan (:mod:`aotwheel.backends.amd.plan`): one ``compile`` edge
+per (source, target), so ninja runs them in parallel, each looked up in aotwheel's device-code
+cache (:mod:`aotwheel.buildsteps.cache`) first, keyed by the source, the target, hipcc's and
+clang's versions, clang's binary and the options; one ``bundle`` edge per source. ``embed`` puts
+every bundle into the host object's ``.hip_fatbin`` section, page-aligned, where hipcc itself puts
+them (so ``roc-obj-ls``, ``clang-offload-bundler`` and ``aotwheel inspect`` read them). Every
+hipcc run has ``HIP_PLATFORM=amd`` (:func:`aotwheel.backends.amd.hipcc.hip_env`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from aotwheel.buildsteps.edge import edge_arguments
+from aotwheel.errors import ToolchainError
+
+_TIMEOUT = 600
+TRIPLE = "amdgcn-amd-amdhsa"  # the manifest's triple of HIP code objects
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    """The target ids of ``text`` (tokens), checked and canonical: the one place the build parses
+    them (the plan's edges carry the result)."""
+    from aotwheel.backends.amd.targets import parse_listed
+
+    tokens = [t for t in text.replace(";", ",").replace(" ", ",").split(",") if t]
+    return tuple(dict.fromkeys(str(parse_listed(t.lower(), t)) for t in tokens))
+
+
+def configure(args: argparse.Namespace) -> int:
+    """Find hipcc, check every target against what it builds, write the toolchain JSON and the plan."""
+    from aotwheel.backends.amd.hipcc import find_hipcc, query, require_processors
+
+    targets = _targets(args.targets)
+    if not targets:
+        raise ToolchainError("no AMD targets given; pass --targets gfx90a,... (USE_AOT_DEVLIST's gfx names)")
+    hipcc = query(find_hipcc(args.hipcc or None), list(targets))
+    require_processors(hipcc, targets)
+    data = {**hipcc.to_dict(), "targets": list(targets)}
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
+    out = Path(args.out)
+    if not out.is_file() or out.read_text() != text:  # unchanged file: nothing downstream reruns
+        out.write_text(text)
+    if args.plan:
+        from aotwheel.backends.amd.plan import build_plan, image_record
+        from aotwheel.buildsteps.edge import write_if_changed
+
+        plan = build_plan(name=args.name, work=Path(args.plan).parent, sources=args.source or [], targets=targets,
+                          toolchain=str(out), settings=args.settings, options=tuple(args.option or ()))
+        plan.write(args.plan)
+        write_if_changed(plan.record, json.dumps(image_record(plan), indent=1) + "\n")
+    return 0
+
+
+def _cache_key(tc: dict, source: bytes, target: str, options: list[str], tool_sha256: str):  # type: ignore[no-untyped-def]
+    # The key hashes the kernel source, not the headers it #includes: HIP's own come with hipcc's
+    # version; a project's should pass through HIPCC_OPTIONS (-D...) or disable the cache
+    # (AOTWHEEL_CACHE_DIR=off), as for nvcc. Tools by version and clang's binary hash, never path.
+    from aotwheel.buildsteps.cache import CacheKey
+
+    return CacheKey(input_sha256=hashlib.sha256(source).hexdigest(), target=f"amd:{target}", tool="hipcc",
+                    tool_version=f"{tc['version']} clang {tc['clang_version']}", tool_sha256=tool_sha256,
+                    options=" ".join(options), flags=("hipcc",))
+
+
+def compile_image(args: argparse.Namespace) -> int:
+    """One hipcc job, the plan's edge ``--edge``: the code object of its target; cached."""
+    from aotwheel.buildsteps.cache import atomic_write
+    from aotwheel.buildsteps.edge import load_edge, plan_data
+    from aotwheel.buildsteps.tiers import Tiers, load_settings
+
+    plan, edge = load_edge(args.plan, args.edge, args.digest)
+    target, options = plan_data(edge, args.plan, lambda d: (str(d["target"]), [str(o) for o in d["options"]]))
+    tc = json.loads(Path(plan["toolchain"]).read_text())
+    source = Path(edge["source"])
+    out = Path(edge["outputs"][0])
+    depfile = edge["depfile"]
+    tiers = Tiers.for_build(out.parent, load_settings(plan["settings"]))
+    key = _cache_key(tc, source.read_bytes(), target, options, tiers.local.tool_sha256(tc["clang"]))
+    cached, _, writable = tiers.lookup(key, label=source.name)
+    if cached is not None:
+        atomic_write(out, cached)
+        if depfile:
+            Path(depfile).write_text(f"{_escape(str(out))}: {_escape(str(source))}\n")
+        return 0
+    from aotwheel.backends.amd.hipcc import hip_env  # a miss only: a hit needs no hipcc facts
+
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    cmd = [tc["hipcc"], f"--offload-arch={target}", "--genco", "--no-gpu-bundle-output", *options, str(source), "-o", str(tmp)]
+    if depfile:
+        cmd += ["-MD", "-MF", depfile, "-MT", str(out)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT, check=False, env=hip_env())
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"hipcc failed to run for {source.name} ({target}): {exc}; check the ROCm installation") from None
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        sys.stderr.write(proc.stderr)
+        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), (proc.stderr.strip().splitlines() or ["no output"])[0])
+        raise ToolchainError(f"hipcc could not compile {source.name} for {target}: {first.strip()[:200]}")
+    data = tmp.read_bytes()
+    tmp.unlink()
+    atomic_write(out, data)
+    if depfile and not Path(depfile).is_file():  # clang 16+ writes none for a device-only job: the source, as on a hit
+        Path(depfile).write_text(f"{_escape(str(out))}: {_escape(str(source))}\n")
+    tiers.store(key, data, source.name, writable)
+    return 0
+
+
+def _escape(path: str) -> str:
+    return path.replace(" ", "\\ ")
+
+
+def bundle(args: argparse.Namespace) -> int:
+    """``clang-offload-bundler`` over one source's code objects, the plan's edge ``--edge``:
+    the empty host entry first, as hipcc writes it."""
+    from aotwheel.buildsteps.edge import load_edge, plan_data
+
+    plan, edge = load_edge(args.plan, args.edge, args.digest)
+    members, align = plan_data(edge, args.plan, lambda d: ([(str(m["id"]), str(m["path"])) for m in d["members"]], int(d["align"])))
+    tc = json.loads(Path(plan["toolchain"]).read_text())
+    ids = ",".join([tc["host_bundle_id"], *(i for i, _ in members)])
+    cmd = [tc["bundler"], "-type=o", f"-bundle-align={align}", f"-targets={ids}", f"-input={os.devnull}",
+           *(f"-input={p}" for _, p in members), f"-output={edge['outputs'][0]}"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"clang-offload-bundler failed to run: {exc}; check the ROCm installation") from None
+    if proc.returncode != 0:
+        raise ToolchainError(f"clang-offload-bundler failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[:200]}")
+    return 0
+
+
+def render_embed(name: str, bundles: list[str]) -> tuple[str, str]:
+    """C source and header that place each bundle in ``.hip_fatbin`` (page-aligned, as hipcc
+    does) and export ``aotwheel_<name>_hip_images[]`` = {start, end} per bundle."""
+    from aotwheel.backends.amd.plan import BUNDLE_ALIGN
+
+    lines = [f"/* Generated by aotwheel.backends.amd.buildsteps: {len(bundles)} HIP offload bundles in .hip_fatbin. */",
+             f'#include "{name}_hip.h"', ""]
+    for i, path in enumerate(bundles):
+        esc = str(Path(path).resolve()).replace("\\", "\\\\").replace('"', '\\"')
+        lines += [
+            "__asm__(",
+            '    ".pushsection .hip_fatbin, \\"a\\"\\n"',
+            f'    ".balign {BUNDLE_ALIGN}\\n"',
+            f'    "aotwheel_{name}_hip_{i}:\\n"',
+            f'    ".incbin \\"{esc}\\"\\n"',
+            f'    "aotwheel_{name}_hip_{i}_end:\\n"',
+            '    ".popsection\\n");',
+            f"extern const unsigned char aotwheel_{name}_hip_{i}[], aotwheel_{name}_hip_{i}_end[];",
+        ]
+    entries = ", ".join(f"{{aotwheel_{name}_hip_{i}, aotwheel_{name}_hip_{i}_end}}" for i in range(len(bundles)))
+    lines += ["", f"const struct aotwheel_hip_image aotwheel_{name}_hip_images[] = {{{entries}}};" if bundles
+              else f"const struct aotwheel_hip_image aotwheel_{name}_hip_images[1];",
+              f"const unsigned aotwheel_{name}_hip_image_count = {len(bundles)};", ""]
+    guard = f"AOTWHEEL_{name.upper()}_HIP_H"
+    header = "\n".join([
+        f"#ifndef {guard}", f"#define {guard}", "#ifndef AOTWHEEL_HIP_IMAGE_DEFINED", "#define AOTWHEEL_HIP_IMAGE_DEFINED",
+        "/* One offload bundle (a hipModuleLoadData() argument): [start, end). */",
+        "struct aotwheel_hip_image { const unsigned char *start, *end; };", "#endif",
+        f"extern const struct aotwheel_hip_image aotwheel_{name}_hip_images[];",
+        f"extern const unsigned aotwheel_{name}_hip_image_count;", "#endif", ""])
+    return "\n".join(lines), header
+
+
+def embed(args: argparse.Namespace) -> int:
+    from aotwheel.buildsteps.cache import atomic_write
+
+    c_text, h_text = render_embed(args.name, args.bundles)
+    for path, text in ((Path(args.out_c), c_text), (Path(args.out_h), h_text)):
+        if not path.is_file() or path.read_text() != text:
+            atomic_write(path, text.encode())
+    return 0
+
+
+def manifest_part(*, devlist: dict, toolchain: dict, options: str, images: list[dict], records: list[dict]) -> dict:
+    """This backend's part of ``_aot_manifest.json`` (:func:`aotwheel.buildsteps.manifest.vendor_parts`):
+    ``amd`` in the devlist (the listed target ids) and one entry per bundle of ``records``
+    (:func:`.plan.image_record`'s)."""
+    listed = (devlist.get("amd") or {}).get("targets", [])
+    return {"devlist": [("jit_fallback", "amd", list(listed))], "images": [_manifest_image(r) for r in records]}
+
+
+def _manifest_image(record: dict) -> dict[str, object]:
+    """One offload bundle: its code objects, each native for its target id."""
+    from aotwheel.buildsteps.manifest import digest
+
+    size, sha = digest(record["bundle"])
+    members = [{"device": m["target"], "name": m["id"], "kind": "code-object", "size": Path(m["path"]).stat().st_size}
+               for m in record["members"]]
+    return {"triple": TRIPLE, "vendor": "amd", "source": record["source"], "size": size, "sha256": sha, "members": members}
+
+
+def _configure_arguments(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--targets", required=True, help="AMD target ids: gfx90a,gfx1030,gfx90a:xnack-")
+    c.add_argument("--hipcc", default="")
+    c.add_argument("--out", required=True, help="the toolchain JSON (hipcc's facts; the manifest's toolchain)")
+    c.add_argument("--plan", default="", help="write the build plan here (its folder holds the outputs)")
+    c.add_argument("--name", default="", help="the image set's name (NAME)")
+    c.add_argument("--source", action="append", help="a HIP source, absolute (repeatable, in SOURCES order)")
+    c.add_argument("--option", action="append", help="extra hipcc argument (repeatable)")
+    c.add_argument("--settings", default="", help="remote-cache settings CMake wrote (NAME=value lines)")
+
+
+def _embed_arguments(e: argparse.ArgumentParser) -> None:
+    e.add_argument("--name", required=True)
+    e.add_argument("--out-c", required=True)
+    e.add_argument("--out-h", required=True)
+    e.add_argument("bundles", nargs="*")
+
+
+_STEPS = {
+    "configure": (_configure_arguments, configure),
+    "compile": (edge_arguments, compile_image),
+    "bundle": (edge_arguments, bundle),
+    "embed": (_embed_arguments, embed),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one step (parsed by its own parser alone: one per edge process); errors print one line
+    and return 2."""
+    from aotwheel.buildsteps.edge import run_step
+
+    return run_step("python -m aotwheel.buildsteps amd", __doc__, _STEPS, sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
