@@ -3,6 +3,33 @@
 # Works from an installed aotwheel (site-packages/aotwheel/cmake/, found through the
 # scikit-build-core "cmake.root" entry point) and from a source checkout (<repo>/cmake/).
 # Devlist semantics live in Python (aotwheel.devlist); CMake only asks the resolver.
+#
+# This file is the core, and names no vendor: what every vendor's build shares lives here
+# (the resolver, the build plan's edges, the manifest, the _aot.py hook, the remote-cache settings,
+# the check that every listed vendor is built). Each vendor's own functions live in its file
+# beside this one, aotwheel-<name>.cmake, which this file includes at its end (every such file: a
+# new vendor is a new file, with no edit here) and which registers its vendor with
+# _aotwheel_register_vendor().
+#
+# A new vendor's file, aotwheel-<name>.cmake (tests/test_cmake_layout.py checks 1 and 2):
+#   1. include_guard(GLOBAL), then `_aotwheel_register_vendor(<vendor> WORDS "<its targets, in
+#      words>" CALLS "<its function>()")`, <vendor> its backend's name (aotwheel.backends.names()).
+#   2. Names no other vendor's words or functions; this file names none.
+#   3. Its function: _aotwheel_check_device_code_args; the list from aotwheel_resolve_devlist (its
+#      own <out>_<KEY> variables: its backend's DevlistPart.cmake_variables()); _aotwheel_vendors_built(<vendor>)
+#      and _aotwheel_vendors_wanted(<fn> <prefix>); _aotwheel_remote_settings; its configure step
+#      through _aotwheel_python(<fn> <vendor> configure ...) writing a build plan; _aotwheel_plan_edges.
+#   4. Its images' records on the target for whichever call writes the manifest:
+#      set_property(TARGET <t> APPEND PROPERTY AOTWHEEL_IMAGES_<vendor> <plan_RECORD>) and
+#      AOTWHEEL_IMAGE_FILES_<vendor> <the files they describe>; with DESTINATION,
+#      _aotwheel_target_manifest(...) (its backend's build module gets the records in manifest_part).
+#
+# Public:  aotwheel_resolve_devlist
+# Private, for the vendor files: _aotwheel_python, _aotwheel_register_vendor, _aotwheel_vendors_built,
+#   _aotwheel_vendors_wanted, _aotwheel_check_device_code_args, _aotwheel_check_switch,
+#   _aotwheel_field_switch, _aotwheel_plan_edges, _aotwheel_remote_settings, _aotwheel_write_if_changed,
+#   _aotwheel_compress_edges, _aotwheel_manifest_edge, _aotwheel_install_hook, _aotwheel_target_manifest,
+#   _aotwheel_claim_manifest, _aotwheel_json_field, _aotwheel_json_members, _aotwheel_json_bool, _aotwheel_json_string.
 include_guard(GLOBAL)
 
 set(aotwheel_FOUND TRUE)
@@ -33,7 +60,7 @@ endif()
 set(_AOTWHEEL_STEP_COMMAND "${Python_EXECUTABLE}" "${_AOTWHEEL_PYTHONPATH}/aotwheel/buildsteps/__main__.py")
 
 # _aotwheel_python(<fn> <step> [<arg>...] [OUTPUT <var>])
-# Runs one aotwheel step at configure time (`resolve`, `intel embed`, `nvidia configure`, ...). On failure
+# Runs one aotwheel step at configure time (`resolve`, a vendor's `<vendor> configure`, ...). On failure
 # configure stops with one line, "<fn>: <message>", <fn> being the public function the user called
 # and <message> the step's own "aotwheel: error: <message>" line, which says what to do (this is the
 # one place that prefix is stripped). OUTPUT <var>: the step's stdout, trailing whitespace stripped.
@@ -61,49 +88,38 @@ function(_aotwheel_python fn step)
   endif()
 endfunction()
 
-# aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN ocloc])
+# aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN <tool>])
 #
-# Resolves the device list with aotwheel's resolver, Intel and NVIDIA tokens alike (CMake never
+# Resolves the device list with aotwheel's resolver, every vendor's tokens alike (CMake never
 # parses a devlist). The list comes from the first that is set and not empty of: DEVLIST, the
 # variable USE_AOT_DEVLIST (cache or normal), $ENV{USE_AOT_DEVLIST}, the variable
 # TORCH_XPU_ARCH_LIST, $ENV{TORCH_XPU_ARCH_LIST}, the resolver's default
 # (aotwheel.devlist.DEFAULT_DEVLIST); configure prints one line naming which. JIT fallback:
 # JIT_FALLBACK, else the variable USE_AOT_JIT_FALLBACK, else the resolver
-# ($ENV{USE_AOT_JIT_FALLBACK}, default ON). Field defaults (the ocloc/icpx options IPEX and
+# ($ENV{USE_AOT_JIT_FALLBACK}, default ON). Field defaults (the compiler options IPEX and
 # torch-xpu-ops pass): the variable USE_AOT_FIELD_DEFAULTS, else $ENV{...}, default ON.
 # Sets in the caller's scope:
-#   <out>               canonical target names (a CMake list; empty for `none`)
-#   <out>_IPS           their IP versions (maj.min.rev)
 #   <out>_JIT_FALLBACK  ON or OFF
-#   <out>_OCLOC_DEVICE  the value for `ocloc -device` (comma-separated): one word per planned image (`bmg` where one
-#                       image serves the bmg devices: native coverage, USE_AOT_MIN_DRIVER)
-#   <out>_SYCL_TARGETS  the value for -fsycl-targets=
-#   <out>_CUDA          NVIDIA images (sm_XY cubins, compute_XY PTX; empty if none listed)
-#   <out>_CUDA_ARCHITECTURES  the same set in CMake's CUDA_ARCHITECTURES form (80-real;90)
-#   <out>_SPIRV         ON when SPIR-V is kept for Intel JIT (JIT fallback on and the list names
-#                       Intel devices or none at all; an NVIDIA-only list keeps none)
-#   <out>_VENDORS       the vendors whose build steps the list needs (intel, nvidia)
+#   <out>_SYCL_TARGETS  the value for -fsycl-targets= (every vendor's entries)
+#   <out>_SYCL_VENDORS  the vendors whose targets -fsycl-targets names
+#   <out>_VENDORS       the vendors whose build steps the list needs
 #   <out>_JIT_SUMMARY   what JIT fallback means for this list, for messages
 #   <out>_JSON          the resolver's full JSON result
-#   <out>_FIELD_DEFAULTS       ON or OFF (USE_AOT_FIELD_DEFAULTS)
-#   <out>_FIELD_OCLOC_OPTIONS  the ocloc options IPEX/torch-xpu-ops pass (empty when OFF or no device)
-#   <out>_FIELD_SYCL_COMPILE   icpx compile options of the field for this list (-fsycl-fp64-conv-emu)
-#   <out>_FIELD_SYCL_LINK      icpx link options of the field (-fsycl-fp64-conv-emu, -flink-huge-device-code)
-#   <out>_NO_FP64              the listed devices without fp64 (double)
+# and each vendor's own variables, as its backend's DevlistPart.cmake_variables() names them (the
+# resolver's JSON "cmake" section; each vendor's aotwheel-<name>.cmake lists its own, <out> itself
+# among them).
 # Bad input stops configure with the resolver's one-line message.
 function(aotwheel_resolve_devlist out)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "DEVLIST;JIT_FALLBACK;TOOLCHAIN" "")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "aotwheel_resolve_devlist: unexpected arguments '${ARG_UNPARSED_ARGUMENTS}'. "
-                        "Usage: aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN ocloc])")
+                        "Usage: aotwheel_resolve_devlist(<out> [DEVLIST <text>] [JIT_FALLBACK ON|OFF] [TOOLCHAIN <tool>])")
   endif()
   _aotwheel_resolve_args(args)
   _aotwheel_python(aotwheel_resolve_devlist ${args} OUTPUT json)
-  _aotwheel_resolve_results(${out} "${json}")
-  foreach(_aotwheel_suffix "" _IPS _JIT_FALLBACK _OCLOC_DEVICE _SYCL_TARGETS _CUDA _CUDA_ARCHITECTURES _SPIRV
-                           _VENDORS _JIT_SUMMARY _JSON _FIELD_DEFAULTS _FIELD_OCLOC_OPTIONS _FIELD_SYCL_COMPILE
-                           _FIELD_SYCL_LINK _NO_FP64)
-    set(${out}${_aotwheel_suffix} "${${out}${_aotwheel_suffix}}" PARENT_SCOPE)
+  _aotwheel_resolve_results(${out} "${json}" names)
+  foreach(name IN LISTS names)
+    set(${name} "${${name}}" PARENT_SCOPE)
   endforeach()
 endfunction()
 
@@ -137,7 +153,7 @@ function(_aotwheel_resolve_args out)
       list(APPEND args --no-field-defaults)
     endif()
   endif()
-  if(DEFINED USE_AOT_COMPRESS AND NOT USE_AOT_COMPRESS STREQUAL "")  # checked by aotwheel_add_device_code
+  if(DEFINED USE_AOT_COMPRESS AND NOT USE_AOT_COMPRESS STREQUAL "")  # checked by the device-code functions
     list(APPEND args "--compress=${USE_AOT_COMPRESS}")
   endif()
   if(DEFINED ARG_JIT_FALLBACK)
@@ -162,48 +178,61 @@ function(_aotwheel_resolve_args out)
   set(${out} "${args}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_resolve_results(<out> <json>): the variables of aotwheel_resolve_devlist() from the
-# resolver's JSON, set in the caller's scope.
-function(_aotwheel_resolve_results out json)
-  _aotwheel_json_field(names "${json}" name targets)
-  _aotwheel_json_field(ips "${json}" ip targets)
-  set(cuda_names "")
-  set(cuda_archs "")
-  string(JSON cuda_type TYPE "${json}" cuda)
-  if(cuda_type STREQUAL "OBJECT")
-    string(JSON cuda_archs GET "${json}" cuda cmake_architectures)
-    _aotwheel_json_field(cuda_names "${json}" name cuda targets)
-  endif()
+# _aotwheel_resolve_results(<out> <json> <names>): the variables of aotwheel_resolve_devlist() from
+# the resolver's JSON, set in the caller's scope; <names>: the variables set.
+function(_aotwheel_resolve_results out json names_var)
   _aotwheel_json_bool(fallback "${json}" jit_fallback)
-  string(JSON ocloc_device GET "${json}" ocloc_device)
   string(JSON sycl_targets GET "${json}" sycl_targets)
-  _aotwheel_json_bool(spirv "${json}" spirv)
+  _aotwheel_json_field(sycl_vendors "${json}" "" sycl_vendors)
   _aotwheel_json_field(vendors "${json}" "" vendors)
   string(JSON jit_summary GET "${json}" jit_summary)
-  set(${out}_SPIRV "${spirv}" PARENT_SCOPE)
-  set(${out}_VENDORS "${vendors}" PARENT_SCOPE)
-  set(${out}_JIT_SUMMARY "${jit_summary}" PARENT_SCOPE)
   string(JSON source GET "${json}" source)
   string(JSON input GET "${json}" input)
   _aotwheel_devlist_note("${source}" "${input}")
-  _aotwheel_json_bool(field_on "${json}" field_defaults enabled)
-  _aotwheel_json_field(field_ocloc "${json}" "" field_defaults ocloc_options)
-  _aotwheel_json_field(field_compile "${json}" "" field_defaults sycl_compile_options)
-  _aotwheel_json_field(field_link "${json}" "" field_defaults sycl_link_options)
-  _aotwheel_json_field(no_fp64 "${json}" "" no_fp64)
-  set(${out}_FIELD_DEFAULTS "${field_on}" PARENT_SCOPE)
-  set(${out}_FIELD_OCLOC_OPTIONS "${field_ocloc}" PARENT_SCOPE)
-  set(${out}_FIELD_SYCL_COMPILE "${field_compile}" PARENT_SCOPE)
-  set(${out}_FIELD_SYCL_LINK "${field_link}" PARENT_SCOPE)
-  set(${out}_NO_FP64 "${no_fp64}" PARENT_SCOPE)
-  set(${out} "${names}" PARENT_SCOPE)
-  set(${out}_IPS "${ips}" PARENT_SCOPE)
-  set(${out}_JIT_FALLBACK "${fallback}" PARENT_SCOPE)
-  set(${out}_OCLOC_DEVICE "${ocloc_device}" PARENT_SCOPE)
-  set(${out}_SYCL_TARGETS "${sycl_targets}" PARENT_SCOPE)
-  set(${out}_CUDA "${cuda_names}" PARENT_SCOPE)
-  set(${out}_CUDA_ARCHITECTURES "${cuda_archs}" PARENT_SCOPE)
-  set(${out}_JSON "${json}" PARENT_SCOPE)
+  set(names "")
+  foreach(pair IN ITEMS JIT_FALLBACK=fallback SYCL_TARGETS=sycl_targets SYCL_VENDORS=sycl_vendors VENDORS=vendors
+                        JIT_SUMMARY=jit_summary JSON=json)
+    string(REPLACE "=" ";" pair "${pair}")
+    list(GET pair 0 suffix)
+    list(GET pair 1 local)
+    set(${out}_${suffix} "${${local}}" PARENT_SCOPE)
+    list(APPEND names ${out}_${suffix})
+  endforeach()
+  # Each vendor's variables, by the names its backend gives them ("" is <out> itself).
+  _aotwheel_json_members(vendors "${json}" cmake)
+  foreach(vendor IN LISTS vendors)
+    string(JSON section GET "${json}" cmake ${vendor})
+    _aotwheel_json_members(keys "${section}")
+    list(LENGTH keys n_keys)
+    string(JSON n_all LENGTH "${section}")
+    if(n_keys LESS n_all)  # the empty key, which a CMake list cannot hold
+      list(APPEND keys "<out>")
+    endif()
+    foreach(key IN LISTS keys)
+      set(name "${out}_${key}")
+      if(key STREQUAL "<out>")
+        set(key "")
+        set(name "${out}")
+      endif()
+      string(JSON type TYPE "${section}" "${key}")
+      set(value "")
+      if(type STREQUAL "ARRAY")
+        string(JSON count LENGTH "${section}" "${key}")
+        if(count GREATER 0)
+          math(EXPR last "${count} - 1")
+          foreach(i RANGE ${last})
+            string(JSON item GET "${section}" "${key}" ${i})
+            list(APPEND value "${item}")
+          endforeach()
+        endif()
+      else()  # a string, a number, or a bool (string(JSON) gives ON or OFF)
+        string(JSON value GET "${section}" "${key}")
+      endif()
+      set(${name} "${value}" PARENT_SCOPE)
+      list(APPEND names ${name})
+    endforeach()
+  endforeach()
+  set(${names_var} "${names}" PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_devlist_note(<source> <input>): the one configure line saying which variable gave the
@@ -225,6 +254,23 @@ function(_aotwheel_json_bool out json)
   else()
     set(${out} OFF PARENT_SCOPE)
   endif()
+endfunction()
+
+# _aotwheel_json_members(<out> <json> <object path>...): the member names of an object (a CMake
+# list: an empty name is left out).
+function(_aotwheel_json_members out json)
+  set(names "")
+  string(JSON count LENGTH "${json}" ${ARGN})
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(i RANGE ${last})
+      string(JSON name MEMBER "${json}" ${ARGN} ${i})
+      if(NOT name STREQUAL "")
+        list(APPEND names "${name}")
+      endif()
+    endforeach()
+  endif()
+  set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_json_field(<out> <json> <field> <array path>...): <field> of every object in the array
@@ -311,17 +357,33 @@ function(_aotwheel_plan_edges prefix plan)
   set(${prefix}_NOTE "${note}" PARENT_SCOPE)
 endfunction()
 
-# Every vendor a device list names needs a build step in the project: an sm_90 with no
-# aotwheel_add_cuda_device_code() call, or a pvc with only that call, is never dropped silently.
-# The device-code functions record what they build (_aotwheel_vendors_built) and what the lists
-# they read name (_aotwheel_vendors_wanted); at the end of the top-level CMakeLists.txt,
-# _aotwheel_check_vendors stops configure with one line naming the call to add. The opt-out,
-# AOTWHEEL_ALLOW_UNBUILT=<vendor>[;<vendor>] (CMake variable or environment: intel, nvidia, or ON
-# for all), turns that into a warning.
-set(_AOTWHEEL_VENDOR_CALLS_intel "aotwheel_add_device_code() or aotwheel_target_sycl()")
-set(_AOTWHEEL_VENDOR_CALLS_nvidia "aotwheel_add_cuda_device_code()")
-set(_AOTWHEEL_VENDOR_WORDS_intel "Intel devices")
-set(_AOTWHEEL_VENDOR_WORDS_nvidia "NVIDIA targets")
+# Every vendor a device list names needs a build step in the project: a listed vendor whose
+# device-code function the project never calls is never dropped silently. The device-code
+# functions record what they build (_aotwheel_vendors_built) and what the lists they read name
+# (_aotwheel_vendors_wanted); at the end of the top-level CMakeLists.txt, _aotwheel_check_vendors
+# stops configure with one line naming the call to add (the vendor's words and calls, as its file
+# registered them). The opt-out, AOTWHEEL_ALLOW_UNBUILT=<vendor>[;<vendor>] (CMake variable or
+# environment: vendor names, or ON for all), turns that into a warning.
+
+# _aotwheel_register_vendor(<vendor> [WORDS <phrase>] [CALLS <call>...]): a vendor file's line in
+# the registry. <vendor> is the backend's name (aotwheel.backends.names()): the manifest step gets
+# its image records (target property AOTWHEEL_IMAGES_<vendor>), and configure's check names the
+# list's targets with WORDS ("<vendor> devices") and the calls that build them with CALLS (each
+# file of the vendor adds its own; a vendor may be registered by several files).
+function(_aotwheel_register_vendor vendor)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "WORDS" "CALLS")
+  if(arg_UNPARSED_ARGUMENTS OR NOT vendor MATCHES "^[a-z][a-z0-9_]*$")
+    message(FATAL_ERROR "_aotwheel_register_vendor: usage: _aotwheel_register_vendor(<vendor> [WORDS <phrase>] [CALLS <call>...]), <vendor> a backend name")
+  endif()
+  get_property(vendors GLOBAL PROPERTY AOTWHEEL_VENDORS)
+  if(NOT vendor IN_LIST vendors)
+    set_property(GLOBAL APPEND PROPERTY AOTWHEEL_VENDORS ${vendor})
+  endif()
+  if(DEFINED arg_WORDS)
+    set_property(GLOBAL PROPERTY _AOTWHEEL_VENDOR_WORDS_${vendor} "${arg_WORDS}")
+  endif()
+  set_property(GLOBAL APPEND PROPERTY _AOTWHEEL_VENDOR_CALLS_${vendor} ${arg_CALLS})
+endfunction()
 
 # _aotwheel_vendors_built(<vendor>...): this project has a build step for these vendors.
 function(_aotwheel_vendors_built)
@@ -337,13 +399,8 @@ function(_aotwheel_vendors_wanted fn prefix)
     return()
   endif()
   foreach(vendor IN LISTS ${prefix}_VENDORS)
-    if(vendor STREQUAL "nvidia")
-      list(JOIN ${prefix}_CUDA ", " names)
-    elseif(${prefix})
-      list(JOIN ${prefix} ", " names)
-    else()
-      set(names "SPIR-V for JIT")
-    endif()
+    _aotwheel_json_field(names "${${prefix}_JSON}" "" listed ${vendor})  # its targets, else what its JIT keeps
+    list(JOIN names ", " names)
     set_property(GLOBAL APPEND PROPERTY AOTWHEEL_VENDORS_WANTED "${vendor}|${fn}|${names}")
   endforeach()
   _aotwheel_defer_vendor_check()
@@ -375,7 +432,16 @@ function(_aotwheel_check_vendors)
       continue()
     endif()
     list(APPEND done "${vendor}")
-    set(text "${fn}: USE_AOT_DEVLIST names ${_AOTWHEEL_VENDOR_WORDS_${vendor}} (${names}) but no ${_AOTWHEEL_VENDOR_CALLS_${vendor}} call in this project builds them; add one, drop them from the list, or set AOTWHEEL_ALLOW_UNBUILT=${vendor} to build without them")
+    get_property(words GLOBAL PROPERTY _AOTWHEEL_VENDOR_WORDS_${vendor})
+    get_property(calls GLOBAL PROPERTY _AOTWHEEL_VENDOR_CALLS_${vendor})
+    if(NOT words)
+      set(words "${vendor} targets")
+    endif()
+    list(JOIN calls " or " calls)
+    if(calls STREQUAL "")  # no file of this aotwheel registers the vendor: nothing here can build it
+      set(calls "device-code function of aotwheel for ${vendor}")
+    endif()
+    set(text "${fn}: USE_AOT_DEVLIST names ${words} (${names}) but no ${calls} call in this project builds them; add one, drop them from the list, or set AOTWHEEL_ALLOW_UNBUILT=${vendor} to build without them")
     if(vendor IN_LIST allow OR "on" IN_LIST allow OR "1" IN_LIST allow)
       message(WARNING " ${text}")
     else()
@@ -409,10 +475,6 @@ macro(_aotwheel_check_device_code_args fn target sources_hint)
   endif()
 endmacro()
 
-include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-build.cmake" OPTIONAL)
-include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-sycl.cmake" OPTIONAL)
-include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-cuda.cmake" OPTIONAL)
-
 # _aotwheel_check_switch(<fn> <name> <value>): stop configure unless <value> is a CMake boolean word.
 function(_aotwheel_check_switch fn name value)
   if(NOT value MATCHES "^(ON|OFF|TRUE|FALSE|YES|NO|1|0|on|off|true|false|yes|no)$")
@@ -443,3 +505,194 @@ function(_aotwheel_claim_manifest fn target)
   endif()
   set_property(TARGET ${target} PROPERTY AOTWHEEL_MANIFEST_OWNER ${fn})
 endfunction()
+
+# _aotwheel_remote_settings(<path>): AOTWHEEL_REMOTE_CACHE, _READONLY and _TIMEOUT from the CMake
+# cache (-D, -C cmake.define.X=...) or else the environment, and the token and signing secret from
+# the CMake cache only (from the environment the steps read them themselves), as NAME=value lines
+# in <path> (rewritten only on change): a file, not arguments, so no secret reaches build.ninja or
+# `ninja -v`. It can hold a URL's password, a token or the secret (the steps ninja runs see no -D
+# value otherwise), so it is created empty with mode 0600 before anything is written into it
+# (docs/reliability.md). Every vendor's configure and compile steps read it with --settings.
+function(_aotwheel_remote_settings path)
+  set(text "")
+  foreach(var IN ITEMS AOTWHEEL_REMOTE_CACHE AOTWHEEL_REMOTE_CACHE_READONLY AOTWHEEL_REMOTE_CACHE_TIMEOUT
+                       AOTWHEEL_REMOTE_CACHE_TOKEN AOTWHEEL_REMOTE_CACHE_SECRET)
+    if(DEFINED ${var})
+      string(APPEND text "${var}=${${var}}\n")
+    elseif(DEFINED ENV{${var}} AND NOT var MATCHES "_(TOKEN|SECRET)$")
+      string(APPEND text "${var}=$ENV{${var}}\n")
+    endif()
+  endforeach()
+  if(NOT EXISTS "${path}")
+    file(TOUCH "${path}")
+  endif()
+  file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE)  # before the text: never readable by others
+  _aotwheel_write_if_changed("${path}" "${text}")
+endfunction()
+
+# _aotwheel_write_if_changed(<path> <text>): write <path> only when its content differs, so that
+# ninja reruns nothing that depends on an unchanged file.
+function(_aotwheel_write_if_changed path text)
+  set(old "<none>")
+  if(EXISTS "${path}")
+    file(READ "${path}" old)
+  endif()
+  if(NOT old STREQUAL "${text}")
+    file(WRITE "${path}" "${text}")
+  endif()
+endfunction()
+
+# _aotwheel_compress_edges(<compress> <out_embedded> <out_zsts> <image>...): with <compress> ON,
+# one compress edge per <image> (triple=source=path) writing <path>.zst, one zstd frame;
+# <out_embedded> is then the images with those paths (what an embedding .incbin's), else the
+# images as given; <out_zsts> the .zst files.
+function(_aotwheel_compress_edges compress out_embedded out_zsts)
+  set(embedded "")
+  set(zsts "")
+  foreach(spec IN LISTS ARGN)
+    if(NOT compress)
+      list(APPEND embedded "${spec}")
+      continue()
+    endif()
+    string(REGEX MATCH "^([^=]*)=([^=]*)=(.*)$" _ "${spec}")
+    set(path "${CMAKE_MATCH_3}")
+    get_filename_component(base "${path}" NAME)
+    add_custom_command(
+      OUTPUT "${path}.zst"
+      COMMAND ${_AOTWHEEL_STEP_COMMAND} compress --input "${path}" --output "${path}.zst"
+      DEPENDS "${path}"
+      COMMENT "aotwheel: zstd ${base}"
+      VERBATIM)
+    list(APPEND embedded "${CMAKE_MATCH_1}=${CMAKE_MATCH_2}=${path}.zst")
+    list(APPEND zsts "${path}.zst")
+  endforeach()
+  set(${out_embedded} "${embedded}" PARENT_SCOPE)
+  set(${out_zsts} "${zsts}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_manifest_edge(<target> <work> <out> NAME <name> [CUSTOM_TARGET <name>] [JIT_FALLBACK ON|OFF]
+#                         [OPTIONS <options>] [COMPRESS ON|OFF] [TGTSYM <file>]
+#                         [IMAGES <triple=source=path>...] [DEPENDS <file>...])
+# The one manifest step of every device-code function: <work>/_aot_manifest.json from
+# <work>/devlist.json and <work>/toolchain.json, the IMAGES the calling function embeds (as
+# <path>.zst with COMPRESS ON), the kernel names of TGTSYM, and every registered vendor's image
+# records on <target> (AOTWHEEL_IMAGES_<vendor>, and the files they describe,
+# AOTWHEEL_IMAGE_FILES_<vendor>: read at generate time, so the call order does not matter), built
+# by CUSTOM_TARGET (default <name>_aot_manifest); sets <out> to its path and appends it to
+# <target>'s AOTWHEEL_MANIFESTS.
+function(_aotwheel_manifest_edge target work out)
+  # OPTIONS and TGTSYM take one value that may be empty: multi-value keywords, which keep it (and
+  # warn of nothing) whatever the project's policy CMP0174.
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME;CUSTOM_TARGET;JIT_FALLBACK;COMPRESS" "OPTIONS;TGTSYM;IMAGES;DEPENDS")
+  set(custom "${arg_NAME}_aot_manifest")
+  if(DEFINED arg_CUSTOM_TARGET)
+    set(custom "${arg_CUSTOM_TARGET}")
+  endif()
+  set(manifest "${work}/_aot_manifest.json")
+  if(arg_JIT_FALLBACK)
+    set(jit_word on)  # JIT_FALLBACK may override what the devlist said
+  else()
+    set(jit_word off)
+  endif()
+  list(TRANSFORM arg_IMAGES PREPEND "--image;" OUTPUT_VARIABLE image_args)
+  _aotwheel_record_lists("${target}" "${work}" record_args record_depends)
+  add_custom_command(
+    OUTPUT "${manifest}"
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} manifest --name "${arg_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
+            --toolchain "${work}/toolchain.json" "--options=${arg_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${arg_TGTSYM}"
+            ${record_args} --compress "$<IF:$<BOOL:${arg_COMPRESS}>,on,off>" ${image_args}
+    DEPENDS ${arg_DEPENDS} ${arg_TGTSYM} "${work}/devlist.json" "${work}/toolchain.json" ${record_depends}
+    COMMENT "aotwheel: ${arg_NAME} manifest"
+    VERBATIM)
+  add_custom_target(${custom} ALL DEPENDS "${manifest}")
+  if(NOT TARGET aotwheel_device_code)  # all device code, no C compiler: `aotwheel build warm` builds it
+    add_custom_target(aotwheel_device_code)
+  endif()
+  add_dependencies(aotwheel_device_code ${custom})
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
+  set(${out} "${manifest}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_record_lists(<target> <work> <out_args> <out_depends>): per registered vendor, the file
+# <work>/<vendor>_records.txt naming the image records on <target> (one JSON file a line, written
+# at generate time), as the manifest step's `--records <vendor>=<file>` arguments, and what the
+# manifest edge depends on for them.
+function(_aotwheel_record_lists target work out_args out_depends)
+  get_property(vendors GLOBAL PROPERTY AOTWHEEL_VENDORS)
+  set(args "")
+  set(depends "")
+  foreach(vendor IN LISTS vendors)
+    set(list_file "${work}/${vendor}_records.txt")
+    file(GENERATE OUTPUT "${list_file}" CONTENT "$<JOIN:$<TARGET_PROPERTY:${target},AOTWHEEL_IMAGES_${vendor}>,\n>")
+    list(APPEND args --records "${vendor}=${list_file}")
+    list(APPEND depends "${list_file}" "$<TARGET_PROPERTY:${target},AOTWHEEL_IMAGES_${vendor}>"
+                        "$<TARGET_PROPERTY:${target},AOTWHEEL_IMAGE_FILES_${vendor}>")
+  endforeach()
+  set(${out_args} "${args}" PARENT_SCOPE)
+  set(${out_depends} "${depends}" PARENT_SCOPE)
+endfunction()
+
+# _aotwheel_install_hook(<target> <work> <manifest> NAME <name> DESTINATION <dir> [PACKAGE <package>]):
+# install the manifest into DESTINATION, with the run-time hook <package>/_aot.py (default package:
+# DESTINATION with '.' for '/') when this aotwheel has aotwheel.hook; the one hook step of every
+# device-code function.
+function(_aotwheel_install_hook target work manifest)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME;DESTINATION;PACKAGE" "")
+  install(FILES "${manifest}" DESTINATION "${arg_DESTINATION}")
+  if(NOT EXISTS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py")
+    return()
+  endif()
+  set(package "${arg_PACKAGE}")
+  if(NOT DEFINED arg_PACKAGE)
+    string(REPLACE "/" "." package "${arg_DESTINATION}")
+  endif()
+  get_target_property(ext_name ${target} OUTPUT_NAME)
+  if(NOT ext_name)
+    set(ext_name "${target}")
+  endif()
+  set(hook "${work}/_aot.py")
+  add_custom_command(
+    OUTPUT "${hook}"
+    COMMAND ${_AOTWHEEL_STEP_COMMAND} hook --extension "${ext_name}" --package "${package}" --out "${hook}"
+    DEPENDS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py"
+    COMMENT "aotwheel: ${package}._aot hook"
+    VERBATIM)
+  add_custom_target(${arg_NAME}_aot_hook ALL DEPENDS "${hook}")
+  install(FILES "${hook}" DESTINATION "${arg_DESTINATION}")
+endfunction()
+
+# _aotwheel_target_manifest(<fn> <target> <work> <devlist json> <toolchain json> NAME <name>
+#                           CUSTOM_TARGET <name> [JIT_FALLBACK ON|OFF] [OPTIONS <options>]
+#                           DESTINATION <dir> [PACKAGE <package>])
+# A device-code call's DESTINATION when it embeds no image list of its own (its images are records
+# on <target>, or in the binary alone): <target>'s manifest comes from this call
+# (_aotwheel_claim_manifest), written from the resolver's JSON of the list and the tool facts
+# (JSON; empty: {}), and installed into DESTINATION with _aot.py.
+function(_aotwheel_target_manifest fn target work devlist toolchain)
+  cmake_parse_arguments(PARSE_ARGV 5 arg "" "NAME;CUSTOM_TARGET;JIT_FALLBACK;DESTINATION;PACKAGE" "OPTIONS")
+  _aotwheel_claim_manifest(${fn} ${target})
+  file(MAKE_DIRECTORY "${work}")
+  if(toolchain STREQUAL "")
+    set(toolchain "{}")
+  endif()
+  _aotwheel_write_if_changed("${work}/devlist.json" "${devlist}\n")
+  _aotwheel_write_if_changed("${work}/toolchain.json" "${toolchain}\n")
+  _aotwheel_manifest_edge("${target}" "${work}" manifest NAME "${arg_NAME}" CUSTOM_TARGET ${arg_CUSTOM_TARGET}
+                          JIT_FALLBACK "${arg_JIT_FALLBACK}" OPTIONS "${arg_OPTIONS}")
+  set(package_arg "")
+  if(DEFINED arg_PACKAGE)
+    set(package_arg PACKAGE "${arg_PACKAGE}")
+  endif()
+  _aotwheel_install_hook("${target}" "${work}" "${manifest}" NAME "${arg_NAME}" DESTINATION "${arg_DESTINATION}" ${package_arg})
+endfunction()
+
+# Each vendor's file: every aotwheel-<name>.cmake beside this one (a new vendor is a new file),
+# in name order; each registers its vendor with _aotwheel_register_vendor().
+file(GLOB _aotwheel_vendor_files "${CMAKE_CURRENT_LIST_DIR}/aotwheel-*.cmake")
+list(FILTER _aotwheel_vendor_files EXCLUDE REGEX "/aotwheel-config[^/]*\\.cmake$")
+list(SORT _aotwheel_vendor_files)
+foreach(_aotwheel_vendor_file IN LISTS _aotwheel_vendor_files)
+  include("${_aotwheel_vendor_file}")
+endforeach()
+unset(_aotwheel_vendor_file)
+unset(_aotwheel_vendor_files)

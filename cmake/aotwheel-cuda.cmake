@@ -1,4 +1,5 @@
-# aotwheel nvcc backend (included by aotwheel-config.cmake, or on its own after it).
+# aotwheel's NVIDIA build with nvcc (included by aotwheel-config.cmake, which holds what every
+# vendor shares, or on its own after it; this file names no other vendor).
 #
 #   aotwheel_add_cuda_device_code(<target> SOURCES <file.cl|file.cu>...
 #                                 [TARGETS <token>...]      # sm_90 sm_80 compute_80 ptx ...
@@ -10,7 +11,7 @@
 #                                 [DESTINATION <package dir>] # install _aot_manifest.json (+ _aot.py) there
 #                                 [PACKAGE <python package>]) # for the _aot.py hook; default from DESTINATION
 #
-# The same OpenCL C kernels as aotwheel_add_device_code(): each source compiles as CUDA C++ through
+# OpenCL C kernels (the sources other vendors' calls build too): each source compiles as CUDA C++ through
 # csrc/aotwheel_portable.h (nvcc -x cu -include ...). One ninja edge per (source, target):
 # `nvcc -cubin -gencode=arch=compute_90,code=sm_90` or `nvcc -ptx ...`, each looked up in
 # aotwheel's device-code cache first; one `fatbinary --create` per source; all fat binaries land
@@ -23,14 +24,18 @@
 #
 # Targets: TARGETS, else <DEVLIST>_CUDA (set by aotwheel_resolve_devlist(<DEVLIST>)), else the
 # NVIDIA part of USE_AOT_DEVLIST as aotwheel_resolve_devlist() resolves it (Python parses every
-# token; CMake never does). No NVIDIA target: the function does nothing (Intel-only builds need no
-# nvcc). A bad token or a missing nvcc stops configure with aotwheel's one-line message.
+# token; CMake never does). No NVIDIA target: the function does nothing (a list of other vendors'
+# devices needs no nvcc). A bad token or a missing nvcc stops configure with aotwheel's one-line message.
 #
-# Each call records its images on <target> (property AOTWHEEL_CUDA_IMAGES: a JSON file per call)
-# so that aotwheel_add_device_code(... DESTINATION) lists them in _aot_manifest.json. A project
-# built by nvcc alone passes DESTINATION here instead: the same manifest and _aot.py (one call per
-# target may own them). A list that names Intel devices needs aotwheel_add_device_code() or
-# aotwheel_target_sycl() in the project too (configure says so; aotwheel-config.cmake).
+# aotwheel_resolve_devlist(<out>) sets this vendor's variables (NVIDIA's DevlistPart.cmake_variables()):
+#   <out>_CUDA                NVIDIA images (sm_XY cubins, compute_XY PTX; empty if none listed)
+#   <out>_CUDA_ARCHITECTURES  the same set in CMake's CUDA_ARCHITECTURES form (80-real;90)
+#
+# Each call records its images on <target> (property AOTWHEEL_IMAGES_nvidia: a JSON file per call;
+# AOTWHEEL_IMAGE_FILES_nvidia: the fat binaries) so that whichever call on the target writes
+# _aot_manifest.json lists them. A project built by nvcc alone passes DESTINATION here: the same
+# manifest and _aot.py (one call per target may own them). The other vendors a list names need
+# their own calls in the project (configure says so; aotwheel-config.cmake).
 #
 # Private steps, in the order aotwheel_add_cuda_device_code() runs them:
 #   _aotwheel_cuda_targets      the requested tokens (TARGETS, DEVLIST or the resolver)
@@ -45,6 +50,8 @@ include_guard(GLOBAL)
 if(NOT DEFINED _AOTWHEEL_STEP_COMMAND)
   include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-config.cmake")
 endif()
+
+_aotwheel_register_vendor(nvidia WORDS "NVIDIA targets" CALLS "aotwheel_add_cuda_device_code()")
 
 # The nvcc build steps (python/aotwheel/backends/nvidia/build.py), through the one step command.
 set(_AOTWHEEL_CUDA_COMMAND ${_AOTWHEEL_STEP_COMMAND} nvidia)
@@ -93,38 +100,35 @@ function(aotwheel_add_cuda_device_code target)
   endif()
   _aotwheel_cuda_embed(${fn} "${target}" "${work}" "${plan_OUTPUTS}")
   # What this call builds per source (its fat binary and the cubins/PTX in it), for the manifest.
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_IMAGES "${plan_RECORD}")
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_IMAGES_nvidia "${plan_RECORD}")
   if(DEFINED ARG_DESTINATION)
     _aotwheel_cuda_manifest(${fn} "${target}" "${work}" "${work}/cuda.json" "${tokens_JSON}")
   endif()
 endfunction()
 
 # _aotwheel_cuda_manifest(<fn> <target> <work> <toolchain json> <devlist json>): _aot_manifest.json
-# of <target> (its CUDA images, and Intel ones if an aotwheel_add_device_code() call adds some)
-# installed into the caller's ARG_DESTINATION with _aot.py: a target built by nvcc alone gets both
-# too. <devlist json>: the resolver's JSON of the list; empty: the caller's TARGETS, resolved here.
+# of <target> (its CUDA images, and those other vendors' calls record on it) installed into the
+# caller's ARG_DESTINATION with _aot.py: a target built by nvcc alone gets both too (aotwheel-config.cmake's
+# _aotwheel_target_manifest). <toolchain json>: nvcc's facts (path, version, targets), a file, or
+# empty; <devlist json>: the resolver's JSON of the list; empty: the caller's TARGETS, resolved here.
 function(_aotwheel_cuda_manifest fn target work toolchain devlist)
-  _aotwheel_claim_manifest(${fn} ${target})
-  file(MAKE_DIRECTORY "${work}")
-  if(toolchain STREQUAL "")
-    _aotwheel_write_if_changed("${work}/toolchain.json" "{}\n")
-  else()  # nvcc's facts (path, version, targets) as the manifest's toolchain
-    configure_file("${toolchain}" "${work}/toolchain.json" COPYONLY)
+  set(facts "")
+  if(NOT toolchain STREQUAL "")
+    file(READ "${toolchain}" facts)
+    string(STRIP "${facts}" facts)
   endif()
   if(devlist STREQUAL "")
     list(JOIN ARG_TARGETS "," csv)
     aotwheel_resolve_devlist(explicit DEVLIST "${csv}")
     set(devlist "${explicit_JSON}")
   endif()
-  _aotwheel_write_if_changed("${work}/devlist.json" "${devlist}\n")
-  # The shared manifest and hook steps of aotwheel-build.cmake, with no Intel image.
-  _aotwheel_manifest_edge("${target}" "${work}" manifest NAME "${ARG_NAME}" CUSTOM_TARGET ${ARG_NAME}_cuda_aot_manifest JIT_FALLBACK OFF)
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
   set(package_arg "")
   if(DEFINED ARG_PACKAGE)
     set(package_arg PACKAGE "${ARG_PACKAGE}")
   endif()
-  _aotwheel_install_hook("${target}" "${work}" "${manifest}" NAME "${ARG_NAME}" DESTINATION "${ARG_DESTINATION}" ${package_arg})
+  _aotwheel_target_manifest(${fn} "${target}" "${work}" "${devlist}" "${facts}" NAME "${ARG_NAME}"
+                            CUSTOM_TARGET ${ARG_NAME}_cuda_aot_manifest JIT_FALLBACK OFF
+                            DESTINATION "${ARG_DESTINATION}" ${package_arg})
 endfunction()
 
 # _aotwheel_cuda_targets(<fn> <out>): the NVIDIA tokens asked for: the caller's ARG_TARGETS, else
@@ -187,5 +191,5 @@ function(_aotwheel_cuda_embed fn target work fatbins)
   set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins}")
   target_sources(${target} PRIVATE "${embed_c}")
   target_include_directories(${target} PRIVATE "${work}")
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_CUDA_FATBINS "${fatbins}")
+  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_IMAGE_FILES_nvidia "${fatbins}")
 endfunction()

@@ -1,4 +1,5 @@
-# aotwheel icpx (DPC++/SYCL) backend.
+# aotwheel's Intel build with icpx (oneAPI DPC++/SYCL), included by aotwheel-config.cmake; this
+# file names no other vendor: -fsycl-targets entries of other vendors come from the resolver.
 #
 #   aotwheel_target_sycl(<target>
 #                        [DEVICES <devlist>]          # default: USE_AOT_DEVLIST, see aotwheel_resolve_devlist
@@ -25,8 +26,9 @@
 #                                       spir64_gen without a device)
 #   -Xs "-device pvc,acm-g10 -options '...'"   (device list before the options)
 #   --offload-compress  -fsycl-max-parallel-link-jobs=<n>
-# NVIDIA tokens in the devlist (sm_90: oneAPI for NVIDIA GPUs) append nvidia_gpu_sm_XY targets:
-#   -fsycl-targets=spir64_gen,spir64,nvidia_gpu_sm_90
+# Other vendors' tokens in the devlist append their SYCL targets (oneAPI plug-ins), as the
+# resolver names them (<out>_SYCL_TARGETS):
+#   -fsycl-targets=spir64_gen,spir64,<their targets>
 #   -Xsycl-target-backend=spir64_gen "-device pvc"    (the ocloc arguments for spir64_gen only)
 #
 # The devlist is resolved by the Python resolver through aotwheel_resolve_devlist()
@@ -42,6 +44,13 @@
 # _aotwheel_sycl_flags, _aotwheel_sycl_link_items.
 
 include_guard(GLOBAL)
+
+# Configure's check names aotwheel_target_sycl() among the calls that build Intel devices; a call
+# also counts as a build step of the other vendors whose targets its -fsycl-targets names
+# (<out>_SYCL_VENDORS, from the resolver).
+if(COMMAND _aotwheel_register_vendor)  # not in `cmake -P` scripts that include this file alone
+  _aotwheel_register_vendor(intel CALLS "aotwheel_target_sycl()")
+endif()
 
 # Characters allowed in a device name and in one ocloc option. No quotes, backslashes, '$',
 # spaces or ';', so the -Xs argument can be quoted once, safely, for every shell CMake targets.
@@ -61,9 +70,9 @@ set(_AOTWHEEL_SYCL_OPTION_RE "^-[A-Za-z0-9_=.,:+/-]+$")
 #
 # Sets <out_compile> and <out_link> in the caller to the compiler arguments, one list item per
 # argv element (the -Xs value is one item: "-device a,b -options '-x -y'").
-# SYCL_TARGETS may end in NVIDIA targets (nvidia_gpu_sm_90, from an sm_XY token: oneAPI for
-# NVIDIA GPUs); the ocloc arguments then go to spir64_gen alone, as
-# -Xsycl-target-backend=spir64_gen "<value>" (plain -Xs would hand -device to ptxas as well).
+# SYCL_TARGETS may hold other vendors' targets besides spir64_gen/spir64 (the resolver's, from
+# their tokens); the ocloc arguments then go to spir64_gen alone, as
+# -Xsycl-target-backend=spir64_gen "<value>" (plain -Xs would hand -device to their back ends as well).
 function(_aotwheel_sycl_flags out_compile out_link)
   cmake_parse_arguments(PARSE_ARGV 2 arg "" "JIT_FALLBACK;SYCL_TARGETS;COMPRESS;PARALLEL_LINK_JOBS;FUNCTION"
                         "DEVICES;OPTIONS;EXTRA_COMPILE;EXTRA_LINK")
@@ -75,7 +84,7 @@ function(_aotwheel_sycl_flags out_compile out_link)
     message(FATAL_ERROR "${fn}: unknown arguments '${arg_UNPARSED_ARGUMENTS}'. Try: DEVICES, JIT_FALLBACK, OPTIONS, COMPRESS, PARALLEL_LINK_JOBS")
   endif()
   _aotwheel_sycl_check_inputs(${fn})
-  _aotwheel_sycl_targets(${fn} targets nvidia)
+  _aotwheel_sycl_targets(${fn} targets others)
 
   set(compile -fsycl "-fsycl-targets=${targets}" ${arg_EXTRA_COMPILE})
   set(link -fsycl "-fsycl-targets=${targets}")
@@ -87,7 +96,7 @@ function(_aotwheel_sycl_flags out_compile out_link)
       list(JOIN arg_OPTIONS " " option_text)
       string(APPEND backend " -options '${option_text}'")
     endif()
-    if(nvidia)
+    if(others)
       list(APPEND link -Xsycl-target-backend=spir64_gen "${backend}")
     else()
       list(APPEND link -Xs "${backend}")
@@ -135,26 +144,30 @@ function(_aotwheel_sycl_check_inputs fn)
   endif()
 endfunction()
 
-# _aotwheel_sycl_targets(<fn> <out> <out_nvidia>): the -fsycl-targets value, the caller's
-# arg_SYCL_TARGETS checked (Intel forms, then NVIDIA ones) or computed from arg_DEVICES and
-# arg_JIT_FALLBACK; <out_nvidia> is TRUE when it names NVIDIA targets.
-function(_aotwheel_sycl_targets fn out out_nvidia)
+# _aotwheel_sycl_targets(<fn> <out> <out_others>): the -fsycl-targets value, the caller's
+# arg_SYCL_TARGETS checked (Intel's forms; any other entry, another vendor's target as the
+# resolver wrote it, only for being one plain word) or computed from arg_DEVICES and
+# arg_JIT_FALLBACK; <out_others> is TRUE when it names other vendors' targets.
+function(_aotwheel_sycl_targets fn out out_others)
   list(LENGTH arg_DEVICES n_devices)
-  set(nvidia FALSE)
+  set(others FALSE)
   if(DEFINED arg_SYCL_TARGETS AND NOT arg_SYCL_TARGETS STREQUAL "")
     set(targets "${arg_SYCL_TARGETS}")
     string(REPLACE "," ";" parts "${targets}")
     set(intel "")
+    set(plain TRUE)
     foreach(part IN LISTS parts)
-      if(part MATCHES "^nvidia_gpu_sm_[0-9]+[af]?$")
-        set(nvidia TRUE)
-      else()
+      if(part MATCHES "^spir64(_gen)?$")
         list(APPEND intel "${part}")
+      elseif(part MATCHES "^[a-z][a-z0-9_]*$")
+        set(others TRUE)
+      else()
+        set(plain FALSE)
       endif()
     endforeach()
     list(JOIN intel "," intel)
-    if(NOT intel MATCHES "^(spir64_gen,spir64|spir64_gen|spir64)?$" OR targets MATCHES ";")
-      message(FATAL_ERROR "${fn}: SYCL_TARGETS is '${targets}'. Try: spir64_gen,spir64 | spir64_gen | spir64, then any nvidia_gpu_sm_XY (from aotwheel_resolve_devlist)")
+    if(NOT intel MATCHES "^(spir64_gen,spir64|spir64_gen|spir64)?$" OR NOT plain OR targets MATCHES ";")
+      message(FATAL_ERROR "${fn}: SYCL_TARGETS is '${targets}'. Try: spir64_gen,spir64 | spir64_gen | spir64, then other vendors' targets as aotwheel_resolve_devlist() gives them")
     endif()
   elseif(n_devices EQUAL 0)
     if(NOT arg_JIT_FALLBACK)
@@ -173,7 +186,7 @@ function(_aotwheel_sycl_targets fn out out_nvidia)
     message(FATAL_ERROR "${fn}: SYCL_TARGETS '${targets}' has no spir64_gen but DEVICES is '${arg_DEVICES}'. Try: pass the resolver's <out>_SYCL_TARGETS unchanged")
   endif()
   set(${out} "${targets}" PARENT_SCOPE)
-  set(${out_nvidia} ${nvidia} PARENT_SCOPE)
+  set(${out_others} ${others} PARENT_SCOPE)
 endfunction()
 
 # _aotwheel_sycl_link_items(<out> <arg>...): argv elements as target_link_options() items.
@@ -205,7 +218,7 @@ function(aotwheel_target_sycl target)
   endif()
   _aotwheel_sycl_check_target(${fn} "${target}")
   _aotwheel_sycl_resolve(dl)
-  _aotwheel_vendors_built(intel nvidia)  # -fsycl-targets carries both vendors' targets
+  _aotwheel_vendors_built(${dl_SYCL_VENDORS})  # -fsycl-targets carries every vendor's targets it names
   _aotwheel_sycl_field(${fn} field)
   if(NOT DEFINED arg_COMPRESS)  # USE_AOT_COMPRESS, as the resolver passed it on (else its default, ON):
     # one switch for icpx's --offload-compress and aotwheel_add_device_code's own images
@@ -248,26 +261,22 @@ function(aotwheel_target_sycl target)
 endfunction()
 
 # _aotwheel_sycl_manifest(<fn> <target>): with DESTINATION, the same _aot_manifest.json and _aot.py
-# as the open toolchain's and nvcc's calls install (aotwheel-build.cmake's steps): the resolved
-# devlist and icpx, no image list (icpx writes the images at link time; the binary is the truth
-# that _aot.targets() and `aotwheel inspect` read). Reads the caller's dl_* and arg_*.
+# as every device-code call installs (aotwheel-config.cmake's _aotwheel_target_manifest): the
+# resolved devlist and icpx, no image list (icpx writes the images at link time; the binary is the
+# truth that _aot.targets() and `aotwheel inspect` read). Reads the caller's dl_* and arg_*.
 function(_aotwheel_sycl_manifest fn target)
-  _aotwheel_claim_manifest(${fn} ${target})
   string(MAKE_C_IDENTIFIER "${target}" name)
-  set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${name}_sycl")
-  file(MAKE_DIRECTORY "${work}")
-  _aotwheel_write_if_changed("${work}/devlist.json" "${dl_JSON}\n")
   _aotwheel_json_string(icpx "${CMAKE_CXX_COMPILER}")
   _aotwheel_json_string(version "${CMAKE_CXX_COMPILER_VERSION}")
-  _aotwheel_write_if_changed("${work}/toolchain.json" "{\"icpx\": ${icpx}, \"icpx_version\": ${version}}\n")
   list(JOIN arg_OPTIONS " " options)
-  _aotwheel_manifest_edge("${target}" "${work}" manifest NAME "${name}" CUSTOM_TARGET ${name}_sycl_aot_manifest
-                          JIT_FALLBACK "${dl_JIT_FALLBACK}" OPTIONS "${options}")
   set(package_arg "")
   if(DEFINED arg_PACKAGE)
     set(package_arg PACKAGE "${arg_PACKAGE}")
   endif()
-  _aotwheel_install_hook("${target}" "${work}" "${manifest}" NAME "${name}" DESTINATION "${arg_DESTINATION}" ${package_arg})
+  _aotwheel_target_manifest(${fn} "${target}" "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${name}_sycl" "${dl_JSON}"
+                            "{\"icpx\": ${icpx}, \"icpx_version\": ${version}}" NAME "${name}"
+                            CUSTOM_TARGET ${name}_sycl_aot_manifest JIT_FALLBACK "${dl_JIT_FALLBACK}" OPTIONS "${options}"
+                            DESTINATION "${arg_DESTINATION}" ${package_arg})
 endfunction()
 
 # _aotwheel_sycl_check_target(<fn> <target>): <target> exists, is compiled by icpx, and the

@@ -429,9 +429,10 @@ def parse_ar(data: bytes, scratch: Path) -> None:
 
 
 def parse_zebin(data: bytes, scratch: Path) -> None:
-    from aotwheel.backends.intel.zebin import read_zebin
+    from aotwheel.backends.intel.zebin import read_zebin, validate_zebin
 
-    _each(lambda: read_zebin(_region(data)), lambda: parse_inspect(data, scratch))
+    # validate_zebin: --deep's check of the structure and .ze_info (parse_inspect reaches it too)
+    _each(lambda: read_zebin(_region(data)), lambda: validate_zebin(_region(data)), lambda: parse_inspect(data, scratch))
 
 
 def parse_legacy(data: bytes, scratch: Path) -> None:

@@ -76,7 +76,7 @@ def test_wheel_is_abi3_and_ships_the_extension_manifest_and_cmake_files(wheels):
     whl = wheels["env"]["wheel"]
     assert re.fullmatch(r"aotwheel-[^-]+-cp310-abi3-linux_x86_64\.whl", whl.name)
     names = zipfile.ZipFile(whl).namelist()
-    for want in ("aotwheel/_aot_manifest.json", "aotwheel/cmake/aotwheel-config.cmake", "aotwheel/cmake/aotwheel-build.cmake"):
+    for want in ("aotwheel/_aot_manifest.json", "aotwheel/cmake/aotwheel-config.cmake", "aotwheel/cmake/aotwheel-intel.cmake"):
         assert want in names
     assert [n for n in names if n.startswith("aotwheel/_kernels")] == ["aotwheel/_kernels.abi3.so"]
     assert [n for n in names if n.startswith("aotwheel/_fastscan")] == ["aotwheel/_fastscan.abi3.so"]  # the inspector's C scanner

@@ -168,3 +168,33 @@ def test_the_loaders_error_names_the_image_not_a_temporary_file(built, tmp_path)
     with pytest.raises(AotwheelError) as err:  # an InspectError naming /tmp/aotwheel-opencl-*/image.ar before
         device_code(str(path))
     assert "aotwheel-opencl-" not in str(err.value) and str(err.value).startswith(f"{path}: "), str(err.value)
+
+
+def test_a_failed_checksum_in_the_spirv_slot_is_named_by_every_reader(built, tmp_path):
+    """aotwheel writes a checksum into each frame: a changed checksum (or a changed byte it covers)
+    is one line naming the image in inspect (the default mode decompresses a one-block frame whole),
+    --deep, check (text and JSON) and the loader."""
+    data = bytearray(built.read_bytes())
+    (name, off, size, _entry) = next(s for s in _slots(built) if not s[0].endswith("spir64_gen"))
+    assert data[off + 4] & 0x04  # the frame carries a checksum
+    data[off + size - 1] ^= 0x01
+    so = tmp_path / "checksum.so"
+    so.write_bytes(bytes(data))
+    for args in (("inspect", str(so)), ("inspect", "--deep", str(so))):
+        proc = _cli(*args)
+        named = [ln for ln in proc.stdout.splitlines() if "(spir64 in " in ln and "damaged" in ln]
+        assert len(named) == 1 and "checksum" in named[0], proc.stdout
+    check = _cli("check", "--device", "pvc", "--json", str(so))
+    import json
+
+    (warning,) = json.loads(check.stdout)["warnings"]
+    assert "(spir64 in " in warning and "checksum" in warning, check.stdout
+    from aotwheel.opencl import device_code
+
+    frames = {e.triple: e.data for e in embedded_images(built)}
+    bad = frames["spir64"][:-1] + bytes([frames["spir64"][-1] ^ 0x01])
+    mod = _module(built)
+    mod.images = lambda: [("spir64_gen", "reduce.cl", frames["spir64_gen"]), ("spir64", "reduce.cl", bad)]  # type: ignore[attr-defined]
+    with pytest.raises(AotwheelError) as err:
+        device_code(mod)
+    assert "\n" not in str(err.value) and "checksum" in str(err.value) and "reinstall" in str(err.value), str(err.value)

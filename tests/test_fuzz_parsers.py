@@ -97,6 +97,16 @@ _HOSTILE = textwrap.dedent("""
                 struct.pack_into("<Q", data, shoff + i * shentsize + 32, 1 << 60)
             from aotwheel.formats.elf import open_elf
             open_elf(Region(bytes(data), "x"))
+        elif case in ("elf-extended-shnum", "elf-extended-phnum"):  # gABI extended numbering: the counts in section 0
+            shoff, = struct.unpack_from("<Q", data, 40)
+            if case == "elf-extended-shnum":
+                struct.pack_into("<H", data, 60, 0)  # e_shnum 0: section 0's sh_size holds the count
+                struct.pack_into("<Q", data, shoff + 32, 1 << 40)
+            else:
+                struct.pack_into("<H", data, 56, 0xFFFF)  # e_phnum PN_XNUM: section 0's sh_info holds the count
+                struct.pack_into("<I", data, shoff + 44, 0xFFFFFFFF)
+            from aotwheel.formats.elf import open_elf
+            open_elf(Region(bytes(data), "x"))
         elif case == "zstd-declared":  # a real frame re-headed to declare 1 TiB of content
             import zstandard
             frame = zstandard.ZstdCompressor(write_content_size=False).compress(bytes(data))
@@ -115,6 +125,32 @@ _HOSTILE = textwrap.dedent("""
             struct.pack_into("<Q", data, 8, 1 << 62)
             from aotwheel.formats.offload import read_all
             read_all(Region(bytes(data), "x"))
+        elif case == "offload-strings":  # the string count -> 2^60 (a 16-byte entry each)
+            struct.pack_into("<Q", data, 48, 1 << 60)  # header (32) + entry: kinds and flags (8), string offset (8), count
+            from aotwheel.formats.offload import read_all
+            read_all(Region(bytes(data), "x"))
+        elif case == "bundle-count":  # the first bundle's entry count -> 2^60
+            from aotwheel.formats.bundle import BUNDLE_MAGIC, read_bundle
+            at = bytes(data).find(BUNDLE_MAGIC)
+            struct.pack_into("<Q", data, at + 24, 1 << 60)
+            read_bundle(Region(bytes(data), "x").sub(at, len(data) - at, "bundle"))
+        elif case == "ccob-size":  # a CCOB (version 3, zstd) of the bundle declaring 2^60 uncompressed bytes
+            from aotwheel.formats.bundle import BUNDLE_MAGIC, decompress_ccob, read_ccob
+            at = bytes(data).find(BUNDLE_MAGIC)
+            blob = bytearray(fu.ccob(bytes(data[at:]), 3, 1))
+            struct.pack_into("<Q", blob, 16, 1 << 60)
+            decompress_ccob(read_ccob(Region(bytes(blob), "x")))
+        elif case == "cuda-cubin-strtab":  # every section's sh_offset -> 2^60: names are never read from outside
+            from aotwheel.backends.nvidia.fatbin import cubin_kernels
+            at = bytes(data).find(b"\x7fELF\x02\x01")
+            cubin = bytearray(data[at:])
+            shoff, = struct.unpack_from("<Q", cubin, 0x28)
+            shnum, = struct.unpack_from("<H", cubin, 0x3C)
+            for i in range(shnum):
+                if struct.unpack_from("<I", cubin, shoff + i * 64 + 4)[0] == 3:  # SHT_STRTAB
+                    struct.pack_into("<Q", cubin, shoff + i * 64 + 24, 1 << 60)
+            print("accepted" if cubin_kernels(bytes(cubin)) == [] else "names read from outside the cubin")
+            raise SystemExit(0)
         elif case == "cuda-size":
             struct.pack_into("<Q", data, 8, 1 << 50)
             from aotwheel.backends.nvidia.fatbin import parse_fatbin
@@ -132,6 +168,12 @@ _HOSTILE_SEEDS = {
     "zstd-bomb": fu.fat_seed,
     "offload-size": fu.offload_seed,
     "cuda-size": fu.cuda_fatbin_seed,
+    "elf-extended-shnum": fu.host_so_seed,
+    "elf-extended-phnum": fu.host_so_seed,
+    "offload-strings": fu.offload_seed,
+    "bundle-count": fu.amd_bundle_seed,
+    "ccob-size": fu.amd_bundle_seed,
+    "cuda-cubin-strtab": fu.cuda_fatbin_seed,
 }
 
 
@@ -146,5 +188,8 @@ def test_claimed_sizes_beyond_the_data_are_rejected_under_a_memory_limit(case: s
     proc = subprocess.run([sys.executable, str(script), case, str(seed)], capture_output=True, text=True, timeout=300)
     # MemoryError (RLIMIT_AS hit) or any other exception fails here with its traceback.
     assert proc.returncode == 0, proc.stderr[-3000:]
+    if case == "cuda-cubin-strtab":
+        assert proc.stdout.strip() == "accepted", proc.stdout
+        return
     assert proc.stdout.startswith("InspectError: "), proc.stdout
     assert len(proc.stdout.strip().splitlines()) == 1

@@ -186,7 +186,9 @@ def test_icpx_golden_resolver_targets_are_used_verbatim(tmp_path: Path) -> None:
         ({"devices": [], "sycl_targets": "spir64_gen,spir64"}, "ocloc crashes on spir64_gen"),
         ({"devices": ["pvc"], "sycl_targets": "spir64;x"}, "SYCL_TARGETS"),
         ({"devices": ["pvc"], "compress": "maybe"}, "COMPRESS ON or COMPRESS OFF"),
-        ({"devices": ["pvc"], "sycl_targets": "spir64_gen,nvidia_gpu_sm90"}, "SYCL_TARGETS is"),
+        # Another vendor's entry is the resolver's (CMake parses no target name): one plain word, no option.
+        ({"devices": ["pvc"], "sycl_targets": "spir64_gen,-Xs"}, "SYCL_TARGETS is"),
+        ({"devices": ["pvc"], "sycl_targets": "spir64_gen,spir64,spir64_gen"}, "SYCL_TARGETS is"),
         ({"devices": ["pvc"], "sycl_targets": "spir64_gen,nvidia_gpu_sm_90;touch pwned"}, "SYCL_TARGETS is"),
         ({"devices": ["pvc"], "sycl_targets": "nvidia_gpu_sm_90"}, "has no spir64_gen"),
         ({"devices": [], "sycl_targets": "spir64_gen,nvidia_gpu_sm_90"}, "ocloc crashes on spir64_gen"),

@@ -24,8 +24,8 @@ DEVLIST = "pvc,ats-m150"
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     require("cmake", "ninja", "cc", "ocloc", CLANG, LLVM_SPIRV)
-    if not (REPO / "cmake" / "aotwheel-build.cmake").is_file() or not (REPO / "csrc").is_dir():
-        pytest.skip("the CMake build (cmake/aotwheel-build.cmake, csrc/) is not in this checkout")
+    if not (REPO / "cmake" / "aotwheel-intel.cmake").is_file() or not (REPO / "csrc").is_dir():
+        pytest.skip("the CMake build (cmake/aotwheel-intel.cmake, csrc/) is not in this checkout")
     root = tmp_path_factory.mktemp("ownwheel")
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("USE_AOT_")}
     env.update(USE_AOT_DEVLIST=DEVLIST, AOTWHEEL_CACHE_DIR=str(root / "cache"))

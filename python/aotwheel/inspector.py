@@ -447,7 +447,8 @@ class _Walk:
         if kind not in self.report.ir:
             self.report.ir.append(kind)
 
-    def note_ir(self, kind: str | None) -> None:
+    def note_ir(self, kind: str | None) -> None:  # a reader's nested IR (generic_ir): kept when a slot is damaged
+        self.memo.setdefault("noted-ir", set()).add(kind)
         _note_ir(self, kind)
 
     def add_image(self, region: Region, *, triple: str | None, section: str | None, offload_arch: str | None = None) -> None:
@@ -502,6 +503,8 @@ def _walk_host(walk: _Walk, region: Region) -> ElfView:
     from aotwheel.formats.elf import DESCRIPTORS_ALWAYS_UP_TO, open_elf, read_host
 
     view = open_elf(region)
+    # This table's slots by index (the memo outlives one report: a static library's members share it).
+    walk.memo["damaged"], walk.memo["walked"] = set(), set()
     for name in (".tgtimg", ".tgtsym"):  # read whole: one sweep, not a fault per page
         sec = view.section(name)
         if sec is not None and sec.type != "SHT_NOBITS" and sec.size > _PAGE:
@@ -529,6 +532,10 @@ def _walk_host(walk: _Walk, region: Region) -> ElfView:
                 _walk_host_image(walk, region, img)
         if fs is not None:
             _judge_leaves(walk, first, region, view)
+    if not walk.deep:
+        _peek_ir_slots(walk, first, region)
+    if walk.memo.get("damaged"):
+        _drop_damaged_ir(walk, first)
     for sec in host.offloading_sections:
         _walk_offloading(walk, region.sub(sec.offset, sec.size, "section '.llvm.offloading'"), sec.name)
     for reader in walk.readers.host:  # the vendors' own sections (fat binaries, offload bundles)
@@ -583,11 +590,16 @@ def _slots():  # type: ignore[no-untyped-def]
     return slots
 
 
-def _slot_check(walk: _Walk, triple: str | None, content: str, size: int, trailing: int = 0) -> str | None:
-    """:func:`aotwheel.slots.slot_problem` for a slot of ``triple`` (None for slots it does not judge)."""
+def _slot_check(walk: _Walk, triple: str | None, content: str, size: int, trailing: int = 0, head: bytes = b"") -> str | None:
+    """:func:`aotwheel.slots.slot_problem` for a slot of ``triple``; a slot whose triple no reader
+    declares (or none) only when it is empty or ``head`` starts with no magic any reader knows."""
     slots = _slots()
     checked, ir = slots.family_ir(triple, walk.readers.ir_by_arch)
-    return slots.slot_problem(content, size, ir, trailing=trailing) if checked else None
+    if checked:
+        return slots.slot_problem(content, size, ir, trailing=trailing, head=head or None)
+    if content != _UNKNOWN and size:
+        return None
+    return slots.unjudged_problem(content, size, head, [m for m, _ in walk.readers.magic] + [m for m, _ in walk.readers.carried])
 
 
 def _damaged(walk: _Walk, image: Image, problem: str) -> None:
@@ -614,6 +626,69 @@ def _judge_leaves(walk: _Walk, first: int, region: Region, view: Any) -> None:
             problem = _slot_check(walk, image.triple, image.content, image.listed_size or 0, (image.listed_size or 0) - image.size)
         if problem is not None:
             _damaged(walk, image, problem)
+
+
+def _peek_ir_slots(walk: _Walk, first: int, region: Region) -> None:
+    """The compressed IR slots the default walk named from their triple (the C scanner's leaves and
+    the Python loop's alike): each frame's first block is decompressed and its head read, so that a
+    fat binary (or anything else) in an IR slot is damage here too, as in ``--deep`` and the loader.
+    A frame of one block (most SYCL images: a few KB) is decompressed whole and its checksum verified;
+    a larger frame's checksum is left to ``--deep`` and the loader, which decompress it all."""
+    damaged = walk.memo.get("damaged", ())
+    readers, dctx = walk.readers, None
+    irs: dict[str | None, ImageKind | None] = {}  # triple -> its IR (a table repeats a few triples)
+    buf, origin = region.buf, region.origin
+    for image in walk.report.images[first:]:
+        if image.kind != _ZSTD or image.index in damaged:
+            continue
+        triple = image.triple
+        ir = irs[triple] if triple in irs else irs.setdefault(triple, readers.ir_of(triple))
+        if ir is None or image.content != ir:
+            continue
+        if dctx is None:
+            dctx = _dctx(walk)
+        try:
+            head = _peek_frame(buf, image.offset - origin, image.size, dctx, image.decompressed_size)
+        except ValueError as exc:
+            _damaged(walk, image, str(exc))
+            continue
+        content = sniff(head, readers.elf_kinds)
+        if content != ir:
+            image.content = content
+            _damaged(walk, image, _slot_check(walk, image.triple, content, image.size, head=head) or f"it holds {content}")
+
+
+def _peek_frame(buf: Any, at: int, size: int, dctx: Any, declared: int | None) -> bytes:
+    """:func:`aotwheel.formats.zstd.peek_frame`, imported at the first compressed IR slot (then
+    called directly: this name is rebound to it), not at start-up."""
+    global _peek_frame
+    from aotwheel.formats.zstd import peek_frame
+
+    _peek_frame = peek_frame
+    return peek_frame(buf, at, size, dctx, declared)
+
+
+def _dctx(walk: _Walk) -> Any:
+    """The walk's zstd decompression context (one per walk: a new one per image was half the cost)."""
+    dctx = walk.memo.get("zstd-dctx")
+    if dctx is None:
+        import zstandard
+
+        dctx = walk.memo["zstd-dctx"] = zstandard.ZstdDecompressor()
+    return dctx
+
+
+def _drop_damaged_ir(walk: _Walk, first: int) -> None:
+    """No IR claim from a damaged slot: an IR kind only damaged images of the table gave (the C
+    scanner lists a leaf's kind before its slot is judged) leaves ``ir``, unless an intact image or
+    a reader (the IR a native image carries beside its code) also gave it."""
+    fr, damaged = walk.report, walk.memo["damaged"]
+    lost = {k for img in fr.images[first:] if img.index in damaged
+            for k in (img.kind, img.content, walk.readers.ir_of(img.triple)) if k in _LEAF_KINDS}
+    if not lost:
+        return
+    backed = {k for img in fr.images if img.index not in damaged for k in (img.kind, img.content)} | walk.memo.get("noted-ir", set())
+    fr.ir[:] = [k for k in fr.ir if k not in lost or k in backed]
 
 
 def _walk_slot(walk: _Walk, region: Region, img: HostImage) -> None:
@@ -791,12 +866,13 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
     fill it)."""
     fr = walk.report
     index = len(fr.images)
-    kind = sniff(_head(region, 64), walk.readers.elf_kinds)
+    head = _head(region, 64)
+    kind = sniff(head, walk.readers.elf_kinds)
     img = Image(index, region.where(0), region.size, kind, triple, kind == _ZSTD, section)  # positional: 13k calls in an XPU env
     if offload_arch is not None:
         img.arch = offload_arch
     fr.images.append(img)
-    if slot and kind != _ZSTD and (problem := _slot_check(walk, triple, kind, region.size)) is not None:
+    if slot and kind != _ZSTD and (problem := _slot_check(walk, triple, kind, region.size, head=head)) is not None:
         _damaged(walk, img, problem)
         return
     if kind == _ZSTD:
@@ -823,13 +899,9 @@ def _add_image(walk: _Walk, region: Region, *, triple: str | None, section: str 
             img.content = ir
             _note_ir(walk, ir)
             return
-        dctx = walk.memo.get("zstd-dctx")
-        if dctx is None:
-            import zstandard
-
-            dctx = walk.memo["zstd-dctx"] = zstandard.ZstdDecompressor()
-        img.content = sniff(zstd.peek(region, 64, dctx), walk.readers.elf_kinds)
-        if slot and (problem := _slot_check(walk, triple, img.content, img.decompressed_size or 1)) is not None:
+        head = zstd.peek(region, 64, _dctx(walk))
+        img.content = sniff(head, walk.readers.elf_kinds)
+        if slot and (problem := _slot_check(walk, triple, img.content, img.decompressed_size or 1, head=head)) is not None:
             _damaged(walk, img, problem)
             return
         # Native content can only be listed after decompression; SPIR-V needs it only in deep mode.

@@ -160,8 +160,9 @@ def _no_device_verdicts(files: list[Any], path: str, devices: Any) -> list[Verdi
 
 
 def _device_code(report: Any) -> list[Any]:
-    """The inspected files that carry device code, and those that could not be read."""
-    return [f for f in report.files if f.native_targets or f.ir or f.error]
+    """The inspected files that carry device code, those that could not be read, and those with a
+    damaged image slot (its only image may be the damaged one: check names it, never "no code")."""
+    return [f for f in report.files if f.native_targets or f.ir or f.error or any(" is damaged: " in w for w in f.warnings)]
 
 
 @functools.lru_cache(maxsize=32)

@@ -16,7 +16,7 @@ from aotwheel.model import IR_KINDS, ImageKind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
 
 def family_ir(triple: str | None, ir_by_arch: Mapping[str, ImageKind]) -> tuple[bool, ImageKind | None]:
@@ -30,16 +30,29 @@ def family_ir(triple: str | None, ir_by_arch: Mapping[str, ImageKind]) -> tuple[
     return any(arch.startswith(f"{family}_") for family in ir_by_arch), None
 
 
-def slot_problem(content: str, size: int, ir: ImageKind | None, *, trailing: int = 0) -> str | None:
+def unjudged_problem(content: str, size: int, head: bytes, magics: Iterable[bytes]) -> str | None:
+    """What is wrong with a slot whose triple no reader declares (or that has none: a damaged
+    descriptor): only what is wrong whatever it should hold. Empty, or bytes that start with no
+    magic any reader knows (``magics``: the readers' own, such as NVIDIA's fat binary container's):
+    a zeroed image is damage, not an image of an unknown kind."""
+    if size == 0:
+        return "the slot is empty"
+    if content == ImageKind.UNKNOWN and not any(head.startswith(m) for m in magics):
+        return "it holds no device code any reader knows (bad magic" + (", all zero bytes)" if not any(head) else ")")
+    return None
+
+
+def slot_problem(content: str, size: int, ir: ImageKind | None, *, trailing: int = 0, head: bytes | None = None) -> str | None:
     """What is wrong with a slot of ``size`` bytes whose (decompressed) content is of kind
     ``content``; ``ir``: the IR its triple says it holds (``None``: native code); ``trailing``:
-    bytes after the slot's zstd frame. ``None`` when nothing is."""
+    bytes after the slot's zstd frame; ``head``: its first bytes, when known (a zeroed slot is named
+    so). ``None`` when nothing is."""
     if size == 0:
         return "the slot is empty"
     if trailing:
         return f"{trailing} bytes follow its zstd frame (two frames, or a frame and garbage)"
     if content == ImageKind.UNKNOWN:
-        return "it holds no device code any reader knows (bad magic)"
+        return "it holds no device code any reader knows (bad magic" + (", all zero bytes)" if head is not None and not any(head) else ")")
     if ir is not None and content != ir:
         return f"it holds {content} where {ir} belongs (misplaced)"
     if ir is None and content in IR_KINDS:

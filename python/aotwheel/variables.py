@@ -72,8 +72,11 @@ VARIABLES: tuple[Variable, ...] = (
 # own CI and tests. Declared so that configure's check (aotwheel.varcheck) knows them.
 ALLOW_UNBUILT = Variable("AOTWHEEL_ALLOW_UNBUILT", None,
                          "vendors (intel, nvidia, ON) a device list may name without a build step for them (CMake reads it)")
+# PyTorch's and IPEX's build parallelism, which aotwheel_target_sycl follows as they do.
+MAX_JOBS = Variable("MAX_JOBS", None,
+                    "icpx's -fsycl-max-parallel-link-jobs default when at most the CPU count (CMake reads it from the environment)")
 OTHER_NAMES: tuple[Variable, ...] = (
-    ALLOW_UNBUILT,
+    ALLOW_UNBUILT, MAX_JOBS,
     Variable("AOTWHEEL_TOOLCHAIN", None, "ci/setup.sh: 'current' installs the current toolchain (Debian sid/testing)"),
     Variable("AOTWHEEL_TEST_WHEEL", None, "tests: the aotwheel wheel ci/test.sh built, used instead of building one"),
     Variable("AOTWHEEL_FASTSCAN_EXAMPLES", None, "tests: how many examples the C scanner's property tests draw"),

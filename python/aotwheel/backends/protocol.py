@@ -127,6 +127,12 @@ class DevlistPart(Protocol):
         field-default options, fp64, targets the installed ocloc cannot build)."""
         ...
 
+    def cmake_variables(self, field_defaults: bool) -> dict[str, object]:
+        """What CMake's ``aotwheel_resolve_devlist(<out>)`` sets for this vendor: key ``K`` becomes
+        ``<out>_K`` (``""``: ``<out>`` itself); a list is a CMake list, a bool ON/OFF (Intel:
+        ``OCLOC_DEVICE``, NVIDIA: ``CUDA``). Keys are this vendor's alone: no two vendors share one."""
+        ...
+
 
 class DevlistGrammar(Protocol):
     """One backend's ``USE_AOT_DEVLIST`` grammar while one value is resolved: tokens go in, a

@@ -28,8 +28,8 @@ def fatbin_info(natives: list[tuple[str, str, int]], generic_ir: int | None,
 
 def read_records(list_file: str) -> list[dict]:
     """The image records named in ``list_file`` (one JSON path a line, empty lines skipped), each
-    file ``{"images": [...]}`` as a backend's configure step wrote it (NVIDIA's: one per
-    aotwheel_add_cuda_device_code() call, listed by CMake for the manifest step)."""
+    file ``{"images": [...]}`` as a backend's configure step wrote it (one per device-code call that
+    records images on the target, CMake's ``AOTWHEEL_IMAGES_<vendor>``, listed for the manifest step)."""
     records: list[dict] = []
     for line in Path(list_file).read_text().splitlines():
         if line.strip():

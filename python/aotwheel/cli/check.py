@@ -121,16 +121,16 @@ def run_check(args: argparse.Namespace) -> int:
         print(f"aotwheel: error: {exc}", file=sys.stderr)
         return 1
     verdicts, elsewhere = checked.verdicts, checked.elsewhere
-    for fr in checked.files:  # a damaged image slot (aotwheel.slots): no verdict came from it; say why
-        for w in getattr(fr, "warnings", ()):
-            if " is damaged: " in w:
-                print(f"aotwheel: warning: {fr.path}: {w}", file=sys.stderr)
+    # A damaged image slot (aotwheel.slots): no verdict came from it; say why, on stderr and in the JSON.
+    warnings = [f"{fr.path}: {w}" for fr in checked.files for w in getattr(fr, "warnings", ()) if " is damaged: " in w]
+    for w in warnings:
+        print(f"aotwheel: warning: {w}", file=sys.stderr)
     cached = _cached_native_builds(checked)
     sycl = _sycl_cache_note(verdicts)
     if args.json:
         rows = [{**v.to_dict(), **({"cached_native_build": cached[i]} if i in cached else {}),
                  **({"for_this_device": False} if i in elsewhere else {})} for i, v in enumerate(verdicts)]
-        print(json.dumps({"binary": args.binary, "verdicts": rows, **({"sycl_cache": sycl} if sycl else {})}, indent=2))
+        print(json.dumps({"binary": args.binary, "verdicts": rows, "warnings": warnings, **({"sycl_cache": sycl} if sycl else {})}, indent=2))
     else:
         if not verdicts:  # devices were found (else each file gets a no-device verdict): nothing for them to load
             print(f"{args.binary}: no device code (no GPU image or IR of any vendor in it): nothing to check")

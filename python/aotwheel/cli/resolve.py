@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from aotwheel.devlist import DevList
+
 SYCL_TARGETS = "sycl-targets"  # --format's one vendor-neutral value (every vendor's -fsycl-targets entries); the rest are the backends'
 
 
@@ -61,6 +65,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _one_of(words: list[str]) -> str:
     """``a, b or c``."""
     return f"{', '.join(words[:-1])} or {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+def _cmake_keys(devlist: DevList, field_defaults: bool) -> dict[str, object]:
+    """What CMake reads by vendor, naming none (cmake/aotwheel-config.cmake): each vendor's
+    variables (``cmake``), what each vendor that builds lists (``listed``: its targets, else what
+    its JIT fallback keeps, for configure's messages) and the vendors ``-fsycl-targets`` builds."""
+    return {
+        "cmake": {p.vendor: p.cmake_variables(field_defaults) for p in devlist.parts},
+        "listed": {p.vendor: list(p.listed) or [p.jit_phrase] for p in devlist.parts if p.builds},
+        "sycl_vendors": [p.vendor for p in devlist.parts if p.sycl_targets],
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
         # checks the word.
         compress = (args.compress_option or "").strip() or os.environ.get(COMPRESS.name, "").strip() or str(COMPRESS.default)
         extra = {k: v for fields, _ in reports for k, v in fields.items()}  # the backends' (Intel: fp64, field defaults)
-        print(json.dumps({**devlist.to_dict(), "given": given, "source": source, **extra, "compress": compress}, indent=2))
+        print(json.dumps({**devlist.to_dict(), "given": given, "source": source, **extra, "compress": compress,
+                          **_cmake_keys(devlist, field_on)}, indent=2))
     elif args.format == SYCL_TARGETS:
         print(devlist.sycl_targets)
     elif args.format:

@@ -9,6 +9,7 @@ TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up
 if TYPE_CHECKING:
     from typing import Any
 
+CHECKSUM_FAILS = "its zstd frame fails its checksum (the stored bytes changed after compression)"
 DEFAULT_CAP = 2 << 30  # no real device image comes close; hostile frames stop here
 # Device code compresses a few times over; a frame claiming more than this ratio is a bomb.
 # The floor keeps small, highly regular images (padding, tables) decompressible.
@@ -67,7 +68,7 @@ def decompress(region: Region, cap: int = DEFAULT_CAP) -> bytes:
                 raise region.error(0, f"zstd data expands beyond the {cap}-byte cap")
             chunks.append(chunk)
     except zstandard.ZstdError as exc:
-        raise region.error(0, f"corrupt zstd data ({exc})") from None
+        raise region.error(0, CHECKSUM_FAILS if "checksum" in str(exc) else f"corrupt zstd data ({exc})") from None
     if declared is not None and total != declared:
         raise region.error(0, f"zstd frame declares {declared} bytes but holds {total}")
     return b"".join(chunks)
@@ -109,6 +110,52 @@ def frame_facts(buf: Any, at: int, size: int) -> tuple[int, int | None] | None:
             break
     pos += 4 if fhd & 4 else 0
     return (pos - at, declared) if pos <= end else None
+
+
+def first_block_end(buf: Any, at: int, size: int) -> int | None:
+    """Bytes from the start of the zstd frame at ``buf[at : at + size]`` to the end of its first
+    block, or of the whole frame (its checksum included) when that block is the last; ``None`` when
+    the headers are unusual (:func:`frame_facts` says the same)."""
+    if size < 6:
+        return None
+    fhd = buf[at + 4]
+    if fhd & 0x08:
+        return None
+    single_segment = (fhd >> 5) & 1
+    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3] + (single_segment, 2, 4, 8)[fhd >> 6]
+    if pos + 3 > size:
+        return None
+    header = int.from_bytes(buf[at + pos : at + pos + 3], "little")
+    btype = (header >> 1) & 3
+    if btype == 3:
+        return None
+    pos += 3 + (1 if btype == 1 else header >> 3) + (4 if header & 1 and fhd & 4 else 0)
+    return pos if pos <= size else None
+
+
+_WHOLE_UP_TO = 128 << 10  # a frame declaring at most this much is decompressed whole: one call, output bounded by the declaration
+
+
+def peek_frame(buf: Any, at: int, size: int, dctx: Any, declared: int | None = None, n: int = 64) -> bytes:
+    """The first ``n`` decompressed bytes of the ``size``-byte zstd frame at ``buf[at:]``, from its
+    first block alone (at most 128 KiB of output, zstd's block limit): what tells one kind of image
+    from another without decompressing the rest. A frame that ``declared`` (its header's content
+    size) at most 128 KiB, or of one block, is decompressed whole, so its checksum is verified.
+    Raises :class:`ValueError` with the reason for a frame that does not decode (a failed checksum
+    named as such)."""
+    try:
+        if declared is not None and 0 < declared <= _WHOLE_UP_TO:
+            return dctx.decompress(buf[at : at + size], max_output_size=declared)[:n]  # type: ignore[no-any-return]
+        end = first_block_end(buf, at, size)
+        if end is None:
+            raise ValueError("unreadable zstd frame header")
+        return bytes(dctx.decompressobj().decompress(bytes(buf[at : at + end]))[:n])
+    except ValueError:
+        raise
+    except Exception as exc:  # zstandard.ZstdError, not imported here: this runs for 19k images
+        if type(exc).__name__ != "ZstdError":
+            raise
+        raise ValueError(CHECKSUM_FAILS if "checksum" in str(exc) else f"corrupt zstd data ({exc})") from None
 
 
 def frame_size(region: Region) -> int:
@@ -186,7 +233,8 @@ def decompress_image(data: bytes | bytearray | memoryview, label: str, cap: int 
     try:
         out = zstandard.ZstdDecompressor().decompress(frame, max_output_size=declared)
     except zstandard.ZstdError as exc:
-        raise region.error(0, f"corrupt zstd data ({exc}); the file is damaged: reinstall the package") from None
+        what = "the zstd frame fails its checksum" if "checksum" in str(exc) else f"corrupt zstd data ({exc})"
+        raise region.error(0, f"{what}; the file is damaged: reinstall the package") from None
     if len(out) != declared:
         raise region.error(0, f"zstd frame declares {declared} bytes but holds {len(out)}")
     return out

@@ -134,6 +134,13 @@ class IntelPart:
                 ("jit_summary", "ocloc_device", self.ocloc_device),
                 ("ocloc_device", "coverage", plan.to_dict() if plan is not None else None)]
 
+    def cmake_variables(self, field_defaults: bool) -> dict[str, object]:
+        field = field_report(self.names, field_defaults)
+        return {"": list(self.names), "IPS": [t.ip for t in self.targets], "OCLOC_DEVICE": self.ocloc_device, "SPIRV": self.spirv,
+                "FIELD_DEFAULTS": field["enabled"], "FIELD_OCLOC_OPTIONS": field["ocloc_options"],
+                "FIELD_SYCL_COMPILE": field["sycl_compile_options"], "FIELD_SYCL_LINK": field["sycl_link_options"],
+                "NO_FP64": field["no_fp64"]}
+
     def describe(self, section: str) -> list[str]:
         if section == "tools":
             plan = self.planned

@@ -188,8 +188,10 @@ def _walk_fat_binary(walk: ImageWalk, region: Region, img: Image, depth: int) ->
 def _native_target(walk: ImageWalk, region: Region, kind: ImageKind, image: int, member: str | None) -> NativeTarget:
     facts: tuple[int | None, int | None, int | None, object, bool]
     if kind == _ZEBIN:
-        from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary
+        from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary, validate_zebin
 
+        if walk.deep:  # well formed as the driver's decoder reads it (issue 37), not only its notes
+            validate_zebin(region)
         z = read_zebin(region) if walk.deep else read_zebin_summary(region)
         facts = (z.ip_u32, z.product_family, z.gfx_core, None, z.has_spirv)
     else:

@@ -55,6 +55,9 @@ class NvidiaPart:
     def fields(self) -> list[tuple[str, str, object]]:
         return [("expansions", "cuda", self.cuda.to_dict() if self.cuda else None)]
 
+    def cmake_variables(self, field_defaults: bool) -> dict[str, object]:
+        return {"CUDA": list(self.listed), "CUDA_ARCHITECTURES": self.cuda.cmake_architectures() if self.cuda else ""}
+
     def describe(self, section: str) -> list[str]:
         if section != "images" or not self.cuda:
             return []

@@ -625,6 +625,8 @@ def cubin_kernels(data: bytes) -> list[str]:
         if sh_type != 2 or entsize != 24 or offset + size > len(data) or link >= shnum:  # SHT_SYMTAB
             continue
         str_off, str_size = sections[link][4], sections[link][5]
+        if str_off + str_size > len(data):  # the string table's header fields, bounded before use
+            continue
         for at in range(offset, offset + size - 23, 24):
             st_name, st_info, st_other = struct.unpack_from("<IBB", data, at)
             if st_info & 0xF == 2 and st_other & STO_CUDA_ENTRY and st_name < str_size:

@@ -1,5 +1,5 @@
 """The open toolchain's build steps: ``python -m aotwheel.buildsteps intel <step> ...``, which
-``cmake/aotwheel-build.cmake`` runs (``aotwheel.buildsteps.__main__`` dispatches them here).
+``cmake/aotwheel-intel.cmake`` runs (``aotwheel.buildsteps.__main__`` dispatches them here).
 
 configure  find clang/llvm-spirv/ocloc, check the devices, write the toolchain JSON and the build
            plan (:mod:`.plan`: every edge below, which devices of which source each ocloc edge

@@ -1,4 +1,5 @@
-# aotwheel open-toolchain backend (included by aotwheel-config.cmake).
+# aotwheel's Intel GPU build with the open toolchain: clang, llvm-spirv and ocloc (included by
+# aotwheel-config.cmake, which holds what every vendor shares; this file names no other vendor).
 #
 #   aotwheel_add_device_code(<target> SOURCES <file.cl>...
 #                            [DEVLIST <prefix>]          # variables set by aotwheel_resolve_devlist(<prefix>)
@@ -34,14 +35,24 @@
 #   aotwheel_<NAME>_images[], aotwheel_<NAME>_image_count, aotwheel_<NAME>_tgtsym[_end].
 # With no DEVLIST/DEVICES the devlist comes from aotwheel_resolve_devlist() (USE_AOT_DEVLIST).
 #
-# Only the Intel part of the list is built here: a list naming no Intel device (sm_80,sm_90) keeps
-# no SPIR-V either (JIT fallback is per vendor: SPIR-V for Intel devices, PTX with `ptx`), so the
-# call then needs no clang, llvm-spirv or ocloc and embeds no image; it still writes the manifest
-# (with the NVIDIA images) and, with DESTINATION, installs it and _aot.py. A list that names
-# NVIDIA targets needs an aotwheel_add_cuda_device_code() call in the project (configure says so).
+# aotwheel_resolve_devlist(<out>) sets this vendor's variables (Intel's DevlistPart.cmake_variables()):
+#   <out>               canonical Intel device names (a CMake list; empty for `none`)
+#   <out>_IPS           their IP versions (maj.min.rev)
+#   <out>_OCLOC_DEVICE  the value for `ocloc -device` (comma-separated): one word per planned image (`bmg` where one
+#                       image serves the bmg devices: native coverage, USE_AOT_MIN_DRIVER)
+#   <out>_SPIRV         ON when SPIR-V is kept for Intel JIT (JIT fallback on and the list names
+#                       Intel devices or none at all; a list of other vendors' targets only keeps none)
+#   <out>_FIELD_DEFAULTS       ON or OFF (USE_AOT_FIELD_DEFAULTS)
+#   <out>_FIELD_OCLOC_OPTIONS  the ocloc options IPEX/torch-xpu-ops pass (empty when OFF or no device)
+#   <out>_FIELD_SYCL_COMPILE   icpx compile options of the field for this list (-fsycl-fp64-conv-emu)
+#   <out>_FIELD_SYCL_LINK      icpx link options of the field (-fsycl-fp64-conv-emu, -flink-huge-device-code)
+#   <out>_NO_FP64              the listed devices without fp64 (double)
 #
-# The manifest also lists the target's NVIDIA images (aotwheel_add_cuda_device_code on the same
-# target, before or after this call), read from the target property AOTWHEEL_CUDA_IMAGES.
+# Only the Intel part of the list is built here: a list naming no Intel device keeps no SPIR-V
+# either (JIT fallback is per vendor), so the call then needs no clang, llvm-spirv or ocloc and
+# embeds no image; it still writes the manifest (with the images other vendors' calls record on
+# the target, before or after this call) and, with DESTINATION, installs it and _aot.py. The other
+# vendors a list names need their own calls in the project (configure says so).
 #
 # Private steps, in the order aotwheel_add_device_code() runs them:
 #   _aotwheel_embed_language    C or C++ for the generated embedding file
@@ -55,11 +66,17 @@
 #   _aotwheel_plan_edges        the plan's edges (aotwheel-config.cmake), per kernel source:
 #                                 source -> SPIR-V (through the SPIR-V cache)
 #                                 SPIR-V -> native images, one edge per planned group of devices -> fat binary
-#   _aotwheel_compress_edges    COMPRESS ON: each image -> <image>.zst, the embedded bytes
+#   _aotwheel_compress_edges    COMPRESS ON: each image -> <image>.zst, the embedded bytes (aotwheel-config.cmake)
 #   _aotwheel_tgtsym_edge       kernel names (.tgtsym)
-#   _aotwheel_manifest_edge     _aot_manifest.json
-#   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py
+#   _aotwheel_manifest_edge     _aot_manifest.json (aotwheel-config.cmake)
+#   _aotwheel_install_hook      install the manifest and render <pkg>/_aot.py (aotwheel-config.cmake)
 include_guard(GLOBAL)
+
+if(NOT DEFINED _AOTWHEEL_STEP_COMMAND)
+  include("${CMAKE_CURRENT_LIST_DIR}/aotwheel-config.cmake")
+endif()
+
+_aotwheel_register_vendor(intel WORDS "Intel devices" CALLS "aotwheel_add_device_code()")
 
 # The open toolchain's build steps (python/aotwheel/backends/intel/build/steps.py), through the one
 # step command of aotwheel-config.cmake.
@@ -106,7 +123,7 @@ function(aotwheel_add_device_code target)
   else()  # nothing for Intel GPUs in this list: no Intel tool is looked for
     _aotwheel_write_if_changed("${work}/toolchain.json" "{}\n")
   endif()
-  _aotwheel_compress_edges("${compress}" embedded zsts)
+  _aotwheel_compress_edges("${compress}" embedded zsts ${images})
   _aotwheel_tgtsym_edge("${work}" tgtsym)
   set(embed_c "${work}/${ARG_NAME}_aot_embed.${embed_ext}")
   list(TRANSFORM embedded PREPEND "--image;" OUTPUT_VARIABLE image_args)
@@ -118,7 +135,6 @@ function(aotwheel_add_device_code target)
   set_source_files_properties("${embed_c}" PROPERTIES OBJECT_DEPENDS "${fatbins};${spvs};${zsts};${tgtsym}")
   target_sources(${target} PRIVATE "${embed_c}")
   target_include_directories(${target} PRIVATE "${work}")
-  set_property(TARGET ${target} APPEND PROPERTY AOTWHEEL_MANIFESTS "${manifest}")
   if(DEFINED ARG_DESTINATION)
     _aotwheel_claim_manifest(${fn} ${target})
     set(package_arg "")
@@ -180,8 +196,8 @@ endfunction()
 
 # _aotwheel_device_list(<fn> <out>): the devices of the caller's parsed ARG_DEVLIST / ARG_DEVICES /
 # ARG_JIT_FALLBACK, always from aotwheel's resolver. Sets <out> (names), <out>_IPS, <out>_JIT
-# (JIT_FALLBACK wins over the devlist's), <out>_SPIRV (SPIR-V kept for Intel JIT), <out>_CUDA and
-# <out>_JSON in the caller, and records the vendors this call builds and its list names.
+# (JIT_FALLBACK wins over the devlist's), <out>_SPIRV (SPIR-V kept for Intel JIT) and <out>_JSON
+# in the caller, and records the vendors this call builds and its list names.
 function(_aotwheel_device_list fn out)
   set(jit_args "")
   if(DEFINED ARG_JIT_FALLBACK)
@@ -207,12 +223,15 @@ function(_aotwheel_device_list fn out)
   if(DEFINED ARG_JIT_FALLBACK)
     set(jit "${ARG_JIT_FALLBACK}")
   endif()
-  # SPIR-V for Intel JIT: with JIT fallback, when the list names Intel devices or nothing at all.
+  # SPIR-V for Intel JIT: with JIT fallback, when the list names Intel devices or nothing at all
+  # (no other vendor's targets either).
+  set(others ${${dl}_VENDORS})
+  list(REMOVE_ITEM others intel)
   set(spirv OFF)
-  if(jit AND (names OR NOT ${dl}_CUDA))
+  if(jit AND (names OR NOT others))
     set(spirv ON)
   endif()
-  if(NOT names AND NOT spirv AND NOT ${dl}_CUDA)
+  if(NOT names AND NOT spirv AND NOT others)
     message(FATAL_ERROR "${fn}: the device list ('${${dl}_JSON_INPUT}') names no device and JIT fallback is OFF: no device code to build. Name devices in it or set JIT_FALLBACK ON.")
   endif()
   _aotwheel_vendors_built(intel)
@@ -221,7 +240,6 @@ function(_aotwheel_device_list fn out)
   set(${out}_IPS "${${dl}_IPS}" PARENT_SCOPE)
   set(${out}_JIT "${jit}" PARENT_SCOPE)
   set(${out}_SPIRV "${spirv}" PARENT_SCOPE)
-  set(${out}_CUDA "${${dl}_CUDA}" PARENT_SCOPE)
   set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
   set(${out}_FIELD_DEFAULTS "${${dl}_FIELD_DEFAULTS}" PARENT_SCOPE)
   set(${out}_FIELD_OCLOC_OPTIONS "${${dl}_FIELD_OCLOC_OPTIONS}" PARENT_SCOPE)
@@ -329,69 +347,6 @@ function(_aotwheel_ocloc_pool fn)
   endif()
 endfunction()
 
-# _aotwheel_remote_settings(<path>): AOTWHEEL_REMOTE_CACHE, _READONLY and _TIMEOUT from the CMake
-# cache (-D, -C cmake.define.X=...) or else the environment, and the token and signing secret from
-# the CMake cache only (from the environment the steps read them themselves), as NAME=value lines
-# in <path> (rewritten only on change): a file, not arguments, so no secret reaches build.ninja or
-# `ninja -v`. It can hold a URL's password, a token or the secret (the steps ninja runs see no -D
-# value otherwise), so it is created empty with mode 0600 before anything is written into it
-# (docs/reliability.md). The ocloc and nvcc steps read it with --settings.
-function(_aotwheel_remote_settings path)
-  set(text "")
-  foreach(var IN ITEMS AOTWHEEL_REMOTE_CACHE AOTWHEEL_REMOTE_CACHE_READONLY AOTWHEEL_REMOTE_CACHE_TIMEOUT
-                       AOTWHEEL_REMOTE_CACHE_TOKEN AOTWHEEL_REMOTE_CACHE_SECRET)
-    if(DEFINED ${var})
-      string(APPEND text "${var}=${${var}}\n")
-    elseif(DEFINED ENV{${var}} AND NOT var MATCHES "_(TOKEN|SECRET)$")
-      string(APPEND text "${var}=$ENV{${var}}\n")
-    endif()
-  endforeach()
-  if(NOT EXISTS "${path}")
-    file(TOUCH "${path}")
-  endif()
-  file(CHMOD "${path}" PERMISSIONS OWNER_READ OWNER_WRITE)  # before the text: never readable by others
-  _aotwheel_write_if_changed("${path}" "${text}")
-endfunction()
-
-# _aotwheel_write_if_changed(<path> <text>): write <path> only when its content differs, so that
-# ninja reruns nothing that depends on an unchanged file.
-function(_aotwheel_write_if_changed path text)
-  set(old "<none>")
-  if(EXISTS "${path}")
-    file(READ "${path}" old)
-  endif()
-  if(NOT old STREQUAL "${text}")
-    file(WRITE "${path}" "${text}")
-  endif()
-endfunction()
-
-# _aotwheel_compress_edges(<compress> <out_embedded> <out_zsts>): with <compress> ON, one compress
-# edge per image of the caller's `images` (triple=source=path) writing <path>.zst, one zstd frame;
-# <out_embedded> is then `images` with those paths (what the embedding .incbin's), else `images`.
-function(_aotwheel_compress_edges compress out_embedded out_zsts)
-  set(embedded "")
-  set(zsts "")
-  foreach(spec IN LISTS images)
-    if(NOT compress)
-      list(APPEND embedded "${spec}")
-      continue()
-    endif()
-    string(REGEX MATCH "^([^=]*)=([^=]*)=(.*)$" _ "${spec}")
-    set(path "${CMAKE_MATCH_3}")
-    get_filename_component(base "${path}" NAME)
-    add_custom_command(
-      OUTPUT "${path}.zst"
-      COMMAND ${_AOTWHEEL_STEP_COMMAND} compress --input "${path}" --output "${path}.zst"
-      DEPENDS "${path}"
-      COMMENT "aotwheel: zstd ${base}"
-      VERBATIM)
-    list(APPEND embedded "${CMAKE_MATCH_1}=${CMAKE_MATCH_2}=${path}.zst")
-    list(APPEND zsts "${path}.zst")
-  endforeach()
-  set(${out_embedded} "${embedded}" PARENT_SCOPE)
-  set(${out_zsts} "${zsts}" PARENT_SCOPE)
-endfunction()
-
 # _aotwheel_tgtsym_edge(<work> <out>): the kernel-name table (.tgtsym) of the caller's spvs, one
 # entry per embedded triple, in embedding order; sets <out> to its path.
 function(_aotwheel_tgtsym_edge work out)
@@ -413,73 +368,3 @@ function(_aotwheel_tgtsym_edge work out)
   set(${out} "${tgtsym}" PARENT_SCOPE)
 endfunction()
 
-# _aotwheel_manifest_edge(<target> <work> <out> NAME <name> [CUSTOM_TARGET <name>] [JIT_FALLBACK ON|OFF]
-#                         [OPTIONS <ocloc options>] [COMPRESS ON|OFF] [TGTSYM <file>]
-#                         [IMAGES <triple=source=path>...] [DEPENDS <file>...])
-# The one manifest step of every device-code function (open toolchain, nvcc, icpx): <work>/_aot_manifest.json
-# from <work>/devlist.json and <work>/toolchain.json, the Intel IMAGES (embedded as <path>.zst with
-# COMPRESS ON), the kernel names of TGTSYM, and the NVIDIA images aotwheel_add_cuda_device_code()
-# records on <target> (AOTWHEEL_CUDA_IMAGES, read at generate time, so the call order does not
-# matter), built by CUSTOM_TARGET (default <name>_aot_manifest); sets <out> to its path.
-function(_aotwheel_manifest_edge target work out)
-  # OPTIONS and TGTSYM take one value that may be empty: multi-value keywords, which keep it (and
-  # warn of nothing) whatever the project's policy CMP0174.
-  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME;CUSTOM_TARGET;JIT_FALLBACK;COMPRESS" "OPTIONS;TGTSYM;IMAGES;DEPENDS")
-  set(custom "${arg_NAME}_aot_manifest")
-  if(DEFINED arg_CUSTOM_TARGET)
-    set(custom "${arg_CUSTOM_TARGET}")
-  endif()
-  set(manifest "${work}/_aot_manifest.json")
-  if(arg_JIT_FALLBACK)
-    set(jit_word on)  # JIT_FALLBACK may override what the devlist said
-  else()
-    set(jit_word off)
-  endif()
-  list(TRANSFORM arg_IMAGES PREPEND "--image;" OUTPUT_VARIABLE image_args)
-  set(cuda_list "${work}/cuda_images.txt")
-  file(GENERATE OUTPUT "${cuda_list}" CONTENT "$<JOIN:$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>,\n>")
-  add_custom_command(
-    OUTPUT "${manifest}"
-    COMMAND ${_AOTWHEEL_STEP_COMMAND} manifest --name "${arg_NAME}" --output "${manifest}" --devlist "${work}/devlist.json"
-            --toolchain "${work}/toolchain.json" "--options=${arg_OPTIONS}" --jit-fallback "${jit_word}" --tgtsym "${arg_TGTSYM}"
-            --records "nvidia=${cuda_list}" --compress "$<IF:$<BOOL:${arg_COMPRESS}>,on,off>" ${image_args}
-    DEPENDS ${arg_DEPENDS} ${arg_TGTSYM} "${work}/devlist.json" "${work}/toolchain.json" "${cuda_list}"
-            "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_FATBINS>" "$<TARGET_PROPERTY:${target},AOTWHEEL_CUDA_IMAGES>"
-    COMMENT "aotwheel: ${arg_NAME} manifest"
-    VERBATIM)
-  add_custom_target(${custom} ALL DEPENDS "${manifest}")
-  if(NOT TARGET aotwheel_device_code)  # all device code, no C compiler: `aotwheel build warm` builds it
-    add_custom_target(aotwheel_device_code)
-  endif()
-  add_dependencies(aotwheel_device_code ${custom})
-  set(${out} "${manifest}" PARENT_SCOPE)
-endfunction()
-
-# _aotwheel_install_hook(<target> <work> <manifest> NAME <name> DESTINATION <dir> [PACKAGE <package>]):
-# install the manifest into DESTINATION, with the run-time hook <package>/_aot.py (default package:
-# DESTINATION with '.' for '/') when this aotwheel has aotwheel.hook; the one hook step of every
-# device-code function.
-function(_aotwheel_install_hook target work manifest)
-  cmake_parse_arguments(PARSE_ARGV 3 arg "" "NAME;DESTINATION;PACKAGE" "")
-  install(FILES "${manifest}" DESTINATION "${arg_DESTINATION}")
-  if(NOT EXISTS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py")
-    return()
-  endif()
-  set(package "${arg_PACKAGE}")
-  if(NOT DEFINED arg_PACKAGE)
-    string(REPLACE "/" "." package "${arg_DESTINATION}")
-  endif()
-  get_target_property(ext_name ${target} OUTPUT_NAME)
-  if(NOT ext_name)
-    set(ext_name "${target}")
-  endif()
-  set(hook "${work}/_aot.py")
-  add_custom_command(
-    OUTPUT "${hook}"
-    COMMAND ${_AOTWHEEL_STEP_COMMAND} hook --extension "${ext_name}" --package "${package}" --out "${hook}"
-    DEPENDS "${_AOTWHEEL_PYTHONPATH}/aotwheel/hook.py"
-    COMMENT "aotwheel: ${package}._aot hook"
-    VERBATIM)
-  add_custom_target(${arg_NAME}_aot_hook ALL DEPENDS "${hook}")
-  install(FILES "${hook}" DESTINATION "${arg_DESTINATION}")
-endfunction()
