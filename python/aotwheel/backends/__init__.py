@@ -106,7 +106,8 @@ def settings(name: str) -> Any:
     backend object (a build step, ``--help``). It defines ``VARIABLES`` (the
     :class:`aotwheel.variables.Variable` s its tools and probes read), ``DEVICE_KINDS`` and
     ``DEVICE_EXAMPLES`` (its ``AOTWHEEL_DEVICE`` / ``--device`` tokens, for help), ``COMMANDS`` and
-    ``SPIRV_COMPILER`` (:func:`commands`, :func:`spirv_compiler`), and, for the default backend, ``DEFAULT_DEVLIST`` and ``DEVICE_MESSAGE_EXAMPLES`` (the core's messages)."""
+    ``SPIRV_COMPILER`` (:func:`commands`, :func:`spirv_compiler`), and, for the default backend,
+    ``DEFAULT_DEVLIST`` and ``DEVICE_MESSAGE_EXAMPLES`` (the core's messages)."""
     return load_module(_VENDORS[name]["settings"])
 
 
