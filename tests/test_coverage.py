@@ -191,3 +191,26 @@ def test_the_installed_ocloc_decides_whether_images_are_shared(tmp_path) -> None
         assert members == ["64.dg2"]
     else:
         assert members == ["64.12.55.8", "64.12.56.5", "64.12.57.0"]
+
+
+def _archives() -> list[list[Member]]:
+    """Archives a plan may weigh: every generic member alone and beside its group's own images,
+    and every catalog device's own image beside a neighbour's (same major.minor prefixes)."""
+    out: list[list[Member]] = []
+    for g, root in GENERIC.items():
+        shared = Member(f"64.{g}", CAT.by_name(root).ip, root, g)
+        out += [[shared], [shared, *one_per_device([d.name for d in CAT.devices if d.family == CAT.by_name(root).family])]]
+    names = [d.name for d in CAT.devices]
+    out += [one_per_device(list(pair)) for pair in zip(names, names[1:])]
+    return out
+
+
+def test_the_plans_lookup_is_decides_on_every_catalog_device_and_release() -> None:
+    """What the planner's lookups (members no filter of the device names left out, no verdict
+    words) find natively equals :func:`rules.decide`'s native verdicts on the whole archive."""
+    devices = [(d.name, d.ip) for d in CAT.devices]
+    for members in _archives():
+        for release in (coverage.OLDEST, *coverage.CHANGES):
+            slow = {d.name: v.image for d in CAT.devices
+                    if (v := rules.decide(members, ["spirv"], Gpu(d.name, d.ip, d.name), release=release)).verdict == "native"}
+            assert coverage.native_members(members, devices, release) == slow, (members, release)

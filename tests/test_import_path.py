@@ -8,6 +8,7 @@ within 5 ms of `python -c pass`, each command within 4 times it)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,12 +107,14 @@ def test_a_build_step_parses_its_arguments_without_shutil_or_the_other_steps_par
     assert json.loads(out) == [False, ["ocloc"], ["pvc=12.60.7=o"]]
 
 
-def _cli_modules(*argv: str) -> set[str]:
-    """Modules an ``aotwheel`` command (the installed one) has loaded when it returns."""
+def _cli_modules(*argv: str, env: dict[str, str] | None = None) -> set[str]:
+    """Modules an ``aotwheel`` command (the installed one, or the tree ``$PYTHONPATH`` names) has
+    loaded when it returns; ``env``: more variables."""
     code = ("import sys\nfrom aotwheel.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "sys.stderr.write('\\n' + repr(sorted(sys.modules)))\n")
+    tree = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO / "tests",
-                          env={"PATH": "/usr/bin:/bin", "AOTWHEEL_JIT": "ignore"}, check=True)
+                          env={"PATH": "/usr/bin:/bin", "AOTWHEEL_JIT": "ignore", **tree, **(env or {})}, check=True)
     return set(eval(proc.stderr.splitlines()[-1]))  # a list of module names printed by repr()
 
 
@@ -140,6 +143,19 @@ def test_each_command_imports_only_its_own_module():
     # a backend's own command: its module, no core command's
     compile_ = _cli_modules("compile", "--help")
     assert "aotwheel.backends.intel.commands" in compile_ and not (OTHER_COMMANDS - {"aotwheel.backends.intel.commands"}) & compile_
+    # found in the backends' settings (COMMANDS, SPIRV_COMPILER): no backend object, data model or dataclasses
+    assert not {"aotwheel.backends.intel.backend", "aotwheel.backends.protocol", "aotwheel.model", "dataclasses"} & compile_, sorted(compile_)
+
+
+def test_resolve_imports_no_ocloc_machinery_once_the_table_is_cached(tmp_path):
+    # The default list's coverage plan reads ocloc.FIRST_OCLOC; a person's resolve reads the installed
+    # ocloc's table from the cache, asked of ocloc once per binary (the first run below, where one is installed).
+    env = {"AOTWHEEL_CACHE_DIR": str(tmp_path)}
+    _cli_modules("resolve", env=env)
+    for argv in (("resolve",), ("resolve", "pvc"), ("resolve", "--json")):
+        loaded = _cli_modules(*argv, env=env)
+        assert "aotwheel.backends.intel.coverage" in loaded
+        assert not {"subprocess", "tempfile"} & loaded, (argv, sorted(loaded))
 
 
 def test_inspecting_a_library_imports_no_verdict_model():

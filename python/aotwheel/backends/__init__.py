@@ -5,7 +5,7 @@ one entry in :data:`_VENDORS` naming its modules: ``backend`` defines ``BACKEND`
 satisfies :class:`aotwheel.backends.protocol.Backend` (its optional capabilities declared in its
 ``capabilities``); ``reader`` is its binary reader (:class:`aotwheel.backends.protocol.Reader`);
 ``build`` its build steps (``main(argv)`` and ``manifest_part(...)``); ``settings`` its declared
-variables (standard library only). The core (resolver, inspector, run-time check, CLI) never
+variables, CLI commands and SPIR-V compiler (standard library only). The core (resolver, inspector, run-time check, CLI) never
 names a vendor: it asks this registry which backend owns a devlist token or a device and calls it.
 Adding a vendor means adding one package and one entry (or calling :func:`register`), as
 cibuildwheel adds a platform.
@@ -105,8 +105,9 @@ def settings(name: str) -> Any:
     """Vendor ``name``'s settings module, imported: standard library only, so asking costs no
     backend object (a build step, ``--help``). It defines ``VARIABLES`` (the
     :class:`aotwheel.variables.Variable` s its tools and probes read), ``DEVICE_KINDS`` and
-    ``DEVICE_EXAMPLES`` (its ``AOTWHEEL_DEVICE`` / ``--device`` tokens, for help), and, for the
-    default backend, ``DEFAULT_DEVLIST`` and ``DEVICE_MESSAGE_EXAMPLES`` (the core's messages)."""
+    ``DEVICE_EXAMPLES`` (its ``AOTWHEEL_DEVICE`` / ``--device`` tokens, for help), ``COMMANDS`` and
+    ``SPIRV_COMPILER`` (:func:`commands`, :func:`spirv_compiler`), and, for the default backend,
+    ``DEFAULT_DEVLIST`` and ``DEVICE_MESSAGE_EXAMPLES`` (the core's messages)."""
     return load_module(_VENDORS[name]["settings"])
 
 
@@ -172,11 +173,18 @@ def with_ip_versions() -> frozenset[str]:
     return frozenset(name for name, module in zip(readers.names(), readers.all_readers()) if module.READS.ip_versions)
 
 
+def commands() -> dict[str, str]:
+    """The backends' own ``aotwheel`` subcommands: name -> the module with ``register(subparsers)``
+    (their settings' ``COMMANDS``), in registry order; no backend object is imported (``aotwheel
+    compile --help``)."""
+    return {command: module for name in _VENDORS for command, module in settings(name).COMMANDS}
+
+
 def spirv_compiler() -> str:
-    """The module of the backend that compiles SPIR-V ahead of time (``capabilities.spirv_compiler``:
+    """The module of the backend that compiles SPIR-V ahead of time (its settings' ``SPIRV_COMPILER``:
     ``compile_spirv_report(spirv, devlist, *, resolve, ...)`` and ``aotwheel compile``'s options,
     build and report, :mod:`aotwheel.cli.compile`): the first that declares one."""
-    found = next((m for b in all_backends() if (m := b.capabilities.spirv_compiler)), None)
+    found = next((m for name in _VENDORS if (m := settings(name).SPIRV_COMPILER)), None)
     if found is None:
         raise LookupError("no registered backend compiles SPIR-V")
     return found

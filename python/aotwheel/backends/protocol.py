@@ -338,11 +338,9 @@ class Capabilities:
     # Run a binary's kernels on this vendor's devices that OpenCL does not reach (``DeviceResult`` each).
     selftest: Callable[[str], list[Any]] | None = None
     opencl: OpenClSupport | None = None  # its driver loads OpenCL programs (the loader and selftest ask it)
-    # Its own ``aotwheel`` subcommands: (name, module with ``register(subparsers)``).
-    commands: tuple[tuple[str, str], ...] = ()
-    # The module that compiles SPIR-V ahead of time: ``compile_spirv_report(spirv, devlist, *, resolve, ...)``
-    # and ``aotwheel compile``'s options, build and report (:mod:`aotwheel.cli.compile`).
-    spirv_compiler: str | None = None
+    # Its own ``aotwheel`` subcommands and its SPIR-V compiler are module names in its settings
+    # (``COMMANDS``, ``SPIRV_COMPILER``: :func:`aotwheel.backends.commands`), where ``--help`` reads
+    # them without importing a backend object.
     # The module whose GPU driver simulates devices without hardware: ``named_devices(text)`` and
     # ``selftest(modules, devices, check)`` for ``aotwheel selftest --simulate``.
     simulator: str | None = None

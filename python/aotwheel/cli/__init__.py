@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Subcommand modules and the commands each registers, in --help order; None marks where the
-# backends' own commands (``Capabilities.commands``, e.g. Intel's ``compile``) go. Each module must import
+# backends' own commands (their settings' ``COMMANDS``, e.g. Intel's ``compile``) go. Each module must import
 # only light modules at top level.
 _COMMAND_MODULES: tuple[tuple[str, tuple[str, ...]] | None, ...] = (
     ("aotwheel.cli.resolve", ("resolve",)),
@@ -97,7 +97,7 @@ def _modules(command: str | None) -> list[str]:
         return own
     from aotwheel import backends
 
-    extra = {c: m for b in backends.all_backends() for c, m in b.capabilities.commands}
+    extra = backends.commands()
     if command in extra:
         return [extra[command]]
     return [m for entry in _COMMAND_MODULES for m in ([entry[0]] if entry else dict.fromkeys(extra.values()))]

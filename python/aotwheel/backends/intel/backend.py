@@ -109,10 +109,6 @@ class IntelBackend:
                          FormatOption("ips", "IP versions")),
         rebuild_tokens=rebuild_tokens,
         opencl=IntelOpenCl(),
-        # ``aotwheel compile``: the core's command (it resolves the device list), with this backend's
-        # SPIR-V compiler (options, build and report), which aotwheel.compile_spirv uses too.
-        commands=(("compile", "aotwheel.cli.compile"),),
-        spirv_compiler="aotwheel.backends.intel.commands",
         # ``aotwheel selftest --simulate``: compute-runtime's simulation mode loads the images (simulate.selftest).
         simulator="aotwheel.backends.intel.simulate",
         variants="aotwheel.backends.intel.variants",  # wheel-variant vocabulary (aotwheel.variants)

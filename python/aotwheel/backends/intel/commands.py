@@ -1,8 +1,8 @@
 """``aotwheel compile``: any SPIR-V module -> an ocloc fat binary (or one binary per device).
 
-This backend's SPIR-V compiler (``capabilities.spirv_compiler``): the command's options, build and
+This backend's SPIR-V compiler (its settings' ``SPIRV_COMPILER``): the command's options, build and
 report. The command is registered by :mod:`aotwheel.cli.compile` (which the backend lists in
-``IntelBackend.capabilities.commands``, as cibuildwheel's platform modules bring their own steps) and runs
+its settings' ``COMMANDS``, as cibuildwheel's platform modules bring their own steps) and runs
 :func:`run` with the core's devlist resolver; :mod:`aotwheel.compile` calls
 :func:`compile_spirv_report` likewise."""
 

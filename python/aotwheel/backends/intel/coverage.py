@@ -187,16 +187,18 @@ def native_members(members: Sequence[_Target], devices: Sequence[tuple[str, str]
     ``members`` (plus generic_ir), for each device it serves natively."""
     out: dict[str, str] = {}
     for name, ip in devices:
-        image = _native(tuple(members), name, ip, release)
-        if image:
+        # The lookup only ever picks a member one of the device's filters names: the others are
+        # left out of it (most catalog devices match no member of a plan at all) and of its cache key.
+        prefixes = rules.member_prefixes(ip, release)
+        named = tuple(m for m in members if m.member.startswith(prefixes))
+        if named and (image := _native(named, name, ip, release)):
             out[name] = image
     return out
 
 
 @functools.lru_cache(maxsize=4096)
 def _native(members: tuple[_Target, ...], name: str, ip: str, release: Release) -> str | None:
-    v = rules.decide(members, ["spirv"], _Device(name, ip, name), release=release)
-    return v.image if v.verdict == NATIVE else None
+    return rules.native_image(members, ip, name, release)
 
 
 def _catalog_devices() -> tuple[tuple[str, str], ...]:

@@ -5,7 +5,6 @@ product ranges (``dg1:acm-g10``, ``xe-hpg:``, ``:dg1``). Standard library only."
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 
@@ -143,6 +142,8 @@ def suggest(token: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, ...
     # A letter typed for a look-alike digit (acm-g1O, acm-gl0): the name it spells comes first.
     plain = token.translate(_LOOK_ALIKES)
     first = [plain] if plain != token and plain in vocabulary else []
+    import difflib  # a misspelt token's suggestions only: a list that resolves never needs them
+
     close = difflib.get_close_matches(token, vocabulary, n=3, cutoff=0.6)
     return tuple(dict.fromkeys([*first, *close]))[:3]
 

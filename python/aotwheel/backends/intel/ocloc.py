@@ -5,15 +5,15 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.errors import ToolchainError
 from aotwheel.variables import DEVLIST
+
+TYPE_CHECKING = False  # not typing's: a coverage plan reads FIRST_OCLOC (aotwheel resolve) and runs no ocloc
+if TYPE_CHECKING:
+    import subprocess
 
 INSTALL_HINT = ("Try: apt-get install intel-opencl-icd (Debian 12; on Debian sid/testing: apt-get install intel-ocloc "
                 "libigc2 libigdfcl2) or install the oneAPI Base Toolkit")
@@ -75,6 +75,8 @@ def ocloc_path(explicit: str | None = None) -> str | None:
     ``$AOTWHEEL_OCLOC``, else ``PATH``; None when none is named or found. The one reader of
     AOTWHEEL_OCLOC: configure (:mod:`.buildsteps.toolchain`), ``aotwheel compile`` and the
     resolver's ocloc check (:func:`find_ocloc`) all find the same binary here."""
+    import shutil  # not at the top: resolve reads the cached ocloc table and runs no ocloc
+
     candidate = explicit or OCLOC.given() or shutil.which("ocloc")
     return os.path.abspath(shutil.which(candidate) or candidate) if candidate else None
 
@@ -97,6 +99,8 @@ def _query(path: str) -> Ocloc:
 
 
 def _run(args: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    import subprocess
+
     try:
         return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
     except OSError as exc:
@@ -107,6 +111,9 @@ def _run(args: list[str], cwd: str | None = None) -> subprocess.CompletedProcess
 
 def _version(path: str) -> str:
     # `ocloc query OCL_DRIVER_VERSION` writes a file named after the query into the cwd.
+    import tempfile
+    from pathlib import Path
+
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         proc = _run([path, "query", "OCL_DRIVER_VERSION"], cwd=tmp)
         out = Path(tmp, "OCL_DRIVER_VERSION")

@@ -16,10 +16,7 @@ Standard library only; every ocloc run takes an argument list (no shell).
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from aotwheel.backends.intel.catalog import BOTH, CATALOG, OCLOC, Catalog, Device, Group, format_ip, ip_from_u32, parse_ip
 
@@ -67,6 +64,8 @@ class OclocTable:
 
 
 def _run(args: list[str], cwd: str) -> str:
+    import subprocess  # here: reading a cached table (aotwheel resolve) runs no ocloc
+
     try:
         proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -119,6 +118,9 @@ def parse_supported_devices(text: str) -> tuple[list[tuple[str, str]], list[tupl
 def query_table(ocloc: str, version: str, words: frozenset[str]) -> OclocTable:
     """Ask the ocloc at ``ocloc`` for its table; ``words`` is its ``-device`` list
     (:func:`aotwheel.backends.intel.ocloc._acronyms`)."""
+    import tempfile
+    from pathlib import Path
+
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
         products: list[tuple[str, str]] = []
         groups: list[tuple[str, str, tuple[str, ...]]] = []

@@ -47,7 +47,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from aotwheel.acceptable import Acceptable, Offered, first_acceptable
+from aotwheel.acceptable import Acceptable, Offered, Picked, first_acceptable
 from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
 
 POINTER_BITS = "64"
@@ -307,7 +307,7 @@ def _filters(ip: tuple[int, int, int], product: str | None, rule: str | None = N
     return [Acceptable(MEMBER, (prefix,), NATIVE, rule or key, prefix=True, first_only=True) for key, prefix in filters]
 
 
-@functools.lru_cache(maxsize=256)  # per (IP, release): a check asks it for every file and driver breakpoint
+@functools.lru_cache(maxsize=2048)  # per (IP, release): a check asks it for every file and driver breakpoint, a coverage plan for every catalog IP
 def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptable, ...]:
     """The images compute-runtime (``release``; None: the newest) takes for a device of IP
     ``device_ip`` (``maj.min.rev``), best first: a single-device binary (validated directly), the
@@ -321,6 +321,13 @@ def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptab
     for other in _fallbacks(product, release):
         order += _filters(ip, other, f"compat:{other}")
     return (*order, Acceptable(IR, ("",), JIT, "ir", prefix=True))
+
+
+@functools.lru_cache(maxsize=2048)
+def member_prefixes(device_ip: str, release: Release | None = None) -> tuple[str, ...]:
+    """Every archive member name prefix :func:`acceptable`'s filters look for: a member that starts
+    with none of them is never picked for this device, whatever else the archive holds."""
+    return tuple(p for rank in acceptable(device_ip, release) if rank.kind == MEMBER for p in rank.targets)
 
 
 @functools.lru_cache(maxsize=256)
@@ -383,15 +390,36 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
         return make(UNKNOWN, None, "no-ip", f"{label}'s IP version is unknown to its runtime; native if it is one of {embedded}, else {fallback}")
     device_ip = str(dev_ip)  # it parsed as maj.min.rev above
     dev_name = device.catalog or _acronym(device_ip)
-
-    def validate(rank: Acceptable, image: Offered) -> tuple[bool, str]:
-        return (True, "") if rank.verdict == JIT else _validate(image.item, device_ip, compatibility, release, dev_name)
-
-    picked = first_acceptable(acceptable(device_ip, release), _offered(targets, ir), validate)
+    picked = _lookup(targets, ir, device_ip, release, compatibility, dev_name)
     rank, hit = picked.acceptable, picked.image
     if rank is not None and hit is not None and rank.verdict == NATIVE:
         return _poison_note(_native(picked, make, device_ip), hit.item, label)
     return _not_native(picked, targets, release, device_ip, dev_name, dev_ip, embedded, make)
+
+
+def _lookup(targets: Sequence[Any], ir: Sequence[str], device_ip: str, release: Release | None, compatibility: bool,
+            device_name: str | None) -> Picked:
+    """The driver's pick for an Intel GPU of IP ``device_ip`` (``maj.min.rev``): :func:`decide`'s lookup, before any wording."""
+
+    def validate(rank: Acceptable, image: Offered) -> tuple[bool, str]:
+        return (True, "") if rank.verdict == JIT else _validate(image.item, device_ip, compatibility, release, device_name)
+
+    return first_acceptable(acceptable(device_ip, release), _offered(targets, ir), validate)
+
+
+def native_image(targets: Sequence[Any], device_ip: str, device_name: str | None = None, release: Release | None = None) -> str | None:
+    """The image :func:`decide` names for a native verdict on an Intel GPU of IP ``device_ip``
+    (``maj.min.rev``), None where its verdict is not native: the same lookup without the verdict's
+    words, which a coverage plan (hundreds of lookups per list) never reads."""
+    picked = _lookup(targets, (), device_ip, release, True, device_name or _acronym(device_ip))
+    if picked.acceptable is None or picked.image is None or picked.acceptable.verdict != NATIVE:
+        return None
+    return _image_name(picked.image)
+
+
+def _image_name(hit: Offered) -> str:
+    """A native verdict's ``image``: the archive member, or a bare image's index and format."""
+    return f"image {getattr(hit.item, 'image', 0)} ({getattr(hit.item, 'format', 'zebin')})" if hit.kind == BARE else hit.name
 
 
 def _poison_note(v: Verdict, image: Any, label: str) -> Verdict:
@@ -411,8 +439,7 @@ def _native(picked: Any, make: Any, device_ip: str) -> Verdict:
     """The native verdict for the image the lookup picked, worded by the rank that found it."""
     rank, hit = picked.acceptable, picked.image
     if hit.kind == BARE:
-        return make(NATIVE, f"image {getattr(hit.item, 'image', 0)} ({getattr(hit.item, 'format', 'zebin')})", rank.rule,
-                    f"native: {picked.why}")
+        return make(NATIVE, _image_name(hit), rank.rule, f"native: {picked.why}")
     if rank.rule.startswith("compat:"):
         return make(NATIVE, hit.name, rank.rule,
                     f"native: compatibility fallback {product_abbreviation(device_ip)} -> {rank.rule.removeprefix('compat:')} "

@@ -18,6 +18,11 @@ DEFAULT_DEVLIST = "pvc,ats-m150"
 DEVICE_KINDS = "catalog names, aliases, IP versions"
 DEVICE_EXAMPLES = ("bmg", "12.60.7", "acm-g11,cpu")
 DEVICE_MESSAGE_EXAMPLES = ("pvc", "12.60.7")
+# Its own ``aotwheel`` subcommands (name, module with ``register(subparsers)``): ``aotwheel compile``,
+# the core's command (it resolves the device list) with this backend's SPIR-V compiler (options,
+# build and report), which aotwheel.compile_spirv uses too.
+COMMANDS = (("compile", "aotwheel.cli.compile"),)
+SPIRV_COMPILER: str | None = "aotwheel.backends.intel.commands"
 
 OCLOC = Variable("AOTWHEEL_OCLOC", None, "the ocloc to build with")
 CLANG = Variable("AOTWHEEL_CLANG", None, "the clang that compiles kernels to SPIR-V")

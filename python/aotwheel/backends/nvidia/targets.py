@@ -22,7 +22,6 @@ Pure functions only: no subprocess, no driver. The NVIDIA grammar of the resolve
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -185,6 +184,8 @@ def _shape_error(raw: str, t: str) -> DevlistError:
         fixed = f"compute_{digits}{suffix}" if mode == "virtual" else f"sm_{digits}{suffix}"
         return DevlistError(f"USE_AOT_DEVLIST: '{raw}' is CMake CUDA_ARCHITECTURES syntax; write {fixed} (and 'ptx' to keep PTX)", raw, (fixed,))
     words = [f"sm_{a}" for a in NVCC13_ARCHS] + [f"compute_{a}" for a in NVCC13_ARCHS] + [PTX_TOKEN]
+    import difflib  # an invalid target's suggestions only: a list that resolves never needs them
+
     near = tuple(difflib.get_close_matches(t, words, n=3, cutoff=0.6))
     hint = f"; did you mean {' or '.join(near)}?" if near else "; write sm_XY (cubin), sm_XYa, compute_XY (PTX) or ptx"
     return DevlistError(f"USE_AOT_DEVLIST: '{raw}' is not a valid NVIDIA target{hint}", raw, near)

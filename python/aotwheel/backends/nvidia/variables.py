@@ -13,6 +13,8 @@ from aotwheel.variables import Variable
 # AOTWHEEL_DEVICE / --device: what its tokens are, and examples (--device's help).
 DEVICE_KINDS = "NVIDIA sm_XY"
 DEVICE_EXAMPLES = ("sm_90",)
+COMMANDS: tuple[tuple[str, str], ...] = ()  # no aotwheel subcommand of its own
+SPIRV_COMPILER: str | None = None  # compiles no SPIR-V
 
 NVCC = Variable("AOTWHEEL_NVCC", None, "the nvcc to build with")
 
