@@ -12,6 +12,7 @@ this module.
 from __future__ import annotations
 
 import os
+from collections import namedtuple
 
 from aotwheel.errors import SettingError
 
@@ -21,18 +22,17 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 
-class Variable:
+class Variable(namedtuple("Variable", ("name", "default", "help"))):
     """One environment variable: its name, its default (``None``: unset) and what it does.
 
+    A named tuple, not a dataclass: a backend's settings module, which ``--help`` and every build
+    step import, loads no ``dataclasses`` or ``typing`` (tests/test_settings.py).
     :meth:`given` and :meth:`get` are how a declared variable is read (tests/test_settings_reads.py
     holds that no module reads one from a mapping directly): :class:`aotwheel.config.Config` reads
     every one with them, and a module that must not import :mod:`aotwheel.config` (a build step,
     the inspector) or needs one value only reads its own."""
 
-    __slots__ = ("name", "default", "help")
-
-    def __init__(self, name: str, default: str | None, help: str) -> None:
-        self.name, self.default, self.help = name, default, help
+    __slots__ = ()
 
     def given(self, env: Mapping[str, str] | None = None) -> str | None:
         """Its text in ``env`` (default: this process's environment), stripped; ``None`` when unset
