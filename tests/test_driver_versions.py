@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from aotwheel.backends.intel.backend import BACKEND, driver_release
+from aotwheel.backends.intel.backend import BACKEND
+from aotwheel.backends.intel.judge import driver_release
 from aotwheel.inspector import inspect
 from aotwheel.probe import ProbedDevice
 

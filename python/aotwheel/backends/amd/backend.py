@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from aotwheel.backends.amd import AMD
 from aotwheel.backends.protocol import Backend, Capabilities
-from aotwheel.results import NATIVE, Verdict
 
+TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing or results
 if TYPE_CHECKING:
     from aotwheel.backends.amd.devlist import AmdGrammar
     from aotwheel.report import FileReport
-    from aotwheel.results import Device
+    from aotwheel.results import Device, Verdict
 
 
 def rebuild_tokens(file: FileReport) -> list[str]:
@@ -59,6 +58,7 @@ class AmdBackend:
         from dataclasses import replace
 
         from aotwheel.backends.amd.rules import decide
+        from aotwheel.results import NATIVE
 
         native, ir = self.code_in(file)
         v = decide(native, ir, device, binary=binary)

@@ -198,7 +198,7 @@ class Judgement:
     @property
     def release(self) -> tuple[int, int] | None:
         """The driver's (year, week): ``(26, 27)`` for 26.27.039122."""
-        from aotwheel.backends.intel.backend import driver_release
+        from aotwheel.backends.intel.judge import driver_release
 
         return driver_release(self.driver)
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.backends.protocol import Backend, Capabilities, ProbeSpec
-from aotwheel.results import NATIVE, UNSUPPORTED, Verdict
 
+TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing or results
 if TYPE_CHECKING:
+    from typing import Any
+
     from aotwheel.backends.nvidia.devlist import NvidiaGrammar
     from aotwheel.report import FileReport
-    from aotwheel.results import Device, ProbedDevice
+    from aotwheel.results import Device, ProbedDevice, Verdict
 
 PTX_PREFIX = "ptx "  # IR forms read "ptx compute_90"
 
@@ -80,6 +81,7 @@ class NvidiaBackend:
 
     def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
         from aotwheel.backends.nvidia.rules import decide_cuda, device_of, file_of
+        from aotwheel.results import NATIVE
 
         gpu = device_of(device)
         v = _with_modules(decide_cuda(file_of(file, binary), gpu), file, gpu.cc)
@@ -131,6 +133,7 @@ def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
     (other data sections: cuDNN's .cask_resource, cuFFT's .ldata; it picks among them) carry code
     for the device: the verdict's counts cover every container inspect lists."""
     from aotwheel.backends.nvidia.report import cuda_fields
+    from aotwheel.results import UNSUPPORTED
 
     v = _with_registered_modules(v, file, cc)
     loaded = [m for m in cuda_fields(file).modules if not _registered(m)]
@@ -151,6 +154,7 @@ def _with_registered_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) 
     """A loadable verdict that names the binary's modules that cannot load (per kernel set: one
     .nv_fatbin container is one module to the CUDA runtime; CudaFields.modules groups them)."""
     from aotwheel.backends.nvidia.report import cuda_fields
+    from aotwheel.results import UNSUPPORTED
 
     registered = [m for m in cuda_fields(file).modules if _registered(m)]
     if v.verdict == UNSUPPORTED or len(registered) < 2:  # one kind of module: the file's verdict is its verdict
