@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from aotwheel import backends
-from aotwheel.backends import readers
-from aotwheel.backends.protocol import Capabilities
+from aotwheel.backends import capabilities, readers
+from aotwheel.backends.capabilities import Capabilities
 
 PACKAGE = Path(__file__).resolve().parents[1] / "python" / "aotwheel"
 PROTOCOL = PACKAGE / "backends" / "protocol.py"
+CAPABILITIES = PACKAGE / "backends" / "capabilities.py"
 MAX_REQUIRED = 10
 
 
@@ -80,10 +81,11 @@ def test_capabilities_are_fields_with_nothing_by_default() -> None:
 def _protocol_member_names() -> set[str]:
     """Every member a vendor object or module provides: the protocols' members, the capability
     fields, a reader's functions and spec, a build module's functions."""
-    tree = ast.parse(PROTOCOL.read_text(encoding="utf-8"))
     names = {"BACKEND", "READS", "main", "manifest_part", "serves"}
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name != "ImageWalk"):
-        names |= set(_class_members(PROTOCOL, cls.name))
+    for path in (PROTOCOL, CAPABILITIES):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name != "ImageWalk"):
+            names |= set(_class_members(path, cls.name))
     return names - {"name", "report"}  # names too common to tell a backend's from a file's or an option's
 
 
@@ -140,3 +142,26 @@ def test_a_registered_vendor_is_seen_by_every_part_of_the_registry(monkeypatch: 
     assert backends.build_module("xdev") is None  # it builds nothing: no build module is guessed
     assert backends.build_module("intel") == backends._VENDORS["intel"]["build"]
     assert backends.reader_module("amd") == "aotwheel.backends.amd.reader" and backends.build_module("amd") == "aotwheel.backends.amd.buildsteps"
+
+
+def test_capability_records_declare_for_mypy_the_fields_they_have() -> None:
+    # The named tuples of capabilities.py restate their fields with types for mypy: the two lists agree.
+    records = [n.name for n in ast.parse(CAPABILITIES.read_text(encoding="utf-8")).body
+               if isinstance(n, ast.ClassDef) and n.name != "Capabilities"]
+    assert len(records) == 5, records
+    for name in records:
+        record = getattr(capabilities, name)
+        assert tuple(_class_members(CAPABILITIES, name)) == record._fields, name
+
+
+def test_the_protocols_cost_nothing_at_run_time() -> None:
+    # protocol.py is for the type checker: every import of it sits under `if TYPE_CHECKING:`.
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        typing_only = {id(n) for block in ast.walk(tree)
+                       if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                       for n in ast.walk(block)}
+        found += [f"{path.relative_to(PACKAGE).as_posix()}:{n.lineno}" for n in ast.walk(tree)
+                  if isinstance(n, ast.ImportFrom) and n.module == "aotwheel.backends.protocol" and id(n) not in typing_only]
+    assert found == [], found

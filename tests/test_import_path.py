@@ -75,7 +75,7 @@ def test_build_steps_import_only_what_a_cache_hit_needs():
     # (model, config: the steps live in the vendor's package, whose parents must stay empty of
     # them), and no http.client at all (HttpStore speaks HTTP on the socket module).
     unwanted = {"subprocess", "tempfile", "shutil", "http.client",
-                "aotwheel.backends.protocol", "aotwheel.backends.intel.backend", "aotwheel.model", "aotwheel.config"}
+                "aotwheel.backends.protocol", "aotwheel.backends.capabilities", "aotwheel.backends.intel.backend", "aotwheel.model", "aotwheel.config"}
     spirv = _new_modules("import aotwheel.backends.intel.buildsteps.spvcache, aotwheel.buildsteps.tiers, aotwheel.buildsteps.remote",
                          REPO / "python")
     assert not unwanted & set(spirv), sorted(unwanted & set(spirv))
@@ -93,7 +93,8 @@ def test_a_plan_edge_reads_its_entry_without_the_plan_module(tmp_path):
                  "from aotwheel.buildsteps.edge import load_edge\n"
                  f"assert load_edge({str(plan)!r}, 'a.sm_90')[1]['id'] == 'a.sm_90'")
     loaded = set(_new_modules(statement, REPO / "python"))
-    assert not loaded & {"aotwheel.buildsteps.plan", "aotwheel.model", "aotwheel.config", "aotwheel.backends.protocol"}, sorted(loaded)
+    assert not loaded & {"aotwheel.buildsteps.plan", "aotwheel.model", "aotwheel.config", "aotwheel.backends.protocol",
+                         "aotwheel.backends.capabilities"}, sorted(loaded)
 
 
 def test_a_build_step_parses_its_arguments_without_shutil_or_the_other_steps_parsers():
@@ -148,7 +149,8 @@ def test_each_command_imports_only_its_own_module():
     # argparse's own help output loads is no part of aotwheel's)
     argparse_help = set(_new_modules("import argparse\np = argparse.ArgumentParser(prog='x')\n"
                                      "p.add_subparsers().add_parser('y', help='z')\np.format_help()"))
-    assert not {"aotwheel.backends.intel.backend", "aotwheel.backends.protocol", "aotwheel.model"} & compile_, sorted(compile_)
+    object_model = {"aotwheel.backends.intel.backend", "aotwheel.backends.protocol", "aotwheel.backends.capabilities", "aotwheel.model"}
+    assert not object_model & compile_, sorted(compile_)
     assert "dataclasses" not in compile_ - argparse_help, sorted(compile_)
 
 
@@ -167,7 +169,8 @@ def test_inspecting_a_library_imports_no_verdict_model():
     # What the inspector never decides (verdicts, probed devices, settings) stays unloaded.
     for argv in (("inspect", str(SMALL_LIB)), ("inspect", "--all", str(SMALL_LIB))):
         loaded = _cli_modules(*argv)
-        assert "aotwheel.inspector" in loaded and not {"aotwheel.results", "aotwheel.backends.protocol", "aotwheel.config"} & loaded
+        undecided = {"aotwheel.results", "aotwheel.backends.protocol", "aotwheel.backends.capabilities", "aotwheel.config"}
+        assert "aotwheel.inspector" in loaded and not undecided & loaded
 
 
 def test_help_still_lists_every_command():

@@ -33,7 +33,8 @@ from aotwheel.config import flag as env_flag
 from aotwheel.errors import DevlistError
 
 if TYPE_CHECKING:
-    from aotwheel.backends.protocol import DevlistExamples, DevlistGrammar, DevlistPart
+    from aotwheel.backends.capabilities import DevlistExamples
+    from aotwheel.backends.protocol import DevlistGrammar, DevlistPart
 
 P = TypeVar("P")
 
@@ -227,7 +228,7 @@ def _finish(grammars: Mapping[str, DevlistGrammar], default: str, jit_fallback: 
 
 
 def _examples(grammar: DevlistGrammar) -> DevlistExamples:
-    from aotwheel.backends.protocol import DevlistExamples
+    from aotwheel.backends.capabilities import DevlistExamples
 
     return grammar.examples or DevlistExamples("a device", "a device list", "a family", "family names")
 

@@ -31,7 +31,7 @@ from aotwheel.errors import AotwheelError
 from aotwheel.jitcache import JitCache, JITCacheWarning, JitKey
 
 if TYPE_CHECKING:
-    from aotwheel.backends.protocol import OpenClImages
+    from aotwheel.backends.capabilities import OpenClImages
     from aotwheel.results import Verdict
 
 __all__ = ["build_program", "load_program", "Loaded", "DeviceCode", "device_code", "by_source", "inflate", "jit_key", "JITCacheWarning"]

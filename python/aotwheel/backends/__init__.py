@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, TypedDict
 
-    from aotwheel.backends.protocol import Backend, OpenClSupport, ProbeSpec, Toolchain
+    from aotwheel.backends.capabilities import ProbeSpec
+    from aotwheel.backends.protocol import Backend, OpenClSupport, Toolchain
     from aotwheel.report import FileReport
     from aotwheel.results import Device
 

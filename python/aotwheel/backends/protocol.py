@@ -1,62 +1,28 @@
-"""What a vendor backend provides: the narrow :class:`Backend` protocol, the
-:class:`Capabilities` it declares beyond it (each a small protocol or a callable: probes,
-toolchain, OpenCL, ...), its ``USE_AOT_DEVLIST`` grammar; its binary :class:`Reader` (a module
-with a :class:`ReadSpec`) and the :class:`ImageWalk` that the inspector hands it.
+"""What a vendor backend provides, as types: the narrow :class:`Backend` protocol, the protocols
+of its capabilities (:class:`Toolchain`, :class:`OpenClSupport`; the
+:class:`aotwheel.backends.capabilities.Capabilities` it declares are records), its
+``USE_AOT_DEVLIST`` grammar; its binary :class:`Reader` (a module with a
+:class:`aotwheel.backends.readspec.ReadSpec`) and the :class:`ImageWalk` that the inspector hands it.
 
-Apart from the registry (:mod:`aotwheel.backends`) so that importing a vendor's build step, which
-imports the ``aotwheel.backends`` package first, never imports ``typing``.
+For the type checker only: modules import it under ``TYPE_CHECKING`` (mypy checks each backend
+object against :class:`Backend`), so no command pays for ``typing``'s protocols at run time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
-
-from aotwheel.backends.readspec import ReadSpec as ReadSpec  # a module of its own: the inspector imports no typing
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from aotwheel.backends.capabilities import Capabilities, DevlistExamples, OpenClImages, ToolOption
+    from aotwheel.backends.readspec import ReadSpec
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
     from aotwheel.model import Image, ImageKind
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice, Verdict
-
-
-class ProbeSpec(NamedTuple):
-    """One device probe of a backend, as :mod:`aotwheel.probe` runs it."""
-
-    name: str  # "levelzero", "cuda": the ``backend`` of the devices it reports
-    module: str  # defines ``probe() -> aotwheel.probe.ProbeResult``
-    heavy: str = ""  # a module that costs seconds to import: probe only once the application imported it
-    native: bool = False  # the vendor's own driver: its GPUs replace other runtimes' views of them
-
-
-class ToolOption(NamedTuple):
-    """A tool of a backend that ``aotwheel resolve --toolchain WORD`` checks; the CLI also gives it
-    a ``--WORD PATH`` option."""
-
-    word: str  # "ocloc": the --toolchain choice and the option's name
-    help: str  # the --WORD PATH option's help (where the tool is found otherwise)
-
-
-class FormatOption(NamedTuple):
-    """One ``aotwheel resolve --format`` value: a key of a backend's :meth:`DevlistPart.formats`."""
-
-    word: str  # "ocloc", "names": the --format choice
-    phrase: str  # what --format's help calls it ("ocloc -device list")
-    argument: bool = False  # a tool's argument: listed before the plain lists, as the core's -fsycl-targets is
-
-
-class DevlistExamples(NamedTuple):
-    """Names the resolver's messages offer as examples (the default backend's)."""
-
-    device: str  # "pvc"
-    devices: str  # "pvc,acm-g10"
-    family: str  # "dg2"
-    families: str  # "dg2 or xe-hpc"
 
 
 class DevlistPart(Protocol):
@@ -311,51 +277,6 @@ class Toolchain(Protocol):
         names to check they can build, ``cache`` the device-code cache
         (:class:`aotwheel.buildsteps.cache.DeviceCodeCache`)."""
         ...
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a backend has besides :class:`Backend`'s members, each declared here (``None`` or
-    empty: it has none). The core reads these fields; it never asks an object whether it has an
-    attribute."""
-
-    # Device probes (:mod:`aotwheel.probe`), asked in this order after the previous backends'.
-    probes: tuple[ProbeSpec, ...] = ()
-    # Make the probes see what the user's runtime sees (Intel: the CPU OpenCL runtime installed
-    # from PyPI); called by the CLI before it probes.
-    prepare_probes: Callable[[], None] | None = None
-    # ``native`` in USE_AOT_DEVLIST: devlist words for this vendor's GPUs on this machine
-    # (``devices``: the probe runner's).
-    native_tokens: Callable[[Sequence[ProbedDevice]], list[str]] | None = None
-    # The identity under which the run-time check warns once about one of its devices (NVIDIA:
-    # probe, index and target); without it, the device's own ``key``.
-    device_key: Callable[[Any], str] | None = None
-    toolchain: Toolchain | None = None  # installed tools its grammar consults and resolve/build check
-    resolve_formats: tuple[FormatOption, ...] = ()  # ``aotwheel resolve --format`` values its part's formats() prints
-    # ``USE_AOT_DEVLIST`` tokens that rebuild what a file carries for this vendor: another vendor's
-    # remedy keeps them (:func:`aotwheel.backends.rebuild_devlist`).
-    rebuild_tokens: Callable[[FileReport], list[str]] | None = None
-    # Run a binary's kernels on this vendor's devices that OpenCL does not reach (``DeviceResult`` each).
-    selftest: Callable[[str], list[Any]] | None = None
-    opencl: OpenClSupport | None = None  # its driver loads OpenCL programs (the loader and selftest ask it)
-    # Its own ``aotwheel`` subcommands and its SPIR-V compiler are module names in its settings
-    # (``COMMANDS``, ``SPIRV_COMPILER``: :func:`aotwheel.backends.commands`), where ``--help`` reads
-    # them without importing a backend object.
-    # The module whose GPU driver simulates devices without hardware: ``named_devices(text)`` and
-    # ``selftest(modules, devices, check)`` for ``aotwheel selftest --simulate``.
-    simulator: str | None = None
-    variants: str | None = None  # its wheel-variant vocabulary module (:mod:`aotwheel.variants` says what it holds)
-
-
-class OpenClImages(NamedTuple):
-    """Which of an aotwheel-built extension's embedded images (``images()``: triple, source, bytes)
-    an OpenCL backend's driver loads, and how its fat binary looks: what the OpenCL loader and the
-    selftest ask instead of naming a vendor's formats."""
-
-    native: str  # the triple of the fat binary of native images, which the driver picks a member of
-    ir: str  # the triple of the SPIR-V module the driver JIT-compiles
-    native_magic: bytes  # how a fat binary starts (a file or bytes handed to the loader)
-    native_name: str  # the fat binary in messages ("an ocloc fat binary")
 
 
 class OpenClSupport(Protocol):

@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # The backends' --format values and tools (Capabilities.resolve_formats / .toolchain): building
     # this parser imports the backend objects, which `aotwheel resolve` itself needs anyway.
     from aotwheel import backends
-    from aotwheel.backends.protocol import FormatOption
+    from aotwheel.backends.capabilities import FormatOption
     from aotwheel.config import DEFAULT_DEVLIST
 
     everyone = backends.all_backends()

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 
 from aotwheel.backends.amd import AMD
-from aotwheel.backends.protocol import Backend, Capabilities
+from aotwheel.backends.capabilities import Capabilities
 
 TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing or results
 if TYPE_CHECKING:
     from aotwheel.backends.amd.devlist import AmdGrammar
+    from aotwheel.backends.protocol import Backend
     from aotwheel.report import FileReport
     from aotwheel.results import Device, Verdict
 

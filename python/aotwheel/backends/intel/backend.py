@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from aotwheel.backends.capabilities import Capabilities, FormatOption, OpenClImages, ProbeSpec, ToolOption
 from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.kinds import CPU_AOT
 from aotwheel.backends.intel.variables import OCLOC
-from aotwheel.backends.protocol import Backend, Capabilities, FormatOption, OpenClImages, ProbeSpec, ToolOption
 
 TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing
 if TYPE_CHECKING:
     from typing import Any
 
     from aotwheel.backends.intel.devlist import IntelGrammar
-    from aotwheel.backends.protocol import DevlistPart
+    from aotwheel.backends.protocol import Backend, DevlistPart
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice, Verdict
 

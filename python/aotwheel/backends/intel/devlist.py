@@ -12,9 +12,9 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from aotwheel.backends.capabilities import DevlistExamples
 from aotwheel.backends.intel import INTEL, grammar
 from aotwheel.backends.intel.catalog import Catalog, Device, load_catalog
-from aotwheel.backends.protocol import DevlistExamples
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

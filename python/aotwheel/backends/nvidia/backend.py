@@ -6,14 +6,15 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 
+from aotwheel.backends.capabilities import Capabilities, ProbeSpec
 from aotwheel.backends.nvidia import NVIDIA
-from aotwheel.backends.protocol import Backend, Capabilities, ProbeSpec
 
 TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing or results
 if TYPE_CHECKING:
     from typing import Any
 
     from aotwheel.backends.nvidia.devlist import NvidiaGrammar
+    from aotwheel.backends.protocol import Backend
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice, Verdict
 
