@@ -29,7 +29,7 @@
 #   _aotwheel_vendors_wanted, _aotwheel_check_device_code_args, _aotwheel_check_switch,
 #   _aotwheel_field_switch, _aotwheel_plan_edges, _aotwheel_remote_settings, _aotwheel_write_if_changed,
 #   _aotwheel_compress_edges, _aotwheel_manifest_edge, _aotwheel_install_hook, _aotwheel_target_manifest,
-#   _aotwheel_claim_manifest, _aotwheel_json_field, _aotwheel_json_members, _aotwheel_json_bool, _aotwheel_json_string.
+#   _aotwheel_call_targets, _aotwheel_call_manifest, _aotwheel_claim_manifest, _aotwheel_json_field, _aotwheel_json_members, _aotwheel_json_bool, _aotwheel_json_string.
 include_guard(GLOBAL)
 
 set(aotwheel_FOUND TRUE)
@@ -406,6 +406,29 @@ function(_aotwheel_vendors_wanted fn prefix)
   _aotwheel_defer_vendor_check()
 endfunction()
 
+# _aotwheel_call_targets(<fn> <out> <key>): the tokens of one vendor a device-code call asks for:
+# the caller's ARG_TARGETS, else <ARG_DEVLIST>_<key>, else <key> of USE_AOT_DEVLIST through
+# aotwheel_resolve_devlist() (<key>: the vendor's list variable, its DevlistPart.cmake_variables());
+# <out>_JSON: the resolver's JSON of that list (for the manifest), empty for TARGETS.
+function(_aotwheel_call_targets fn out key)
+  if(DEFINED ARG_TARGETS)
+    set(${out} "${ARG_TARGETS}" PARENT_SCOPE)
+    set(${out}_JSON "" PARENT_SCOPE)
+    return()
+  elseif(DEFINED ARG_DEVLIST)
+    if(NOT DEFINED ${ARG_DEVLIST}_JSON)
+      message(FATAL_ERROR "${fn}: DEVLIST ${ARG_DEVLIST} is not set. Call aotwheel_resolve_devlist(${ARG_DEVLIST}) first.")
+    endif()
+    set(dl "${ARG_DEVLIST}")
+  else()
+    aotwheel_resolve_devlist(_aotw_${key})
+    set(dl _aotw_${key})
+  endif()
+  _aotwheel_vendors_wanted(${fn} ${dl})
+  set(${out} "${${dl}_${key}}" PARENT_SCOPE)
+  set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
+endfunction()
+
 function(_aotwheel_defer_vendor_check)
   get_property(deferred GLOBAL PROPERTY _AOTWHEEL_VENDOR_CHECK_DEFERRED)
   if(NOT deferred)
@@ -684,6 +707,25 @@ function(_aotwheel_target_manifest fn target work devlist toolchain)
     set(package_arg PACKAGE "${arg_PACKAGE}")
   endif()
   _aotwheel_install_hook("${target}" "${work}" "${manifest}" NAME "${arg_NAME}" DESTINATION "${arg_DESTINATION}" ${package_arg})
+endfunction()
+
+# _aotwheel_call_manifest(<fn> <target> <work> <devlist json> <toolchain json> <custom target>):
+# _aotwheel_target_manifest for a device-code call that keeps no IR of its own (JIT_FALLBACK OFF),
+# with the caller's NAME, DESTINATION and PACKAGE; an empty <devlist json>: the caller's TARGETS,
+# resolved here (what _aotwheel_call_targets leaves for TARGETS).
+function(_aotwheel_call_manifest fn target work devlist toolchain custom_target)
+  if(devlist STREQUAL "")
+    list(JOIN ARG_TARGETS "," csv)
+    aotwheel_resolve_devlist(explicit DEVLIST "${csv}")
+    set(devlist "${explicit_JSON}")
+  endif()
+  set(package_arg "")
+  if(DEFINED ARG_PACKAGE)
+    set(package_arg PACKAGE "${ARG_PACKAGE}")
+  endif()
+  _aotwheel_target_manifest(${fn} "${target}" "${work}" "${devlist}" "${toolchain}" NAME "${ARG_NAME}"
+                            CUSTOM_TARGET ${custom_target} JIT_FALLBACK OFF
+                            DESTINATION "${ARG_DESTINATION}" ${package_arg})
 endfunction()
 
 # Each vendor's file: every aotwheel-<name>.cmake beside this one (a new vendor is a new file),

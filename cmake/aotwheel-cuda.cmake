@@ -38,7 +38,7 @@
 # their own calls in the project (configure says so; aotwheel-config.cmake).
 #
 # Private steps, in the order aotwheel_add_cuda_device_code() runs them:
-#   _aotwheel_cuda_targets      the requested tokens (TARGETS, DEVLIST or the resolver)
+#   _aotwheel_call_targets      the requested tokens (TARGETS, DEVLIST or the resolver; aotwheel-config.cmake)
 #   _aotwheel_cuda_configure    nvcc found, every target checked, the build plan written (Python)
 #   _aotwheel_plan_edges        the plan's edges (aotwheel-config.cmake): per source one nvcc edge
 #                               per target, then `fatbinary`
@@ -75,7 +75,7 @@ function(aotwheel_add_cuda_device_code target)
                         "[NVCC_OPTIONS <arg>...] [COMPRESS_MODE <mode>] [DESTINATION <dir> [PACKAGE <pkg>]])")
   endif()
   _aotwheel_check_device_code_args(${fn} "${target}" "Pass the kernel files, e.g. SOURCES csrc/kernels/vadd.cl")
-  _aotwheel_cuda_targets(${fn} tokens)
+  _aotwheel_call_targets(${fn} tokens CUDA)
   _aotwheel_vendors_built(nvidia)
   set(work "${CMAKE_CURRENT_BINARY_DIR}/aotwheel/${ARG_NAME}_cuda")
   if(NOT tokens)
@@ -117,40 +117,7 @@ function(_aotwheel_cuda_manifest fn target work toolchain devlist)
     file(READ "${toolchain}" facts)
     string(STRIP "${facts}" facts)
   endif()
-  if(devlist STREQUAL "")
-    list(JOIN ARG_TARGETS "," csv)
-    aotwheel_resolve_devlist(explicit DEVLIST "${csv}")
-    set(devlist "${explicit_JSON}")
-  endif()
-  set(package_arg "")
-  if(DEFINED ARG_PACKAGE)
-    set(package_arg PACKAGE "${ARG_PACKAGE}")
-  endif()
-  _aotwheel_target_manifest(${fn} "${target}" "${work}" "${devlist}" "${facts}" NAME "${ARG_NAME}"
-                            CUSTOM_TARGET ${ARG_NAME}_cuda_aot_manifest JIT_FALLBACK OFF
-                            DESTINATION "${ARG_DESTINATION}" ${package_arg})
-endfunction()
-
-# _aotwheel_cuda_targets(<fn> <out>): the NVIDIA tokens asked for: the caller's ARG_TARGETS, else
-# <ARG_DEVLIST>_CUDA, else the CUDA part of USE_AOT_DEVLIST through aotwheel_resolve_devlist();
-# <out>_JSON: the resolver's JSON of that list (for the manifest), empty for TARGETS.
-function(_aotwheel_cuda_targets fn out)
-  if(DEFINED ARG_TARGETS)
-    set(${out} "${ARG_TARGETS}" PARENT_SCOPE)
-    set(${out}_JSON "" PARENT_SCOPE)
-    return()
-  elseif(DEFINED ARG_DEVLIST)
-    if(NOT DEFINED ${ARG_DEVLIST}_JSON)
-      message(FATAL_ERROR "${fn}: DEVLIST ${ARG_DEVLIST} is not set. Call aotwheel_resolve_devlist(${ARG_DEVLIST}) first.")
-    endif()
-    set(dl "${ARG_DEVLIST}")
-  else()
-    aotwheel_resolve_devlist(_aotw_cdl)
-    set(dl _aotw_cdl)
-  endif()
-  _aotwheel_vendors_wanted(${fn} ${dl})
-  set(${out} "${${dl}_CUDA}" PARENT_SCOPE)
-  set(${out}_JSON "${${dl}_JSON}" PARENT_SCOPE)
+  _aotwheel_call_manifest(${fn} "${target}" "${work}" "${devlist}" "${facts}" ${ARG_NAME}_cuda_aot_manifest)
 endfunction()
 
 # _aotwheel_cuda_configure(<fn> <work> <tokens> NAME <name> SOURCES <file>... [COMPRESS_MODE <mode>]
