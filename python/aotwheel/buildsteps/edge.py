@@ -91,6 +91,15 @@ def edge_arguments(parser: argparse.ArgumentParser, required: bool = True) -> No
     parser.add_argument("--digest", help="the entry's digest as CMake saw it (a changed entry: re-run CMake)")
 
 
+def embed_arguments(parser: argparse.ArgumentParser, inputs: str) -> None:
+    """A vendor's ``embed`` step: the image set's ``--name``, the C source and header it writes,
+    and its ``inputs`` (the files the C source .incbin's)."""
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--out-c", required=True)
+    parser.add_argument("--out-h", required=True)
+    parser.add_argument(inputs, nargs="*")
+
+
 def write_if_changed(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` unless it holds exactly that already, so that ninja reruns
     nothing that depends on an unchanged file."""

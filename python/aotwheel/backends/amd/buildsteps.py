@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aotwheel.buildsteps.edge import edge_arguments
+from aotwheel.buildsteps.edge import edge_arguments, embed_arguments, write_if_changed
 from aotwheel.errors import ToolchainError
 
 _TIMEOUT = 600
@@ -52,14 +52,10 @@ def configure(args: argparse.Namespace) -> int:
     hipcc = query(find_hipcc(args.hipcc or None), list(targets))
     require_processors(hipcc, targets)
     data = {**hipcc.to_dict(), "targets": list(targets)}
-    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     out = Path(args.out)
-    if not out.is_file() or out.read_text() != text:  # unchanged file: nothing downstream reruns
-        out.write_text(text)
+    write_if_changed(out, json.dumps(data, indent=1, sort_keys=True) + "\n")  # unchanged: nothing downstream reruns
     if args.plan:
         from aotwheel.backends.amd.plan import build_plan, image_record
-        from aotwheel.buildsteps.edge import write_if_changed
-
         plan = build_plan(name=args.name, work=Path(args.plan).parent, sources=args.source or [], targets=targets,
                           toolchain=str(out), settings=args.settings, options=tuple(args.option or ()))
         plan.write(args.plan)
@@ -180,12 +176,9 @@ def render_embed(name: str, bundles: list[str]) -> tuple[str, str]:
 
 
 def embed(args: argparse.Namespace) -> int:
-    from aotwheel.buildsteps.cache import atomic_write
-
     c_text, h_text = render_embed(args.name, args.bundles)
-    for path, text in ((Path(args.out_c), c_text), (Path(args.out_h), h_text)):
-        if not path.is_file() or path.read_text() != text:
-            atomic_write(path, text.encode())
+    write_if_changed(args.out_c, c_text)
+    write_if_changed(args.out_h, h_text)
     return 0
 
 
@@ -218,18 +211,11 @@ def _configure_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--settings", default="", help="remote-cache settings CMake wrote (NAME=value lines)")
 
 
-def _embed_arguments(e: argparse.ArgumentParser) -> None:
-    e.add_argument("--name", required=True)
-    e.add_argument("--out-c", required=True)
-    e.add_argument("--out-h", required=True)
-    e.add_argument("bundles", nargs="*")
-
-
 _STEPS = {
     "configure": (_configure_arguments, configure),
     "compile": (edge_arguments, compile_image),
     "bundle": (edge_arguments, bundle),
-    "embed": (_embed_arguments, embed),
+    "embed": (lambda e: embed_arguments(e, "bundles"), embed),
 }
 
 

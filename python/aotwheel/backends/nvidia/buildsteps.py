@@ -24,7 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aotwheel.buildsteps.edge import edge_arguments
+from aotwheel.buildsteps.edge import edge_arguments, embed_arguments, write_if_changed
 from aotwheel.errors import ToolchainError
 
 HEADER = Path(__file__).resolve().parents[3] / "csrc" / "aotwheel_portable.h"
@@ -59,14 +59,10 @@ def configure(args: argparse.Namespace) -> int:
         "targets": [t.to_dict() | {"virtual": t.virtual} for t in targets],
         "gencode": gencode,
     }
-    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     out = Path(args.out)
-    if not out.is_file() or out.read_text() != text:  # unchanged file: nothing downstream reruns
-        out.write_text(text)
+    write_if_changed(out, json.dumps(data, indent=1, sort_keys=True) + "\n")  # unchanged: nothing downstream reruns
     if args.plan:
         from aotwheel.backends.nvidia.plan import build_plan, image_record
-        from aotwheel.buildsteps.edge import write_if_changed
-
         plan = build_plan(name=args.name, work=Path(args.plan).parent, sources=args.source or [], targets=targets,
                           toolchain=str(out), header=str(header), settings=args.settings,
                           options=tuple(args.option or ()), compress_mode=args.compress_mode)
@@ -204,12 +200,9 @@ def render_embed(name: str, fatbins: list[str]) -> tuple[str, str]:
 
 
 def embed(args: argparse.Namespace) -> int:
-    from aotwheel.buildsteps.cache import atomic_write
-
     c_text, h_text = render_embed(args.name, args.fatbins)
-    for path, text in ((Path(args.out_c), c_text), (Path(args.out_h), h_text)):
-        if not path.is_file() or path.read_text() != text:
-            atomic_write(path, text.encode())
+    write_if_changed(args.out_c, c_text)
+    write_if_changed(args.out_h, h_text)
     return 0
 
 
@@ -224,13 +217,6 @@ def _configure_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--option", action="append", help="extra nvcc argument (repeatable)")
     c.add_argument("--compress-mode", default="", choices=["", "default", "size", "speed", "balance", "none"])
     c.add_argument("--settings", default="", help="remote-cache settings CMake wrote (NAME=value lines)")
-
-
-def _embed_arguments(e: argparse.ArgumentParser) -> None:
-    e.add_argument("--name", required=True)
-    e.add_argument("--out-c", required=True)
-    e.add_argument("--out-h", required=True)
-    e.add_argument("fatbins", nargs="*")
 
 
 # The clang/SYCL triple of NVIDIA device code, for the ``triple`` field of CUDA fat binaries.
@@ -263,7 +249,7 @@ _STEPS = {
     "configure": (_configure_arguments, configure),
     "compile": (edge_arguments, compile_image),
     "fatbin": (edge_arguments, fatbin),
-    "embed": (_embed_arguments, embed),
+    "embed": (lambda e: embed_arguments(e, "fatbins"), embed),
 }
 
 
