@@ -9,10 +9,11 @@ either (Python imports it first anyway), as in tests/test_model.py's graph.
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
 from pathlib import Path
+
+from _imports_util import package_modules, static_imports
 
 REPO = Path(__file__).resolve().parents[1]
 ROOT = REPO / "python" / "aotwheel"
@@ -52,28 +53,6 @@ def _layers() -> dict[str, int]:
     return layers
 
 
-def _modules() -> dict[str, Path]:
-    return {_module_name(p.relative_to(ROOT).as_posix()): p for p in ROOT.rglob("*.py")}
-
-
-def _static_imports() -> dict[str, set[str]]:
-    mods = _modules()
-    edges: dict[str, set[str]] = {m: set() for m in mods}
-    for m, p in mods.items():
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for n in names:
-                while n and n not in mods:
-                    n = n.rpartition(".")[0]
-                if n and n != m and not m.startswith(n + "."):
-                    edges[m].add(n)
-    return edges
-
-
 def test_every_path_in_the_map_exists() -> None:
     rows = _map_rows()
     assert len(rows) > 20
@@ -92,14 +71,14 @@ def test_every_package_and_every_core_module_is_in_the_map() -> None:
 
 def test_every_module_has_a_layer_and_imports_none_above_it() -> None:
     layers = _layers()
-    unplaced = sorted(m for m in _modules() if m not in layers and not any(m.startswith(f"aotwheel.backends.{v}.") or
+    unplaced = sorted(m for m in package_modules() if m not in layers and not any(m.startswith(f"aotwheel.backends.{v}.") or
                                                                           m == f"aotwheel.backends.{v}" for v in _vendors()))
     assert unplaced == []
 
     def layer(m: str) -> int:
         return layers.get(m, 2)  # a vendor's module the map does not name is in its vendor's layer
 
-    upward = {m: sorted(e for e in out if layer(e) > layer(m)) for m, out in _static_imports().items()}
+    upward = {m: sorted(e for e in out if layer(e) > layer(m)) for m, out in static_imports().items()}
     assert {m: e for m, e in upward.items() if e} == {}
 
 
@@ -117,4 +96,4 @@ def test_the_map_reading_finds_a_wrong_row(tmp_path, monkeypatch) -> None:
     assert (["config.py", "nothere.py"], 1) in rows
     layers = _layers()
     assert layers["aotwheel.config"] == 1
-    assert "aotwheel.backends" in _static_imports()["aotwheel.config"] and layers["aotwheel.backends"] == 3
+    assert "aotwheel.backends" in static_imports()["aotwheel.config"] and layers["aotwheel.backends"] == 3

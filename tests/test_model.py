@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from _imports_util import package_modules, static_imports
 
 from _check_util import child_env, fat_binary, run_cli
 from _cuda_util import VADD, VSCALE, nvcc_out, source
@@ -227,35 +228,13 @@ def test_no_python_module_writes_aotwheel_variables_to_the_environment() -> None
 # ---- import graph -------------------------------------------------------------------------------
 
 
-def _modules() -> dict[str, Path]:
-    root = REPO / "python" / "aotwheel"
-    out = {}
-    for p in root.rglob("*.py"):
-        parts = list(p.relative_to(root.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = p
-    return out
-
-
 def _import_graph() -> dict[str, set[str]]:
-    """Every aotwheel import, at module level or inside functions (lazy imports still form cycles
-    at run time), plus the registries' edges to the backends and readers they import by name. An
-    import of a module's own parent package is not an edge (Python imports parents first anyway)."""
-    mods = _modules()
-    edges: dict[str, set[str]] = {m: set() for m in mods}
-    for m, p in mods.items():
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for n in names:
-                while n and n not in mods:
-                    n = n.rpartition(".")[0]
-                if n and n != m and not m.startswith(n + "."):
-                    edges[m].add(n)
+    """Every aotwheel import that runs, at module level or inside functions (lazy imports still
+    form cycles at run time; those under ``if TYPE_CHECKING:`` never run: the types of
+    backends/protocol.py and backends/capabilities.py name each other there), plus the registries'
+    edges to the backends and readers they import by name. An import of a module's own parent
+    package is not an edge (Python imports parents first anyway)."""
+    edges = static_imports(run_time=True)
     from aotwheel import backends
     from aotwheel.backends import readers
 
@@ -303,13 +282,21 @@ def test_no_import_cycles() -> None:
     assert _cycles(edges) == []
 
 
+def test_the_run_time_graph_leaves_out_only_type_checking_imports() -> None:
+    every, run_time = static_imports(), static_imports(run_time=True)
+    assert "aotwheel.backends.protocol" in every["aotwheel.backends.capabilities"]  # a type's import
+    assert "aotwheel.backends.protocol" not in run_time["aotwheel.backends.capabilities"]
+    assert "aotwheel.results" in run_time["aotwheel.backends.intel.judge"]  # a module-level import
+    assert "aotwheel.backends.intel.judge" in run_time["aotwheel.backends.intel.backend"]  # one inside a method
+
+
 def test_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
     skip = {"aotwheel.__main__", "aotwheel.buildsteps.__main__"}  # run the CLI when imported
-    names = sorted(n for n in _modules() if n not in skip)
+    names = sorted(n for n in package_modules() if n not in skip)
     code = ("import importlib, subprocess, sys\n"
             f"names = {names!r}\n"
             "bad = [n for n in names if subprocess.run([sys.executable, '-c', f'import {n}'], capture_output=True).returncode]\n"

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from aotwheel.backends.capabilities import Capabilities, FormatOption, OpenClImages, ProbeSpec, ToolOption
 from aotwheel.backends.intel import INTEL
-from aotwheel.backends.intel.kinds import CPU_AOT
+from aotwheel.backends.intel.kinds import CPU_AOT, IR_FORMS
 from aotwheel.backends.intel.variables import OCLOC
 
 TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing
@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice, Verdict
 
-
-IR_FORMS = ("spirv", "llvmbc")  # what an OpenCL / Level Zero driver can JIT-compile
 
 
 def _native_tokens(devices: Sequence[ProbedDevice]) -> list[str]:

@@ -10,8 +10,7 @@ import os
 from dataclasses import replace
 
 from aotwheel.backends.intel import INTEL
-from aotwheel.backends.intel.backend import IR_FORMS
-from aotwheel.backends.intel.kinds import CPU_AOT, LEGACY
+from aotwheel.backends.intel.kinds import CPU_AOT, IR_FORMS, LEGACY
 from aotwheel.results import JIT, NATIVE, UNSUPPORTED, Verdict
 
 TYPE_CHECKING = False

@@ -17,6 +17,7 @@ ZEBIN = ImageKind.declare("zebin")  # GPU native binary (ELF, e_machine EM_INTEL
 LEGACY = ImageKind.declare("legacy")  # GPU patch-token binary
 CPU_AOT = ImageKind.declare("cpu-aot")  # CPU AOT image (x86-64 OpenCL executable)
 IR_ELF = ImageKind.declare("ir-elf")  # IR-only ELF (SPIR-V or LLVM IR inside)
+IR_FORMS = ("spirv", "llvmbc")  # the IR an OpenCL / Level Zero driver can JIT-compile (a FileReport's ir)
 
 EM_INTELGT = 205
 EM_X86_64 = 62
