@@ -12,13 +12,14 @@ import sys
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from itertools import compress
-from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
 
+TYPE_CHECKING = False  # not typing's: inspect's start-up
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from typing import Any
 
 R_X86_64_RELATIVE = 8
 _BUNDLE_PREFIX = "__CLANG_OFFLOAD_BUNDLE__"

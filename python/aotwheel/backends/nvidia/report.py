@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aotwheel.backends.nvidia import NVIDIA
-from aotwheel.report import FileReport, declare_fields
-
 
 @dataclass
 class CudaModule:
@@ -60,19 +57,7 @@ class CudaFields:
         del self.loadable[mark[0]:], self.modules[mark[1]:]
 
 
-def cuda_fields(report: FileReport) -> CudaFields:
-    """``report``'s NVIDIA fields (empty ones made on first use)."""
-    found: CudaFields = report.fields(NVIDIA)
-    return found
-
-
-declare_fields(NVIDIA, CudaFields)
-
-
-def _published_cuda(report: FileReport) -> list[str]:
-    return cuda_fields(report).loadable
-
-
-# The _aot.py of wheels already published reads the loadable targets as ``FileReport.cuda``
-# (aotwheel.aot lists what they use): kept, read-only, while this backend is registered.
-setattr(FileReport, "cuda", property(_published_cuda))  # noqa: B010 -- a name the core report does not declare
+# ``report``'s NVIDIA fields, empty ones made on first use: the reader declares them (and
+# ``FileReport.cuda``) when it is imported, which importing this module does too, for callers that
+# make reports themselves (the inspector imports the reader, and this module only for CUDA code).
+from aotwheel.backends.nvidia.reader import cuda_fields  # noqa: E402
