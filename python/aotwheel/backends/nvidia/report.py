@@ -60,4 +60,4 @@ class CudaFields:
 # ``report``'s NVIDIA fields, empty ones made on first use: the reader declares them (and
 # ``FileReport.cuda``) when it is imported, which importing this module does too, for callers that
 # make reports themselves (the inspector imports the reader, and this module only for CUDA code).
-from aotwheel.backends.nvidia.reader import cuda_fields  # noqa: E402
+from aotwheel.backends.nvidia.reader import cuda_fields as cuda_fields  # noqa: E402
