@@ -472,8 +472,8 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True,
             img = images[k]
             desc = descs.get(img.vaddr)
             if desc is not None:  # the descriptor's target wins over the section name
-                img.triple = desc.triple if desc.triple is not None else img.triple
-                img.desc_format, img.compile_options, img.link_options = desc.format, desc.compile_options, desc.link_options
+                triple, img.desc_format, img.compile_options, img.link_options = desc
+                img.triple = triple if triple is not None else img.triple
     return images
 
 
@@ -694,6 +694,10 @@ def _pointer_at(view: ElfView, vaddr: int, relocs: dict[int, int]) -> int:
     return int(relocs.get(vaddr, value))
 
 
+# An image descriptor's (DeviceTargetSpec, Format, CompileOptions, LinkOptions), as read_host uses them.
+_Descriptor = tuple[str | None, str | None, str | None, str | None]
+
+
 def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -> dict[int, _Descriptor]:
     """Find each image's ``sycl_device_binary_struct`` (the one whose BinaryStart points at it) and
     read DeviceTargetSpec, Format and the compile/link options the runtime passes to the build.
@@ -718,21 +722,13 @@ def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -
     string_slots = {d + f for d, _ in candidates.values() for f in (_DESC_TARGET_SPEC, _DESC_COMPILE_OPTIONS, _DESC_LINK_OPTIONS)}
     relocs = _relative_relocs(view, want_offsets=string_slots, want_addends=set())
     return {
-        img: _Descriptor(
+        img: (
             _cstring(view, _pointer_at(view, d + _DESC_TARGET_SPEC, relocs)), _DESC_FORMATS[fmt],
             _cstring(view, _pointer_at(view, d + _DESC_COMPILE_OPTIONS, relocs), _MAX_OPTIONS),
             _cstring(view, _pointer_at(view, d + _DESC_LINK_OPTIONS, relocs), _MAX_OPTIONS),
         )
         for img, (d, fmt) in candidates.items()
     }
-
-
-@dataclass
-class _Descriptor:
-    triple: str | None
-    format: str | None
-    compile_options: str | None
-    link_options: str | None
 
 
 def _cstring(view: ElfView, vaddr: int, limit: int = 64) -> str | None:
