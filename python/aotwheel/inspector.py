@@ -369,7 +369,7 @@ def _locate_module(name: str) -> Path | None:
 # Walking one binary
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared or printed: made once per process, at start-up
 class _Readers:
     """Who reads what, from every registered reader's ``READS`` (built once per set of readers)."""
 
@@ -432,7 +432,7 @@ def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
                     own_sections=frozenset(x for r in readers for x in r.READS.sections))
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared or printed: a binary's walk state
 class _Walk:
     """One binary being read (an :class:`aotwheel.backends.protocol.ImageWalk` for the readers)."""
 

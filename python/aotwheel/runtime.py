@@ -18,7 +18,6 @@ When no device is found (no GPU, no driver, a broken loader, a driver that retur
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import types
 import warnings
@@ -84,6 +83,8 @@ def resolve_binary(module_or_path: Any) -> str:
     if os.path.exists(text):
         return text
     if all(part.isidentifier() for part in text.split(".")):
+        import importlib.util  # a module name: a path (the CLI's usual argument) needs no finder
+
         try:
             spec = importlib.util.find_spec(text)
         except (ImportError, ValueError):
