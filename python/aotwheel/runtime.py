@@ -54,11 +54,11 @@ class UnsupportedDeviceError(AotwheelError, RuntimeError):
 def jit_policy(value: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """The JIT policy: ``value``, else ``AOTWHEEL_JIT`` from ``env`` (default: this process's
     environment), else ``warn``."""
-    from aotwheel import config
+    from aotwheel.variables import jit_policy as policy  # not aotwheel.config: no build settings here
 
     if value is not None:
-        return config.jit_policy(value)
-    return config.jit_policy(config.JIT.given(env))
+        return policy(value)
+    return policy(JIT_VARIABLE.given(env))
 
 
 @functools.lru_cache(maxsize=1)
