@@ -24,7 +24,7 @@ NEVER = {"typing", "pathlib", "subprocess", "tempfile", "zipfile", "shutil", "ha
          "pyopencl", "aotwheel.probe.probes", "aotwheel.devlist", "aotwheel.opencl"}
 # Records a path that does not meet them must not make (their modules make them when imported).
 CUDA_RECORDS = "aotwheel.backends.nvidia.report"  # NVIDIA's report fields: CUDA code only
-SELFTEST_RECORDS = "aotwheel.outcomes"  # probe and selftest results
+SELFTEST_RECORDS = "aotwheel.outcomes"  # selftest results
 
 
 def _loaded(*argv: str) -> tuple[set[str], str, int]:
@@ -98,7 +98,7 @@ def test_the_moved_records_keep_their_old_names() -> None:
     from aotwheel.backends.intel import zebin, zeinfo
     from aotwheel.formats import ar, arname
 
-    assert results.ProbeResult is probe.ProbeResult is outcomes.ProbeResult
+    assert results.ProbeResult is probe.ProbeResult
     assert (results.KernelResult, results.DeviceResult) == (outcomes.KernelResult, outcomes.DeviceResult)
     assert zebin.poisoned_kernels is zeinfo.poisoned_kernels and zebin.validate_zebin is zeinfo.validate_zebin
     assert ar.member_target is arname.member_target and ar.member_target("64.12.60.7") == (64, "12.60.7")

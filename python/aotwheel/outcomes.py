@@ -1,8 +1,8 @@
-"""What probing and self-testing answer, for every vendor: what one probe found
-(:class:`ProbeResult`), each device's selftest (:class:`DeviceResult`, :class:`KernelResult`).
+"""What self-testing answers, for every vendor: each device's selftest (:class:`DeviceResult`,
+:class:`KernelResult`).
 
-Apart from :mod:`aotwheel.results` (verdicts, probed devices), which ``aotwheel check`` with named
-devices imports: it makes none of these records. Every name here is still importable from
+Apart from :mod:`aotwheel.results` (verdicts, probed devices, probe results), which ``aotwheel
+check`` imports: it makes none of these records. Both names are still importable from
 :mod:`aotwheel.results`.
 """
 
@@ -14,22 +14,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotwheel.results import ProbedDevice
-
-
-@dataclass
-class ProbeResult:
-    """What one backend found; ``reason`` says why it found nothing (or is empty)."""
-
-    backend: str
-    devices: list[ProbedDevice] = field(default_factory=list)
-    reason: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        return {"backend": self.backend, "devices": [d.to_dict() for d in self.devices], "reason": self.reason}
-
-
-# --- selftest results: every backend's selftest answers with these ----------------------------
 
 @dataclass
 class KernelResult:

@@ -8,7 +8,7 @@ every name here is still importable from :mod:`aotwheel.model`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Protocol  # Device, below, is imported at run time by the backends' rules
 
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
     from aotwheel.outcomes import DeviceResult as DeviceResult
     from aotwheel.outcomes import KernelResult as KernelResult
-    from aotwheel.outcomes import ProbeResult as ProbeResult
 
 
 class VerdictKind(str, Enum):
@@ -148,11 +147,23 @@ class ProbedDevice:
         return data
 
 
-_ELSEWHERE = ("ProbeResult", "KernelResult", "DeviceResult")  # records checking with named devices makes none of
+@dataclass
+class ProbeResult:
+    """What one backend found; ``reason`` says why it found nothing (or is empty)."""
+
+    backend: str
+    devices: list[ProbedDevice] = field(default_factory=list)
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"backend": self.backend, "devices": [d.to_dict() for d in self.devices], "reason": self.reason}
+
+
+_ELSEWHERE = ("KernelResult", "DeviceResult")  # selftest records: a check makes none of them
 
 
 def __getattr__(name: str) -> Any:
-    """:mod:`aotwheel.outcomes`'s records under their old names (``aotwheel.results.ProbeResult``),
+    """:mod:`aotwheel.outcomes`'s records under their old names (``aotwheel.results.KernelResult``),
     imported when first asked for."""
     if name in _ELSEWHERE:
         from aotwheel import outcomes

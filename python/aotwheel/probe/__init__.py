@@ -16,11 +16,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from aotwheel.results import ProbedDevice  # re-exported, with ProbeResult: the probes' result types
-
-TYPE_CHECKING = False  # not typing's: `aotwheel check --device` imports this package (probe.override)
-if TYPE_CHECKING:
-    from aotwheel.outcomes import ProbeResult as ProbeResult
+from aotwheel.results import ProbedDevice, ProbeResult  # re-exported: the probes' result types
 
 
 def probe_names() -> tuple[str, ...]:
@@ -33,7 +29,6 @@ def probe_names() -> tuple[str, ...]:
 def run_backend(name: str) -> ProbeResult:
     """Run one probe (by its name, e.g. ``"opencl"``); any exception becomes the result's reason."""
     from aotwheel import backends
-    from aotwheel.outcomes import ProbeResult
 
     try:
         import importlib
@@ -47,7 +42,6 @@ def run_backend(name: str) -> ProbeResult:
 @functools.lru_cache(maxsize=2)
 def _cached_results(heavy: bool) -> tuple[ProbeResult, ...]:
     from aotwheel import backends
-    from aotwheel.outcomes import ProbeResult
 
     results: list[ProbeResult] = []
     for spec in backends.probe_specs():
@@ -119,15 +113,6 @@ def detect_devices(*, use_override: bool = True) -> list[ProbedDevice]:
         if forced is not None:
             return forced
     return merge(probe_all())
-
-
-def __getattr__(name: str) -> object:
-    """``ProbeResult``, imported when first asked for (checking named devices makes none)."""
-    if name == "ProbeResult":
-        from aotwheel.outcomes import ProbeResult
-
-        return ProbeResult
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["ProbedDevice", "ProbeResult", "detect_devices", "merge", "probe_all", "probe_names", "run_backend"]

@@ -12,14 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from aotwheel.errors import DevlistError
-from aotwheel.results import ProbedDevice
+from aotwheel.results import ProbedDevice, ProbeResult
 from aotwheel.variables import DEVICE, DEVLIST
 
 TYPE_CHECKING = False  # not typing's: `aotwheel check --device` imports this module
 if TYPE_CHECKING:
     from collections.abc import Mapping
-
-    from aotwheel.outcomes import ProbeResult
 
 ENV = DEVICE.name
 CPU_TOKEN = "cpu"
@@ -74,8 +72,6 @@ def from_environment(env: Mapping[str, str] | None = None) -> list[ProbedDevice]
 
 def probe() -> ProbeResult:
     """Backend-shaped view of the override (for ``aotwheel devices``)."""
-    from aotwheel.outcomes import ProbeResult
-
     text = DEVICE.given()
     if not text:
         return ProbeResult("override", [], f"{ENV} not set")

@@ -47,7 +47,7 @@ def _new_fields() -> CudaFields:
 
 
 def cuda_fields(report: FileReport) -> CudaFields:
-    """``report``'s NVIDIA fields (:func:`.report.cuda_fields`)."""
+    """``report``'s NVIDIA fields (:func:`.report.cuda_fields`, without importing it)."""
     found: CudaFields = report.fields(NVIDIA)
     return found
 

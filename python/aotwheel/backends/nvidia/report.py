@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from aotwheel.backends.nvidia import NVIDIA
+from aotwheel.report import FileReport, declare_fields
+
 
 @dataclass
 class CudaModule:
@@ -57,7 +60,13 @@ class CudaFields:
         del self.loadable[mark[0]:], self.modules[mark[1]:]
 
 
-# ``report``'s NVIDIA fields, empty ones made on first use: the reader declares them (and
-# ``FileReport.cuda``) when it is imported, which importing this module does too, for callers that
-# make reports themselves (the inspector imports the reader, and this module only for CUDA code).
-from aotwheel.backends.nvidia.reader import cuda_fields as cuda_fields  # noqa: E402
+def cuda_fields(report: FileReport) -> CudaFields:
+    """``report``'s NVIDIA fields (empty ones made on first use)."""
+    found: CudaFields = report.fields(NVIDIA)
+    return found
+
+
+# The reader declares these fields (making them through this module, imported at the first CUDA
+# file) and ``FileReport.cuda`` when it is imported; a caller that makes reports itself and
+# imports only this module gets the same declaration.
+declare_fields(NVIDIA, CudaFields)
