@@ -52,7 +52,7 @@ class NvidiaDevice:
 
 def cuda_files(path: str | os.PathLike[str]) -> list[CudaFile]:
     """Every file with a fat binary in ``path``: the file itself, or the ``.so`` members of a wheel."""
-    import zipfile  # a wheel's members; a CUDA check of one library reads no zip
+    import zipfile  # here, where a path is read: the verdicts on an inspected file read none
 
     from aotwheel.backends.nvidia.fatbin import read_fatbin
 
