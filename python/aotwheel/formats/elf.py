@@ -52,7 +52,7 @@ class Section:
     flags: int = 0  # sh_flags (SHF_ALLOC 0x2, SHF_EXECINSTR 0x4, ...)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared or printed: a view for the readers, one per ELF
 class ElfView:
     """Headers of one ELF inside a region: its sections and loadable segments."""
 
@@ -301,7 +301,7 @@ class TableScan:
         return self._fs.table_leaves(buf, table, count, lo, *rest, start, base, index, image_cls, fd, HostImage)  # type: ignore[no-any-return]
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared or printed: read_host's answer to the walk
 class HostOffload:
     # In table order; with read_host(leaf_scan=True) only the entries ``scan`` leaves to Python.
     images: list[HostImage] = field(default_factory=list)
