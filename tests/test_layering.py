@@ -32,7 +32,7 @@ CORE_TO_VENDOR: dict[str, set[str]] = {
 }
 
 # What a vendor module may import outside the vendor packages.
-LOWER_CORE = ("aotwheel", "aotwheel.formats", "aotwheel.buildsteps", "aotwheel.model", "aotwheel.results", "aotwheel.acceptable",
+LOWER_CORE = ("aotwheel", "aotwheel.formats", "aotwheel.buildsteps", "aotwheel.model", "aotwheel.results", "aotwheel.outcomes", "aotwheel.acceptable",
               "aotwheel.errors", "aotwheel.variables", "aotwheel.report", "aotwheel.jitcache", "aotwheel.backends",
               "aotwheel.backends.protocol", "aotwheel.backends.capabilities", "aotwheel.backends.readers", "aotwheel.backends.readspec")
 LOWER_CORE_PACKAGES = ("aotwheel.formats.", "aotwheel.buildsteps.")

@@ -30,7 +30,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aotwheel import backends
-from aotwheel.errors import SettingError
 from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers know config by)
     ALLOW_UNDECLARED,
     BUILD_STEP_SETTINGS,
@@ -42,6 +41,7 @@ from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers 
     JIT,
     JIT_CACHE_DIR,
     JIT_FALLBACK,
+    JIT_POLICIES,
     NO_FASTSCAN,
     REMOTE_CACHE,
     REMOTE_CACHE_READONLY,
@@ -53,11 +53,11 @@ from aotwheel.variables import (  # noqa: F401  (re-exported: the names callers 
     VARIABLES,
     Variable,
     flag,
+    jit_policy,
     off,
 )
 
 DEFAULT_DEVLIST = str(backends.default_settings().DEFAULT_DEVLIST)  # the default backend's
-JIT_POLICIES = ("warn", "error", "ignore")
 
 
 def backend_variables() -> tuple[Variable, ...]:
@@ -68,14 +68,6 @@ def backend_variables() -> tuple[Variable, ...]:
 def all_variables() -> tuple[Variable, ...]:
     """Every variable aotwheel reads: the core's (:data:`~aotwheel.variables.VARIABLES`), then the backends'."""
     return (*VARIABLES, *backend_variables())
-
-
-def jit_policy(value: str | None) -> str:
-    """A JIT policy; empty or unset gives ``warn``."""
-    text = (value or "").strip().lower() or str(JIT.default)
-    if text not in JIT_POLICIES:
-        raise SettingError(f"{JIT.name}={text!r} is not a policy; use one of warn, error, ignore")
-    return text
 
 
 def devlist_choice(env: Mapping[str, str], devlist: str | None = None,

@@ -15,7 +15,6 @@ import contextlib
 import gc
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 import aotwheel.backends.readers as _registry
 from aotwheel.errors import InspectError
@@ -25,13 +24,15 @@ from aotwheel.model import IR_KINDS, Image, ImageKind
 from aotwheel.report import FileReport, Report
 
 # Wheels, directories, names and --deep import what they need (re, zipfile, pathlib, hashlib,
-# tempfile): inspecting one library does without them.
+# tempfile): inspecting one library does without them, and without typing.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
     import zipfile
     from collections.abc import Iterator
     from contextlib import AbstractContextManager
     from pathlib import Path
+    from typing import Any
 
     from aotwheel.backends.protocol import Reader
     from aotwheel.formats.elf import ElfView, HostImage, TableScan
@@ -368,7 +369,7 @@ def _locate_module(name: str) -> Path | None:
 # Walking one binary
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared or printed: made once per process, at start-up
 class _Readers:
     """Who reads what, from every registered reader's ``READS`` (built once per set of readers)."""
 
@@ -431,7 +432,7 @@ def _readers_of(readers: tuple[Reader, ...]) -> _Readers:
                     own_sections=frozenset(x for r in readers for x in r.READS.sections))
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared or printed: a binary's walk state
 class _Walk:
     """One binary being read (an :class:`aotwheel.backends.protocol.ImageWalk` for the readers)."""
 

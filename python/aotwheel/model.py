@@ -10,7 +10,10 @@ lives behind :class:`aotwheel.backends.Backend`. Standard library only.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+
+TYPE_CHECKING = False  # not typing's: every command that reads a binary imports this module
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class ImageKind(str):

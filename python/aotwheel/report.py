@@ -6,33 +6,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from aotwheel.model import Image, ImageKind, Target, ir_labels
 
+TYPE_CHECKING = False  # not typing's: every command that reads a binary imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Protocol
+
+    class VendorFields(Protocol):
+        """A backend's own fields of a :class:`FileReport`, kept in ``FileReport.vendor[<backend>]`` by
+        its reader (:meth:`FileReport.fields`), in the file's JSON where the backend places them."""
+
+        def json_fields(self) -> list[tuple[str, str, object]]:
+            """``(after, key, value)``: its keys of the file's JSON, each placed after the core key ``after``."""
+            ...
+
+        def add_member(self, other: Any, member: str) -> None:
+            """An archive member's fields (``other``, of this type) into the archive's."""
+            ...
+
+        def mark(self) -> object:
+            """A mark to :meth:`undo` to: what a reader that failed half way added is taken back."""
+            ...
+
+        def undo(self, mark: object) -> None:
+            ...
+
+
 SCHEMA = 2
-
-
-class VendorFields(Protocol):
-    """A backend's own fields of a :class:`FileReport`, kept in ``FileReport.vendor[<backend>]`` by
-    its reader (:meth:`FileReport.fields`), in the file's JSON where the backend places them."""
-
-    def json_fields(self) -> list[tuple[str, str, object]]:
-        """``(after, key, value)``: its keys of the file's JSON, each placed after the core key ``after``."""
-        ...
-
-    def add_member(self, other: Any, member: str) -> None:
-        """An archive member's fields (``other``, of this type) into the archive's."""
-        ...
-
-    def mark(self) -> object:
-        """A mark to :meth:`undo` to: what a reader that failed half way added is taken back."""
-        ...
-
-    def undo(self, mark: object) -> None:
-        ...
 
 
 # Backend name -> how its empty fields are made, in declaration order (declare_fields).

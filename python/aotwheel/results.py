@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol  # Device, below, is imported at run time by the backends' rules
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from aotwheel.outcomes import DeviceResult as DeviceResult
+    from aotwheel.outcomes import KernelResult as KernelResult
 
 
 class VerdictKind(str, Enum):
@@ -152,37 +159,14 @@ class ProbeResult:
         return {"backend": self.backend, "devices": [d.to_dict() for d in self.devices], "reason": self.reason}
 
 
-# --- selftest results: every backend's selftest answers with these ----------------------------
-
-@dataclass
-class KernelResult:
-    """One kernel's run on one device against its NumPy reference."""
-
-    name: str
-    max_error: float | None  # relative to the reference's largest magnitude
-    tolerance: float
-    ok: bool
-    note: str = ""
+_ELSEWHERE = ("KernelResult", "DeviceResult")  # selftest records: a check makes none of them
 
 
-@dataclass
-class DeviceResult:
-    """One device's selftest: its verdict, program creation time and each kernel's result."""
+def __getattr__(name: str) -> Any:
+    """:mod:`aotwheel.outcomes`'s records under their old names (``aotwheel.results.KernelResult``),
+    imported when first asked for."""
+    if name in _ELSEWHERE:
+        from aotwheel import outcomes
 
-    device: str
-    kind: str
-    verdict: str
-    reason: str
-    build_ms: float = 0.0
-    kernels: list[KernelResult] = field(default_factory=list)
-    error: str = ""
-    program_from: str = ""  # aotwheel.opencl's source(s): "native", "jit", "jit-cache"
-
-    @property
-    def ok(self) -> bool:
-        return not self.error and bool(self.kernels) and all(k.ok for k in self.kernels)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"device": self.device, "kind": self.kind, "verdict": self.verdict, "reason": self.reason,
-                "build_ms": round(self.build_ms, 1), "program_from": self.program_from, "error": self.error, "ok": self.ok,
-                "kernels": [k.__dict__ for k in self.kernels]}
+        return getattr(outcomes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,6 @@ When no device is found (no GPU, no driver, a broken loader, a driver that retur
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import types
 import warnings
@@ -55,11 +54,11 @@ class UnsupportedDeviceError(AotwheelError, RuntimeError):
 def jit_policy(value: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """The JIT policy: ``value``, else ``AOTWHEEL_JIT`` from ``env`` (default: this process's
     environment), else ``warn``."""
-    from aotwheel import config
+    from aotwheel.variables import jit_policy as policy  # not aotwheel.config: no build settings here
 
     if value is not None:
-        return config.jit_policy(value)
-    return config.jit_policy(config.JIT.given(env))
+        return policy(value)
+    return policy(JIT_VARIABLE.given(env))
 
 
 @functools.lru_cache(maxsize=1)
@@ -84,6 +83,8 @@ def resolve_binary(module_or_path: Any) -> str:
     if os.path.exists(text):
         return text
     if all(part.isidentifier() for part in text.split(".")):
+        import importlib.util  # a module name: a path (the CLI's usual argument) needs no finder
+
         try:
             spec = importlib.util.find_spec(text)
         except (ImportError, ValueError):

@@ -136,3 +136,15 @@ def off(value: str | None) -> bool:
     """Unset, empty or a false word; never raises (for switches read while inspecting, where a
     typo must not turn into an error)."""
     return (value or "").strip().lower() in ("", *FALSE_WORDS)
+
+
+JIT_POLICIES = ("warn", "error", "ignore")
+
+
+def jit_policy(value: str | None) -> str:
+    """A JIT policy; empty or unset gives ``warn`` (here, not in :mod:`aotwheel.config`: the run-time
+    check reads it without the build settings)."""
+    text = (value or "").strip().lower() or str(JIT.default)
+    if text not in JIT_POLICIES:
+        raise SettingError(f"{JIT.name}={text!r} is not a policy; use one of warn, error, ignore")
+    return text

@@ -184,6 +184,8 @@ def _cached_label(entry: dict[str, int] | None) -> str:
 
 def _sycl_cache_note(verdicts: list) -> dict[str, object] | None:
     """The SYCL runtime's persistent-cache state, when a JIT verdict's binary links libsycl."""
+    if not any(v.verdict == "jit" and v.binary for v in verdicts):
+        return None  # no binary to look at, and aotwheel.syclcache stays unimported
     from aotwheel import syclcache
 
     if not any(v.verdict == "jit" and v.binary and syclcache.links_sycl(v.binary.split("!")[0]) for v in verdicts):

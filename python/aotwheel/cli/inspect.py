@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: aotwheel inspect's start-up (tests/test_startup_read.py)
 if TYPE_CHECKING:
     from aotwheel.report import FileReport, Report
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aotwheel.formats.arname import member_target as member_target  # its old home's name
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import AR_MAGIC
 
@@ -80,12 +81,3 @@ def _int(region: Region, pos: int, text: str) -> int:
         return int(text.strip())
     except ValueError:
         raise region.error(pos, "bad BSD ar name length") from None
-
-
-def member_target(name: str) -> tuple[int | None, str]:
-    """Split an ocloc fat-binary member name: ``"64.12.60.7"`` -> ``(64, "12.60.7")``,
-    ``"64.bmg"`` -> ``(64, "bmg")``; names without a pointer-size prefix give ``(None, name)``."""
-    head, dot, rest = name.partition(".")
-    if dot and head in ("32", "64") and rest:
-        return int(head), rest
-    return None, name

@@ -12,13 +12,14 @@ import sys
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from itertools import compress
-from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
 
+TYPE_CHECKING = False  # not typing's: inspect's start-up
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from typing import Any
 
 R_X86_64_RELATIVE = 8
 _BUNDLE_PREFIX = "__CLANG_OFFLOAD_BUNDLE__"
@@ -51,7 +52,7 @@ class Section:
     flags: int = 0  # sh_flags (SHF_ALLOC 0x2, SHF_EXECINSTR 0x4, ...)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared or printed: a view for the readers, one per ELF
 class ElfView:
     """Headers of one ELF inside a region: its sections and loadable segments."""
 
@@ -300,7 +301,7 @@ class TableScan:
         return self._fs.table_leaves(buf, table, count, lo, *rest, start, base, index, image_cls, fd, HostImage)  # type: ignore[no-any-return]
 
 
-@dataclass
+@dataclass(eq=False, repr=False)  # never compared or printed: read_host's answer to the walk
 class HostOffload:
     # In table order; with read_host(leaf_scan=True) only the entries ``scan`` leaves to Python.
     images: list[HostImage] = field(default_factory=list)
@@ -471,8 +472,8 @@ def _tgtimg_images(view: ElfView, tgtimg: Section, all_descriptors: bool = True,
             img = images[k]
             desc = descs.get(img.vaddr)
             if desc is not None:  # the descriptor's target wins over the section name
-                img.triple = desc.triple if desc.triple is not None else img.triple
-                img.desc_format, img.compile_options, img.link_options = desc.format, desc.compile_options, desc.link_options
+                triple, img.desc_format, img.compile_options, img.link_options = desc
+                img.triple = triple if triple is not None else img.triple
     return images
 
 
@@ -693,6 +694,10 @@ def _pointer_at(view: ElfView, vaddr: int, relocs: dict[int, int]) -> int:
     return int(relocs.get(vaddr, value))
 
 
+# An image descriptor's (DeviceTargetSpec, Format, CompileOptions, LinkOptions), as read_host uses them.
+_Descriptor = tuple[str | None, str | None, str | None, str | None]
+
+
 def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -> dict[int, _Descriptor]:
     """Find each image's ``sycl_device_binary_struct`` (the one whose BinaryStart points at it) and
     read DeviceTargetSpec, Format and the compile/link options the runtime passes to the build.
@@ -717,21 +722,13 @@ def _descriptors(view: ElfView, image_vaddrs: set[int], skip: tuple[int, int]) -
     string_slots = {d + f for d, _ in candidates.values() for f in (_DESC_TARGET_SPEC, _DESC_COMPILE_OPTIONS, _DESC_LINK_OPTIONS)}
     relocs = _relative_relocs(view, want_offsets=string_slots, want_addends=set())
     return {
-        img: _Descriptor(
+        img: (
             _cstring(view, _pointer_at(view, d + _DESC_TARGET_SPEC, relocs)), _DESC_FORMATS[fmt],
             _cstring(view, _pointer_at(view, d + _DESC_COMPILE_OPTIONS, relocs), _MAX_OPTIONS),
             _cstring(view, _pointer_at(view, d + _DESC_LINK_OPTIONS, relocs), _MAX_OPTIONS),
         )
         for img, (d, fmt) in candidates.items()
     }
-
-
-@dataclass
-class _Descriptor:
-    triple: str | None
-    format: str | None
-    compile_options: str | None
-    link_options: str | None
 
 
 def _cstring(view: ElfView, vaddr: int, limit: int = 64) -> str | None:

@@ -8,13 +8,16 @@ same either way (tests/test_fastscan.py compares both paths).
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from aotwheel.variables import NO_FASTSCAN, off
 
+TYPE_CHECKING = False  # not typing's: inspect's start-up
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
     from aotwheel.formats.region import Region
 
 ZebinFacts = tuple[int | None, int | None, int | None, str | None, bool]  # ip_u32, product, core, version, has_spirv
@@ -28,18 +31,14 @@ _module: Any = False  # the module, None (not importable), or False: not tried y
 _FILES: dict[int, int] = {}
 
 
-@dataclass
-class mapped_file:  # lower case: used as a function, `with mapped_file(buf, fd):`
+@contextlib.contextmanager
+def mapped_file(buf: object, fd: int) -> Iterator[None]:
     """Within the block, ``buf`` is a map of the whole file open as ``fd``."""
-
-    buf: object
-    fd: int
-
-    def __enter__(self) -> None:
-        _FILES[id(self.buf)] = self.fd
-
-    def __exit__(self, *exc: object) -> None:
-        del _FILES[id(self.buf)]
+    _FILES[id(buf)] = fd
+    try:
+        yield
+    finally:
+        del _FILES[id(buf)]
 
 
 def file_of(buf: object) -> int:

@@ -6,12 +6,13 @@ import io
 import struct
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from aotwheel.errors import InspectError
 
+TYPE_CHECKING = False  # not typing's: every command that reads a binary imports this module
 if TYPE_CHECKING:
     import mmap
+    from typing import Any
 
     Buffer = bytes | bytearray | memoryview | mmap.mmap
 

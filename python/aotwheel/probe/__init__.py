@@ -14,7 +14,6 @@ always asks it.
 from __future__ import annotations
 
 import functools
-import importlib
 import sys
 
 from aotwheel.results import ProbedDevice, ProbeResult  # re-exported: the probes' result types
@@ -32,6 +31,8 @@ def run_backend(name: str) -> ProbeResult:
     from aotwheel import backends
 
     try:
+        import importlib
+
         spec = next(s for s in backends.probe_specs() if s.name == name)
         return importlib.import_module(spec.module).probe()
     except Exception as exc:  # a probe must never take the caller down

@@ -9,19 +9,20 @@ plus ``cpu`` for an OpenCL CPU device. Example: ``AOTWHEEL_DEVICE=acm-g11,sm_90,
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from dataclasses import replace
 
 from aotwheel.errors import DevlistError
 from aotwheel.results import ProbedDevice, ProbeResult
 from aotwheel.variables import DEVICE, DEVLIST
 
+TYPE_CHECKING = False  # not typing's: `aotwheel check --device` imports this module
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 ENV = DEVICE.name
 CPU_TOKEN = "cpu"
 # Resolver keywords that make no sense as "the device I have" ("native" would even recurse).
 _REJECTED = ("none", "native", "no-jit")
-_SPLIT = re.compile(r"[,\s]+")
 
 
 def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
@@ -33,7 +34,7 @@ def parse(text: str, *, source: str = ENV) -> list[ProbedDevice]:
     from aotwheel import backends
 
     devices: list[ProbedDevice] = []
-    for token in (t for t in _SPLIT.split(text.strip()) if t):
+    for token in text.replace(",", " ").split():  # comma or whitespace separated (str.split's whitespace is re's \s)
         low = token.lower()
         if low == CPU_TOKEN:
             if not any(d.kind == "cpu" for d in devices):

@@ -13,13 +13,19 @@ style overrides only; aotwheel has no AMD device probe.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from aotwheel.acceptable import Acceptable, Offered, first_acceptable
 from aotwheel.backends.amd import AMD
-from aotwheel.backends.amd.targets import FEATURES, GENERIC, TargetId, parse_target_id, runs_on
-from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
+from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
+
+# The lookup's modules are imported by the functions that judge an AMD device: every check asks
+# SPIRV_IR of this module (the AMD backend's code_in), also for a device of another vendor.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from aotwheel.acceptable import Acceptable
+    from aotwheel.backends.amd.targets import TargetId
+    from aotwheel.results import Device, VerdictKind
 
 SPIRV_IR = "amdgcnspirv"  # the IR form a bundle's spirv64-amd-amdhsa entry gives
 
@@ -40,6 +46,9 @@ def acceptable(dev: TargetId) -> list[Acceptable]:
     its processor with matching features, then one whose features the device was not named with
     (``unknown``: it depends on the device's setting), the same for each generic processor that
     covers it, then the bundle's AMD SPIR-V (JIT). Features are checked on the matched image."""
+    from aotwheel.acceptable import Acceptable
+    from aotwheel.backends.amd.targets import GENERIC
+
     generic = tuple(g for g, covered in GENERIC.items() if dev.processor in covered)
     order: list[Acceptable] = []
     for rule, processors in (("amd-exact", (dev.processor,)), ("amd-generic", generic)):
@@ -50,6 +59,9 @@ def acceptable(dev: TargetId) -> list[Acceptable]:
 
 def decide(targets: Sequence[str], ir: Sequence[str], device: Device, *, binary: str | None = None) -> Verdict:
     """The HIP runtime's verdict for a binary carrying code objects ``targets`` (target ids)."""
+    from aotwheel.acceptable import Offered, first_acceptable
+    from aotwheel.backends.amd.targets import parse_target_id, runs_on
+
     label = str(getattr(device, "label", None) or device.catalog or device.name)  # label: a ProbedDevice's, not the protocol's
     dev = parse_target_id(device.catalog or "")
     names = tuple(dict.fromkeys(targets))
@@ -90,6 +102,8 @@ def decide(targets: Sequence[str], ir: Sequence[str], device: Device, *, binary:
 def _certain(code: TargetId, dev: TargetId) -> bool:
     """Every feature the code object fixes is one the device was named with (else it depends on
     how the device runs: ``HSA_XNACK``; sramecc is a board setting)."""
+    from aotwheel.backends.amd.targets import FEATURES
+
     return all(f in dev.features or f not in code.features for f in FEATURES)
 
 

@@ -228,7 +228,7 @@ def _mark_poisoned(walk: ImageWalk, target: NativeTarget, region: Region) -> Non
 
     try:
         if target.format == _ZEBIN:
-            from aotwheel.backends.intel.zebin import poisoned_kernels
+            from aotwheel.backends.intel.zeinfo import poisoned_kernels
         else:
             from aotwheel.backends.intel.legacy import poisoned_kernels
         names = poisoned_kernels(region)
@@ -306,7 +306,7 @@ def _where(image: int, member: str | None) -> str:
 def _member_name_ip(member: str | None) -> tuple[str | None, str | None]:
     """``64.12.60.7`` -> (IP, None); ``64.bmg`` -> (None, "bmg"); no member -> (None, None)."""
     from aotwheel.backends.intel.catalog import parse_ip
-    from aotwheel.formats.ar import member_target
+    from aotwheel.formats.arname import member_target
 
     token = member_target(member)[1] if member else None
     name_ip = token if token and parse_ip(token) else None

@@ -8,15 +8,16 @@ per cubin/PTX entry; cubins are native targets, PTX an IR form ``ptx compute_XY`
 from __future__ import annotations
 
 from aotwheel.backends.nvidia import NVIDIA
-from aotwheel.backends.nvidia.report import CudaModule, cuda_fields
 from aotwheel.backends.readspec import ReadSpec
 from aotwheel.model import Image, ImageKind, Target
+from aotwheel.report import FileReport, declare_fields
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from aotwheel.backends.nvidia.fatbin import FatbinEntry
+    from aotwheel.backends.nvidia.report import CudaFields, CudaModule
     from aotwheel.backends.protocol import ImageWalk
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
@@ -35,6 +36,31 @@ READS = ReadSpec(magic=(b"\x50\xed\x55\xba",), file_kinds=(CUBIN,), sections=(".
                  carried=(b"\x7fELF", b".version "))
 _ET_REL = 1  # a relocatable object
 _KINDS = {"cubin": CUBIN, "ptx": PTX, "unknown": ImageKind.UNKNOWN}  # fatbin.FatbinEntry.kind
+
+
+def _new_fields() -> CudaFields:
+    """Empty NVIDIA fields of a file report (:mod:`.report` imported at the first file that needs
+    them: reading an Intel library makes no CUDA record type)."""
+    from aotwheel.backends.nvidia.report import CudaFields
+
+    return CudaFields()
+
+
+def cuda_fields(report: FileReport) -> CudaFields:
+    """``report``'s NVIDIA fields (:func:`.report.cuda_fields`, without importing it)."""
+    found: CudaFields = report.fields(NVIDIA)
+    return found
+
+
+def _published_cuda(report: FileReport) -> list[str]:
+    return cuda_fields(report).loadable
+
+
+# Every file's JSON has the NVIDIA keys (cuda, cuda_modules) once this reader is imported.
+declare_fields(NVIDIA, _new_fields)
+# The _aot.py of wheels already published reads the loadable targets as ``FileReport.cuda``
+# (aotwheel.aot lists what they use): kept, read-only, while this backend is registered.
+setattr(FileReport, "cuda", property(_published_cuda))  # noqa: B010 -- a name the core report does not declare
 
 
 def read_file(walk: ImageWalk, region: Region, kind: ImageKind) -> bool:
@@ -150,6 +176,7 @@ def _cuda_modules(walk: ImageWalk, region: Region, containers: Sequence[tuple[st
     they differ (else ``[]``: the file's verdict is every module's). Deep mode also names each
     group's kernels from one of its cubins (decompressed: the default mode never does)."""
     from aotwheel.backends.nvidia.fatbin import SECTIONS
+    from aotwheel.backends.nvidia.report import CudaModule
 
     # Registered containers (the CUDA runtime loads each as a module) and those the library loads
     # itself never share a group: a verdict counts the first as modules, the second apart.

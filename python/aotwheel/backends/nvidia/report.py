@@ -66,13 +66,7 @@ def cuda_fields(report: FileReport) -> CudaFields:
     return found
 
 
+# The reader declares these fields (making them through this module, imported at the first CUDA
+# file) and ``FileReport.cuda`` when it is imported; a caller that makes reports itself and
+# imports only this module gets the same declaration.
 declare_fields(NVIDIA, CudaFields)
-
-
-def _published_cuda(report: FileReport) -> list[str]:
-    return cuda_fields(report).loadable
-
-
-# The _aot.py of wheels already published reads the loadable targets as ``FileReport.cuda``
-# (aotwheel.aot lists what they use): kept, read-only, while this backend is registered.
-setattr(FileReport, "cuda", property(_published_cuda))  # noqa: B010 -- a name the core report does not declare

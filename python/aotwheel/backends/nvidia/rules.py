@@ -13,17 +13,16 @@ honoured because the driver honours it.
 from __future__ import annotations
 
 import os
-import tempfile
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.backends.nvidia.targets import DEVICE_ARCHS, CudaTarget, cuda_verdict, parse_cuda_target, target_from_name
 from aotwheel.results import Verdict
 
+TYPE_CHECKING = False  # not typing's
 if TYPE_CHECKING:
+    from typing import Any
+
     from aotwheel.report import FileReport
 
 _MAX_MEMBER = 4 << 30  # a wheel member larger than this is not read
@@ -53,6 +52,8 @@ class NvidiaDevice:
 
 def cuda_files(path: str | os.PathLike[str]) -> list[CudaFile]:
     """Every file with a fat binary in ``path``: the file itself, or the ``.so`` members of a wheel."""
+    import zipfile  # here, where a path is read: the verdicts on an inspected file read none
+
     from aotwheel.backends.nvidia.fatbin import read_fatbin
 
     text = os.fspath(path)
@@ -78,6 +79,10 @@ def _as_file(name: str, fat) -> CudaFile:  # type: ignore[no-untyped-def]
 
 
 def _wheel_files(wheel: str) -> list[CudaFile]:
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
     from aotwheel.backends.nvidia.fatbin import read_fatbin
 
     out: list[CudaFile] = []
