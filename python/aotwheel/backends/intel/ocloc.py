@@ -75,10 +75,41 @@ def ocloc_path(explicit: str | None = None) -> str | None:
     ``$AOTWHEEL_OCLOC``, else ``PATH``; None when none is named or found. The one reader of
     AOTWHEEL_OCLOC: configure (:mod:`.buildsteps.toolchain`), ``aotwheel compile`` and the
     resolver's ocloc check (:func:`find_ocloc`) all find the same binary here."""
-    import shutil  # not at the top: resolve reads the cached ocloc table and runs no ocloc
+    candidate = explicit or OCLOC.given() or _which("ocloc")
+    return os.path.abspath(_which(candidate) or candidate) if candidate else None
 
-    candidate = explicit or OCLOC.given() or shutil.which("ocloc")
-    return os.path.abspath(shutil.which(candidate) or candidate) if candidate else None
+
+def _which(cmd: str) -> str | None:
+    """``shutil.which(cmd)``, on POSIX without importing shutil (bz2, lzma, fnmatch: a fifth of
+    ``python -c pass``, for ``aotwheel resolve``, which runs no ocloc): ``cmd`` itself when it has
+    a folder, else the first executable file of that name on ``PATH``."""
+    import sys
+
+    if sys.platform == "win32":
+        import shutil
+
+        return shutil.which(cmd)
+
+    def runnable(name: str) -> bool:
+        return os.path.exists(name) and os.access(name, os.F_OK | os.X_OK) and not os.path.isdir(name)
+
+    if os.path.dirname(cmd):
+        return cmd if runnable(cmd) else None
+    path = os.environ.get("PATH")
+    if path is None:
+        try:
+            path = os.confstr("CS_PATH")
+        except (AttributeError, ValueError):
+            path = os.defpath
+    if not path:
+        return None
+    seen: set[str] = set()
+    for folder in os.fsdecode(path).split(os.pathsep):
+        if folder not in seen:
+            seen.add(folder)
+            if runnable(name := os.path.join(folder, cmd)):
+                return name
+    return None
 
 
 def find_ocloc(explicit: str | None = None) -> Ocloc:
