@@ -326,8 +326,15 @@ def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptab
 @functools.lru_cache(maxsize=2048)
 def member_prefixes(device_ip: str, release: Release | None = None) -> tuple[str, ...]:
     """Every archive member name prefix :func:`acceptable`'s filters look for: a member that starts
-    with none of them is never picked for this device, whatever else the archive holds."""
-    return tuple(p for rank in acceptable(device_ip, release) if rank.kind == MEMBER for p in rank.targets)
+    with none of them is never picked for this device, whatever else the archive holds. Written
+    from the same parts as :func:`_filters` without making the ranks: a coverage plan asks it for
+    every catalog device at every release (tests/test_coverage.py compares the two)."""
+    ip = _ip_tuple(device_ip)
+    if ip is None:
+        raise ValueError(f"not an IP version: {device_ip!r}")
+    product = product_abbreviation(device_ip)
+    exact, major_minor = f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}", f"{POINTER_BITS}.{ip[0]}.{ip[1]}"
+    return tuple(p for name in (product, *_fallbacks(product, release)) for p in (exact, major_minor, *((f"{POINTER_BITS}.{name}",) if name else ())))
 
 
 @functools.lru_cache(maxsize=256)
