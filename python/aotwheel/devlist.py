@@ -22,20 +22,22 @@ Duplicates and aliases collapse; order is stable (first mention wins). Anything 
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
 
 from aotwheel.buildsteps.values import place
 from aotwheel.config import DEFAULT_DEVLIST
 from aotwheel.config import flag as env_flag
 from aotwheel.errors import DevlistError
 
+TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports no typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import TypeVar
+
     from aotwheel.backends.protocol import DevlistExamples, DevlistGrammar, DevlistPart
 
-P = TypeVar("P")
+    P = TypeVar("P")
+    Detector = Callable[[], Sequence[str]]
 
 MAX_LENGTH = 4096
 MAX_TOKENS = 256
@@ -141,9 +143,6 @@ class DevList:
         return place(core, [f for p in self.parts for f in p.fields()])
 
 
-
-
-Detector = Callable[[], Sequence[str]]
 
 
 def resolve(
@@ -317,6 +316,8 @@ def _token_around(text: str, pos: int) -> str:
 def _printable(char: str) -> str:
     if char.isprintable():
         return repr(char)
+    import unicodedata  # only for a character no token may hold
+
     return f"U+{ord(char):04X} ({unicodedata.name(char, 'control character')})"
 
 
