@@ -30,13 +30,15 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from aotwheel.backends.intel import rules
 from aotwheel.backends.intel.variables import MIN_DRIVER
 from aotwheel.errors import SettingError
-from aotwheel.results import NATIVE
+
+TYPE_CHECKING = False  # not typing's: aotwheel resolve plans with no typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 Release = rules.Release
 OLDEST: Release = (0, 0)  # no floor: every modelled release
@@ -161,17 +163,6 @@ class _Target:
     format: str = "zebin"
 
 
-@dataclass
-class _Device:
-    """A device as :func:`rules.decide` reads one (:class:`aotwheel.results.Device`)."""
-
-    name: str
-    ip: str | None
-    catalog: str | None
-    kind: str = "gpu"
-    vendor: str = "intel"
-
-
 # Every release at which the modelled lookup or validation changes: the mapping's and fallback's
 # (rules.BREAKPOINTS) and the validation's own (product config from 22.53, legacy images ignored from 26.18).
 CHANGES: tuple[Release, ...] = tuple(sorted({*rules.BREAKPOINTS, rules.PRODUCT_CONFIG_SINCE, rules.LEGACY_IGNORED_SINCE}))
@@ -274,15 +265,17 @@ def serves_lines(targets: Sequence[object]) -> list[str]:
     own: ``64.bmg serves bmg-g21, bmg-g31 (25.27+), lnl-m (25.44+) natively`` (the newest driver's
     lookup over one binary's native ``targets``, with the first modelled release for each device)."""
     from aotwheel.backends.intel.catalog import load_catalog
+    from aotwheel.results import NATIVE, ProbedDevice
 
     devices = [(d.name, d.ip) for d in load_catalog().devices]
     releases = releases_from(OLDEST)
     runs: dict[str, dict[str, Release]] = {}  # member -> device -> since
     for name, ip in devices:
-        newest = rules.decide(targets, [], _Device(name, ip, name), release=None)
+        device = ProbedDevice(name, "override", "gpu", "intel", ip, name)  # a catalog device as decide reads one
+        newest = rules.decide(targets, [], device, release=None)
         if newest.verdict != NATIVE or not newest.image:
             continue
-        since = next((r for r in releases if rules.decide(targets, [], _Device(name, ip, name), release=r).image == newest.image), OLDEST)
+        since = next((r for r in releases if rules.decide(targets, [], device, release=r).image == newest.image), OLDEST)
         own = any(getattr(t, "ip", None) == ip and (getattr(t, "member", None) or "").rstrip("/") == newest.image for t in targets)
         # Not before the driver runs the device; its own image needs no release.
         runs.setdefault(newest.image, {})[name] = OLDEST if own else max(since, first_release(name))

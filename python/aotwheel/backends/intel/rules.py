@@ -44,11 +44,16 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
-from typing import Any
 
-from aotwheel.acceptable import Acceptable, Offered, Picked, first_acceptable
-from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
+# Not typing's; the core's lookup (aotwheel.acceptable) and verdicts (aotwheel.results) are
+# imported where a verdict is made: a coverage plan (aotwheel resolve) asks native_image only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from aotwheel.acceptable import Acceptable, Offered, Picked
+    from aotwheel.results import Device, Verdict, VerdictKind
 
 POINTER_BITS = "64"
 Release = tuple[int, int]  # compute-runtime (year, week): 25.44.36015.5 -> (25, 44)
@@ -301,6 +306,9 @@ def _filters(ip: tuple[int, int, int], product: str | None, rule: str | None = N
     """The archive filters for ``product`` with the device's IP: the first member starting with
     each prefix is validated, and a refusal moves to the next filter. ``rule`` names every filter's
     verdict alike (a compatibility fallback's ``compat:<product>``)."""
+    from aotwheel.acceptable import Acceptable
+    from aotwheel.results import NATIVE
+
     filters = [("exact-ip", f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}"), ("major-minor", f"{POINTER_BITS}.{ip[0]}.{ip[1]}")]
     if product:
         filters.append(("name", f"{POINTER_BITS}.{product}"))
@@ -313,6 +321,9 @@ def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptab
     ``device_ip`` (``maj.min.rev``), best first: a single-device binary (validated directly), the
     archive filters for the device's product, the same for each compatibility fallback product,
     then generic_ir / SPIR-V (JIT)."""
+    from aotwheel.acceptable import Acceptable
+    from aotwheel.results import JIT, NATIVE
+
     ip = _ip_tuple(device_ip)
     if ip is None:
         raise ValueError(f"not an IP version: {device_ip!r}")
@@ -344,6 +355,8 @@ def _fallbacks(product: str | None, release: Release | None) -> tuple[str, ...]:
 
 def _offered(targets: Sequence[Any], ir: Sequence[str]) -> list[Offered]:
     """A binary's images as the lookup names them: archive members by name, bare images, IR forms."""
+    from aotwheel.acceptable import Offered
+
     return ([Offered(MEMBER if _member_name(t) else BARE, _member_name(t), t) for t in targets]
             + [Offered(IR, k) for k in ir if k])
 
@@ -373,6 +386,8 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
     accepted at validation); turn it off to model a driver that demands an exact product config.
     ``release`` is the compute-runtime (year, week) modelled; None models the newest.
     """
+    from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
+
     label, dev_ip, kind = _label(device), device.ip, device.kind
     names = target_names(targets)
     has_ir = any(k for k in ir)
@@ -407,6 +422,8 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
 def _lookup(targets: Sequence[Any], ir: Sequence[str], device_ip: str, release: Release | None, compatibility: bool,
             device_name: str | None) -> Picked:
     """The driver's pick for an Intel GPU of IP ``device_ip`` (``maj.min.rev``): :func:`decide`'s lookup, before any wording."""
+    from aotwheel.acceptable import first_acceptable
+    from aotwheel.results import JIT
 
     def validate(rank: Acceptable, image: Offered) -> tuple[bool, str]:
         return (True, "") if rank.verdict == JIT else _validate(image.item, device_ip, compatibility, release, device_name)
@@ -417,11 +434,21 @@ def _lookup(targets: Sequence[Any], ir: Sequence[str], device_ip: str, release: 
 def native_image(targets: Sequence[Any], device_ip: str, device_name: str | None = None, release: Release | None = None) -> str | None:
     """The image :func:`decide` names for a native verdict on an Intel GPU of IP ``device_ip``
     (``maj.min.rev``), None where its verdict is not native: the same lookup without the verdict's
-    words, which a coverage plan (hundreds of lookups per list) never reads."""
-    picked = _lookup(targets, (), device_ip, release, True, device_name or _acronym(device_ip))
-    if picked.acceptable is None or picked.image is None or picked.acceptable.verdict != NATIVE:
-        return None
-    return _image_name(picked.image)
+    words or the ranks' records, which a coverage plan (hundreds of lookups per list) never reads:
+    :func:`acceptable`'s native ranks in order (every bare image, then per archive filter of
+    :func:`member_prefixes` the first member it names), each image the driver's validation
+    accepts. tests/test_coverage.py holds it to :func:`decide` over every catalog device."""
+    if _ip_tuple(device_ip) is None:
+        raise ValueError(f"not an IP version: {device_ip!r}")
+    name = device_name or _acronym(device_ip)
+    for t in targets:  # the single-binary rank: every bare image, validated in turn
+        if not _member_name(t) and _validate(t, device_ip, True, release, name)[0]:
+            return f"image {getattr(t, 'image', 0)} ({getattr(t, 'format', 'zebin')})"
+    for prefix in member_prefixes(device_ip, release):  # each filter validates only the first member it names
+        hit = next((t for t in targets if _member_name(t) and _member_name(t).startswith(prefix)), None)
+        if hit is not None and _validate(hit, device_ip, True, release, name)[0]:
+            return _member_name(hit)
+    return None
 
 
 def _image_name(hit: Offered) -> str:
@@ -444,6 +471,8 @@ def _poison_note(v: Verdict, image: Any, label: str) -> Verdict:
 
 def _native(picked: Any, make: Any, device_ip: str) -> Verdict:
     """The native verdict for the image the lookup picked, worded by the rank that found it."""
+    from aotwheel.results import NATIVE
+
     rank, hit = picked.acceptable, picked.image
     if hit.kind == BARE:
         return make(NATIVE, _image_name(hit), rank.rule, f"native: {picked.why}")
@@ -458,6 +487,8 @@ def _not_native(picked: Any, targets: Sequence[Any], release: Release | None, de
                 embedded: str, make: Any) -> Verdict:
     """JIT (a refused image's own SPIR-V, else generic_ir / SPIR-V) or unsupported, saying why no
     image served."""
+    from aotwheel.results import JIT, UNSUPPORTED
+
     rank = picked.acceptable
     ir_image = "generic_ir" if any(_member_name(t) for t in targets) else "spirv"
     product = product_abbreviation(device_ip)
