@@ -187,6 +187,14 @@ def native_members(members: Sequence[_Target], devices: Sequence[tuple[str, str]
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _native_on(members: tuple[_Target, ...], devices: tuple[tuple[str, str], ...], release: Release) -> dict[str, str]:
+    """:func:`native_members` over a whole universe, remembered: a plan asks the same archive
+    (one image per device, the chosen one) at each release up to three times, and
+    :meth:`aotwheel.backends.intel.devlist.IntelPart.coverage` plans twice. Callers only read it."""
+    return native_members(members, devices, release)
+
+
 @functools.lru_cache(maxsize=4096)
 def _native(members: tuple[_Target, ...], name: str, ip: str, release: Release) -> str | None:
     return rules.native_image(members, ip, name, release)
@@ -217,10 +225,10 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
               for g, root in sorted((generic or {}).items()) if root in ips}
     knows_generic = bool(shared)
     listed = [name for name, _ in devices]
-    every = list(dict.fromkeys([*universe, *devices]))
+    every = tuple(dict.fromkeys([*universe, *devices]))
     # A generic member that serves no listed device at any release cannot save an image: not tried.
     shared = {g: m for g, m in shared.items() if any(native_members([m], devices, r) for r in releases)}
-    baseline = {r: native_members(list(own.values()), every, r) for r in releases}
+    baseline = {r: _native_on(tuple(own.values()), every, r) for r in releases}
 
     best: tuple[tuple[int, int, int], list[_Target]] | None = None
     for k in range(len(shared) + 1):
@@ -230,7 +238,7 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
             alone = [d for d in listed
                      if any(d not in native_members(members, [(d, ips[d])], r) for r in releases)]
             members += [own[d] for d in alone]
-            runs = {r: native_members(members, every, r) for r in releases}
+            runs = {r: _native_on(tuple(members), every, r) for r in releases}
             if any(d not in runs[r] for r in releases for d in listed):
                 continue  # a shared member shadows what a device would find otherwise
             if any(set(baseline[r]) - set(runs[r]) for r in releases):
@@ -243,7 +251,7 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
     assert best is not None  # one image per device always qualifies
     members = best[1]
     order = {d: i for i, d in enumerate(listed)}
-    served_at = {r: native_members(members, every, r) for r in releases}
+    served_at = {r: _native_on(tuple(members), every, r) for r in releases}
     served: list[Served] = []
     for name, _ in every:
         hits = [r for r in releases if name in served_at[r]]
