@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING
 
 from aotwheel.backends.amd import AMD
 from aotwheel.backends.protocol import Backend, Capabilities
-from aotwheel.results import NATIVE, Verdict
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the verdicts are imported where one is made: `aotwheel resolve` makes none
     from aotwheel.backends.amd.devlist import AmdGrammar
     from aotwheel.report import FileReport
-    from aotwheel.results import Device
+    from aotwheel.results import Device, Verdict
 
 
 def rebuild_tokens(file: FileReport) -> list[str]:
@@ -59,6 +58,7 @@ class AmdBackend:
         from dataclasses import replace
 
         from aotwheel.backends.amd.rules import decide
+        from aotwheel.results import NATIVE
 
         native, ir = self.code_in(file)
         v = decide(native, ir, device, binary=binary)

@@ -7,16 +7,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.intel import INTEL
-from aotwheel.backends.intel.kinds import CPU_AOT, LEGACY
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.backends.protocol import Backend, Capabilities, FormatOption, OpenClImages, ProbeSpec, ToolOption
-from aotwheel.results import JIT, NATIVE, UNSUPPORTED, ProbedDevice, Verdict
 
+# The verdicts (aotwheel.results) and image kinds (the data model) are imported where a verdict is
+# made: `aotwheel resolve` builds its parser and grammar from this object and makes none.
 if TYPE_CHECKING:
     from aotwheel.backends.intel.devlist import IntelGrammar
     from aotwheel.backends.protocol import DevlistPart
     from aotwheel.report import FileReport
-    from aotwheel.results import Device
+    from aotwheel.results import Device, ProbedDevice, Verdict
 
 IR_FORMS = ("spirv", "llvmbc")  # what an OpenCL / Level Zero driver can JIT-compile
 
@@ -34,6 +34,8 @@ def _prepare_probes() -> None:
 
 def rebuild_tokens(file: FileReport) -> list[str]:
     """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s Intel GPU images (names, else IPs)."""
+    from aotwheel.backends.intel.kinds import CPU_AOT
+
     names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != CPU_AOT]
     return list(dict.fromkeys(n for n in names if n))
 
@@ -132,7 +134,9 @@ class IntelBackend:
         return list(dict.fromkeys(names)), [k for k in file.ir if k in IR_FORMS]
 
     def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
+        from aotwheel.backends.intel.kinds import CPU_AOT
         from aotwheel.backends.intel.rules import decide
+        from aotwheel.results import UNSUPPORTED, Verdict
 
         if device.kind == "cpu":
             from aotwheel.backends.intel.cpu_rules import decide_cpu
@@ -154,6 +158,8 @@ class IntelBackend:
 
     def _finish(self, v: Verdict, file: FileReport | None = None) -> Verdict:
         from dataclasses import replace
+
+        from aotwheel.results import NATIVE
 
         v = replace(v, vendor=INTEL, remedy="" if v.verdict == NATIVE else self.remedy(v, file))
         if file is not None and v.verdict == NATIVE:
@@ -191,6 +197,9 @@ class IntelBackend:
         return ",".join(names)
 
     def remedy(self, verdict: Verdict, file: FileReport | None = None) -> str:
+        from aotwheel.backends.intel.kinds import LEGACY
+        from aotwheel.results import JIT, NATIVE, UNSUPPORTED
+
         if verdict.kind == "gpu" and file is not None and verdict.verdict != NATIVE and \
                 any(t.vendor == INTEL and t.format == LEGACY for t in file.native_targets):
             # The images are there but of a format newer drivers no longer run: rebuild them as zebin.
@@ -268,6 +277,8 @@ def driver_release(text: str | None) -> tuple[int, int] | None:
 def _shared(v: Verdict, targets: list[Any]) -> Verdict:
     """A native verdict through an image built for another device: say it is one shared image (a
     generic member such as 64.bmg, which aotwheel's coverage plan writes for several devices)."""
+    from aotwheel.results import NATIVE
+
     if v.verdict != NATIVE:
         return v
     hit = next((t for t in targets if (t.member or "").rstrip("/") == v.image), None)
@@ -284,6 +295,7 @@ def _opencl_bindless(v: Verdict, targets: list[Any], ir: list[str], device: Any,
     kernels: compute-runtime's OpenCL (24.22 and newer) rebuilds such a program from its IR, and
     refuses it without (``addressing``); Level Zero runs it as it is."""
     from aotwheel.backends.intel import addressing
+    from aotwheel.results import NATIVE, UNSUPPORTED
 
     if v.verdict != NATIVE or getattr(device, "backend", None) != "opencl":
         return v
@@ -327,6 +339,7 @@ def _per_driver_version(targets: list[Any], ir: list[str], device: Any, binary: 
     from dataclasses import replace
 
     from aotwheel.backends.intel.rules import BREAKPOINTS, LEGACY_LAST, decide, release_text
+    from aotwheel.results import NATIVE
 
     def at(release: tuple[int, int] | None) -> Verdict:
         return decide(targets, ir, device, binary=binary, release=release)

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.backends.protocol import Backend, Capabilities, ProbeSpec
-from aotwheel.results import NATIVE, UNSUPPORTED, Verdict
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the verdicts are imported where one is made: `aotwheel resolve` makes none
     from aotwheel.backends.nvidia.devlist import NvidiaGrammar
     from aotwheel.report import FileReport
-    from aotwheel.results import Device, ProbedDevice
+    from aotwheel.results import Device, ProbedDevice, Verdict
 
 PTX_PREFIX = "ptx "  # IR forms read "ptx compute_90"
 
@@ -80,6 +79,7 @@ class NvidiaBackend:
 
     def decide(self, file: FileReport, device: Device, *, binary: str, compatibility: bool = True) -> Verdict:
         from aotwheel.backends.nvidia.rules import decide_cuda, device_of, file_of
+        from aotwheel.results import NATIVE
 
         gpu = device_of(device)
         v = _with_modules(decide_cuda(file_of(file, binary), gpu), file, gpu.cc)
@@ -137,6 +137,7 @@ def _with_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) -> Verdict:
     if not loaded:
         return v
     from aotwheel.backends.nvidia.targets import cuda_verdict, target_from_name
+    from aotwheel.results import UNSUPPORTED
 
     total = sum(m.containers for m in loaded)
     fit = sum(m.containers for m in loaded
@@ -151,6 +152,7 @@ def _with_registered_modules(v: Verdict, file: FileReport, cc: tuple[int, int]) 
     """A loadable verdict that names the binary's modules that cannot load (per kernel set: one
     .nv_fatbin container is one module to the CUDA runtime; CudaFields.modules groups them)."""
     from aotwheel.backends.nvidia.report import cuda_fields
+    from aotwheel.results import UNSUPPORTED
 
     registered = [m for m in cuda_fields(file).modules if _registered(m)]
     if v.verdict == UNSUPPORTED or len(registered) < 2:  # one kind of module: the file's verdict is its verdict
