@@ -287,12 +287,12 @@ def _reject_bad_characters(text: str, default: DevlistGrammar, tables: Mapping[s
         raise DevlistError(f"USE_AOT_DEVLIST: {what} in {_printable_token(token)} is not allowed{hint}", token, suggestions)
 
 
-_OTHER_SEPARATORS = re.compile(r"[;|/+&]+")  # what other tools' lists use (CMake's ';', shells' '|')
+_OTHER_SEPARATORS = r"[;|/+&]+"  # what other tools' lists use (CMake's ';', shells' '|'); compiled for a bad character only
 
 
 def _as_comma_list(token: str, tables: Mapping[str, object]) -> str | None:
     """``token`` with its other separators made commas, when every part then resolves on its own."""
-    parts = [p for p in _OTHER_SEPARATORS.split(token) if p]
+    parts = [p for p in re.split(_OTHER_SEPARATORS, token) if p]
     if len(parts) < 2 or any(not set(p) <= _ALLOWED for p in parts):
         return None
     for part in parts:

@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from aotwheel.backends.readspec import ReadSpec as ReadSpec  # a module of its own: the inspector imports no typing
-
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    # ReadSpec, a module of its own (the inspector imports no typing), is named here for Reader.READS
+    # only: importing it would make aotwheel resolve, which reads no binary, create its record.
+    from aotwheel.backends.readspec import ReadSpec
     from aotwheel.formats.elf import ElfView, HostOffload
     from aotwheel.formats.region import Region
     from aotwheel.model import Image, ImageKind

@@ -28,8 +28,9 @@ SCHEMA = 1
 _MAX_YAML = 4 << 20  # SUPPORTED_DEVICES of 26.27 is ~25 kB; refuse anything absurd
 _HEX = r"0x[0-9a-fA-F]+"
 # 22.43 lists family and release words in the same -device list as products; these shapes are
-# groups there (gen8 ... gen12lp, xe, xe-hp, xe-hpc, xe-hpg, xe2, xe3p-xpc, ...).
-_GROUP_WORD = re.compile(r"^(gen\d+(lp)?|xe\d*p?(-[a-z]+)*)$")
+# groups there (gen8 ... gen12lp, xe, xe-hp, xe-hpc, xe-hpg, xe2, xe3p-xpc, ...): compiled when an
+# ocloc is asked, not for every `aotwheel resolve`.
+_GROUP_WORD = r"^(gen\d+(lp)?|xe\d*p?(-[a-z]+)*)$"
 _STEPPING = re.compile(r"-[a-z]\d$|-[a-z]\d-")  # dg2-g10-c0, pvc-xt-c0-vg
 
 
@@ -121,7 +122,7 @@ def parse_supported_devices(text: str) -> tuple[list[tuple[str, str]], list[tupl
 
 def query_table(ocloc: str, version: str, words: frozenset[str]) -> OclocTable:
     """Ask the ocloc at ``ocloc`` for its table; ``words`` is its ``-device`` list
-    (:func:`aotwheel.backends.intel.ocloc._acronyms`)."""
+    (:func:`aotwheel.backends.intel.ocloc_query._acronyms`)."""
     import tempfile
     from pathlib import Path
 
@@ -140,7 +141,7 @@ def query_table(ocloc: str, version: str, words: frozenset[str]) -> OclocTable:
             ips = _ids(ocloc, word, tmp)
             if not ips:
                 continue
-            if len(ips) > 1 or (not from_yaml and _GROUP_WORD.match(word)):
+            if len(ips) > 1 or (not from_yaml and re.match(_GROUP_WORD, word)):
                 groups.append((word, "family" if re.fullmatch(r"xe\d*p?|gen\d+", word) else "release", ips))
             else:
                 products.append((word, ips[0]))
