@@ -89,6 +89,15 @@ def _acronyms() -> dict[str, str]:
 def _device_acronyms() -> list[tuple[str, str]]:
     return sorted(_acronyms().items())
 
+
+@functools.cache
+def _first_name_of_ip() -> dict[str, str]:
+    """IP -> its first acronym in the driver's key order (:func:`_device_acronyms`)."""
+    first: dict[str, str] = {}
+    for name, ip in _device_acronyms():
+        first.setdefault(ip, name)
+    return first
+
 # AOT::compatibilityMapping (platforms.h): an image built for the first IP also serves the second,
 # from the first compute-runtime release tag whose platforms.h lists the pair until (exclusive) the
 # first that drops it. The BMG_G21_A1/B0_RESERVED keys (20.1.1, 20.1.4) have no acronym and no
@@ -203,6 +212,7 @@ def _acronym(ip: str) -> str | None:
     return next((name for name, value in _acronyms().items() if value == ip), None)
 
 
+@functools.cache  # per product: a coverage plan asks it for every catalog device at every release
 def _first_acronym(product: str) -> tuple[str, str] | None:
     return next(((n, ip) for n, ip in _device_acronyms() if n == product or n.startswith(product + "-")), None)
 
@@ -219,7 +229,7 @@ def compatibility_fallbacks(product: str, release: Release | None = None) -> lis
     result: list[str] = []
     for image_ip, served in _mapping(release).items():
         if first[1] in served:
-            name = next((n for n, ip in _device_acronyms() if ip == image_ip), None)
+            name = _first_name_of_ip().get(image_ip)
             if name is not None and name.split("-")[0] not in result:
                 result.append(name.split("-")[0])
     return result
