@@ -77,7 +77,9 @@ def default_floor(devices: Iterable[str]) -> Release:
 @dataclass(frozen=True)
 class Image:
     """One native image of the plan: built as ``ocloc -device <token>`` (the same binary as its
-    root device's), stored as archive member ``member``, serving the listed ``serves`` natively."""
+    root device's), stored as archive member ``member``, serving the listed ``serves`` natively.
+    A candidate of the plan (``serves`` empty) is also what the driver's lookup reads as an archive
+    member (:func:`rules.native_image`: its ``member`` and ``ip``, a zebin with a product config)."""
 
     member: str  # "64.bmg" or "64.20.1.0"
     token: str  # ocloc's -device word: the generic name, else the device's name
@@ -152,17 +154,6 @@ class Coverage:
         }
 
 
-@dataclass(frozen=True)
-class _Target:
-    """An archive member as :func:`rules.decide` reads one (a zebin with a product config)."""
-
-    member: str
-    ip: str
-    name: str
-    generic: str | None = None
-    format: str = "zebin"
-
-
 # Every release at which the modelled lookup or validation changes: the mapping's and fallback's
 # (rules.BREAKPOINTS) and the validation's own (product config from 22.53, legacy images ignored from 26.18).
 CHANGES: tuple[Release, ...] = tuple(sorted({*rules.BREAKPOINTS, rules.PRODUCT_CONFIG_SINCE, rules.LEGACY_IGNORED_SINCE}))
@@ -173,7 +164,7 @@ def releases_from(floor: Release) -> tuple[Release, ...]:
     return (floor, *(r for r in CHANGES if r > floor))
 
 
-def native_members(members: Sequence[_Target], devices: Sequence[tuple[str, str]], release: Release) -> dict[str, str]:
+def native_members(members: Sequence[Image], devices: Sequence[tuple[str, str]], release: Release) -> dict[str, str]:
     """Device name -> the member the driver of ``release`` runs natively from an archive of
     ``members`` (plus generic_ir), for each device it serves natively."""
     out: dict[str, str] = {}
@@ -188,7 +179,7 @@ def native_members(members: Sequence[_Target], devices: Sequence[tuple[str, str]
 
 
 @functools.lru_cache(maxsize=256)
-def _native_on(members: tuple[_Target, ...], devices: tuple[tuple[str, str], ...], release: Release) -> dict[str, str]:
+def _native_on(members: tuple[Image, ...], devices: tuple[tuple[str, str], ...], release: Release) -> dict[str, str]:
     """:func:`native_members` over a whole universe, remembered: a plan asks the same archive
     (one image per device, the chosen one) at each release up to three times, and
     :meth:`aotwheel.backends.intel.devlist.IntelPart.coverage` plans twice. Callers only read it."""
@@ -196,7 +187,7 @@ def _native_on(members: tuple[_Target, ...], devices: tuple[tuple[str, str], ...
 
 
 @functools.lru_cache(maxsize=4096)
-def _native(members: tuple[_Target, ...], name: str, ip: str, release: Release) -> str | None:
+def _native(members: tuple[Image, ...], name: str, ip: str, release: Release) -> str | None:
     return rules.native_image(members, ip, name, release)
 
 
@@ -220,8 +211,8 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
     ips = dict(universe) | dict(devices)
     releases = releases_from(floor)
     named = {g.lower() for g in named_generic}
-    own = {name: _Target(f"{rules.POINTER_BITS}.{ip}", ip, name) for name, ip in devices}
-    shared = {g: _Target(f"{rules.POINTER_BITS}.{g}", ips[root], root, generic=g)
+    own = {name: Image(f"{rules.POINTER_BITS}.{ip}", name, name, ip, ()) for name, ip in devices}
+    shared = {g: Image(f"{rules.POINTER_BITS}.{g}", g, root, ips[root], ())
               for g, root in sorted((generic or {}).items()) if root in ips}
     knows_generic = bool(shared)
     listed = [name for name, _ in devices]
@@ -230,7 +221,7 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
     shared = {g: m for g, m in shared.items() if any(native_members([m], devices, r) for r in releases)}
     baseline = {r: _native_on(tuple(own.values()), every, r) for r in releases}
 
-    best: tuple[tuple[int, int, int], list[_Target]] | None = None
+    best: tuple[tuple[int, int, int], list[Image]] | None = None
     for k in range(len(shared) + 1):
         for names in itertools.combinations(shared, k):
             members = [shared[g] for g in names]
@@ -262,8 +253,8 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
         served.append(Served(name, ips[name], served_at[releases[-1]].get(name) or served_at[hits[0]][name],
                              max(hits[0], first_release(name)), name in order))
     served.sort(key=lambda s: (not s.listed, order.get(s.device, 0)))
-    images = tuple(Image(m.member, m.generic or m.name, m.name, m.ip,
-                         tuple(s.device for s in served if s.listed and s.member == m.member)) for m in members)
+    images = tuple(Image(m.member, m.token, m.device, m.ip, tuple(s.device for s in served if s.listed and s.member == m.member))
+                   for m in members)
     images = tuple(sorted(images, key=lambda i: min((order[d] for d in i.serves), default=len(order))))
     return Coverage(images, floor, stated, tuple(served), knows_generic)
 
