@@ -154,6 +154,17 @@ class Coverage:
         }
 
 
+@dataclass
+class _Device:
+    """A device as :func:`rules.decide` reads one (:class:`aotwheel.results.Device`)."""
+
+    name: str
+    ip: str | None
+    catalog: str | None
+    kind: str = "gpu"
+    vendor: str = "intel"
+
+
 # Every release at which the modelled lookup or validation changes: the mapping's and fallback's
 # (rules.BREAKPOINTS) and the validation's own (product config from 22.53, legacy images ignored from 26.18).
 CHANGES: tuple[Release, ...] = tuple(sorted({*rules.BREAKPOINTS, rules.PRODUCT_CONFIG_SINCE, rules.LEGACY_IGNORED_SINCE}))
@@ -264,13 +275,13 @@ def serves_lines(targets: Sequence[object]) -> list[str]:
     own: ``64.bmg serves bmg-g21, bmg-g31 (25.27+), lnl-m (25.44+) natively`` (the newest driver's
     lookup over one binary's native ``targets``, with the first modelled release for each device)."""
     from aotwheel.backends.intel.catalog import load_catalog
-    from aotwheel.results import NATIVE, ProbedDevice
+    from aotwheel.results import NATIVE
 
     devices = [(d.name, d.ip) for d in load_catalog().devices]
     releases = releases_from(OLDEST)
     runs: dict[str, dict[str, Release]] = {}  # member -> device -> since
     for name, ip in devices:
-        device = ProbedDevice(name, "override", "gpu", "intel", ip, name)  # a catalog device as decide reads one
+        device = _Device(name, ip, name)
         newest = rules.decide(targets, [], device, release=None)
         if newest.verdict != NATIVE or not newest.image:
             continue
