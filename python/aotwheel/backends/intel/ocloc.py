@@ -108,7 +108,7 @@ def find_ocloc(explicit: str | None = None) -> Ocloc:
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
     from aotwheel.backends.intel.ocloc_query import query
 
-    return query(path)
+    return query(path, INSTALL_HINT)
 
 
 def image_format(text: str | None, source: str) -> str:

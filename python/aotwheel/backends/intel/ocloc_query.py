@@ -1,6 +1,7 @@
 """Asking an installed ocloc what it is: its version, ``-device`` words and ``--format`` values
-(:func:`aotwheel.backends.intel.ocloc.find_ocloc`). Apart from :mod:`.ocloc`, whose paths, hints
-and first releases ``aotwheel resolve`` reads without running ocloc or making this record."""
+(:func:`aotwheel.backends.intel.ocloc.find_ocloc`, which passes its install hint for the error
+lines). Apart from :mod:`.ocloc`, whose paths, hints and first releases ``aotwheel resolve``
+reads without running ocloc or making this record."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from aotwheel.backends.intel.ocloc import INSTALL_HINT
 from aotwheel.errors import ToolchainError
 
 TYPE_CHECKING = False
@@ -29,40 +29,41 @@ class Ocloc:
 
 
 @functools.lru_cache(maxsize=8)
-def query(path: str) -> Ocloc:
-    text = _compile_help(path)
-    return Ocloc(path=path, version=_version(path), acronyms=frozenset(_acronyms(path, text)), formats=_formats(text))
+def query(path: str, hint: str) -> Ocloc:
+    """What the ocloc at ``path`` is; ``hint``: how to install one, for the error lines."""
+    text = _compile_help(path, hint)
+    return Ocloc(path=path, version=_version(path, hint), acronyms=frozenset(_acronyms(path, text)), formats=_formats(text))
 
 
-def _run(args: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], hint: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     import subprocess
 
     try:
         return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
     except OSError as exc:
-        raise ToolchainError(f"Cannot run ocloc at {args[0]}: {exc.strerror}. {INSTALL_HINT}") from None
+        raise ToolchainError(f"Cannot run ocloc at {args[0]}: {exc.strerror}. {hint}") from None
     except subprocess.TimeoutExpired:
         raise ToolchainError(f"ocloc at {args[0]} did not answer within 60 s; check the installation") from None
 
 
-def _version(path: str) -> str:
+def _version(path: str, hint: str) -> str:
     # `ocloc query OCL_DRIVER_VERSION` writes a file named after the query into the cwd.
     import tempfile
     from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
-        proc = _run([path, "query", "OCL_DRIVER_VERSION"], cwd=tmp)
+        proc = _run([path, "query", "OCL_DRIVER_VERSION"], hint, cwd=tmp)
         out = Path(tmp, "OCL_DRIVER_VERSION")
         if proc.returncode != 0 or not out.is_file():
-            raise ToolchainError(f"ocloc at {path} failed 'ocloc query OCL_DRIVER_VERSION' (exit {proc.returncode}); reinstall it. {INSTALL_HINT}")
+            raise ToolchainError(f"ocloc at {path} failed 'ocloc query OCL_DRIVER_VERSION' (exit {proc.returncode}); reinstall it. {hint}")
         return out.read_text(errors="replace").strip(" \0\n")
 
 
 _DEVICE_LIST_RE = re.compile(r"<device_type> can be:(.*?)(?:or hexadecimal|$)", re.S)
 
 
-def _compile_help(path: str) -> str:
-    proc = _run([path, "compile", "--help"])
+def _compile_help(path: str, hint: str) -> str:
+    proc = _run([path, "compile", "--help"], hint)
     return proc.stdout + proc.stderr
 
 
