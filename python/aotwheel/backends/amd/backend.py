@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from aotwheel.backends.amd import AMD
 from aotwheel.backends.protocol import Backend, Capabilities
 
+TYPE_CHECKING = False  # not typing's: aotwheel resolve imports no typing from a backend object
 if TYPE_CHECKING:  # the verdicts are imported where one is made: `aotwheel resolve` makes none
     from aotwheel.backends.amd.devlist import AmdGrammar
     from aotwheel.report import FileReport

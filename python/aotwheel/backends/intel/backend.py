@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.intel import INTEL
 from aotwheel.backends.intel.variables import OCLOC
@@ -12,7 +11,10 @@ from aotwheel.backends.protocol import Backend, Capabilities, FormatOption, Open
 
 # The verdicts (aotwheel.results) and image kinds (the data model) are imported where a verdict is
 # made: `aotwheel resolve` builds its parser and grammar from this object and makes none.
+TYPE_CHECKING = False  # not typing's: aotwheel resolve imports no typing from a backend object
 if TYPE_CHECKING:
+    from typing import Any
+
     from aotwheel.backends.intel.devlist import IntelGrammar
     from aotwheel.backends.protocol import DevlistPart
     from aotwheel.report import FileReport

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
 
 from aotwheel.backends.nvidia import NVIDIA
 from aotwheel.backends.protocol import Backend, Capabilities, ProbeSpec
 
+TYPE_CHECKING = False  # not typing's: aotwheel resolve imports no typing from a backend object
 if TYPE_CHECKING:  # the verdicts are imported where one is made: `aotwheel resolve` makes none
+    from typing import Any
+
     from aotwheel.backends.nvidia.devlist import NvidiaGrammar
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice, Verdict
