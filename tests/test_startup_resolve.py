@@ -81,3 +81,24 @@ def test_an_uncached_ocloc_table_is_asked_of_ocloc(tmp_path: Path) -> None:
     loaded, _ = _resolve("pvc", env=_env(tmp_path))
     assert {"subprocess", "aotwheel.backends.intel.ocloc_query"} <= loaded, sorted(loaded)
     assert list((tmp_path / "v2" / "tools").glob("*.json")), "the table was not cached"
+
+
+def test_the_light_reader_reads_the_file_the_cache_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # toolfacts names a tool's facts file with the built-in sha256, not hashlib's: the same name
+    # (caches written before it are still found) and the same facts the cache object reads.
+    import hashlib
+
+    from aotwheel.buildsteps.cache import DeviceCodeCache
+    from aotwheel.buildsteps.toolfacts import facts_name, read_facts
+
+    tool = tmp_path / "tool"
+    tool.write_bytes(b"\x7fELF not really")
+    st = tool.stat()
+    ident = f"{os.path.realpath(tool)}\0{st.st_size}\0{st.st_mtime_ns}"
+    assert facts_name(str(tool)) == hashlib.sha256(ident.encode()).hexdigest() + ".json"
+    monkeypatch.setenv("AOTWHEEL_CACHE_DIR", str(tmp_path / "cache"))
+    assert read_facts(str(tool)) is None
+    DeviceCodeCache.from_env().store_tool_facts(str(tool), {"version": "1.2", "device_table": {"schema": 1}})
+    assert read_facts(str(tool)) == DeviceCodeCache.from_env().tool_facts(str(tool)) == {"version": "1.2", "device_table": {"schema": 1}}
+    monkeypatch.setenv("AOTWHEEL_CACHE_DIR", "off")
+    assert read_facts(str(tool)) is None
