@@ -182,7 +182,7 @@ def merge(catalog: Catalog, table: OclocTable) -> Catalog:
     pci_extra: dict[str, list[int]] = {}
     for pci_id, ip in table.pci_ids:
         pci_extra.setdefault(ip, []).append(pci_id)
-    devices = [replace(d, pci_ids=d.pci_ids + extra) if (extra := tuple(p for p in pci_extra.get(d.ip, ()) if p not in d.pci_ids)) else d
+    devices = [replace(d, pci_ids=d.pci_ids + ids) if (ids := tuple(p for p in pci_extra.get(d.ip, ()) if p not in d.pci_ids)) else d
                for d in devices]  # (a copy only where ocloc adds ids: 22.43 lists none)
     final = {d.ip: d for d in devices}
     groups: dict[str, Group] = {g.name: g for g in catalog.groups}
