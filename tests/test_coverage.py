@@ -214,3 +214,16 @@ def test_the_plans_lookup_is_decides_on_every_catalog_device_and_release() -> No
             slow = {d.name: v.image for d in CAT.devices
                     if (v := rules.decide(members, ["spirv"], Gpu(d.name, d.ip, d.name), release=release)).verdict == "native"}
             assert coverage.native_members(members, devices, release) == slow, (members, release)
+
+
+def test_member_prefixes_are_the_archive_filters_prefixes() -> None:
+    """:func:`rules.member_prefixes` (written without the ranks, for the planner's speed) names
+    what :func:`rules.acceptable`'s archive filters look for, for every IP the rules or the
+    catalog know, at every modelled release and the newest."""
+    ips = sorted({d.ip for d in CAT.devices} | rules.product_configs() | {"12.99.0", "1.2.3"})
+    for ip in ips:
+        for release in (None, coverage.OLDEST, *coverage.CHANGES):
+            ranks = rules.acceptable(ip, release)
+            assert rules.member_prefixes(ip, release) == tuple(p for r in ranks if r.kind == rules.MEMBER for p in r.targets), (ip, release)
+    with pytest.raises(ValueError):
+        rules.member_prefixes("pvc")

@@ -22,21 +22,23 @@ Duplicates and aliases collapse; order is stable (first mention wins). Anything 
 from __future__ import annotations
 
 import re
-import unicodedata
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
 
 from aotwheel.buildsteps.values import place
 from aotwheel.config import DEFAULT_DEVLIST
 from aotwheel.config import flag as env_flag
 from aotwheel.errors import DevlistError
 
+TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports no typing
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import TypeVar
+
     from aotwheel.backends.capabilities import DevlistExamples
     from aotwheel.backends.protocol import DevlistGrammar, DevlistPart
 
-P = TypeVar("P")
+    P = TypeVar("P")
+    Detector = Callable[[], Sequence[str]]
 
 MAX_LENGTH = 4096
 MAX_TOKENS = 256
@@ -142,9 +144,6 @@ class DevList:
         return place(core, [f for p in self.parts for f in p.fields()])
 
 
-
-
-Detector = Callable[[], Sequence[str]]
 
 
 def resolve(
@@ -289,12 +288,12 @@ def _reject_bad_characters(text: str, default: DevlistGrammar, tables: Mapping[s
         raise DevlistError(f"USE_AOT_DEVLIST: {what} in {_printable_token(token)} is not allowed{hint}", token, suggestions)
 
 
-_OTHER_SEPARATORS = re.compile(r"[;|/+&]+")  # what other tools' lists use (CMake's ';', shells' '|')
+_OTHER_SEPARATORS = r"[;|/+&]+"  # what other tools' lists use (CMake's ';', shells' '|'); compiled for a bad character only
 
 
 def _as_comma_list(token: str, tables: Mapping[str, object]) -> str | None:
     """``token`` with its other separators made commas, when every part then resolves on its own."""
-    parts = [p for p in _OTHER_SEPARATORS.split(token) if p]
+    parts = [p for p in re.split(_OTHER_SEPARATORS, token) if p]
     if len(parts) < 2 or any(not set(p) <= _ALLOWED for p in parts):
         return None
     for part in parts:
@@ -318,6 +317,8 @@ def _token_around(text: str, pos: int) -> str:
 def _printable(char: str) -> str:
     if char.isprintable():
         return repr(char)
+    import unicodedata  # only for a character no token may hold
+
     return f"U+{ord(char):04X} ({unicodedata.name(char, 'control character')})"
 
 

@@ -39,15 +39,15 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from aotwheel.variables import CACHE_DIR, DISABLED_WORDS
+from aotwheel.buildsteps.toolfacts import LAYOUT, facts_name, root_text
+from aotwheel.variables import CACHE_DIR
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from aotwheel.buildsteps.stats import CacheStats
 
 ENV = CACHE_DIR.name
-_DISABLED = DISABLED_WORDS
-_LAYOUT = "v2"
+_LAYOUT = LAYOUT
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 KEY_SCHEMA = 2
@@ -151,13 +151,9 @@ def _linked(exc: OSError, path: Path) -> OSError:
 
 
 def default_root() -> Path | None:
-    """The cache root from the environment, or ``None`` when caching is disabled."""
-    env = CACHE_DIR.given()
-    if env:
-        return None if env.lower() in _DISABLED else Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "aotwheel"
+    """The cache root from the environment, or ``None`` when caching is disabled (:func:`aotwheel.buildsteps.toolfacts.root_text`)."""
+    root = root_text()
+    return Path(root) if root is not None else None
 
 
 def _new_file_beside(path: Path) -> tuple[int, str]:
@@ -415,6 +411,4 @@ class DeviceCodeCache:
 
     def _tool_file(self, path: str) -> Path:
         assert self.root is not None
-        st = os.stat(path)
-        ident = f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}"
-        return self.root / "tools" / f"{hashlib.sha256(ident.encode()).hexdigest()}.json"
+        return self.root / "tools" / facts_name(path)  # what toolfacts.read_facts reads without this object

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -130,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
 
     reports = [p.report(field_on) for p in devlist.parts]
     if args.json:
+        import json
+
         from aotwheel.config import COMPRESS
 
         # USE_AOT_COMPRESS as written (CMake's variable, else the environment's), else its default

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aotwheel.backends.amd import AMD
-from aotwheel.backends.amd.targets import parse_listed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -85,6 +84,8 @@ class AmdGrammar:
         self._targets: list[str] = []
 
     def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+        from aotwheel.backends.amd.targets import parse_listed  # here: a list with no AMD token never imports it
+
         target = str(parse_listed(token, raw))
         if target not in self._targets:
             self._targets.append(target)
@@ -94,6 +95,7 @@ class AmdGrammar:
         return (), ""
 
     def suggest(self, token: str) -> tuple[str, ...]:
+        from aotwheel.backends.amd.targets import parse_listed
         from aotwheel.errors import DevlistError
 
         try:

@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 
 from aotwheel.backends.capabilities import Capabilities, FormatOption, OpenClImages, ProbeSpec, ToolOption
 from aotwheel.backends.intel import INTEL
-from aotwheel.backends.intel.kinds import CPU_AOT, IR_FORMS
 from aotwheel.backends.intel.variables import OCLOC
 
+# The image kinds (the data model) and the verdicts (intel/judge.py) are imported where a file is
+# read or judged: `aotwheel resolve` builds its parser and grammar from this object and does neither.
 TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing
 if TYPE_CHECKING:
     from typing import Any
@@ -33,6 +34,8 @@ def _prepare_probes() -> None:
 
 def rebuild_tokens(file: FileReport) -> list[str]:
     """``USE_AOT_DEVLIST`` tokens that rebuild ``file``'s Intel GPU images (names, else IPs)."""
+    from aotwheel.backends.intel.kinds import CPU_AOT
+
     names = [t.name or t.ip for t in file.native_targets if t.vendor == INTEL and t.format != CPU_AOT]
     return list(dict.fromkeys(n for n in names if n))
 
@@ -128,6 +131,8 @@ class IntelBackend:
         return str(getattr(device, "vendor", "")).lower() == INTEL
 
     def code_in(self, file: FileReport) -> tuple[list[str], list[str]]:
+        from aotwheel.backends.intel.kinds import IR_FORMS
+
         names = [t.name or t.ip or t.generic or t.core or "unknown" for t in file.native_targets if t.vendor == INTEL]
         return list(dict.fromkeys(names)), [k for k in file.ir if k in IR_FORMS]
 

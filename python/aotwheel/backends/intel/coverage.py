@@ -30,13 +30,15 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from aotwheel.backends.intel import rules
 from aotwheel.backends.intel.variables import MIN_DRIVER
 from aotwheel.errors import SettingError
-from aotwheel.results import NATIVE
+
+TYPE_CHECKING = False  # not typing's: aotwheel resolve plans with no typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 Release = rules.Release
 OLDEST: Release = (0, 0)  # no floor: every modelled release
@@ -75,7 +77,9 @@ def default_floor(devices: Iterable[str]) -> Release:
 @dataclass(frozen=True)
 class Image:
     """One native image of the plan: built as ``ocloc -device <token>`` (the same binary as its
-    root device's), stored as archive member ``member``, serving the listed ``serves`` natively."""
+    root device's), stored as archive member ``member``, serving the listed ``serves`` natively.
+    A candidate of the plan (``serves`` empty) is also what the driver's lookup reads as an archive
+    member (:func:`rules.native_image`: its ``member`` and ``ip``, a zebin with a product config)."""
 
     member: str  # "64.bmg" or "64.20.1.0"
     token: str  # ocloc's -device word: the generic name, else the device's name
@@ -150,17 +154,6 @@ class Coverage:
         }
 
 
-@dataclass(frozen=True)
-class _Target:
-    """An archive member as :func:`rules.decide` reads one (a zebin with a product config)."""
-
-    member: str
-    ip: str
-    name: str
-    generic: str | None = None
-    format: str = "zebin"
-
-
 @dataclass
 class _Device:
     """A device as :func:`rules.decide` reads one (:class:`aotwheel.results.Device`)."""
@@ -182,7 +175,7 @@ def releases_from(floor: Release) -> tuple[Release, ...]:
     return (floor, *(r for r in CHANGES if r > floor))
 
 
-def native_members(members: Sequence[_Target], devices: Sequence[tuple[str, str]], release: Release) -> dict[str, str]:
+def native_members(members: Sequence[Image], devices: Sequence[tuple[str, str]], release: Release) -> dict[str, str]:
     """Device name -> the member the driver of ``release`` runs natively from an archive of
     ``members`` (plus generic_ir), for each device it serves natively."""
     out: dict[str, str] = {}
@@ -196,8 +189,16 @@ def native_members(members: Sequence[_Target], devices: Sequence[tuple[str, str]
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _native_on(members: tuple[Image, ...], devices: tuple[tuple[str, str], ...], release: Release) -> dict[str, str]:
+    """:func:`native_members` over a whole universe, remembered: a plan asks the same archive
+    (one image per device, the chosen one) at each release up to three times, and
+    :meth:`aotwheel.backends.intel.devlist.IntelPart.coverage` plans twice. Callers only read it."""
+    return native_members(members, devices, release)
+
+
 @functools.lru_cache(maxsize=4096)
-def _native(members: tuple[_Target, ...], name: str, ip: str, release: Release) -> str | None:
+def _native(members: tuple[Image, ...], name: str, ip: str, release: Release) -> str | None:
     return rules.native_image(members, ip, name, release)
 
 
@@ -221,17 +222,17 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
     ips = dict(universe) | dict(devices)
     releases = releases_from(floor)
     named = {g.lower() for g in named_generic}
-    own = {name: _Target(f"{rules.POINTER_BITS}.{ip}", ip, name) for name, ip in devices}
-    shared = {g: _Target(f"{rules.POINTER_BITS}.{g}", ips[root], root, generic=g)
+    own = {name: Image(f"{rules.POINTER_BITS}.{ip}", name, name, ip, ()) for name, ip in devices}
+    shared = {g: Image(f"{rules.POINTER_BITS}.{g}", g, root, ips[root], ())
               for g, root in sorted((generic or {}).items()) if root in ips}
     knows_generic = bool(shared)
     listed = [name for name, _ in devices]
-    every = list(dict.fromkeys([*universe, *devices]))
+    every = tuple(dict.fromkeys([*universe, *devices]))
     # A generic member that serves no listed device at any release cannot save an image: not tried.
     shared = {g: m for g, m in shared.items() if any(native_members([m], devices, r) for r in releases)}
-    baseline = {r: native_members(list(own.values()), every, r) for r in releases}
+    baseline = {r: _native_on(tuple(own.values()), every, r) for r in releases}
 
-    best: tuple[tuple[int, int, int], list[_Target]] | None = None
+    best: tuple[tuple[int, int, int], list[Image]] | None = None
     for k in range(len(shared) + 1):
         for names in itertools.combinations(shared, k):
             members = [shared[g] for g in names]
@@ -239,7 +240,7 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
             alone = [d for d in listed
                      if any(d not in native_members(members, [(d, ips[d])], r) for r in releases)]
             members += [own[d] for d in alone]
-            runs = {r: native_members(members, every, r) for r in releases}
+            runs = {r: _native_on(tuple(members), every, r) for r in releases}
             if any(d not in runs[r] for r in releases for d in listed):
                 continue  # a shared member shadows what a device would find otherwise
             if any(set(baseline[r]) - set(runs[r]) for r in releases):
@@ -252,7 +253,7 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
     assert best is not None  # one image per device always qualifies
     members = best[1]
     order = {d: i for i, d in enumerate(listed)}
-    served_at = {r: native_members(members, every, r) for r in releases}
+    served_at = {r: _native_on(tuple(members), every, r) for r in releases}
     served: list[Served] = []
     for name, _ in every:
         hits = [r for r in releases if name in served_at[r]]
@@ -263,8 +264,8 @@ def plan(devices: Sequence[tuple[str, str]], *, floor: Release | None = None, ge
         served.append(Served(name, ips[name], served_at[releases[-1]].get(name) or served_at[hits[0]][name],
                              max(hits[0], first_release(name)), name in order))
     served.sort(key=lambda s: (not s.listed, order.get(s.device, 0)))
-    images = tuple(Image(m.member, m.generic or m.name, m.name, m.ip,
-                         tuple(s.device for s in served if s.listed and s.member == m.member)) for m in members)
+    images = tuple(Image(m.member, m.token, m.device, m.ip, tuple(s.device for s in served if s.listed and s.member == m.member))
+                   for m in members)
     images = tuple(sorted(images, key=lambda i: min((order[d] for d in i.serves), default=len(order))))
     return Coverage(images, floor, stated, tuple(served), knows_generic)
 
@@ -274,15 +275,17 @@ def serves_lines(targets: Sequence[object]) -> list[str]:
     own: ``64.bmg serves bmg-g21, bmg-g31 (25.27+), lnl-m (25.44+) natively`` (the newest driver's
     lookup over one binary's native ``targets``, with the first modelled release for each device)."""
     from aotwheel.backends.intel.catalog import load_catalog
+    from aotwheel.results import NATIVE
 
     devices = [(d.name, d.ip) for d in load_catalog().devices]
     releases = releases_from(OLDEST)
     runs: dict[str, dict[str, Release]] = {}  # member -> device -> since
     for name, ip in devices:
-        newest = rules.decide(targets, [], _Device(name, ip, name), release=None)
+        device = _Device(name, ip, name)
+        newest = rules.decide(targets, [], device, release=None)
         if newest.verdict != NATIVE or not newest.image:
             continue
-        since = next((r for r in releases if rules.decide(targets, [], _Device(name, ip, name), release=r).image == newest.image), OLDEST)
+        since = next((r for r in releases if rules.decide(targets, [], device, release=r).image == newest.image), OLDEST)
         own = any(getattr(t, "ip", None) == ip and (getattr(t, "member", None) or "").rstrip("/") == newest.image for t in targets)
         # Not before the driver runs the device; its own image needs no release.
         runs.setdefault(newest.image, {})[name] = OLDEST if own else max(since, first_release(name))

@@ -258,7 +258,7 @@ def table_for(text: str, tools: Mapping[str, str | None], *, installed: bool = F
     catalog's: families, releases, ranges, ids and names the catalog lacks. A list of catalog
     products (``pvc,acm-g10``), ``none`` or ``sm_90`` runs no ocloc at configure (a fresh machine
     against a warm remote cache runs none at all)."""
-    from aotwheel.backends.intel.buildsteps.toolchain import catalog_for, installed_catalog
+    from aotwheel.backends.intel.ocloc_table import catalog_for, installed_catalog
 
     # installed: a person's `aotwheel resolve bmg-g21` is told when this ocloc cannot build it.
     return installed_catalog(tools.get(TOOL)) if installed else catalog_for(text, tools.get(TOOL))
@@ -266,7 +266,7 @@ def table_for(text: str, tools: Mapping[str, str | None], *, installed: bool = F
 
 def listing(tools: Mapping[str, str | None]) -> list[str]:
     """``aotwheel resolve --list``: the installed ocloc's view of the catalog."""
-    from aotwheel.backends.intel.buildsteps.toolchain import installed_catalog
+    from aotwheel.backends.intel.ocloc_table import installed_catalog
 
     cat = installed_catalog(tools.get(TOOL))
     where = (f"from the installed ocloc {cat.ocloc_version} and aotwheel's catalog; [ocloc]/[catalog]: only that one knows the name"

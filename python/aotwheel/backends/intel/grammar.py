@@ -12,10 +12,11 @@ from aotwheel.backends.intel.catalog import IP_FIELD_MAX, Catalog, Device, forma
 from aotwheel.errors import DevlistError
 
 KEYWORDS = ("none", "native", "no-jit")  # the core resolver's words, offered as suggestions too
-_IP_SHAPE = re.compile(r"^\d+\.\d+\.\d+$")
-_DECIMAL_IP = re.compile(r"^\d{5,10}$")  # ocloc's decimal form of a u32 IP version (12.10.0 = 50495488)
-_PCI_ID = re.compile(r"^0x[0-9a-f]{1,4}$")
-_SYCL_IP = re.compile(r"^intel_gpu_(\d+)_(\d+)_(\d+)$")  # icpx's numeric arch spelling (intel_gpu_20_1_4)
+# Patterns, compiled (and cached by re) the first time a token needs them: a list of catalog names needs none.
+_IP_SHAPE = r"^\d+\.\d+\.\d+$"
+_DECIMAL_IP = r"^\d{5,10}$"  # ocloc's decimal form of a u32 IP version (12.10.0 = 50495488)
+_PCI_ID = r"^0x[0-9a-f]{1,4}$"
+_SYCL_IP = r"^intel_gpu_(\d+)_(\d+)_(\d+)$"  # icpx's numeric arch spelling (intel_gpu_20_1_4)
 
 
 def owns_token(token: str, catalog: Catalog | None = None) -> bool:
@@ -24,8 +25,8 @@ def owns_token(token: str, catalog: Catalog | None = None) -> bool:
     if ":" in token:  # a range of Intel names (AMD target ids use ':' too: gfx90a:xnack-)
         low, _, high = token.partition(":")
         return all(not part or catalog.by_name(part) or catalog.group(part) for part in (low, high))
-    return bool(catalog.by_name(token) or _IP_SHAPE.match(token) or catalog.group(token)
-                or _DECIMAL_IP.match(token) or _PCI_ID.match(token) or _SYCL_IP.match(token))
+    return bool(catalog.by_name(token) or re.match(_IP_SHAPE, token) or catalog.group(token)
+                or re.match(_DECIMAL_IP, token) or re.match(_PCI_ID, token) or re.match(_SYCL_IP, token))
 
 
 def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple[str, tuple[Device, ...]]:
@@ -40,25 +41,25 @@ def lookup(token: str, raw: str, rest: Sequence[str], catalog: Catalog) -> tuple
         else:
             kind = "alias"
         return kind, (dev,)
-    sycl = _SYCL_IP.match(token)
+    sycl = re.match(_SYCL_IP, token)
     if sycl:  # a numeric SYCL arch the catalog does not list by that name: its IP
         token = ".".join(sycl.groups())
-    if _IP_SHAPE.match(token) or _DECIMAL_IP.match(token):
-        if _DECIMAL_IP.match(token) and not valid_u32_ip(int(token)):
+    if re.match(_IP_SHAPE, token) or re.match(_DECIMAL_IP, token):
+        if re.match(_DECIMAL_IP, token) and not valid_u32_ip(int(token)):
             raise DevlistError(f"USE_AOT_DEVLIST: {raw} is not an IP version: a u32 holds arch:10 release:8 "
                                f"reserved:8 revision:6 bits ({'over 32 bits' if int(token) > 0xFFFFFFFF else 'reserved bits set'}); "
                                "name the device or its IP version (12.60.7)", raw, ())
-        if _IP_SHAPE.match(token) and parse_ip(token) is None:
+        if re.match(_IP_SHAPE, token) and parse_ip(token) is None:
             raise DevlistError(f"USE_AOT_DEVLIST: {raw} is not an IP version: its fields hold at most "
                                f"{'.'.join(map(str, IP_FIELD_MAX))}; name the device or its IP version (12.60.7)", raw, ())
-        ip = parse_ip(token) if _IP_SHAPE.match(token) else ip_from_u32(int(token))
+        ip = parse_ip(token) if re.match(_IP_SHAPE, token) else ip_from_u32(int(token))
         dev = catalog.by_ip(ip) if ip else None
         if dev is None and ip:
             dev = stepping(format_ip(ip), catalog)
         if dev is None:
             raise DevlistError(unknown_ip_message(format_ip(ip) if ip else raw, catalog), raw, ())
         return "ip", (dev,)
-    if _PCI_ID.match(token):
+    if re.match(_PCI_ID, token):
         dev = catalog.by_pci_id(int(token, 16))
         if dev is None:
             raise DevlistError(f"USE_AOT_DEVLIST: PCI device id {raw} is not in the catalog{_ocloc_note(catalog)}; "

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-from dataclasses import dataclass, field
 
 from aotwheel.backends.intel.variables import OCLOC
 from aotwheel.errors import ToolchainError
@@ -13,7 +11,7 @@ from aotwheel.variables import DEVLIST
 
 TYPE_CHECKING = False  # not typing's: a coverage plan reads FIRST_OCLOC (aotwheel resolve) and runs no ocloc
 if TYPE_CHECKING:
-    import subprocess
+    from aotwheel.backends.intel.ocloc_query import Ocloc
 
 INSTALL_HINT = ("Try: apt-get install intel-opencl-icd (Debian 12; on Debian sid/testing: apt-get install intel-ocloc "
                 "libigc2 libigdfcl2) or install the oneAPI Base Toolkit")
@@ -58,27 +56,46 @@ IMAGE_FORMATS = (ZEBIN, LEGACY)
 OCLOC_FORMAT_WORD = {ZEBIN: "zebin", LEGACY: "patchtokens"}
 
 
-@dataclass(frozen=True)
-class Ocloc:
-    path: str
-    version: str
-    acronyms: frozenset[str] = field(default_factory=frozenset)
-    formats: frozenset[str] = field(default_factory=frozenset)  # --format values its help lists
-
-    def supports(self, names: tuple[str, ...]) -> bool:
-        """True if ocloc accepts any of ``names`` (a device's name and aliases) as ``-device``."""
-        return any(n.lower() in self.acronyms for n in names)
-
-
 def ocloc_path(explicit: str | None = None) -> str | None:
     """The ocloc to use, as an absolute path (links not followed): ``explicit``, else
     ``$AOTWHEEL_OCLOC``, else ``PATH``; None when none is named or found. The one reader of
     AOTWHEEL_OCLOC: configure (:mod:`.buildsteps.toolchain`), ``aotwheel compile`` and the
     resolver's ocloc check (:func:`find_ocloc`) all find the same binary here."""
-    import shutil  # not at the top: resolve reads the cached ocloc table and runs no ocloc
+    candidate = explicit or OCLOC.given() or _which("ocloc")
+    return os.path.abspath(_which(candidate) or candidate) if candidate else None
 
-    candidate = explicit or OCLOC.given() or shutil.which("ocloc")
-    return os.path.abspath(shutil.which(candidate) or candidate) if candidate else None
+
+def _which(cmd: str) -> str | None:
+    """``shutil.which(cmd)``, on POSIX without importing shutil (bz2, lzma, fnmatch: a fifth of
+    ``python -c pass``, for ``aotwheel resolve``, which runs no ocloc): ``cmd`` itself when it has
+    a folder, else the first executable file of that name on ``PATH``."""
+    import sys
+
+    if sys.platform == "win32":
+        import shutil
+
+        return shutil.which(cmd)
+
+    def runnable(name: str) -> bool:
+        return os.path.exists(name) and os.access(name, os.F_OK | os.X_OK) and not os.path.isdir(name)
+
+    if os.path.dirname(cmd):
+        return cmd if runnable(cmd) else None
+    path = os.environ.get("PATH")
+    if path is None:
+        try:
+            path = os.confstr("CS_PATH")
+        except (AttributeError, ValueError):
+            path = os.defpath
+    if not path:
+        return None
+    seen: set[str] = set()
+    for folder in os.fsdecode(path).split(os.pathsep):
+        if folder not in seen:
+            seen.add(folder)
+            if runnable(name := os.path.join(folder, cmd)):
+                return name
+    return None
 
 
 def find_ocloc(explicit: str | None = None) -> Ocloc:
@@ -89,63 +106,9 @@ def find_ocloc(explicit: str | None = None) -> Ocloc:
     path = ocloc_path(explicit)
     if not path:
         raise ToolchainError(f"Missing ocloc (Intel's offline GPU compiler). {INSTALL_HINT}")
-    return _query(path)
+    from aotwheel.backends.intel.ocloc_query import query
 
-
-@functools.lru_cache(maxsize=8)
-def _query(path: str) -> Ocloc:
-    text = _compile_help(path)
-    return Ocloc(path=path, version=_version(path), acronyms=frozenset(_acronyms(path, text)), formats=_formats(text))
-
-
-def _run(args: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
-    import subprocess
-
-    try:
-        return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
-    except OSError as exc:
-        raise ToolchainError(f"Cannot run ocloc at {args[0]}: {exc.strerror}. {INSTALL_HINT}") from None
-    except subprocess.TimeoutExpired:
-        raise ToolchainError(f"ocloc at {args[0]} did not answer within 60 s; check the installation") from None
-
-
-def _version(path: str) -> str:
-    # `ocloc query OCL_DRIVER_VERSION` writes a file named after the query into the cwd.
-    import tempfile
-    from pathlib import Path
-
-    with tempfile.TemporaryDirectory(prefix="aotwheel-ocloc-") as tmp:
-        proc = _run([path, "query", "OCL_DRIVER_VERSION"], cwd=tmp)
-        out = Path(tmp, "OCL_DRIVER_VERSION")
-        if proc.returncode != 0 or not out.is_file():
-            raise ToolchainError(f"ocloc at {path} failed 'ocloc query OCL_DRIVER_VERSION' (exit {proc.returncode}); reinstall it. {INSTALL_HINT}")
-        return out.read_text(errors="replace").strip(" \0\n")
-
-
-_DEVICE_LIST_RE = re.compile(r"<device_type> can be:(.*?)(?:or hexadecimal|$)", re.S)
-
-
-def _compile_help(path: str) -> str:
-    proc = _run([path, "compile", "--help"])
-    return proc.stdout + proc.stderr
-
-
-def _acronyms(path: str, text: str) -> set[str]:
-    """The acronyms ocloc's own ``compile --help`` (``text``) lists for ``-device``."""
-    m = _DEVICE_LIST_RE.search(text)
-    if not m:
-        raise ToolchainError(f"Cannot read the device list from '{path} compile --help'; unsupported ocloc version?")
-    words = re.split(r"[\s,]+", m.group(1))
-    return {w.lower() for w in words if w and w != "version"}
-
-
-# "--format zebin - Enforce generating zebin binary" (22.43 and 26.27 alike)
-_FORMAT_RE = re.compile(r"^\s*--format\s+(\w+)\s+-", re.M)
-
-
-def _formats(text: str) -> frozenset[str]:
-    """The ``--format`` values ocloc's ``compile --help`` lists (``zebin``, ``patchtokens``)."""
-    return frozenset(_FORMAT_RE.findall(text))
+    return query(path, INSTALL_HINT)
 
 
 def image_format(text: str | None, source: str) -> str:

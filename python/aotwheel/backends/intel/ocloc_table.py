@@ -18,14 +18,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from aotwheel.backends.intel.catalog import BOTH, CATALOG, OCLOC, Catalog, Device, Group, format_ip, ip_from_u32, parse_ip
+from aotwheel.backends.intel.catalog import BOTH, CATALOG, OCLOC, Catalog, Device, Group, format_ip, ip_from_u32, load_catalog, parse_ip
+
+TYPE_CHECKING = False  # not typing's: aotwheel resolve reads the cached table
+if TYPE_CHECKING:
+    from aotwheel.buildsteps.cache import DeviceCodeCache
 
 SCHEMA = 1
 _MAX_YAML = 4 << 20  # SUPPORTED_DEVICES of 26.27 is ~25 kB; refuse anything absurd
 _HEX = r"0x[0-9a-fA-F]+"
 # 22.43 lists family and release words in the same -device list as products; these shapes are
-# groups there (gen8 ... gen12lp, xe, xe-hp, xe-hpc, xe-hpg, xe2, xe3p-xpc, ...).
-_GROUP_WORD = re.compile(r"^(gen\d+(lp)?|xe\d*p?(-[a-z]+)*)$")
+# groups there (gen8 ... gen12lp, xe, xe-hp, xe-hpc, xe-hpg, xe2, xe3p-xpc, ...): compiled when an
+# ocloc is asked, not for every `aotwheel resolve`.
+_GROUP_WORD = r"^(gen\d+(lp)?|xe\d*p?(-[a-z]+)*)$"
 _STEPPING = re.compile(r"-[a-z]\d$|-[a-z]\d-")  # dg2-g10-c0, pvc-xt-c0-vg
 
 
@@ -117,7 +122,7 @@ def parse_supported_devices(text: str) -> tuple[list[tuple[str, str]], list[tupl
 
 def query_table(ocloc: str, version: str, words: frozenset[str]) -> OclocTable:
     """Ask the ocloc at ``ocloc`` for its table; ``words`` is its ``-device`` list
-    (:func:`aotwheel.backends.intel.ocloc._acronyms`)."""
+    (:func:`aotwheel.backends.intel.ocloc_query._acronyms`)."""
     import tempfile
     from pathlib import Path
 
@@ -136,7 +141,7 @@ def query_table(ocloc: str, version: str, words: frozenset[str]) -> OclocTable:
             ips = _ids(ocloc, word, tmp)
             if not ips:
                 continue
-            if len(ips) > 1 or (not from_yaml and _GROUP_WORD.match(word)):
+            if len(ips) > 1 or (not from_yaml and re.match(_GROUP_WORD, word)):
                 groups.append((word, "family" if re.fullmatch(r"xe\d*p?|gen\d+", word) else "release", ips))
             else:
                 products.append((word, ips[0]))
@@ -177,7 +182,8 @@ def merge(catalog: Catalog, table: OclocTable) -> Catalog:
     pci_extra: dict[str, list[int]] = {}
     for pci_id, ip in table.pci_ids:
         pci_extra.setdefault(ip, []).append(pci_id)
-    devices = [replace(d, pci_ids=d.pci_ids + tuple(p for p in pci_extra.get(d.ip, ()) if p not in d.pci_ids)) for d in devices]
+    devices = [replace(d, pci_ids=d.pci_ids + ids) if (ids := tuple(p for p in pci_extra.get(d.ip, ()) if p not in d.pci_ids)) else d
+               for d in devices]  # (a copy only where ocloc adds ids: 22.43 lists none)
     final = {d.ip: d for d in devices}
     groups: dict[str, Group] = {g.name: g for g in catalog.groups}
     for name, _kind, ips in table.groups:
@@ -199,3 +205,68 @@ def merge(catalog: Catalog, table: OclocTable) -> Catalog:
     group_list = tuple(groups.values())
     return Catalog(devices=tuple(devices), groups=group_list, generic=tuple(generic.items()),
                    ocloc_version=table.version, sources=sources)
+
+
+def installed_catalog(explicit: str | None = None, cache: DeviceCodeCache | None = None) -> Catalog:
+    """The device catalog as the installed ocloc sees it (:func:`merge`); the built-in catalog
+    alone when no ocloc is found or it does not run. The ocloc's table is asked once per ocloc
+    binary (path, size, mtime) and kept beside its other facts in the cache (``cache``, else the
+    one the environment names, whose facts are read without the cache object while the table is
+    there: ``aotwheel resolve`` runs no ocloc and imports no pathlib or hashlib); the
+    version/acronym facts themselves stay the configure step's to find (and to share through a
+    remote cache)."""
+    import os
+
+    from aotwheel.backends.intel.ocloc import ocloc_path
+
+    base = load_catalog()
+    path = ocloc_path(explicit)
+    if path is None or not os.path.isfile(path):
+        return base
+    if cache is None:
+        from aotwheel.buildsteps.toolfacts import read_facts
+
+        facts = read_facts(path) or {}
+    else:
+        facts = cache.tool_facts(path) or {}
+    table = OclocTable.from_dict(facts.get("device_table") or {})
+    if table is None:
+        from aotwheel.backends.intel.ocloc import find_ocloc
+        from aotwheel.errors import ToolchainError
+
+        try:
+            found = find_ocloc(path)
+        except ToolchainError:
+            return base
+        table = query_table(path, found.version, found.acronyms)
+        if table.products:
+            if cache is None:
+                from aotwheel.buildsteps.cache import DeviceCodeCache
+
+                cache = DeviceCodeCache.from_env()
+            cache.store_tool_facts(path, {**(cache.tool_facts(path) or {}), "device_table": table.to_dict()})
+    return merge(base, table) if table.products else base
+
+
+def needs_installed_table(text: str, catalog: Catalog) -> bool:
+    """Whether ``text`` has an Intel token whose meaning the installed ocloc decides: anything but a
+    product, alias, SYCL arch name, generic name or IP version of the catalog (whose IPs equal
+    ocloc's: tests/test_catalog.py), the keywords and other vendors' targets."""
+    from aotwheel import backends
+
+    for token in re.split(r"[,\s]+", text.lower()):
+        if not token or token in ("none", "native", "no-jit"):
+            continue
+        owner = backends.for_token(token)
+        if owner is not None and owner.name != "intel":
+            continue
+        if catalog.by_name(token) is None and catalog.by_ip(token) is None:
+            return True
+    return False
+
+
+def catalog_for(text: str, explicit: str | None = None) -> Catalog:
+    """The catalog to resolve ``text`` with: the installed ocloc's view where it can differ
+    (:func:`needs_installed_table`), else the built-in catalog (no ocloc run)."""
+    base = load_catalog()
+    return installed_catalog(explicit) if needs_installed_table(text, base) else base

@@ -10,7 +10,6 @@ option the real image holds). What reaches that compiler depends on the loader:
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 
 # Option spellings (prefixes) of the GPU toolchain: ocloc's -device/-options, IGC's -ze-* and
@@ -43,6 +42,8 @@ def split_options(text: str | None) -> list[str]:
     if not text:
         return []
     try:
+        import shlex  # here: most option lists are already lists (aotwheel resolve splits none)
+
         return shlex.split(text)
     except ValueError:
         return text.split()

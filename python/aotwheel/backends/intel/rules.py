@@ -44,11 +44,16 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
-from typing import Any
 
-from aotwheel.acceptable import Acceptable, Offered, Picked, first_acceptable
-from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Device, Verdict, VerdictKind
+# Not typing's; the core's lookup (aotwheel.acceptable) and verdicts (aotwheel.results) are
+# imported where a verdict is made: a coverage plan (aotwheel resolve) asks native_image only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from aotwheel.acceptable import Acceptable, Offered, Picked
+    from aotwheel.results import Device, Verdict, VerdictKind
 
 POINTER_BITS = "64"
 Release = tuple[int, int]  # compute-runtime (year, week): 25.44.36015.5 -> (25, 44)
@@ -83,6 +88,15 @@ def _acronyms() -> dict[str, str]:
 @functools.cache
 def _device_acronyms() -> list[tuple[str, str]]:
     return sorted(_acronyms().items())
+
+
+@functools.cache
+def _first_name_of_ip() -> dict[str, str]:
+    """IP -> its first acronym in the driver's key order (:func:`_device_acronyms`)."""
+    first: dict[str, str] = {}
+    for name, ip in _device_acronyms():
+        first.setdefault(ip, name)
+    return first
 
 # AOT::compatibilityMapping (platforms.h): an image built for the first IP also serves the second,
 # from the first compute-runtime release tag whose platforms.h lists the pair until (exclusive) the
@@ -198,6 +212,7 @@ def _acronym(ip: str) -> str | None:
     return next((name for name, value in _acronyms().items() if value == ip), None)
 
 
+@functools.cache  # per product: a coverage plan asks it for every catalog device at every release
 def _first_acronym(product: str) -> tuple[str, str] | None:
     return next(((n, ip) for n, ip in _device_acronyms() if n == product or n.startswith(product + "-")), None)
 
@@ -214,7 +229,7 @@ def compatibility_fallbacks(product: str, release: Release | None = None) -> lis
     result: list[str] = []
     for image_ip, served in _mapping(release).items():
         if first[1] in served:
-            name = next((n for n, ip in _device_acronyms() if ip == image_ip), None)
+            name = _first_name_of_ip().get(image_ip)
             if name is not None and name.split("-")[0] not in result:
                 result.append(name.split("-")[0])
     return result
@@ -301,6 +316,9 @@ def _filters(ip: tuple[int, int, int], product: str | None, rule: str | None = N
     """The archive filters for ``product`` with the device's IP: the first member starting with
     each prefix is validated, and a refusal moves to the next filter. ``rule`` names every filter's
     verdict alike (a compatibility fallback's ``compat:<product>``)."""
+    from aotwheel.acceptable import Acceptable
+    from aotwheel.results import NATIVE
+
     filters = [("exact-ip", f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}"), ("major-minor", f"{POINTER_BITS}.{ip[0]}.{ip[1]}")]
     if product:
         filters.append(("name", f"{POINTER_BITS}.{product}"))
@@ -313,6 +331,9 @@ def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptab
     ``device_ip`` (``maj.min.rev``), best first: a single-device binary (validated directly), the
     archive filters for the device's product, the same for each compatibility fallback product,
     then generic_ir / SPIR-V (JIT)."""
+    from aotwheel.acceptable import Acceptable
+    from aotwheel.results import JIT, NATIVE
+
     ip = _ip_tuple(device_ip)
     if ip is None:
         raise ValueError(f"not an IP version: {device_ip!r}")
@@ -326,8 +347,15 @@ def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptab
 @functools.lru_cache(maxsize=2048)
 def member_prefixes(device_ip: str, release: Release | None = None) -> tuple[str, ...]:
     """Every archive member name prefix :func:`acceptable`'s filters look for: a member that starts
-    with none of them is never picked for this device, whatever else the archive holds."""
-    return tuple(p for rank in acceptable(device_ip, release) if rank.kind == MEMBER for p in rank.targets)
+    with none of them is never picked for this device, whatever else the archive holds. Written
+    from the same parts as :func:`_filters` without making the ranks: a coverage plan asks it for
+    every catalog device at every release (tests/test_coverage.py compares the two)."""
+    ip = _ip_tuple(device_ip)
+    if ip is None:
+        raise ValueError(f"not an IP version: {device_ip!r}")
+    product = product_abbreviation(device_ip)
+    exact, major_minor = f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}", f"{POINTER_BITS}.{ip[0]}.{ip[1]}"
+    return tuple(p for name in (product, *_fallbacks(product, release)) for p in (exact, major_minor, *((f"{POINTER_BITS}.{name}",) if name else ())))
 
 
 @functools.lru_cache(maxsize=256)
@@ -337,6 +365,8 @@ def _fallbacks(product: str | None, release: Release | None) -> tuple[str, ...]:
 
 def _offered(targets: Sequence[Any], ir: Sequence[str]) -> list[Offered]:
     """A binary's images as the lookup names them: archive members by name, bare images, IR forms."""
+    from aotwheel.acceptable import Offered
+
     return ([Offered(MEMBER if _member_name(t) else BARE, _member_name(t), t) for t in targets]
             + [Offered(IR, k) for k in ir if k])
 
@@ -366,6 +396,8 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
     accepted at validation); turn it off to model a driver that demands an exact product config.
     ``release`` is the compute-runtime (year, week) modelled; None models the newest.
     """
+    from aotwheel.results import JIT, NATIVE, UNKNOWN, UNSUPPORTED, Verdict
+
     label, dev_ip, kind = _label(device), device.ip, device.kind
     names = target_names(targets)
     has_ir = any(k for k in ir)
@@ -400,6 +432,8 @@ def decide(targets: Sequence[Any], ir: Sequence[str], device: Device, *, binary:
 def _lookup(targets: Sequence[Any], ir: Sequence[str], device_ip: str, release: Release | None, compatibility: bool,
             device_name: str | None) -> Picked:
     """The driver's pick for an Intel GPU of IP ``device_ip`` (``maj.min.rev``): :func:`decide`'s lookup, before any wording."""
+    from aotwheel.acceptable import first_acceptable
+    from aotwheel.results import JIT
 
     def validate(rank: Acceptable, image: Offered) -> tuple[bool, str]:
         return (True, "") if rank.verdict == JIT else _validate(image.item, device_ip, compatibility, release, device_name)
@@ -410,11 +444,21 @@ def _lookup(targets: Sequence[Any], ir: Sequence[str], device_ip: str, release: 
 def native_image(targets: Sequence[Any], device_ip: str, device_name: str | None = None, release: Release | None = None) -> str | None:
     """The image :func:`decide` names for a native verdict on an Intel GPU of IP ``device_ip``
     (``maj.min.rev``), None where its verdict is not native: the same lookup without the verdict's
-    words, which a coverage plan (hundreds of lookups per list) never reads."""
-    picked = _lookup(targets, (), device_ip, release, True, device_name or _acronym(device_ip))
-    if picked.acceptable is None or picked.image is None or picked.acceptable.verdict != NATIVE:
-        return None
-    return _image_name(picked.image)
+    words or the ranks' records, which a coverage plan (hundreds of lookups per list) never reads:
+    :func:`acceptable`'s native ranks in order (every bare image, then per archive filter of
+    :func:`member_prefixes` the first member it names), each image the driver's validation
+    accepts. tests/test_coverage.py holds it to :func:`decide` over every catalog device."""
+    if _ip_tuple(device_ip) is None:
+        raise ValueError(f"not an IP version: {device_ip!r}")
+    name = device_name or _acronym(device_ip)
+    for t in targets:  # the single-binary rank: every bare image, validated in turn
+        if not _member_name(t) and _validate(t, device_ip, True, release, name)[0]:
+            return f"image {getattr(t, 'image', 0)} ({getattr(t, 'format', 'zebin')})"
+    for prefix in member_prefixes(device_ip, release):  # each filter validates only the first member it names
+        hit = next((t for t in targets if _member_name(t) and _member_name(t).startswith(prefix)), None)
+        if hit is not None and _validate(hit, device_ip, True, release, name)[0]:
+            return _member_name(hit)
+    return None
 
 
 def _image_name(hit: Offered) -> str:
@@ -437,6 +481,8 @@ def _poison_note(v: Verdict, image: Any, label: str) -> Verdict:
 
 def _native(picked: Any, make: Any, device_ip: str) -> Verdict:
     """The native verdict for the image the lookup picked, worded by the rank that found it."""
+    from aotwheel.results import NATIVE
+
     rank, hit = picked.acceptable, picked.image
     if hit.kind == BARE:
         return make(NATIVE, _image_name(hit), rank.rule, f"native: {picked.why}")
@@ -451,6 +497,8 @@ def _not_native(picked: Any, targets: Sequence[Any], release: Release | None, de
                 embedded: str, make: Any) -> Verdict:
     """JIT (a refused image's own SPIR-V, else generic_ir / SPIR-V) or unsupported, saying why no
     image served."""
+    from aotwheel.results import JIT, UNSUPPORTED
+
     rank = picked.acceptable
     ir_image = "generic_ir" if any(_member_name(t) for t in targets) else "spirv"
     product = product_abbreviation(device_ip)

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aotwheel.backends.nvidia import NVIDIA
-from aotwheel.backends.nvidia import targets as cuda
 from aotwheel.errors import DevlistError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from aotwheel.backends.nvidia import targets as cuda
     from aotwheel.results import ProbedDevice
 
 
@@ -89,6 +89,8 @@ class NvidiaGrammar:
         self._keep_newest_ptx = False
 
     def expand(self, token: str, raw: str, rest: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+        from aotwheel.backends.nvidia import targets as cuda
+
         if token == cuda.PTX_TOKEN:
             self._keep_newest_ptx = True
             return None
@@ -98,6 +100,8 @@ class NvidiaGrammar:
 
     def add_native(self, idents: Sequence[str]) -> tuple[tuple[str, ...], str]:
         """GPUs as ``sm_XY`` of their compute capability."""
+        from aotwheel.backends.nvidia import targets as cuda
+
         found: list[cuda.CudaTarget] = []
         for ident in idents:
             target = cuda.parse_cuda_target(ident)
@@ -107,6 +111,8 @@ class NvidiaGrammar:
         return tuple(t.name for t in found), ""
 
     def suggest(self, token: str) -> tuple[str, ...]:
+        from aotwheel.backends.nvidia import targets as cuda
+
         try:
             return (cuda.parse_cuda_target(token).name,)
         except DevlistError as exc:
@@ -114,6 +120,7 @@ class NvidiaGrammar:
 
     def devices(self, token: str, raw: str, source: str) -> list[ProbedDevice]:
         """A GPU by its cubin target (``sm_90``; ``compute_XY`` and ``ptx`` name no device)."""
+        from aotwheel.backends.nvidia import targets as cuda
         from aotwheel.results import ProbedDevice
 
         if not token.startswith(("sm_", "nvidia_gpu_sm_")):
@@ -123,7 +130,9 @@ class NvidiaGrammar:
 
     def finish(self, *, jit_fallback: bool, alone: bool) -> NvidiaPart:
         if not self._targets and not self._keep_newest_ptx:
-            return NvidiaPart(None)
+            return NvidiaPart(None)  # no NVIDIA token: its targets module stays unimported (aotwheel resolve pvc)
+        from aotwheel.backends.nvidia import targets as cuda
+
         return NvidiaPart(cuda.plan(self._targets, keep_newest_ptx=self._keep_newest_ptx, jit_fallback=jit_fallback))
 
 
@@ -133,4 +142,6 @@ def native_tokens() -> list[str]:
         from aotwheel.backends.nvidia.probe import probe_cuda
     except ImportError:
         return []
+    from aotwheel.backends.nvidia import targets as cuda
+
     return [f"sm_{cuda.cc_to_arch(d.cc)}" for d in probe_cuda().devices]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
+from aotwheel.backends.intel.ocloc_table import catalog_for, installed_catalog, needs_installed_table  # noqa: F401  (their old home)
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
 from aotwheel.variables import DEVLIST
@@ -125,65 +126,6 @@ def ocloc_format_args(cache: DeviceCodeCache, path: str, version: str, image_for
         facts = {**facts, "formats": sorted(find_ocloc(path).formats)}
         cache.store_tool_facts(path, facts)
     return format_args(image_format, frozenset(facts["formats"]), version, path, source=source)
-
-
-def installed_catalog(explicit: str | None = None, cache: DeviceCodeCache | None = None):  # type: ignore[no-untyped-def]
-    """The device catalog as the installed ocloc sees it (:func:`aotwheel.backends.intel.ocloc_table.merge`);
-    the built-in catalog alone when no ocloc is found or it does not run. The ocloc's table is
-    asked once per ocloc binary (path, size, mtime) and kept beside its other facts in the cache;
-    the version/acronym facts themselves stay the configure step's to find (and to share through
-    a remote cache)."""
-    from aotwheel.backends.intel.catalog import load_catalog
-    from aotwheel.backends.intel.ocloc_table import OclocTable, merge, query_table
-
-    base = load_catalog()
-    cache = cache if cache is not None else DeviceCodeCache.from_env()
-    from aotwheel.backends.intel.ocloc import ocloc_path
-
-    path = ocloc_path(explicit)
-    if path is None or not os.path.isfile(path):
-        return base
-    facts = cache.tool_facts(path) or {}
-    table = OclocTable.from_dict(facts.get("device_table") or {})
-    if table is None:
-        from aotwheel.backends.intel.ocloc import find_ocloc
-
-        try:
-            found = find_ocloc(path)
-        except ToolchainError:
-            return base
-        table = query_table(path, found.version, found.acronyms)
-        if table.products:
-            cache.store_tool_facts(path, {**(cache.tool_facts(path) or {}), "device_table": table.to_dict()})
-    return merge(base, table) if table.products else base
-
-
-def needs_installed_table(text: str, catalog) -> bool:  # type: ignore[no-untyped-def]
-    """Whether ``text`` has an Intel token whose meaning the installed ocloc decides: anything but a
-    product, alias, SYCL arch name, generic name or IP version of the catalog (whose IPs equal
-    ocloc's: tests/test_catalog.py), the keywords and other vendors' targets."""
-    import re
-
-    from aotwheel import backends
-
-    for token in re.split(r"[,\s]+", text.lower()):
-        if not token or token in ("none", "native", "no-jit"):
-            continue
-        owner = backends.for_token(token)
-        if owner is not None and owner.name != "intel":
-            continue
-        if catalog.by_name(token) is None and catalog.by_ip(token) is None:
-            return True
-    return False
-
-
-def catalog_for(text: str, explicit: str | None = None):  # type: ignore[no-untyped-def]
-    """The catalog to resolve ``text`` with: the installed ocloc's view where it can differ
-    (:func:`needs_installed_table`), else the built-in catalog (no ocloc run)."""
-    from aotwheel.backends.intel.catalog import load_catalog
-
-    base = load_catalog()
-    return installed_catalog(explicit) if needs_installed_table(text, base) else base
 
 
 def llvm_version(cache: DeviceCodeCache, path: str) -> str:
