@@ -5,6 +5,7 @@ binaries; the modules they loaded are read from ``sys.modules`` when they return
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -35,7 +36,7 @@ def _loaded(*argv: str) -> tuple[set[str], str, int]:
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO / "tests",
                           env={"PATH": "/usr/bin:/bin", "AOTWHEEL_JIT": "ignore", **tree}, check=True)
     *_, modules, rc = proc.stderr.splitlines()
-    return set(eval(modules)), proc.stdout, int(rc)  # a list of module names and an int, printed by repr()
+    return set(ast.literal_eval(modules)), proc.stdout, int(rc)  # a list of module names and an int, printed by repr()
 
 
 @pytest.mark.parametrize("argv", [("inspect", str(CUDA_LIB)), ("inspect", str(FAT_BINARY)), ("inspect", str(POISONED)),

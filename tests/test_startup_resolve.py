@@ -7,6 +7,7 @@ another vendor's token does load that vendor's grammar, an uncached ocloc table 
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -41,7 +42,7 @@ def _modules(code: str, *argv: str, env: dict[str, str]) -> tuple[set[str], str]
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=REPO / "tests", env=env,
                           timeout=120, check=True)
     *out, last = proc.stderr.splitlines()
-    return set(eval(last)), proc.stdout  # a list of module names printed by repr()
+    return set(ast.literal_eval(last)), proc.stdout  # a list of module names printed by repr()
 
 
 def _resolve(*argv: str, env: dict[str, str]) -> tuple[set[str], str]:
