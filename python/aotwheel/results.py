@@ -16,9 +16,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from aotwheel.outcomes import DeviceResult as DeviceResult
-    from aotwheel.outcomes import KernelResult as KernelResult
-
 
 class VerdictKind(str, Enum):
     """What happens to a binary's device code on a device. A ``str``: compares, hashes, formats,
@@ -157,16 +154,3 @@ class ProbeResult:
 
     def to_dict(self) -> dict[str, object]:
         return {"backend": self.backend, "devices": [d.to_dict() for d in self.devices], "reason": self.reason}
-
-
-_ELSEWHERE = ("KernelResult", "DeviceResult")  # selftest records: a check makes none of them
-
-
-def __getattr__(name: str) -> Any:
-    """:mod:`aotwheel.outcomes`'s records under their old names (``aotwheel.results.KernelResult``),
-    imported when first asked for."""
-    if name in _ELSEWHERE:
-        from aotwheel import outcomes
-
-        return getattr(outcomes, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

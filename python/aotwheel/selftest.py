@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aotwheel.errors import AotwheelError
-from aotwheel.results import DeviceResult, KernelResult  # defined with the results (backends return them); still importable here
+from aotwheel.outcomes import DeviceResult, KernelResult  # the backends' self-tests return them too
 
 DEFAULT_MODULE = "aotwheel._kernels"
 SEED = 20240601

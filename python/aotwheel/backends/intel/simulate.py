@@ -273,7 +273,8 @@ def selftest(modules: Sequence[object], devices: str | Sequence[Simulated], verd
     every kernel created (none runs). One result per device and API: the driver's native / jit /
     fail, and beside it aotwheel's own verdict for the same file and driver release (``verdict(path,
     probed_device)``, handed in by the command: the core's check, a layer above this package)."""
-    from aotwheel.results import DeviceResult, KernelResult, ProbedDevice
+    from aotwheel.outcomes import DeviceResult, KernelResult
+    from aotwheel.results import ProbedDevice
 
     chosen = named_devices(devices) if isinstance(devices, str) else list(devices)
     results: list[object] = []

@@ -2,7 +2,7 @@
 with ``cuModuleLoadData`` through the CUDA driver (ctypes), run on fresh random data and compared
 with NumPy in float64. Outputs are poisoned with NaN first, so an element nobody wrote fails.
 
-Results use :class:`aotwheel.results.DeviceResult` (``build_ms`` = the time of
+Results use :class:`aotwheel.outcomes.DeviceResult` (``build_ms`` = the time of
 ``cuModuleLoadData`` for all modules: near zero for native cubins, the JIT for PTX). Needs NumPy;
 no CUDA toolkit, CuPy or PyTorch. ``reduce_sum`` runs as one work-group, as
 ``csrc/aotwheel_portable.h`` requires for kernels with a ``__local`` pointer parameter.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aotwheel.results import DeviceResult, KernelResult
+from aotwheel.outcomes import DeviceResult, KernelResult
 
 LIBRARY = "libcuda.so.1"
 KERNELS = ("vector_add", "saxpy", "reduce_sum", "softmax_rows", "gemm_tiled")
