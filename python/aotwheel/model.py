@@ -1,6 +1,6 @@
 """The vendor-neutral model every layer speaks: what a binary carries (image kinds, images,
 native targets); :mod:`aotwheel.results` holds what is decided about devices (verdicts, probed
-devices, selftest results).
+devices), :mod:`aotwheel.outcomes` the self-test's results.
 
 The resolver, the inspector, the probes, the run-time check and the CLI exchange these types;
 what differs between vendors (token grammar, how a binary is read, the driver's loading rules)

@@ -2,8 +2,7 @@
 :class:`KernelResult`).
 
 Apart from :mod:`aotwheel.results` (verdicts, probed devices, probe results), which ``aotwheel
-check`` imports: it makes none of these records. Both names are still importable from
-:mod:`aotwheel.results`.
+check`` imports: it makes none of these records.
 """
 
 from __future__ import annotations

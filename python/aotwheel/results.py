@@ -1,9 +1,8 @@
-"""What checking, probing and self-testing answer, for every vendor: verdicts, probed devices,
-selftest results.
+"""What checking and probing answer, for every vendor: verdicts, probed devices, probe results
+(the self-test's are :mod:`aotwheel.outcomes`).
 
 Apart from :mod:`aotwheel.model` (what a binary carries) because inspecting a binary needs none
-of these and must not pay for ``dataclasses`` and ``typing`` (``aotwheel inspect``'s start-up);
-every name here is still importable from :mod:`aotwheel.model`.
+of these (``aotwheel inspect``'s start-up).
 """
 
 from __future__ import annotations
