@@ -312,6 +312,14 @@ def _validate(target: Any, device_ip: str, compatibility: bool, release: Release
 MEMBER, BARE, IR = "member", "image", "ir"
 
 
+def _filter_prefixes(ip: tuple[int, int, int], product: str | None) -> list[tuple[str, str]]:
+    """``(rule, member-name prefix)`` of each archive filter for ``product`` with the device's IP, in order."""
+    filters = [("exact-ip", f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}"), ("major-minor", f"{POINTER_BITS}.{ip[0]}.{ip[1]}")]
+    if product:
+        filters.append(("name", f"{POINTER_BITS}.{product}"))
+    return filters
+
+
 def _filters(ip: tuple[int, int, int], product: str | None, rule: str | None = None) -> list[Acceptable]:
     """The archive filters for ``product`` with the device's IP: the first member starting with
     each prefix is validated, and a refusal moves to the next filter. ``rule`` names every filter's
@@ -319,10 +327,7 @@ def _filters(ip: tuple[int, int, int], product: str | None, rule: str | None = N
     from aotwheel.acceptable import Acceptable
     from aotwheel.results import NATIVE
 
-    filters = [("exact-ip", f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}"), ("major-minor", f"{POINTER_BITS}.{ip[0]}.{ip[1]}")]
-    if product:
-        filters.append(("name", f"{POINTER_BITS}.{product}"))
-    return [Acceptable(MEMBER, (prefix,), NATIVE, rule or key, prefix=True, first_only=True) for key, prefix in filters]
+    return [Acceptable(MEMBER, (prefix,), NATIVE, rule or key, prefix=True, first_only=True) for key, prefix in _filter_prefixes(ip, product)]
 
 
 @functools.lru_cache(maxsize=2048)  # per (IP, release): a check asks it for every file and driver breakpoint, a coverage plan for every catalog IP
@@ -347,15 +352,14 @@ def acceptable(device_ip: str, release: Release | None = None) -> tuple[Acceptab
 @functools.lru_cache(maxsize=2048)
 def member_prefixes(device_ip: str, release: Release | None = None) -> tuple[str, ...]:
     """Every archive member name prefix :func:`acceptable`'s filters look for: a member that starts
-    with none of them is never picked for this device, whatever else the archive holds. Written
-    from the same parts as :func:`_filters` without making the ranks: a coverage plan asks it for
-    every catalog device at every release (tests/test_coverage.py compares the two)."""
+    with none of them is never picked for this device, whatever else the archive holds. The prefixes
+    of :func:`_filters` without making the ranks: a coverage plan asks it for every catalog device
+    at every release (tests/test_coverage.py compares the two)."""
     ip = _ip_tuple(device_ip)
     if ip is None:
         raise ValueError(f"not an IP version: {device_ip!r}")
     product = product_abbreviation(device_ip)
-    exact, major_minor = f"{POINTER_BITS}.{ip[0]}.{ip[1]}.{ip[2]}", f"{POINTER_BITS}.{ip[0]}.{ip[1]}"
-    return tuple(p for name in (product, *_fallbacks(product, release)) for p in (exact, major_minor, *((f"{POINTER_BITS}.{name}",) if name else ())))
+    return tuple(prefix for name in (product, *_fallbacks(product, release)) for _, prefix in _filter_prefixes(ip, name))
 
 
 @functools.lru_cache(maxsize=256)
