@@ -184,11 +184,12 @@ def _cached_label(entry: dict[str, int] | None) -> str:
 
 def _sycl_cache_note(verdicts: list) -> dict[str, object] | None:
     """The SYCL runtime's persistent-cache state, when a JIT verdict's binary links libsycl."""
-    if not any(v.verdict == "jit" and v.binary for v in verdicts):
+    binaries = [v.binary.split("!")[0] for v in verdicts if v.verdict == "jit" and v.binary]
+    if not binaries:
         return None  # no binary to look at, and aotwheel.syclcache stays unimported
     from aotwheel import syclcache
 
-    if not any(v.verdict == "jit" and v.binary and syclcache.links_sycl(v.binary.split("!")[0]) for v in verdicts):
+    if not any(syclcache.links_sycl(b) for b in binaries):
         return None
     st = syclcache.state()
     return {"persistent": st.persistent, "folder": st.folder, "advice": st.advice()}
