@@ -45,7 +45,7 @@ def _is_stepping(word: str) -> bool:
 
 
 def _installed_catalog():  # type: ignore[no-untyped-def]
-    from aotwheel.backends.intel.buildsteps.toolchain import installed_catalog
+    from aotwheel.backends.intel.ocloc_table import installed_catalog
 
     return installed_catalog()
 

@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from aotwheel.buildsteps.stats import CacheStats
 
 ENV = CACHE_DIR.name
-_LAYOUT = LAYOUT
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 KEY_SCHEMA = 2
@@ -191,7 +190,7 @@ class DeviceCodeCache:
     def __init__(self, root: Path | str | None, *, warn_once: Path | None = None) -> None:
         """``warn_once``: a marker file (in the build tree) that makes the unusable-cache warning
         appear once per build rather than once per build step: the step that creates it warns."""
-        self.root = Path(root) / _LAYOUT if root is not None else None
+        self.root = Path(root) / LAYOUT if root is not None else None
         self.disabled_reason: str | None = None  # set when the root turned out unusable
         self._warn_once = warn_once
         self.build = ""  # build id written into events (see build_id)

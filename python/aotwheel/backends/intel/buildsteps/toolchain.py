@@ -16,7 +16,7 @@ from pathlib import Path
 
 from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain
 from aotwheel.backends.intel.clang import find_spirv_toolchain, tool_version
-from aotwheel.backends.intel.ocloc_table import catalog_for, installed_catalog, needs_installed_table  # noqa: F401  (their old home)
+from aotwheel.backends.intel.ocloc_table import installed_catalog
 from aotwheel.buildsteps.cache import DeviceCodeCache
 from aotwheel.errors import ToolchainError
 from aotwheel.variables import DEVLIST
