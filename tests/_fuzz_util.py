@@ -423,13 +423,15 @@ def parse_elf(data: bytes, scratch: Path) -> None:
 
 
 def parse_ar(data: bytes, scratch: Path) -> None:
-    from aotwheel.formats.ar import member_target, read_ar
+    from aotwheel.formats.ar import read_ar
+    from aotwheel.formats.arname import member_target
 
     _each(lambda: [member_target(m.name) for m in read_ar(_region(data))], lambda: parse_inspect(data, scratch))
 
 
 def parse_zebin(data: bytes, scratch: Path) -> None:
-    from aotwheel.backends.intel.zebin import read_zebin, validate_zebin
+    from aotwheel.backends.intel.zebin import read_zebin
+    from aotwheel.backends.intel.zeinfo import validate_zebin
 
     # validate_zebin: --deep's check of the structure and .ze_info (parse_inspect reaches it too)
     _each(lambda: read_zebin(_region(data)), lambda: validate_zebin(_region(data)), lambda: parse_inspect(data, scratch))

@@ -13,6 +13,7 @@ from aotwheel.backends.intel import gfx, legacy
 from aotwheel.backends.intel.kinds import sniff
 from aotwheel.formats import ar
 from aotwheel.formats import spirv as spirv_fmt
+from aotwheel.formats.arname import member_target
 from aotwheel.formats.region import Region
 
 from _inspect_util import KERNEL_NAMES, ar_names, ocloc_fat, ocloc_single, run, spirv
@@ -54,7 +55,7 @@ def test_fat_binary_members_match_ar_t(work):
     fat = ocloc_fat(spv, "pvc,acm-g10", d / "fat")
     members = ar.read_ar(_region(fat))
     assert [m.name for m in members] == ar_names(fat)
-    assert {ar.member_target(m.name) for m in members if m.name.startswith("64.")} == {(64, "12.60.7"), (64, "12.55.8")}
+    assert {member_target(m.name) for m in members if m.name.startswith("64.")} == {(64, "12.60.7"), (64, "12.55.8")}
     data = fat.read_bytes()
     for m in members:
         # Offsets point at the member bodies `ar p` prints.

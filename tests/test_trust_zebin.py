@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aotwheel.backends.intel.zebin import _ze_info_outline, validate_zebin
+from aotwheel.backends.intel.zeinfo import _ze_info_outline, validate_zebin
 from aotwheel.errors import InspectError
 from aotwheel.formats.region import Region
 from aotwheel.inspector import inspect

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aotwheel.formats.arname import member_target as member_target  # its old home's name
 from aotwheel.formats.region import Region
 from aotwheel.formats.sniff import AR_MAGIC
 

@@ -50,7 +50,7 @@ def ir_payload(region: Region) -> Region | None:
 
 # A kernel IGC removed for lack of fp64 (-cl-poison-unsupported-fp64-kernels) carries this kernel
 # attribute string in its patch list (ocloc 22.43 --format patchtokens -device acm-g10; zebins say
-# the same in .ze_info, zebin.poisoned_kernels).
+# the same in .ze_info, zeinfo.poisoned_kernels).
 _POISON_ATTRIBUTE = b'invalid_kernel("uses-fp64-math")'
 _KERNEL_HEADER = "<IQ7I"  # SKernelBinaryHeaderCommon: CheckSum, ShaderHashCode, KernelNameSize, PatchListSize, 4 heap sizes, unpadded size
 _KERNEL_HEADER_SIZE = 40

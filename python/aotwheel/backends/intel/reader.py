@@ -63,7 +63,8 @@ def _fat_binary_kernels(region: Region) -> int | None:
     member's kernels (as ``inspect k.spv`` counts them)."""
     from aotwheel.backends.intel.grf import kernel_grf
     from aotwheel.backends.intel.legacy import ir_payload
-    from aotwheel.formats.ar import member_target, read_ar
+    from aotwheel.formats.ar import read_ar
+    from aotwheel.formats.arname import member_target
     from aotwheel.formats.spirv import read_spirv
 
     members = [m for m in read_ar(region) if not m.is_padding]
@@ -137,7 +138,8 @@ def spirv_in(img: Image, load: Callable[[], bytes], label: str) -> bytes | None:
 
 
 def _is_fat_binary(region: Region) -> bool:
-    from aotwheel.formats.ar import member_target, read_ar
+    from aotwheel.formats.ar import read_ar
+    from aotwheel.formats.arname import member_target
 
     return any(m.is_padding or m.name == "generic_ir" or member_target(m.name)[0] for m in read_ar(region))
 
@@ -188,7 +190,8 @@ def _walk_fat_binary(walk: ImageWalk, region: Region, img: Image, depth: int) ->
 def _native_target(walk: ImageWalk, region: Region, kind: ImageKind, image: int, member: str | None) -> NativeTarget:
     facts: tuple[int | None, int | None, int | None, object, bool]
     if kind == _ZEBIN:
-        from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary, validate_zebin
+        from aotwheel.backends.intel.zebin import read_zebin, read_zebin_summary
+        from aotwheel.backends.intel.zeinfo import validate_zebin
 
         if walk.deep:  # well formed as the driver's decoder reads it (issue 37), not only its notes
             validate_zebin(region)

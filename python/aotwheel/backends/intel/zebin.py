@@ -135,11 +135,3 @@ def _summary_notes(region: Region, sec_off: int, sec_size: int) -> dict[int, byt
             notes[ntype] = bytes(buf[desc : desc + descsz])
         pos = nxt
     return notes
-
-
-# .ze_info (poisoned kernels, --deep's decoder check) lives in .zeinfo: reading a zebin's notes
-# makes no use of it, and naming poisoned kernels makes no ZebinInfo. Its names, from here too:
-from aotwheel.backends.intel.zeinfo import ZE_INFO_SECTION as ZE_INFO_SECTION  # noqa: E402
-from aotwheel.backends.intel.zeinfo import _ze_info_outline as _ze_info_outline  # noqa: E402
-from aotwheel.backends.intel.zeinfo import poisoned_kernels as poisoned_kernels  # noqa: E402
-from aotwheel.backends.intel.zeinfo import validate_zebin as validate_zebin  # noqa: E402

@@ -121,14 +121,14 @@ class DeviceBuild:
 def poisoned_kernels(binary: bytes, label: str) -> tuple[str, ...]:
     """The kernels a built image holds only as fp64 poison stubs, read from the image itself (its
     .ze_info, or a legacy image's patch tokens): what a cache hit reports as well as a fresh build."""
-    from aotwheel.backends.intel import legacy, zebin
+    from aotwheel.backends.intel import legacy, zeinfo
     from aotwheel.backends.intel.kinds import LEGACY, sniff
     from aotwheel.errors import InspectError
     from aotwheel.formats.region import Region
 
     region = Region(binary, label)
     try:
-        return (legacy if sniff(binary[:64]) == LEGACY else zebin).poisoned_kernels(region)
+        return (legacy if sniff(binary[:64]) == LEGACY else zeinfo).poisoned_kernels(region)
     except InspectError:
         return ()  # ocloc's own output; an image we cannot read has nothing to report here
 
