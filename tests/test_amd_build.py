@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -115,6 +116,12 @@ def roc_obj_ids(so: Path) -> list[str]:
     return sorted("host" if i.startswith("host-x86_64-") else i for i in ids)
 
 
+def hipcc_runs(log: Path, what: str) -> list[str]:
+    """The logged device-code runs of hipcc: ``compile`` (a code object) or ``preprocess`` (-E)."""
+    runs = [ln for ln in log.read_text().splitlines() if "--no-gpu-bundle-output" in ln]
+    return [ln for ln in runs if (" -E " in f" {ln} ") == (what == "preprocess")]
+
+
 def aot_targets(prefix: Path, tmp_path: Path) -> list[str]:
     env = dict(os.environ, PYTHONPATH=f"{prefix}{os.pathsep}{REPO / 'python'}")
     out = subprocess.run([sys.executable, "-c", "import hippkg._aot as a; print(','.join(a.targets()))"],
@@ -149,8 +156,10 @@ def test_amd_only_list_builds_bundles_the_tools_read_back(tmp_path: Path) -> Non
     assert procs[-1].returncode == 0 and len(procs) == 3, procs[-1].stdout[-3000:] + procs[-1].stderr[-3000:]
     assert not nvcc_log.exists()
     assert (bld / "made.txt").read_text() == "gfx90a;gfx1030"
-    compiles = [ln for ln in hipcc_log.read_text().splitlines() if "--no-gpu-bundle-output" in ln]
+    compiles = hipcc_runs(hipcc_log, "compile")
     assert sorted(re.search(r"--offload-arch=(\S+)", ln)[1] for ln in compiles) == ["gfx1030", "gfx90a"]  # type: ignore[index]
+    # Each compile's cache key came from the same command preprocessing only (-E).
+    assert sorted(ln.replace(" -E ", " ") for ln in hipcc_runs(hipcc_log, "preprocess")) == sorted(ln.split(" -o ")[0] for ln in compiles)
 
     so = prefix / "hippkg" / "_k.so"
     want = sorted(["host", HIP_ID + "gfx90a", HIP_ID + "gfx1030"])
@@ -184,7 +193,7 @@ def test_amd_only_list_builds_bundles_the_tools_read_back(tmp_path: Path) -> Non
     hipcc_log.unlink()
     again, _, _ = configure_build_install(tmp_path, project(HIP_CALL, hip_destination=True), "gfx90a,gfx1030", env, build=tmp_path / "b2")
     assert again[-1].returncode == 0, again[-1].stdout[-3000:] + again[-1].stderr[-3000:]
-    assert [ln for ln in hipcc_log.read_text().splitlines() if "--no-gpu-bundle-output" in ln] == []
+    assert hipcc_runs(hipcc_log, "compile") == [] and len(hipcc_runs(hipcc_log, "preprocess")) == 2
     events = (tmp_path / "cache" / "v2" / "events.log").read_text().split("\n")
     assert sorted(ln.split()[0] for ln in events if " amd:" in ln) == ["hit", "hit", "miss", "miss", "store", "store"]
 
@@ -297,3 +306,48 @@ def test_this_repository_builds_its_hip_kernel_for_amd_alone(tmp_path: Path) -> 
     manifest = json.loads((bld / "aotwheel" / "kernels" / "_aot_manifest.json").read_text())
     assert manifest["devlist"]["amd"] == ["gfx90a", "gfx1030"]
     assert [(i["vendor"], i["source"]) for i in manifest["images"]] == [("amd", "elementwise.hip")]
+
+
+SCALED_HIP = """#include <hip/hip_runtime.h>
+#include "scale.h"
+extern "C" __global__ void scale(float *x) { x[threadIdx.x] *= SCALE; }
+"""
+
+
+def test_a_header_edit_is_a_cache_miss_and_a_rebuild(tmp_path: Path) -> None:
+    """The cache key is the source as hipcc's preprocessor sees it: a kernel #including scale.h
+    (SCALE 1234.5f) is built, the header is edited (4321.5f) and the same list is built in a
+    fresh tree with the same cache: both targets miss and the extension carries the new constant
+    (its IEEE bits, a literal in the code object), not the old one. The same tree, rebuilt after
+    the edit back, reruns the compile edges (their depfiles list scale.h) and hits."""
+    kernel = tmp_path / "kernel"
+    kernel.mkdir()
+    (kernel / "scaled.hip").write_text(SCALED_HIP)
+    header = kernel / "scale.h"
+    call = f'aotwheel_add_hip_device_code(_k NAME kernels DEVLIST AOT DESTINATION hippkg SOURCES "{kernel / "scaled.hip"}")'
+    old, new = struct.pack("<f", 1234.5), struct.pack("<f", 4321.5)
+
+    def amd_events() -> list[str]:
+        return [ln.split()[0] for ln in (tmp_path / "cache" / "v2" / "events.log").read_text().splitlines() if " amd:" in ln]
+
+    header.write_text("#define SCALE 1234.5f\n")
+    procs, bld, prefix = configure_build_install(tmp_path, project(call), "gfx90a,gfx1030", NO_INTEL_TOOLS)
+    assert procs[-1].returncode == 0 and len(procs) == 3, procs[-1].stdout[-3000:] + procs[-1].stderr[-3000:]
+    so = (prefix / "hippkg" / "_k.so").read_bytes()
+    assert old in so and new not in so
+    assert sorted(amd_events()) == ["miss", "miss", "store", "store"]
+
+    header.write_text("#define SCALE 4321.5f\n")
+    procs, _, prefix2 = configure_build_install(tmp_path, project(call), "gfx90a,gfx1030", NO_INTEL_TOOLS, build=tmp_path / "b2")
+    assert procs[-1].returncode == 0, procs[-1].stdout[-3000:] + procs[-1].stderr[-3000:]
+    so = (prefix2 / "hippkg" / "_k.so").read_bytes()
+    assert new in so and old not in so
+    assert sorted(amd_events()[4:]) == ["miss", "miss", "store", "store"]
+
+    header.write_text("#define SCALE 1234.5f\n")  # back: the first tree's ninja reruns both compiles, from the cache
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_REMOTE", "HIP_PLATFORM"))}
+    env.update(NO_INTEL_TOOLS, USE_AOT_DEVLIST="gfx90a,gfx1030", AOTWHEEL_CACHE_DIR=str(tmp_path / "cache"))
+    rebuilt = subprocess.run(["ninja", "-C", str(bld)], capture_output=True, text=True, timeout=600, check=False, env=env)
+    assert rebuilt.returncode == 0, rebuilt.stdout[-3000:]
+    assert amd_events()[8:] == ["hit", "hit"]
+    assert old in (bld / "_k.so").read_bytes()

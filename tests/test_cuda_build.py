@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -393,3 +394,59 @@ def test_family_specific_targets_build_and_follow_the_family_rule(tmp_path: Path
     got = {v.device: (v.verdict, v.image, v.rule) for v in check(str(so), devices="sm_103,sm_121,sm_110,sm_90", policy="ignore")}
     assert got == {"sm_103": ("native", "sm_100f", "cubin-family"), "sm_121": ("native", "sm_120f", "cubin-family"),
                    "sm_110": ("unsupported", None, "no-match"), "sm_90": ("unsupported", None, "no-match")}
+
+
+SCALED_PROJECT = """
+cmake_minimum_required(VERSION 3.21)
+project(cuda_scaled LANGUAGES C)
+include("{cmake}/aotwheel-cuda.cmake")
+add_library(kern SHARED stub.c)
+aotwheel_add_cuda_device_code(kern NAME kernels TARGETS sm_90 ptx SOURCES "{kernel}")
+"""
+
+
+def test_a_header_edit_is_a_cache_miss_and_a_rebuild(tmp_path: Path) -> None:
+    """The cache key is the source as nvcc's preprocessor sees it for the target: a kernel
+    #including scale.h (SCALE 1234.5f) is built, the header is edited (4321.5f) and the project is
+    built in a fresh tree with the same cache: both targets miss, and the cubin carries the new
+    constant's IEEE bits and the PTX its 0f literal, not the old ones. The first tree, rebuilt after
+    the edit back, reruns both compile edges (their depfiles list scale.h) and hits."""
+    nvcc_path()
+    kernel = tmp_path / "kernel"
+    kernel.mkdir()
+    (kernel / "scaled.cu").write_text('#include "scale.h"\n__kernel void scale(__global float *x) { x[0] *= SCALE; }\n')
+    header = kernel / "scale.h"
+    cache = tmp_path / "cache"
+
+    def configure_and_build(bld: Path) -> Path:
+        src = tmp_path / "src"
+        src.mkdir(exist_ok=True)
+        (src / "CMakeLists.txt").write_text(SCALED_PROJECT.format(cmake=REPO / "cmake", kernel=kernel / "scaled.cu"))
+        (src / "stub.c").write_text(STUB)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_REMOTE_CACHE"))}
+        env["AOTWHEEL_CACHE_DIR"] = str(cache)
+        for cmd in (["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja"], ["ninja", "-C", str(bld)]):
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return bld / "aotwheel" / "kernels_cuda"
+
+    def constants(work: Path) -> tuple[bool, bool]:
+        """Whether the cubin and the PTX hold 1234.5 (else 4321.5: both checked absent/present)."""
+        cubin, ptx = (work / "scaled.sm_90.cubin").read_bytes(), (work / "scaled.compute_90.ptx").read_text()
+        old, new = struct.pack("<f", 1234.5), struct.pack("<f", 4321.5)
+        assert (old in cubin) != (new in cubin) and ("0f449A5000" in ptx) != ("0f45870C00" in ptx), ptx[-800:]
+        return old in cubin, "0f449A5000" in ptx
+
+    header.write_text("#define SCALE 1234.5f\n")
+    first = configure_and_build(tmp_path / "a")
+    assert constants(first) == (True, True)
+    assert sorted(events(cache)) == ["miss", "miss", "store", "store"]
+
+    header.write_text("#define SCALE 4321.5f\n")
+    assert constants(configure_and_build(tmp_path / "b")) == (False, False)
+    assert sorted(events(cache)[4:]) == ["miss", "miss", "store", "store"]
+
+    header.write_text("#define SCALE 1234.5f\n")
+    configure_and_build(tmp_path / "a")
+    assert events(cache)[8:] == ["hit", "hit"]
+    assert constants(first) == (True, True)

@@ -142,3 +142,11 @@ def step_parser(prog: str, description: str | None, steps: dict, only: str | Non
             add_arguments(s)
             s.set_defaults(fn=fn)
     return p
+
+
+def render_depfile(target: str, paths: list[str]) -> str:
+    """A depfile ninja reads: ``target: dep...`` with spaces, ``#`` and ``$`` escaped."""
+    def esc(p: str) -> str:
+        return p.replace("$", "$$").replace("#", "\\#").replace(" ", "\\ ")
+
+    return f"{esc(target)}: " + " \\\n  ".join(esc(p) for p in paths) + "\n"

@@ -9,8 +9,9 @@
 ``clang-offload-bundler`` and the processors its ROCm device libraries serve, checks every target
 against them and writes the build plan (:mod:`aotwheel.backends.amd.plan`): one ``compile`` edge
 per (source, target), so ninja runs them in parallel, each looked up in aotwheel's device-code
-cache (:mod:`aotwheel.buildsteps.cache`) first, keyed by the source, the target, hipcc's and
-clang's versions, clang's binary and the options; one ``bundle`` edge per source. ``embed`` puts
+cache (:mod:`aotwheel.buildsteps.cache`) first, keyed by the source as hipcc's preprocessor sees
+it for the target (every ``#include`` in it: :mod:`aotwheel.buildsteps.preprocess`), the target,
+hipcc's and clang's versions, clang's binary and the options; one ``bundle`` edge per source. ``embed`` puts
 every bundle into the host object's ``.hip_fatbin`` section, page-aligned, where hipcc itself puts
 them (so ``roc-obj-ls``, ``clang-offload-bundler`` and ``aotwheel inspect`` read them). Every
 hipcc run has ``HIP_PLATFORM=amd`` (:func:`aotwheel.backends.amd.hipcc.hip_env`).
@@ -19,7 +20,6 @@ hipcc run has ``HIP_PLATFORM=amd`` (:func:`aotwheel.backends.amd.hipcc.hip_env`)
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -63,21 +63,24 @@ def configure(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cache_key(tc: dict, source: bytes, target: str, options: list[str], tool_sha256: str):  # type: ignore[no-untyped-def]
-    # The key hashes the kernel source, not the headers it #includes: HIP's own come with hipcc's
-    # version; a project's should pass through HIPCC_OPTIONS (-D...) or disable the cache
-    # (AOTWHEEL_CACHE_DIR=off), as for nvcc. Tools by version and clang's binary hash, never path.
+def _cache_key(tc: dict, source_sha256: str, target: str, options: list[str], tool_sha256: str):  # type: ignore[no-untyped-def]
+    # ``source_sha256``: the source as hipcc's preprocessor sees it for this target, every
+    # #include'd file in it (aotwheel.buildsteps.preprocess). Tools by version and clang's binary
+    # hash, never path.
     from aotwheel.buildsteps.cache import CacheKey
 
-    return CacheKey(input_sha256=hashlib.sha256(source).hexdigest(), target=f"amd:{target}", tool="hipcc",
+    return CacheKey(input_sha256=source_sha256, target=f"amd:{target}", tool="hipcc",
                     tool_version=f"{tc['version']} clang {tc['clang_version']}", tool_sha256=tool_sha256,
-                    options=" ".join(options), flags=("hipcc",))
+                    options=" ".join(options), flags=("hipcc", "preprocessed"))
 
 
 def compile_image(args: argparse.Namespace) -> int:
-    """One hipcc job, the plan's edge ``--edge``: the code object of its target; cached."""
+    """One hipcc job, the plan's edge ``--edge``: the code object of its target; cached, keyed by
+    the preprocessed source (headers included)."""
+    from aotwheel.backends.amd.hipcc import hip_env
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.edge import load_edge, plan_data
+    from aotwheel.buildsteps.edge import load_edge, plan_data, render_depfile
+    from aotwheel.buildsteps.preprocess import PreprocessFailed, preprocessed_key
     from aotwheel.buildsteps.tiers import Tiers, load_settings
 
     plan, edge = load_edge(args.plan, args.edge, args.digest)
@@ -86,20 +89,23 @@ def compile_image(args: argparse.Namespace) -> int:
     source = Path(edge["source"])
     out = Path(edge["outputs"][0])
     depfile = edge["depfile"]
+    cmd = [tc["hipcc"], f"--offload-arch={target}", "--genco", "--no-gpu-bundle-output", *options]
     tiers = Tiers.for_build(out.parent, load_settings(plan["settings"]))
-    key = _cache_key(tc, source.read_bytes(), target, options, tiers.local.tool_sha256(tc["clang"]))
-    cached, _, writable = tiers.lookup(key, label=source.name)
+    source_sha, deps = None, [str(source)]
+    try:
+        if tiers.local.enabled or tiers.stores:  # no cache (AOTWHEEL_CACHE_DIR=off): no key to make
+            source_sha, deps = preprocessed_key([*cmd, "-E", str(source)], env=hip_env(), timeout=_TIMEOUT)
+    except PreprocessFailed as exc:  # hipcc's own run below says what is wrong, or builds uncached
+        print(f"aotwheel: {source.name} ({target}): not cached: hipcc -E failed ({exc})", file=sys.stderr)
+    key = None if source_sha is None else _cache_key(tc, source_sha, target, options, tiers.local.tool_sha256(tc["clang"]))
+    cached, _, writable = (None, "", []) if key is None else tiers.lookup(key, label=source.name)
     if cached is not None:
         atomic_write(out, cached)
         if depfile:
-            Path(depfile).write_text(f"{_escape(str(out))}: {_escape(str(source))}\n")
+            atomic_write(Path(depfile), render_depfile(str(out), deps).encode())
         return 0
-    from aotwheel.backends.amd.hipcc import hip_env  # a miss only: a hit needs no hipcc facts
-
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    cmd = [tc["hipcc"], f"--offload-arch={target}", "--genco", "--no-gpu-bundle-output", *options, str(source), "-o", str(tmp)]
-    if depfile:
-        cmd += ["-MD", "-MF", depfile, "-MT", str(out)]
+    cmd += [str(source), "-o", str(tmp)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT, check=False, env=hip_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -112,14 +118,11 @@ def compile_image(args: argparse.Namespace) -> int:
     data = tmp.read_bytes()
     tmp.unlink()
     atomic_write(out, data)
-    if depfile and not Path(depfile).is_file():  # clang 16+ writes none for a device-only job: the source, as on a hit
-        Path(depfile).write_text(f"{_escape(str(out))}: {_escape(str(source))}\n")
-    tiers.store(key, data, source.name, writable)
+    if depfile:  # the preprocessor's files (clang 16+ writes no depfile for a device-only job)
+        atomic_write(Path(depfile), render_depfile(str(out), deps).encode())
+    if key is not None:
+        tiers.store(key, data, source.name, writable)
     return 0
-
-
-def _escape(path: str) -> str:
-    return path.replace(" ", "\\ ")
 
 
 def bundle(args: argparse.Namespace) -> int:

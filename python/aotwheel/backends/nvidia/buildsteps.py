@@ -8,8 +8,9 @@
 ``configure`` checks every target against the nvcc found and writes the build plan
 (:mod:`aotwheel.backends.nvidia.plan`): one ``compile`` edge per (source, target), so ninja runs
 them in parallel, each looked up in aotwheel's device-code cache (:mod:`aotwheel.buildsteps.cache`)
-first, keyed by the source, the portability header, the target, nvcc's version and binary and the
-options; one ``fatbin`` edge per source (``fatbinary``). The edges read their entry of the plan and
+first, keyed by the source as nvcc's preprocessor sees it for the target (the portability header
+and every ``#include`` in it: :mod:`aotwheel.buildsteps.preprocess`), the target, nvcc's version
+and binary and the options; one ``fatbin`` edge per source (``fatbinary``). The edges read their entry of the plan and
 parse no target name. ``embed`` puts every fat binary into the host object's ``.nv_fatbin``
 section, where nvcc itself puts them (so cuobjdump and ``aotwheel inspect`` read them).
 """
@@ -17,7 +18,6 @@ section, where nvcc itself puts them (so cuobjdump and ``aotwheel inspect`` read
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -71,22 +71,22 @@ def configure(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cache_key(tc: dict, source: bytes, target: str, options: list[str], tool_sha256: str):  # type: ignore[no-untyped-def]
-    # The key hashes the kernel source and the portability header, not files the source
-    # #includes: kernels that include other headers should pass them through NVCC_OPTIONS
-    # (-D...) or disable the cache (AOTWHEEL_CACHE_DIR=off). OpenCL C kernels rarely include.
-    # Schema 2: nvcc by version and binary hash, never by path, so other machines hit too.
+def _cache_key(tc: dict, source_sha256: str, target: str, options: list[str], tool_sha256: str):  # type: ignore[no-untyped-def]
+    # ``source_sha256``: the source as nvcc's preprocessor sees it for this target, the portability
+    # header and every #include'd file in it (aotwheel.buildsteps.preprocess). Schema 2: nvcc by
+    # version and binary hash, never by path, so other machines hit too.
     from aotwheel.buildsteps.cache import CacheKey
 
-    digest = hashlib.sha256(source + b"\0" + Path(tc["header"]).read_bytes()).hexdigest()
-    return CacheKey(input_sha256=digest, target=f"cuda:{target}", tool="nvcc", tool_version=tc["version"],
-                    tool_sha256=tool_sha256, options=" ".join(options), flags=("nvcc",))
+    return CacheKey(input_sha256=source_sha256, target=f"cuda:{target}", tool="nvcc", tool_version=tc["version"],
+                    tool_sha256=tool_sha256, options=" ".join(options), flags=("nvcc", "preprocessed"))
 
 
 def compile_image(args: argparse.Namespace) -> int:
-    """One nvcc job, the plan's edge ``--edge``: ``-cubin`` or ``-ptx`` for its target; cached."""
+    """One nvcc job, the plan's edge ``--edge``: ``-cubin`` or ``-ptx`` for its target; cached,
+    keyed by the preprocessed source (headers included)."""
     from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.edge import load_edge
+    from aotwheel.buildsteps.edge import load_edge, render_depfile
+    from aotwheel.buildsteps.preprocess import PreprocessFailed, preprocessed_key
     from aotwheel.buildsteps.tiers import Tiers, load_settings
 
     plan, edge = load_edge(args.plan, args.edge, args.digest)
@@ -96,21 +96,27 @@ def compile_image(args: argparse.Namespace) -> int:
     options = list(image["options"])
     out = Path(edge["outputs"][0])
     depfile = edge["depfile"]
+    mode = "-cubin" if image["kind"] == "cubin" else "-ptx"
+    cmd = [tc["nvcc"], "-x", "cu", "-include", tc["header"], mode, f"-gencode=arch={image['virtual']},code={image['target']}", *options]
     # Local cache, then the remote stores (CMake's settings file, else the environment), with one
     # warning per build tree.
     tiers = Tiers.for_build(out.parent, load_settings(plan["settings"]))
-    key = _cache_key(tc, source.read_bytes(), image["target"], options, tiers.local.tool_sha256(tc["nvcc"]))
-    cached, _, writable = tiers.lookup(key, label=source.name)
+    source_sha, deps = None, list[str]()
+    try:
+        if tiers.local.enabled or tiers.stores:  # no cache (AOTWHEEL_CACHE_DIR=off): no key to make
+            source_sha, deps = preprocessed_key([*cmd, "-E", str(source)], timeout=_TIMEOUT)
+    except PreprocessFailed as exc:  # nvcc's own run below says what is wrong, or builds uncached
+        print(f"aotwheel: {source.name} ({image['target']}): not cached: nvcc -E failed ({exc})", file=sys.stderr)
+    key = None if source_sha is None else _cache_key(tc, source_sha, image["target"], options, tiers.local.tool_sha256(tc["nvcc"]))
+    cached, _, writable = (None, "", []) if key is None else tiers.lookup(key, label=source.name)
     if cached is not None:
         atomic_write(out, cached)
         if depfile:
-            _write_depfile(Path(depfile), out, [source, Path(tc["header"])])
+            atomic_write(Path(depfile), render_depfile(str(out), deps).encode())
         return 0
-    mode = "-cubin" if image["kind"] == "cubin" else "-ptx"
-    cmd = [tc["nvcc"], "-x", "cu", "-include", tc["header"], mode, f"-gencode=arch={image['virtual']},code={image['target']}", *options]
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     cmd += [str(source), "-o", str(tmp)]
-    if depfile:
+    if depfile and key is None:
         cmd += ["-MD", "-MF", depfile, "-MT", str(out)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT, check=False)
@@ -123,13 +129,11 @@ def compile_image(args: argparse.Namespace) -> int:
     data = tmp.read_bytes()
     tmp.unlink()
     atomic_write(out, data)
-    tiers.store(key, data, source.name, writable)
+    if key is not None:
+        if depfile:
+            atomic_write(Path(depfile), render_depfile(str(out), deps).encode())
+        tiers.store(key, data, source.name, writable)
     return 0
-
-
-def _write_depfile(depfile: Path, output: Path, inputs: list[Path]) -> None:
-    deps = " ".join(str(p).replace(" ", "\\ ") for p in inputs)
-    depfile.write_text(f"{str(output).replace(' ', chr(92) + ' ')}: {deps}\n")
 
 
 def fatbin(args: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from aotwheel.backends.intel.buildsteps.spirv import SpirvToolchain, clang_command, compile_to_spirv, entry_points
 from aotwheel.buildsteps.cache import CacheKey, DeviceCodeCache, atomic_write, build_id
+from aotwheel.buildsteps.edge import render_depfile
 from aotwheel.variables import REMOTE_CACHE
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (as in tiers.py)
@@ -120,14 +121,6 @@ def parse_depfile(text: str) -> list[str]:
         if tok == ":":
             return tokens[n + 1 :]
     return []
-
-
-def render_depfile(target: str, paths: list[str]) -> str:
-    """A depfile ninja reads: ``target: dep...`` with spaces, ``#`` and ``$`` escaped."""
-    def esc(p: str) -> str:
-        return p.replace("$", "$$").replace("#", "\\#").replace(" ", "\\ ")
-
-    return f"{esc(target)}: " + " \\\n  ".join(esc(p) for p in paths) + "\n"
 
 
 class _Hashes:
