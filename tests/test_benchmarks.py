@@ -301,3 +301,21 @@ def test_cli_startup_rows_and_what_each_command_imports(tmp_path):
     assert list(res["goals"]) == ["import aotwheel", *commands] and res["machine"]["cores"] >= 1
     assert rows["import aotwheel"]["import_aotwheel_us"] > 0 and rows["python -c pass"]["import_aotwheel_us"] is None
     assert Path(res["library"]).name.startswith("_kernels") and res["runs"] == 2  # this repository's own extension, as installed
+
+
+def test_cli_floor_rows_and_the_init_only_experiment_answers_alike(tmp_path):
+    """benchmarks.cli_floor: the standard-library floors beside inspect, check and resolve, each
+    also with its dataclasses generated __init__ only, which must answer exactly as the command
+    does (the benchmark refuses to time it otherwise); no timing asserted."""
+    out = tmp_path / "floor.json"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.cli_floor", "--runs", "1", "--rounds", "1", "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO)
+    if "no installed aotwheel._kernels" in proc.stderr:
+        pytest.skip("aotwheel._kernels is not built in this environment (pip install . builds it)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert list(rows)[:4] == ["python -c pass", "import argparse, json", "import argparse, json, dataclasses",
+                              "import argparse, json, dataclasses, zstandard"]
+    for command in ("inspect LIB", "check --device pvc LIB", "resolve"):
+        assert {f"aotwheel {command}", f"aotwheel {command}, records __init__ only"} <= set(rows)
+    assert all(len(r["wall_median_ms"]) == len(r["over_pass"]) == 1 for r in rows.values())
