@@ -450,3 +450,26 @@ def test_a_header_edit_is_a_cache_miss_and_a_rebuild(tmp_path: Path) -> None:
     configure_and_build(tmp_path / "a")
     assert events(cache)[8:] == ["hit", "hit"]
     assert constants(first) == (True, True)
+
+
+def test_a_missing_header_fails_the_build_with_nvccs_own_line(tmp_path: Path) -> None:
+    """The key's preprocessing and the compile both need the header: the build stops with nvcc's
+    error naming it (the preprocessing failure only notes that the step went uncached)."""
+    nvcc_path()
+    kernel = tmp_path / "scaled.cu"
+    kernel.write_text('#include "absent_scale.h"\n__kernel void scale(__global float *x) { x[0] *= SCALE; }\n')
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(SCALED_PROJECT.format(cmake=REPO / "cmake", kernel=kernel))
+    (src / "stub.c").write_text(STUB)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_REMOTE_CACHE"))}
+    env["AOTWHEEL_CACHE_DIR"] = str(tmp_path / "cache")
+    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(tmp_path / "b"), "-G", "Ninja"], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = subprocess.run(["ninja", "-C", str(tmp_path / "b")], capture_output=True, text=True, env=env, timeout=600, check=False)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"aotwheel: scaled\.cu \(sm_90\): not cached: nvcc -E failed \(.*absent_scale\.h", said), said[-3000:]
+    assert re.search(r"nvcc could not compile scaled\.cu for sm_90: .*absent_scale\.h", said), said[-3000:]
+    assert not (tmp_path / "cache" / "v2" / "objects").exists() or not any((tmp_path / "cache" / "v2" / "objects").rglob("*"))
