@@ -405,6 +405,31 @@ aotwheel_add_cuda_device_code(kern NAME kernels TARGETS sm_90 ptx SOURCES "{kern
 """
 
 
+def scaled_build(tmp_path: Path, kernel: Path, bld: Path, cache: str) -> subprocess.CompletedProcess[str]:
+    """Configure (SCALED_PROJECT over ``kernel``) and build in ``bld`` with AOTWHEEL_CACHE_DIR=``cache``."""
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "CMakeLists.txt").write_text(SCALED_PROJECT.format(cmake=REPO / "cmake", kernel=kernel))
+    (src / "stub.c").write_text(STUB)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_REMOTE_CACHE"))}
+    env["AOTWHEEL_CACHE_DIR"] = cache
+    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja"], capture_output=True, text=True, env=env, timeout=300,
+                          check=False)
+    if proc.returncode == 0:
+        proc = subprocess.run(["ninja", "-C", str(bld)], capture_output=True, text=True, env=env, timeout=600, check=False)
+    return proc
+
+
+def scaled_kernel(directory: Path, scale: str, include: str = "scale.h") -> Path:
+    """``directory/scaled.cu`` (written once: later calls edit only the header) and its scale.h."""
+    directory.mkdir(exist_ok=True)
+    (directory / "scale.h").write_text(f"#define SCALE {scale}\n")
+    kernel = directory / "scaled.cu"
+    if not kernel.exists():
+        kernel.write_text(f'#include "{include}"\n__kernel void scale(__global float *x) {{ x[0] *= SCALE; }}\n')
+    return kernel
+
+
 def test_a_header_edit_is_a_cache_miss_and_a_rebuild(tmp_path: Path) -> None:
     """The cache key is the source as nvcc's preprocessor sees it for the target: a kernel
     #including scale.h (SCALE 1234.5f) is built, the header is edited (4321.5f) and the project is
@@ -412,22 +437,12 @@ def test_a_header_edit_is_a_cache_miss_and_a_rebuild(tmp_path: Path) -> None:
     constant's IEEE bits and the PTX its 0f literal, not the old ones. The first tree, rebuilt after
     the edit back, reruns both compile edges (their depfiles list scale.h) and hits."""
     nvcc_path()
-    kernel = tmp_path / "kernel"
-    kernel.mkdir()
-    (kernel / "scaled.cu").write_text('#include "scale.h"\n__kernel void scale(__global float *x) { x[0] *= SCALE; }\n')
-    header = kernel / "scale.h"
+    kernel = scaled_kernel(tmp_path / "kernel", "1234.5f")
     cache = tmp_path / "cache"
 
     def configure_and_build(bld: Path) -> Path:
-        src = tmp_path / "src"
-        src.mkdir(exist_ok=True)
-        (src / "CMakeLists.txt").write_text(SCALED_PROJECT.format(cmake=REPO / "cmake", kernel=kernel / "scaled.cu"))
-        (src / "stub.c").write_text(STUB)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_REMOTE_CACHE"))}
-        env["AOTWHEEL_CACHE_DIR"] = str(cache)
-        for cmd in (["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja"], ["ninja", "-C", str(bld)]):
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
-            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        proc = scaled_build(tmp_path, kernel, bld, str(cache))
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         return bld / "aotwheel" / "kernels_cuda"
 
     def constants(work: Path) -> tuple[bool, bool]:
@@ -437,16 +452,15 @@ def test_a_header_edit_is_a_cache_miss_and_a_rebuild(tmp_path: Path) -> None:
         assert (old in cubin) != (new in cubin) and ("0f449A5000" in ptx) != ("0f45870C00" in ptx), ptx[-800:]
         return old in cubin, "0f449A5000" in ptx
 
-    header.write_text("#define SCALE 1234.5f\n")
     first = configure_and_build(tmp_path / "a")
     assert constants(first) == (True, True)
     assert sorted(events(cache)) == ["miss", "miss", "store", "store"]
 
-    header.write_text("#define SCALE 4321.5f\n")
+    scaled_kernel(tmp_path / "kernel", "4321.5f")
     assert constants(configure_and_build(tmp_path / "b")) == (False, False)
     assert sorted(events(cache)[4:]) == ["miss", "miss", "store", "store"]
 
-    header.write_text("#define SCALE 1234.5f\n")
+    scaled_kernel(tmp_path / "kernel", "1234.5f")
     configure_and_build(tmp_path / "a")
     assert events(cache)[8:] == ["hit", "hit"]
     assert constants(first) == (True, True)
@@ -456,20 +470,23 @@ def test_a_missing_header_fails_the_build_with_nvccs_own_line(tmp_path: Path) ->
     """The key's preprocessing and the compile both need the header: the build stops with nvcc's
     error naming it (the preprocessing failure only notes that the step went uncached)."""
     nvcc_path()
-    kernel = tmp_path / "scaled.cu"
-    kernel.write_text('#include "absent_scale.h"\n__kernel void scale(__global float *x) { x[0] *= SCALE; }\n')
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "CMakeLists.txt").write_text(SCALED_PROJECT.format(cmake=REPO / "cmake", kernel=kernel))
-    (src / "stub.c").write_text(STUB)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_REMOTE_CACHE"))}
-    env["AOTWHEEL_CACHE_DIR"] = str(tmp_path / "cache")
-    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(tmp_path / "b"), "-G", "Ninja"], capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = subprocess.run(["ninja", "-C", str(tmp_path / "b")], capture_output=True, text=True, env=env, timeout=600, check=False)
+    kernel = scaled_kernel(tmp_path / "kernel", "2.0f", include="absent_scale.h")
+    proc = scaled_build(tmp_path, kernel, tmp_path / "b", str(tmp_path / "cache"))
     said = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert re.search(r"aotwheel: scaled\.cu \(sm_90\): not cached: nvcc -E failed \(.*absent_scale\.h", said), said[-3000:]
     assert re.search(r"nvcc could not compile scaled\.cu for sm_90: .*absent_scale\.h", said), said[-3000:]
-    assert not (tmp_path / "cache" / "v2" / "objects").exists() or not any((tmp_path / "cache" / "v2" / "objects").rglob("*"))
+    assert not any((tmp_path / "cache").rglob("*.obj")) and not (tmp_path / "cache" / "v2" / "objects").is_dir()
+
+
+def test_without_a_cache_the_depfile_still_lists_the_header(tmp_path: Path) -> None:
+    """AOTWHEEL_CACHE_DIR=off: no key is made (no preprocessing), and nvcc's own -MD depfile
+    lists scale.h, so editing it rebuilds the cubin in the same tree."""
+    nvcc_path()
+    kernel = scaled_kernel(tmp_path / "kernel", "1234.5f")
+    cubin = tmp_path / "b" / "aotwheel" / "kernels_cuda" / "scaled.sm_90.cubin"
+    assert scaled_build(tmp_path, kernel, tmp_path / "b", "off").returncode == 0
+    assert struct.pack("<f", 1234.5) in cubin.read_bytes()
+    scaled_kernel(tmp_path / "kernel", "4321.5f")
+    assert scaled_build(tmp_path, kernel, tmp_path / "b", "off").returncode == 0
+    assert struct.pack("<f", 4321.5) in cubin.read_bytes()

@@ -76,52 +76,21 @@ def _cache_key(tc: dict, source_sha256: str, target: str, options: list[str], to
 
 def compile_image(args: argparse.Namespace) -> int:
     """One hipcc job, the plan's edge ``--edge``: the code object of its target; cached, keyed by
-    the preprocessed source (headers included)."""
+    the source as hipcc's preprocessor sees it for the target (headers included)."""
     from aotwheel.backends.amd.hipcc import hip_env
-    from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.edge import load_edge, plan_data, render_depfile
-    from aotwheel.buildsteps.preprocess import PreprocessFailed, preprocessed_key
+    from aotwheel.buildsteps.edge import load_edge, plan_data
+    from aotwheel.buildsteps.preprocess import compile_cached
     from aotwheel.buildsteps.tiers import Tiers, load_settings
 
     plan, edge = load_edge(args.plan, args.edge, args.digest)
     target, options = plan_data(edge, args.plan, lambda d: (str(d["target"]), [str(o) for o in d["options"]]))
     tc = json.loads(Path(plan["toolchain"]).read_text())
-    source = Path(edge["source"])
     out = Path(edge["outputs"][0])
-    depfile = edge["depfile"]
     cmd = [tc["hipcc"], f"--offload-arch={target}", "--genco", "--no-gpu-bundle-output", *options]
     tiers = Tiers.for_build(out.parent, load_settings(plan["settings"]))
-    source_sha, deps = None, [str(source)]
-    try:
-        if tiers.local.enabled or tiers.stores:  # no cache (AOTWHEEL_CACHE_DIR=off): no key to make
-            source_sha, deps = preprocessed_key([*cmd, "-E", str(source)], env=hip_env(), timeout=_TIMEOUT)
-    except PreprocessFailed as exc:  # hipcc's own run below says what is wrong, or builds uncached
-        print(f"aotwheel: {source.name} ({target}): not cached: hipcc -E failed ({exc})", file=sys.stderr)
-    key = None if source_sha is None else _cache_key(tc, source_sha, target, options, tiers.local.tool_sha256(tc["clang"]))
-    cached, _, writable = (None, "", []) if key is None else tiers.lookup(key, label=source.name)
-    if cached is not None:
-        atomic_write(out, cached)
-        if depfile:
-            atomic_write(Path(depfile), render_depfile(str(out), deps).encode())
-        return 0
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    cmd += [str(source), "-o", str(tmp)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT, check=False, env=hip_env())
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"hipcc failed to run for {source.name} ({target}): {exc}; check the ROCm installation") from None
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        sys.stderr.write(proc.stderr)
-        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), (proc.stderr.strip().splitlines() or ["no output"])[0])
-        raise ToolchainError(f"hipcc could not compile {source.name} for {target}: {first.strip()[:200]}")
-    data = tmp.read_bytes()
-    tmp.unlink()
-    atomic_write(out, data)
-    if depfile:  # the preprocessor's files (clang 16+ writes no depfile for a device-only job)
-        atomic_write(Path(depfile), render_depfile(str(out), deps).encode())
-    if key is not None:
-        tiers.store(key, data, source.name, writable)
+    compile_cached(tool="hipcc", install="the ROCm installation", command=cmd, source=Path(edge["source"]), target=target,
+                   out=out, depfile=edge["depfile"], tiers=tiers, env=hip_env(), timeout=_TIMEOUT,
+                   key=lambda sha: _cache_key(tc, sha, target, options, tiers.local.tool_sha256(tc["clang"])))
     return 0
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,56 +82,24 @@ def _cache_key(tc: dict, source_sha256: str, target: str, options: list[str], to
 
 def compile_image(args: argparse.Namespace) -> int:
     """One nvcc job, the plan's edge ``--edge``: ``-cubin`` or ``-ptx`` for its target; cached,
-    keyed by the preprocessed source (headers included)."""
-    from aotwheel.buildsteps.cache import atomic_write
-    from aotwheel.buildsteps.edge import load_edge, render_depfile
-    from aotwheel.buildsteps.preprocess import PreprocessFailed, preprocessed_key
+    keyed by the source as nvcc's preprocessor sees it for the target (headers included)."""
+    from aotwheel.buildsteps.edge import load_edge
+    from aotwheel.buildsteps.preprocess import compile_cached
     from aotwheel.buildsteps.tiers import Tiers, load_settings
 
     plan, edge = load_edge(args.plan, args.edge, args.digest)
     image = edge["data"]
     tc = json.loads(Path(plan["toolchain"]).read_text())
-    source = Path(edge["source"])
     options = list(image["options"])
     out = Path(edge["outputs"][0])
-    depfile = edge["depfile"]
     mode = "-cubin" if image["kind"] == "cubin" else "-ptx"
     cmd = [tc["nvcc"], "-x", "cu", "-include", tc["header"], mode, f"-gencode=arch={image['virtual']},code={image['target']}", *options]
     # Local cache, then the remote stores (CMake's settings file, else the environment), with one
     # warning per build tree.
     tiers = Tiers.for_build(out.parent, load_settings(plan["settings"]))
-    source_sha, deps = None, list[str]()
-    try:
-        if tiers.local.enabled or tiers.stores:  # no cache (AOTWHEEL_CACHE_DIR=off): no key to make
-            source_sha, deps = preprocessed_key([*cmd, "-E", str(source)], timeout=_TIMEOUT)
-    except PreprocessFailed as exc:  # nvcc's own run below says what is wrong, or builds uncached
-        print(f"aotwheel: {source.name} ({image['target']}): not cached: nvcc -E failed ({exc})", file=sys.stderr)
-    key = None if source_sha is None else _cache_key(tc, source_sha, image["target"], options, tiers.local.tool_sha256(tc["nvcc"]))
-    cached, _, writable = (None, "", []) if key is None else tiers.lookup(key, label=source.name)
-    if cached is not None:
-        atomic_write(out, cached)
-        if depfile:
-            atomic_write(Path(depfile), render_depfile(str(out), deps).encode())
-        return 0
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    cmd += [str(source), "-o", str(tmp)]
-    if depfile and key is None:
-        cmd += ["-MD", "-MF", depfile, "-MT", str(out)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"nvcc failed to run for {source.name} ({image['target']}): {exc}; check the CUDA installation") from None
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
-        first = next((ln for ln in proc.stderr.splitlines() if "error" in ln), proc.stderr.strip().splitlines()[:1] or ["no output"])
-        raise ToolchainError(f"nvcc could not compile {source.name} for {image['target']}: {str(first).strip()[:200]}")
-    data = tmp.read_bytes()
-    tmp.unlink()
-    atomic_write(out, data)
-    if key is not None:
-        if depfile:
-            atomic_write(Path(depfile), render_depfile(str(out), deps).encode())
-        tiers.store(key, data, source.name, writable)
+    compile_cached(tool="nvcc", install="the CUDA installation", command=cmd, source=Path(edge["source"]), target=image["target"],
+                   out=out, depfile=edge["depfile"], tiers=tiers, timeout=_TIMEOUT,
+                   key=lambda sha: _cache_key(tc, sha, image["target"], options, tiers.local.tool_sha256(tc["nvcc"])))
     return 0
 
 
