@@ -117,3 +117,21 @@ def test_devlist_takes_amd_target_ids_for_hipcc():
     assert bad.value.suggestions[:2] == ("gfx90c", "gfx90a")
     with pytest.raises(DevlistError, match=r"'gfx90a:xnak-' has a feature AMD target ids lack; write gfx90a or gfx90a:xnack-"):
         resolve("gfx90a:xnak-")
+
+
+def test_devlist_takes_feature_settings_where_plus_ends_a_feature():
+    """gfx942:sramecc+:xnack- (ROCm's target-id syntax, PYTORCH_ROCM_ARCH's too): '+' ends a
+    feature setting, in LLVM's order; between names it is another tool's separator, and says so."""
+    from aotwheel.devlist import resolve
+    from aotwheel.errors import DevlistError
+
+    dl = resolve("gfx90a:xnack+,gfx942:xnack-:sramecc+,pvc")
+    assert dl.to_dict()["amd"]["targets"] == ["gfx90a:xnack+", "gfx942:sramecc+:xnack-"]
+    with pytest.raises(DevlistError, match=r"character '\+' in 'gfx90a\+gfx1030' is not allowed; separate device names with commas: gfx90a,gfx1030$"):
+        resolve("gfx90a+gfx1030")
+    for bad in ("gfx90a:xnack++", "gfx90a:+", "pvc+"):
+        with pytest.raises(DevlistError, match=r"character '\+' in '.*' is not allowed"):
+            resolve(bad)
+    with pytest.raises(DevlistError, match=r"'pvc:acm-g10:dg2' is not a range"):
+        resolve("pvc:acm-g10:dg2")
+

@@ -351,3 +351,23 @@ def test_a_header_edit_is_a_cache_miss_and_a_rebuild(tmp_path: Path) -> None:
     assert rebuilt.returncode == 0, rebuilt.stdout[-3000:]
     assert amd_events()[8:] == ["hit", "hit"]
     assert old in (bld / "_k.so").read_bytes()
+
+
+def test_both_xnack_settings_of_one_processor_build_apart(tmp_path: Path) -> None:
+    """USE_AOT_DEVLIST=gfx90a:xnack+,gfx90a:xnack-: two code objects of one processor, as hipcc
+    builds them (readelf: xnack on, xnack off), bundled under their own ids; each device setting
+    gets its own native code object."""
+    procs, bld, prefix = configure_build_install(tmp_path, project(HIP_CALL, hip_destination=True), "gfx90a:xnack+,gfx90a:xnack-",
+                                                 NO_INTEL_TOOLS)
+    assert procs[-1].returncode == 0 and len(procs) == 3, procs[-1].stdout[-3000:] + procs[-1].stderr[-3000:]
+    assert (bld / "made.txt").read_text() == "gfx90a:xnack+;gfx90a:xnack-"
+    so = prefix / "hippkg" / "_k.so"
+    assert bundled_ids(so, tmp_path) == [sorted(["host", HIP_ID + "gfx90a:xnack+", HIP_ID + "gfx90a:xnack-"])]
+    for setting, said in (("+", "on"), ("-", "off")):
+        co = tmp_path / f"xnack{said}.co"
+        run_tool([BUNDLER, "-unbundle", "-type=o", f"-input={tmp_path / 'bundle0.bin'}", f"-targets={HIP_ID}gfx90a:xnack{setting}",
+                  f"-output={co}"])
+        assert re.search(rf"Flags:\s+0x[0-9a-f]+, gfx90a, xnack {said}\b", run_tool(["readelf", "-h", str(co)]).stdout)
+    assert cli_check(so, "gfx90a:xnack+") == "native amd-exact" and cli_check(so, "gfx90a:xnack-") == "native amd-exact"
+    assert cli_check(so, "gfx1030") == "unsupported amd-no-match"
+

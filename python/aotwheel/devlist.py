@@ -49,9 +49,10 @@ NO_JIT_TOKEN = "no-jit"
 _KEYWORDS = (NONE_TOKEN, NATIVE_TOKEN, NO_JIT_TOKEN)
 
 _SEPARATORS = re.compile(r"[,\s]+")
-# ':' for ocloc's product ranges (dg1:acm-g10, xe-hpg:, :dg1).
+# ':' for ocloc's product ranges (dg1:acm-g10, xe-hpg:, :dg1) and target features (AMD's
+# gfx942:sramecc+:xnack-); '+' only ending such a feature (else it is another tool's separator).
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:, \t\r\n")
-_TOKEN_SHAPE = re.compile(r"^(?:[a-z0-9][a-z0-9._-]*)?(?::(?:[a-z0-9][a-z0-9._-]*)?)?$")
+_TOKEN_SHAPE = re.compile(r"^(?:[a-z0-9][a-z0-9._-]*)?(?::(?:[a-z0-9][a-z0-9._-]*\+?)?)*$")
 
 # Look-alike characters people paste from documents; used only to suggest a fix, never to accept.
 _CONFUSABLES = str.maketrans({
@@ -273,6 +274,8 @@ def _reject_bad_characters(text: str, default: DevlistGrammar, tables: Mapping[s
         if char in _ALLOWED:
             continue
         token = _token_around(text, pos)
+        if char == "+" and _TOKEN_SHAPE.match(token.lower()):  # a feature setting: gfx90a:xnack+
+            continue
         folded = token.translate(_CONFUSABLES).lower()
         suggestions = (folded,) if folded in _KEYWORDS else default.suggest(folded)
         if ord(char) > 127:
