@@ -124,14 +124,15 @@ def test_toolchain_check_missing_ocloc(tmp_path: Path) -> None:
 
 def test_help_lists_the_backends_formats_and_tools() -> None:
     # --format's values and --toolchain's tools are declared by the backends (Intel's ocloc, names,
-    # ips) around the core's sycl-targets; the help reads as it always has.
+    # ips; NVIDIA's nvcc; AMD's hipcc) around the core's sycl-targets, in the registry's order.
     text = " ".join(aotwheel("resolve", "--help").stdout.split())
     assert "[--json | --format {ocloc,sycl-targets,names,ips} | --list]" in text
-    assert "[--toolchain {ocloc}] [--ocloc PATH]" in text
+    assert "[--toolchain {ocloc,nvcc,hipcc}] [--ocloc PATH] [--nvcc PATH] [--hipcc PATH]" in text
     assert "print one value: ocloc -device list, -fsycl-targets, names or IP versions" in text
     assert "--ocloc PATH ocloc to check against (default: $AOTWHEEL_OCLOC, then PATH)" in text
-    bad = aotwheel("resolve", "pvc", "--toolchain", "nvcc")
-    assert bad.returncode == 2 and "invalid choice: 'nvcc' (choose from 'ocloc')" in bad.stderr
+    assert "--hipcc PATH hipcc to check against (default: $AOTWHEEL_HIPCC, $HIPCC, PATH, $ROCM_PATH/bin, /opt/rocm/bin)" in text
+    bad = aotwheel("resolve", "pvc", "--toolchain", "icpx")
+    assert bad.returncode == 2 and "invalid choice: 'icpx' (choose from 'ocloc', 'nvcc', 'hipcc')" in bad.stderr
 
 
 def test_python_api_is_lazy() -> None:

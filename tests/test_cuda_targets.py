@@ -7,6 +7,12 @@ checked by running nvcc with them and listing the result with cuobjdump.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from aotwheel.backends.nvidia.targets import CudaTarget, cuda_verdict, is_cuda_token, parse_cuda_target, plan
@@ -183,3 +189,29 @@ def test_unsupported_reason_names_the_fix() -> None:
     newer = cuda_verdict([T("sm_90"), T("compute_90")], (7, 5)).reason
     assert "sm_75" in newer and "'ptx'" not in newer
 
+
+
+def _aotwheel(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_NVCC"))}
+    return subprocess.run([sys.executable, "-m", "aotwheel", *args], capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+@pytest.mark.usefixtures("nvcc")
+def test_resolve_and_build_toolchain_ask_the_installed_nvcc(tmp_path: Path) -> None:
+    """``aotwheel resolve --toolchain nvcc`` checks the NVIDIA part against the architectures the
+    installed nvcc lists (--list-gpu-code); ``build toolchain --json`` reports them; an nvcc that is
+    not there is one error line naming the fix."""
+    from aotwheel.backends.nvidia.nvcc import find_nvcc
+
+    found = find_nvcc()
+    ok = _aotwheel("resolve", "sm_90,ptx,pvc", "--toolchain", "nvcc")
+    assert ok.returncode == 0, ok.stderr
+    assert "nvcc -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90" in ok.stdout
+    listed = run([found.path, "--list-gpu-code"]).stdout.split()
+    doc = json.loads(_aotwheel("build", "toolchain", "--devlist", "sm_90", "--json").stdout)
+    assert (doc["nvcc"], doc["nvcc_version"]) == (found.path, found.version)
+    assert sorted(doc["nvcc_archs"]) == sorted({n for n in listed if n.startswith("sm_") and n[3:].isdigit()})
+    bad = _aotwheel("resolve", "sm_90", "--toolchain", "nvcc", "--nvcc", str(tmp_path / "nvcc"))
+    assert bad.returncode == 2
+    [line] = bad.stderr.splitlines()
+    assert f"nvcc from the explicit path ({tmp_path / 'nvcc'}) is not an executable file" in line

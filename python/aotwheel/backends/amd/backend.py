@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 
 from aotwheel.backends.amd import AMD
-from aotwheel.backends.capabilities import Capabilities
+from aotwheel.backends.amd.variables import HIPCC
+from aotwheel.backends.capabilities import Capabilities, ToolOption
 
 TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing or results
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
     from aotwheel.backends.amd.devlist import AmdGrammar
-    from aotwheel.backends.protocol import Backend
+    from aotwheel.backends.protocol import Backend, DevlistPart
     from aotwheel.report import FileReport
     from aotwheel.results import Device, Verdict
 
@@ -29,12 +33,55 @@ def rebuild_tokens(file: FileReport) -> list[str]:
     return list(dict.fromkeys(tokens))
 
 
+class AmdToolchain:
+    """The installed hipcc: ``aotwheel resolve --toolchain hipcc`` and ``aotwheel build toolchain``
+    (the grammar itself knows LLVM's processors; which of them hipcc builds, its device libraries say)."""
+
+    tools: tuple[ToolOption, ...] = (ToolOption("hipcc", f"hipcc to check against (default: ${HIPCC.name}, $HIPCC, PATH, "
+                                                         "$ROCM_PATH/bin, /opt/rocm/bin)"),)
+
+    def table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
+        return None
+
+    def listing(self, tools: Mapping[str, str | None]) -> list[str]:
+        import textwrap
+
+        from aotwheel.backends.amd.targets import FEATURES, known_processors
+
+        return textwrap.wrap(f"AMD target ids (hipcc --offload-arch; features {', '.join(f':{f}+ :{f}-' for f in FEATURES)}): "
+                             + " ".join(known_processors()), 100, subsequent_indent="  ")
+
+    def check(self, part: DevlistPart, tool: str, path: str | None) -> None:
+        from aotwheel.backends.amd.devlist import AmdPart
+        from aotwheel.backends.amd.hipcc import find_hipcc, query, require_processors
+
+        assert isinstance(part, AmdPart), part  # the resolver hands each toolchain its own vendor's part
+        if part.targets:
+            require_processors(query(find_hipcc(path), list(part.targets)), part.targets)
+
+    def report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        """hipcc's facts; with AMD ``devices`` asked for, hipcc must build them (else one error
+        line), without, a missing hipcc is a field (an Intel-only machine has none)."""
+        from aotwheel.backends.amd.hipcc import find_hipcc, query, require_processors
+        from aotwheel.errors import ToolchainError
+
+        try:
+            hipcc = query(find_hipcc(), list(devices))
+        except ToolchainError as exc:
+            if devices:
+                raise
+            return {"hipcc_error": str(exc)}
+        require_processors(hipcc, list(devices))
+        return {"hipcc": hipcc.path, "hipcc_version": hipcc.version, "hipcc_clang_version": hipcc.clang_version,
+                "hipcc_processors": sorted(hipcc.processors, key=lambda p: (len(p), p))}
+
+
 class AmdBackend:
     name = AMD
     title = "AMD"
     # No probes (no ROCm here: AMD devices are named, --device gfx90a / AOTWHEEL_DEVICE), no
     # self-test (no HIP runtime binding); its builds keep their target ids in other vendors' remedies.
-    capabilities = Capabilities(rebuild_tokens=rebuild_tokens)
+    capabilities = Capabilities(rebuild_tokens=rebuild_tokens, toolchain=AmdToolchain())
 
     def owns_token(self, token: str) -> bool:
         # Every gfx* token, valid or not, so that a typo gets this backend's message.

@@ -6,15 +6,18 @@ import os
 from collections.abc import Sequence
 from dataclasses import replace
 
-from aotwheel.backends.capabilities import Capabilities, ProbeSpec
+from aotwheel.backends.capabilities import Capabilities, ProbeSpec, ToolOption
 from aotwheel.backends.nvidia import NVIDIA
+from aotwheel.backends.nvidia.variables import NVCC
 
 TYPE_CHECKING = False  # not typing's: `aotwheel resolve` imports this module, and no typing or results
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from aotwheel.backends.nvidia.devlist import NvidiaGrammar
-    from aotwheel.backends.protocol import Backend
+    from aotwheel.backends.nvidia.nvcc import Nvcc
+    from aotwheel.backends.protocol import Backend, DevlistPart
     from aotwheel.report import FileReport
     from aotwheel.results import Device, ProbedDevice, Verdict
 
@@ -51,6 +54,59 @@ def _selftest(binary: str) -> list[Any]:
     return list(run_cuda(binary)[0])
 
 
+class NvidiaToolchain:
+    """The installed nvcc: ``aotwheel resolve --toolchain nvcc`` and ``aotwheel build toolchain``
+    (the grammar itself knows nvcc 13.0's architectures; the installed nvcc may build others)."""
+
+    tools: tuple[ToolOption, ...] = (ToolOption("nvcc", f"nvcc to check against (default: ${NVCC.name}, $CUDACXX, PATH, "
+                                                        "$CUDA_HOME/bin, NVIDIA's PyPI nvcc, /usr/local/cuda/bin)"),)
+
+    def table(self, text: str, tools: Mapping[str, str | None], *, installed: bool = False) -> object | None:
+        return None
+
+    def listing(self, tools: Mapping[str, str | None]) -> list[str]:
+        from aotwheel.backends.nvidia.targets import NVCC13_ARCHS
+
+        archs = " ".join(f"sm_{a}" for a in sorted(NVCC13_ARCHS))
+        return [f"NVIDIA (nvcc 13.0): {archs}; compute_XY for PTX, ptx for the newest cubin's, sm_XYa / sm_XYf arch- and family-specific"]
+
+    def check(self, part: DevlistPart, tool: str, path: str | None) -> None:
+        from aotwheel.backends.nvidia.devlist import NvidiaPart
+        from aotwheel.backends.nvidia.nvcc import find_nvcc
+
+        assert isinstance(part, NvidiaPart), part  # the resolver hands each toolchain its own vendor's part
+        if part.listed:
+            _require_archs(find_nvcc(path), part.listed)
+
+    def report(self, devices: Sequence[str], cache: Any) -> dict[str, object]:
+        """nvcc's facts; with NVIDIA ``devices`` asked for, nvcc must build them (else one error
+        line), without, a missing nvcc is a field."""
+        from aotwheel.backends.nvidia.nvcc import find_nvcc
+        from aotwheel.errors import ToolchainError
+
+        try:
+            nvcc = find_nvcc()
+        except ToolchainError as exc:
+            if devices:
+                raise
+            return {"nvcc_error": str(exc)}
+        _require_archs(nvcc, devices)
+        return {"nvcc": nvcc.path, "nvcc_version": nvcc.version, "nvcc_archs": [f"sm_{a}" for a in sorted(nvcc.real_archs)]}
+
+
+def _require_archs(nvcc: Nvcc, names: Sequence[str]) -> None:
+    """Raise :class:`ToolchainError` (one line) unless ``nvcc`` builds every target in ``names``."""
+    from aotwheel.backends.nvidia.targets import parse_cuda_target
+    from aotwheel.errors import DevlistError, ToolchainError
+
+    for name in names:
+        try:
+            parse_cuda_target(name, supported=nvcc.real_archs)
+        except DevlistError as exc:
+            why = str(exc).removeprefix("USE_AOT_DEVLIST: ")
+            raise ToolchainError(f"nvcc {nvcc.version} at {nvcc.path} cannot build {name}: {why}") from None
+
+
 class NvidiaBackend:
     name = NVIDIA
     title = "NVIDIA"
@@ -60,6 +116,7 @@ class NvidiaBackend:
         device_key=_device_key,
         rebuild_tokens=rebuild_tokens,
         selftest=_selftest,
+        toolchain=NvidiaToolchain(),
         variants="aotwheel.backends.nvidia.variants",  # wheel-variant vocabulary (aotwheel.variants)
     )
 
