@@ -319,3 +319,19 @@ def test_cli_floor_rows_and_the_init_only_experiment_answers_alike(tmp_path):
     for command in ("inspect LIB", "check --device pvc LIB", "resolve"):
         assert {f"aotwheel {command}", f"aotwheel {command}, records __init__ only"} <= set(rows)
     assert all(len(r["wall_median_ms"]) == len(r["over_pass"]) == 1 for r in rows.values())
+
+
+@pytest.mark.usefixtures("nvcc")  # it builds with nvcc: the NVIDIA tests' lane (Debian 12)
+def test_vendor_cache_rows_and_every_edge_a_hit(tmp_path):
+    """benchmarks.vendor_cache: cold, cached and no-cache builds side by side for each installed
+    vendor compiler; the cached build hits on every compile edge (12 nvcc, 4 hipcc); no timing asserted."""
+    out = tmp_path / "vendor_cache.json"
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.vendor_cache", "--runs", "1", "--out", str(out)],
+                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    vendors = json.loads(out.read_text())["vendors"]
+    edges = {"nvidia": 12, "amd": 4}
+    assert "nvidia" in vendors
+    for vendor, row in vendors.items():
+        assert row["hits_per_cached_build"] == edges[vendor], (vendor, row)
+        assert set(row["seconds"]) == {"cold", "cached", "no cache"} and all(len(s) == 1 for s in row["seconds"].values())
