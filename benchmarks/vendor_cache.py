@@ -50,7 +50,7 @@ def project(src: Path, vendor: str) -> None:
 
 def ninja_seconds(src: Path, bld: Path, cache: str) -> float:
     """Configure ``src`` into ``bld``, then the wall seconds of ``ninja`` alone."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("USE_AOT_", "AOTWHEEL_")) or k == "AOTWHEEL_NVCC"}
     env.update(AOTWHEEL_CACHE_DIR=cache, AOTWHEEL_CLANG="/nonexistent", AOTWHEEL_OCLOC="/nonexistent")
     subprocess.run(["cmake", "-S", str(src), "-B", str(bld), "-G", "Ninja", f"-DPython_EXECUTABLE={sys.executable}"],
                    check=True, capture_output=True, env=env)
