@@ -70,7 +70,8 @@ def measure(vendor: str, runs: int, work: Path) -> dict[str, object]:
         samples["no cache"].append(ninja_seconds(src, work / vendor / f"off{run}", "off"))
     hits = sum(1 for ln in (work / vendor / "cache0" / "v2" / "events.log").read_text().splitlines() if ln.startswith("hit "))
     medians = {row: statistics.median(v) for row, v in samples.items()}
-    return {"compiler": shutil.which(PROJECTS[vendor][2]), "hits_per_cached_build": hits, "seconds": samples,
+    compiler = os.environ.get("AOTWHEEL_NVCC") if vendor == "nvidia" else shutil.which("hipcc")
+    return {"compiler": compiler, "hits_per_cached_build": hits, "seconds": samples,
             "median_s": medians, "cached_over_cold": medians["cached"] / medians["cold"],
             "cached_over_no_cache": medians["cached"] / medians["no cache"]}
 
