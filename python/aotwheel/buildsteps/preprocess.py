@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from aotwheel.buildsteps.tiers import Tiers
 
 _MARKER = re.compile(rb'^# (\d+) "((?:[^"\\]|\\.)*)"(.*)$')
-_PSEUDO = (b"<built-in>", b"<command-line>", b"<command line>")
 
 
 class PreprocessFailed(Exception):
@@ -59,13 +58,12 @@ def digest_and_dependencies(text: bytes, cwd: str) -> tuple[str, list[str]]:
     for line in text.splitlines(keepends=True):
         if line.startswith(b"# ") and (m := _MARKER.match(line.rstrip(b"\r\n"))):
             path = re.sub(rb"\\(.)", rb"\1", m[2])
-            if path not in _PSEUDO:
+            if not path.startswith(b"<"):  # <built-in>, <command line>: no file
                 deps.setdefault(os.path.normpath(os.path.join(cwd, os.fsdecode(path))))
             h.update(b"# " + m[1] + b' "' + os.path.basename(path) + b'"' + m[3] + b"\n")
         else:
             h.update(line)
     return h.hexdigest(), list(deps)
-
 
 
 def compile_cached(*, tool: str, install: str, command: list[str], source: Path, target: str, out: Path, depfile: str,
